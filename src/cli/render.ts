@@ -1,0 +1,75 @@
+import Table from 'cli-table3';
+import yaml from 'js-yaml';
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+
+/** kubectl's READY column: ready/total app containers. */
+export function readyColumn(pod: IPod, status: IPodStatus | undefined): string {
+  const total = pod.spec?.containers.length ?? 0;
+  const ready = (status?.containerStatuses ?? []).filter((c) => c.ready).length;
+  return `${ready}/${total}`;
+}
+
+export function restartsColumn(status: IPodStatus | undefined): number {
+  return (status?.containerStatuses ?? []).reduce((n, c) => n + (c.restartCount ?? 0), 0);
+}
+
+/** kubectl's STATUS column: the waiting or terminated reason when there is one, else the phase. */
+export function displayStatus(pod: IPod, status: IPodStatus | undefined): string {
+  if (!status) return 'Unknown';
+  const inits = status.initContainerStatuses ?? [];
+  const total = pod.spec?.initContainers?.length ?? 0;
+  for (let i = 0; i < inits.length; i++) {
+    const s = inits[i]!;
+    if (s.state?.terminated?.exitCode === 0) continue;
+    if (pod.spec?.initContainers?.[i]?.restartPolicy === 'Always' && s.started) continue;
+    if (s.state?.terminated) return s.state.terminated.reason ? `Init:${s.state.terminated.reason}` : `Init:ExitCode:${s.state.terminated.exitCode}`;
+    if (s.state?.waiting?.reason && s.state.waiting.reason !== 'PodInitializing') return `Init:${s.state.waiting.reason}`;
+    return `Init:${i}/${total}`;
+  }
+  let reason: string = status.phase ?? 'Unknown';
+  for (const c of status.containerStatuses ?? []) {
+    if (c.state?.waiting?.reason) reason = c.state.waiting.reason;
+    else if (c.state?.terminated) reason = c.state.terminated.reason ?? `ExitCode:${c.state.terminated.exitCode}`;
+  }
+  if (reason === 'Completed' && status.phase === 'Running') reason = 'Running';
+  return reason;
+}
+
+/** A v1 Pod object with its status, as kubectl -o json/yaml prints it. */
+export function podWithStatus(pod: IPod, status: IPodStatus | undefined): IPod {
+  return { ...pod, status };
+}
+
+export function renderObjects(items: IPod[], format: 'json' | 'yaml'): string {
+  const doc = items.length === 1 ? items[0] : { apiVersion: 'v1', kind: 'List', items };
+  return format === 'json' ? JSON.stringify(doc, null, 2) : yaml.dump(doc, { noRefs: true, lineWidth: 120 });
+}
+
+export interface ResultRow {
+  pod: IPod;
+  status?: IPodStatus;
+  ok: boolean;
+  message?: string;
+}
+
+/** The RunOnce table: one row per pod. */
+export function renderResultTable(rows: ResultRow[]): string {
+  const table = new Table({
+    head: ['POD', 'PHASE', 'STATUS', 'READY', 'RESTARTS', 'RESULT'],
+    style: { head: [], border: [] },
+    wordWrap: true,
+    colWidths: [null, null, null, null, null, 60] as unknown as number[],
+  });
+  for (const r of rows) {
+    const m = r.pod.metadata!;
+    table.push([
+      `${m.namespace}/${m.name}`,
+      r.status?.phase ?? 'Unknown',
+      displayStatus(r.pod, r.status),
+      readyColumn(r.pod, r.status),
+      String(restartsColumn(r.status)),
+      r.ok ? 'ok' : `FAILED: ${r.message ?? ''}`,
+    ]);
+  }
+  return table.toString();
+}

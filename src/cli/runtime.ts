@@ -1,0 +1,39 @@
+import { CriClient } from '../core/cri/client.js';
+import { loadSettings, parseDuration, resolveEndpoints, type ResolvedEndpoints } from '../core/cri/endpoint.js';
+import { embeddedEndpoint, embeddedStatus } from '../core/embedded/index.js';
+
+export interface GlobalFlags {
+  'runtime-endpoint'?: string;
+  'image-endpoint'?: string;
+  config?: string;
+  'request-timeout'?: string;
+  'pull-timeout'?: string;
+}
+
+/** Endpoint resolution from the global flags, the environment, the config file and the embedded runtime. */
+export async function resolveFromFlags(flags: GlobalFlags): Promise<ResolvedEndpoints> {
+  const settings = loadSettings(flags.config);
+  const explicit = flags['runtime-endpoint'] || process.env.CONTAINER_RUNTIME_ENDPOINT || settings.runtimeEndpoint;
+  const embedded = explicit ? undefined : await embeddedStatus();
+  return resolveEndpoints({
+    runtimeFlag: flags['runtime-endpoint'],
+    imageFlag: flags['image-endpoint'],
+    env: process.env,
+    settings,
+    embeddedEndpoint: embedded?.endpoint ?? embeddedEndpoint(),
+    embeddedUp: embedded?.running ?? false,
+    timeoutMs: flags['request-timeout'] ? parseDuration(flags['request-timeout'], '--request-timeout') : undefined,
+    pullTimeoutMs: flags['pull-timeout'] ? parseDuration(flags['pull-timeout'], '--pull-timeout') : undefined,
+  });
+}
+
+export async function connect(flags: GlobalFlags): Promise<{ client: CriClient; endpoints: ResolvedEndpoints }> {
+  const endpoints = await resolveFromFlags(flags);
+  const client = new CriClient({
+    runtimeEndpoint: endpoints.runtime.endpoint,
+    imageEndpoint: endpoints.image.endpoint,
+    timeoutMs: endpoints.timeoutMs,
+    pullTimeoutMs: endpoints.pullTimeoutMs,
+  });
+  return { client, endpoints };
+}

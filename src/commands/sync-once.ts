@@ -1,0 +1,70 @@
+import { Args, Flags } from '@oclif/core';
+import ora from 'ora';
+import { PodctlCommand } from '../cli/base.js';
+import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
+import { buildKubelet, nodeFlags } from '../cli/node.js';
+import { podWithStatus, renderObjects, renderResultTable, type ResultRow } from '../cli/render.js';
+import { connect } from '../cli/runtime.js';
+import { realClock } from '../core/clock.js';
+import { parseDuration } from '../core/cri/endpoint.js';
+import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
+
+export class SyncOnce extends PodctlCommand {
+  static override summary = "Run every pod found once, as the kubelet's RunOnce: wait until each runs or fails, print a table.";
+  static override description = `Admits and runs every Pod in the given files or directories concurrently, then checks each one until all of
+its containers run (or it Succeeded), retrying SyncPod up to --max-retries times with a delay that starts at
+--retry-delay and doubles. Exits 0 only if every pod ran. Pods are left running.`;
+  static override examples = [
+    '<%= config.bin %> sync-once manifests/',
+    '<%= config.bin %> sync-once pod.yaml --max-retries 3 --retry-delay 500ms',
+    'cat pod.yaml | <%= config.bin %> sync-once - -o yaml',
+  ];
+  static override strict = false;
+  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
+  static override flags = {
+    ...nodeFlags,
+    timeout: Flags.string({ summary: 'Bound on the whole run, e.g. 5m.', default: '5m' }),
+    'max-retries': Flags.integer({ summary: 'SyncPod retries per pod.', default: RUN_ONCE_MAX_RETRIES, min: 0 }),
+    'retry-delay': Flags.string({ summary: 'First delay between retries; doubles each time.', default: '1s' }),
+    output: Flags.string({ char: 'o', summary: 'Output format.', options: ['table', 'json', 'yaml'], default: 'table' }),
+  };
+
+  async run(): Promise<void> {
+    const { argv, flags } = await this.parse(SyncOnce);
+    const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
+    const runTimeoutMs = parseDuration(flags.timeout, '--timeout');
+    const retryDelayMs = parseDuration(flags['retry-delay'], '--retry-delay');
+    const { client } = await connect(flags);
+    try {
+      const version = await client.version();
+      const kubelet = buildKubelet(client, flags, version.runtimeName);
+      const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod));
+      const spinner = process.stderr.isTTY && flags.output === 'table' ? ora({ text: `Running ${admitted.length} pod(s)…`, stream: process.stderr }).start() : undefined;
+      const running = new Set<string>();
+      const results = await runOnce(kubelet, admitted, {
+        clock: realClock,
+        maxRetries: flags['max-retries'],
+        retryDelayMs,
+        timeoutMs: runTimeoutMs,
+        onProgress: (pod, status) => {
+          if (allContainersRunning(pod, status) || status.phase === 'Succeeded') running.add(pod.metadata!.uid!);
+          if (spinner) spinner.text = `Running ${admitted.length} pod(s)… ${running.size} done`;
+        },
+      });
+      spinner?.stop();
+      const rows: ResultRow[] = [
+        ...results.map((r) => ({ pod: r.pod, status: r.status, ok: r.ok, message: r.message })),
+        ...rejected.map((r) => ({ pod: r.pod, ok: false, message: `rejected at admission: ${r.message}` })),
+      ];
+      if (flags.output === 'table') this.log(renderResultTable(rows));
+      else this.log(renderObjects(rows.map((r) => podWithStatus(r.pod, r.status)), flags.output as 'json' | 'yaml'));
+      const failed = rows.filter((r) => !r.ok);
+      if (failed.length) {
+        process.stderr.write(`Error: ${failed.length} of ${rows.length} pod(s) failed: ${failed.map((r) => `${r.pod.metadata!.namespace}/${r.pod.metadata!.name}`).join(', ')}\n`);
+        this.exit(1);
+      }
+    } finally {
+      client.close();
+    }
+  }
+}

@@ -1,0 +1,295 @@
+import { existsSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { criProtoFile } from '../paths.js';
+import { CriError, mapGrpcError, noRuntimeError } from './errors.js';
+import { socketPath } from './endpoint.js';
+import type { ProtoGrpcType } from './generated/api.js';
+import type { RuntimeServiceClient } from './generated/runtime/v1/RuntimeService.js';
+import type { ImageServiceClient } from './generated/runtime/v1/ImageService.js';
+import type * as T from './types.js';
+import type * as G from './generated-calls.js';
+
+/** The runtime half of the CRI, as the core uses it. */
+export interface RuntimeService {
+  readonly endpoint: string;
+  version(): Promise<T.VersionResponse>;
+  status(verbose?: boolean): Promise<T.StatusResponse>;
+  runPodSandbox(config: T.PodSandboxConfigInput, runtimeHandler?: string): Promise<string>;
+  stopPodSandbox(podSandboxId: string): Promise<void>;
+  removePodSandbox(podSandboxId: string): Promise<void>;
+  podSandboxStatus(podSandboxId: string, verbose?: boolean): Promise<T.PodSandboxStatusResponse>;
+  listPodSandbox(filter?: T.PodSandboxFilterInput): Promise<T.PodSandbox[]>;
+  createContainer(podSandboxId: string, config: T.ContainerConfigInput, sandboxConfig: T.PodSandboxConfigInput): Promise<string>;
+  startContainer(containerId: string): Promise<void>;
+  /** timeoutSeconds: grace before the runtime sends SIGKILL. */
+  stopContainer(containerId: string, timeoutSeconds: number): Promise<void>;
+  removeContainer(containerId: string): Promise<void>;
+  listContainers(filter?: T.ContainerFilterInput): Promise<T.Container[]>;
+  containerStatus(containerId: string, verbose?: boolean): Promise<T.ContainerStatusResponse>;
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<T.ExecSyncResponse>;
+  exec(request: T.ExecRequestInput): Promise<T.ExecResponse>;
+  containerStats(containerId: string): Promise<T.ContainerStats | undefined>;
+  listContainerStats(filter?: T.ContainerStatsFilterInput): Promise<T.ContainerStats[]>;
+  /** A stream of container events; cancel() ends it. */
+  getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream;
+}
+
+export interface ContainerEventHandlers {
+  onEvent(event: T.ContainerEventResponse): void;
+  onError(err: CriError): void;
+  onEnd?(): void;
+}
+
+export interface ContainerEventStream {
+  cancel(): void;
+}
+
+/** The image half of the CRI. */
+export interface ImageService {
+  readonly endpoint: string;
+  listImages(filter?: T.ImageFilterInput): Promise<T.Image[]>;
+  /** undefined when the image is not present. */
+  imageStatus(image: string, verbose?: boolean): Promise<T.Image | undefined>;
+  /** Returns the image reference (digest) the runtime pulled. */
+  pullImage(image: string, sandboxConfig?: T.PodSandboxConfigInput, auth?: T.AuthConfigInput): Promise<string>;
+  removeImage(image: string): Promise<void>;
+  imageFsInfo(): Promise<T.ImageFsInfoResponse>;
+}
+
+/** Every CRI call made, with its latency and outcome (metrics and --trace). */
+export type CallObserver = (call: { method: string; durationMs: number; error?: CriError }) => void;
+
+export interface CriClientOptions {
+  runtimeEndpoint: string;
+  imageEndpoint?: string;
+  timeoutMs: number;
+  pullTimeoutMs: number;
+  observer?: CallObserver;
+}
+
+let packageDefinition: ProtoGrpcType | undefined;
+
+function loadProto(): ProtoGrpcType {
+  if (!packageDefinition) {
+    const def = protoLoader.loadSync(criProtoFile(), { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true });
+    packageDefinition = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
+  }
+  return packageDefinition;
+}
+
+/** Request and response types of each unary CRI method. */
+interface RuntimeCalls {
+  Version: [G.VersionRequest, G.VersionResponse__Output];
+  Status: [G.StatusRequest, G.StatusResponse__Output];
+  RunPodSandbox: [G.RunPodSandboxRequest, G.RunPodSandboxResponse__Output];
+  StopPodSandbox: [G.StopPodSandboxRequest, G.StopPodSandboxResponse__Output];
+  RemovePodSandbox: [G.RemovePodSandboxRequest, G.RemovePodSandboxResponse__Output];
+  PodSandboxStatus: [G.PodSandboxStatusRequest, G.PodSandboxStatusResponse__Output];
+  ListPodSandbox: [G.ListPodSandboxRequest, G.ListPodSandboxResponse__Output];
+  CreateContainer: [G.CreateContainerRequest, G.CreateContainerResponse__Output];
+  StartContainer: [G.StartContainerRequest, G.StartContainerResponse__Output];
+  StopContainer: [G.StopContainerRequest, G.StopContainerResponse__Output];
+  RemoveContainer: [G.RemoveContainerRequest, G.RemoveContainerResponse__Output];
+  ListContainers: [G.ListContainersRequest, G.ListContainersResponse__Output];
+  ContainerStatus: [G.ContainerStatusRequest, G.ContainerStatusResponse__Output];
+  ExecSync: [G.ExecSyncRequest, G.ExecSyncResponse__Output];
+  Exec: [G.ExecRequest, G.ExecResponse__Output];
+  ContainerStats: [G.ContainerStatsRequest, G.ContainerStatsResponse__Output];
+  ListContainerStats: [G.ListContainerStatsRequest, G.ListContainerStatsResponse__Output];
+}
+
+interface ImageCalls {
+  ListImages: [G.ListImagesRequest, G.ListImagesResponse__Output];
+  ImageStatus: [G.ImageStatusRequest, G.ImageStatusResponse__Output];
+  PullImage: [G.PullImageRequest, G.PullImageResponse__Output];
+  RemoveImage: [G.RemoveImageRequest, G.RemoveImageResponse__Output];
+  ImageFsInfo: [G.ImageFsInfoRequest, G.ImageFsInfoResponse__Output];
+}
+
+type Callback<Res> = (err: grpc.ServiceError | null, res?: Res) => void;
+type UnaryFn<Req, Res> = (req: Req, metadata: grpc.Metadata, options: grpc.CallOptions, callback: Callback<Res>) => grpc.ClientUnaryCall;
+
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  // CRI answers (ListContainers with thousands of pods) can be large.
+  'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  // A unix socket has no DNS; keep reconnects quick when the runtime comes back.
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 2000,
+};
+
+/** The gRPC client for both CRI services over unix sockets. */
+export class CriClient implements RuntimeService, ImageService {
+  readonly endpoint: string;
+  readonly imageEndpoint: string;
+  private readonly runtime: RuntimeServiceClient;
+  private readonly images: ImageServiceClient;
+  private readonly opts: CriClientOptions;
+
+  constructor(opts: CriClientOptions) {
+    this.opts = opts;
+    this.endpoint = opts.runtimeEndpoint;
+    this.imageEndpoint = opts.imageEndpoint ?? opts.runtimeEndpoint;
+    const proto = loadProto();
+    const credentials = grpc.credentials.createInsecure();
+    this.runtime = new proto.runtime.v1.RuntimeService(this.endpoint, credentials, CHANNEL_OPTIONS);
+    this.images =
+      this.imageEndpoint === this.endpoint
+        ? new proto.runtime.v1.ImageService(this.endpoint, credentials, { ...CHANNEL_OPTIONS, channelOverride: this.runtime.getChannel() })
+        : new proto.runtime.v1.ImageService(this.imageEndpoint, credentials, CHANNEL_OPTIONS);
+  }
+
+  close(): void {
+    this.runtime.close();
+    this.images.close();
+  }
+
+  private call<Req, Res>(client: grpc.Client, method: string, request: Req, timeoutMs = this.opts.timeoutMs): Promise<Res> {
+    const endpoint = client === this.images ? this.imageEndpoint : this.endpoint;
+    const started = performance.now();
+    const observe = (error?: CriError) => this.opts.observer?.({ method, durationMs: performance.now() - started, error });
+    // A missing socket fails at once instead of waiting for a connect timeout.
+    if (!existsSync(socketPath(endpoint))) {
+      const err = noRuntimeError(endpoint, method);
+      observe(err);
+      return Promise.reject(err);
+    }
+    const fn = (client as unknown as Record<string, UnaryFn<Req, Res>>)[method]!;
+    return new Promise<Res>((resolve, reject) => {
+      fn.call(client, request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
+        if (err) {
+          const mapped = mapGrpcError(err, method, endpoint, timeoutMs);
+          observe(mapped);
+          reject(mapped);
+          return;
+        }
+        observe();
+        resolve(res as Res);
+      });
+    });
+  }
+
+  private rt<M extends keyof RuntimeCalls>(method: M, request: RuntimeCalls[M][0], timeoutMs?: number): Promise<RuntimeCalls[M][1]> {
+    return this.call(this.runtime, method, request, timeoutMs);
+  }
+
+  private img<M extends keyof ImageCalls>(method: M, request: ImageCalls[M][0], timeoutMs?: number): Promise<ImageCalls[M][1]> {
+    return this.call(this.images, method, request, timeoutMs);
+  }
+
+  version(): Promise<T.VersionResponse> {
+    return this.rt('Version', { version: '0.1.0' });
+  }
+
+  status(verbose = false): Promise<T.StatusResponse> {
+    return this.rt('Status', { verbose });
+  }
+
+  async runPodSandbox(config: T.PodSandboxConfigInput, runtimeHandler = ''): Promise<string> {
+    // Creating a sandbox sets up networking: give it the pull deadline, as the kubelet does not cap it at 30 s.
+    const res = await this.rt('RunPodSandbox', { config, runtimeHandler }, Math.max(this.opts.timeoutMs, 120_000));
+    return res.podSandboxId;
+  }
+
+  async stopPodSandbox(podSandboxId: string): Promise<void> {
+    await this.rt('StopPodSandbox', { podSandboxId });
+  }
+
+  async removePodSandbox(podSandboxId: string): Promise<void> {
+    await this.rt('RemovePodSandbox', { podSandboxId });
+  }
+
+  podSandboxStatus(podSandboxId: string, verbose = false): Promise<T.PodSandboxStatusResponse> {
+    return this.rt('PodSandboxStatus', { podSandboxId, verbose });
+  }
+
+  async listPodSandbox(filter?: T.PodSandboxFilterInput): Promise<T.PodSandbox[]> {
+    const res = await this.rt('ListPodSandbox', { filter });
+    return res.items;
+  }
+
+  async createContainer(podSandboxId: string, config: T.ContainerConfigInput, sandboxConfig: T.PodSandboxConfigInput): Promise<string> {
+    const res = await this.rt('CreateContainer', { podSandboxId, config, sandboxConfig });
+    return res.containerId;
+  }
+
+  async startContainer(containerId: string): Promise<void> {
+    await this.rt('StartContainer', { containerId });
+  }
+
+  async stopContainer(containerId: string, timeoutSeconds: number): Promise<void> {
+    // The call lasts as long as the grace period; the deadline must outlast it.
+    await this.rt('StopContainer', { containerId, timeout: timeoutSeconds }, this.opts.timeoutMs + timeoutSeconds * 1000);
+  }
+
+  async removeContainer(containerId: string): Promise<void> {
+    await this.rt('RemoveContainer', { containerId });
+  }
+
+  async listContainers(filter?: T.ContainerFilterInput): Promise<T.Container[]> {
+    const res = await this.rt('ListContainers', { filter });
+    return res.containers;
+  }
+
+  containerStatus(containerId: string, verbose = false): Promise<T.ContainerStatusResponse> {
+    return this.rt('ContainerStatus', { containerId, verbose });
+  }
+
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<T.ExecSyncResponse> {
+    return this.rt('ExecSync', { containerId, cmd, timeout: timeoutSeconds }, this.opts.timeoutMs + timeoutSeconds * 1000);
+  }
+
+  exec(request: T.ExecRequestInput): Promise<T.ExecResponse> {
+    return this.rt('Exec', request);
+  }
+
+  async containerStats(containerId: string): Promise<T.ContainerStats | undefined> {
+    const res = await this.rt('ContainerStats', { containerId });
+    return res.stats ?? undefined;
+  }
+
+  async listContainerStats(filter?: T.ContainerStatsFilterInput): Promise<T.ContainerStats[]> {
+    const res = await this.rt('ListContainerStats', { filter });
+    return res.stats;
+  }
+
+  getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream {
+    const call = this.runtime.GetContainerEvents({});
+    let cancelled = false;
+    call.on('data', (event: T.ContainerEventResponse) => handlers.onEvent(event));
+    call.on('error', (err: grpc.ServiceError) => {
+      if (cancelled && err.code === grpc.status.CANCELLED) return;
+      handlers.onError(mapGrpcError(err, 'GetContainerEvents', this.endpoint, 0));
+    });
+    call.on('end', () => handlers.onEnd?.());
+    return {
+      cancel: () => {
+        cancelled = true;
+        call.cancel();
+      },
+    };
+  }
+
+  async listImages(filter?: T.ImageFilterInput): Promise<T.Image[]> {
+    const res = await this.img('ListImages', { filter });
+    return res.images;
+  }
+
+  async imageStatus(image: string, verbose = false): Promise<T.Image | undefined> {
+    const res = await this.img('ImageStatus', { image: { image }, verbose });
+    return res.image && res.image.id ? res.image : undefined;
+  }
+
+  async pullImage(image: string, sandboxConfig?: T.PodSandboxConfigInput, auth?: T.AuthConfigInput): Promise<string> {
+    const res = await this.img('PullImage', { image: { image }, auth, sandboxConfig }, this.opts.pullTimeoutMs);
+    return res.imageRef;
+  }
+
+  async removeImage(image: string): Promise<void> {
+    await this.img('RemoveImage', { image: { image } });
+  }
+
+  imageFsInfo(): Promise<T.ImageFsInfoResponse> {
+    return this.img('ImageFsInfo', {});
+  }
+}

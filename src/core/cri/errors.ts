@@ -1,0 +1,71 @@
+import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { PodctlError } from '../errors.js';
+
+/** A failed CRI call, with the gRPC code kept so the core can branch on it. */
+export class CriError extends PodctlError {
+  readonly code: GrpcStatus;
+  readonly method: string;
+  readonly endpoint: string;
+  /** The runtime's own message, unchanged. */
+  readonly details: string;
+
+  constructor(message: string, opts: { code: GrpcStatus; method: string; endpoint: string; details: string; hint?: string; cause?: unknown }) {
+    super(message, { hint: opts.hint, cause: opts.cause });
+    this.name = 'CriError';
+    this.code = opts.code;
+    this.method = opts.method;
+    this.endpoint = opts.endpoint;
+    this.details = opts.details;
+  }
+}
+
+export function isCriError(err: unknown, code?: GrpcStatus): err is CriError {
+  return err instanceof CriError && (code === undefined || err.code === code);
+}
+
+export const isNotFound = (err: unknown): boolean => isCriError(err, GrpcStatus.NOT_FOUND);
+export const isUnimplemented = (err: unknown): boolean => isCriError(err, GrpcStatus.UNIMPLEMENTED);
+/** The runtime could not be reached at all (socket gone, refused, runtime down). */
+export const isUnavailable = (err: unknown): boolean => isCriError(err, GrpcStatus.UNAVAILABLE);
+
+export function noRuntimeError(endpoint: string, method: string, cause?: unknown): CriError {
+  return new CriError(`no CRI runtime at ${endpoint}`, {
+    code: GrpcStatus.UNAVAILABLE,
+    method,
+    endpoint,
+    details: cause instanceof Error ? cause.message : 'socket does not exist',
+    hint: 'start one with `podctl runtime up` or pass --runtime-endpoint',
+    cause,
+  });
+}
+
+/** Turns a gRPC failure into one sentence a person understands. */
+export function mapGrpcError(err: ServiceError, method: string, endpoint: string, timeoutMs: number): CriError {
+  const details = err.details || err.message;
+  const base = { code: err.code, method, endpoint, details, cause: err };
+  switch (err.code) {
+    case GrpcStatus.UNAVAILABLE:
+      if (/EACCES|permission denied/i.test(details)) {
+        return new CriError(`permission denied on ${endpoint}`, { ...base, hint: 'run podctl as root or as a user allowed to use that socket' });
+      }
+      if (/ENOENT|ECONNREFUSED|No connection established|connect/i.test(details)) return noRuntimeError(endpoint, method, err);
+      return new CriError(`the runtime at ${endpoint} is unavailable: ${details}`, base);
+    case GrpcStatus.UNIMPLEMENTED:
+      return new CriError(`the runtime at ${endpoint} does not implement ${method}`, base);
+    case GrpcStatus.DEADLINE_EXCEEDED:
+      return new CriError(`${method} did not answer within ${formatMs(timeoutMs)} (runtime at ${endpoint})`, {
+        ...base,
+        hint: method === 'PullImage' ? 'raise --pull-timeout' : 'raise --request-timeout or check the runtime',
+      });
+    case GrpcStatus.PERMISSION_DENIED:
+      return new CriError(`${method}: permission denied by the runtime: ${details}`, base);
+    case GrpcStatus.CANCELLED:
+      return new CriError(`${method} was cancelled`, base);
+    default:
+      return new CriError(`${method} failed: ${details}`, base);
+  }
+}
+
+function formatMs(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000}m` : ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}

@@ -1,0 +1,201 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { cniConflist, containerdConfig, hostsToml, MIRRORED_REGISTRIES, registryConfig } from './config.js';
+import { EmbeddedRuntimeError } from './errors.js';
+import { ensureImages, registryAnswers, servedImages } from './images.js';
+import { ensurePackages } from './packages.js';
+import { embeddedEndpoint, embeddedPaths, registryPort, type EmbeddedPaths } from './paths.js';
+import { livePid, removeFile, run, sleep, startDaemon, stopPid } from './process.js';
+
+export { embeddedEndpoint, embeddedPaths, type EmbeddedPaths } from './paths.js';
+export { EmbeddedRuntimeError } from './errors.js';
+export { MIRRORED_REGISTRIES, SANDBOX_IMAGE } from './config.js';
+
+export interface EmbeddedStatus {
+  endpoint: string;
+  running: boolean;
+  containerd: { pid?: number; running: boolean };
+  registry: { address: string; pid?: number; running: boolean };
+  /** Image references the loopback registry serves. */
+  images: string[];
+  root: string;
+}
+
+type Log = (line: string) => void;
+
+const isContainerd = (paths: EmbeddedPaths) => (cmd: string[]) => cmd[0]?.endsWith('containerd') === true && cmd.includes(paths.configFile);
+const isRegistry = (paths: EmbeddedPaths) => (cmd: string[]) => cmd.some((c) => c.endsWith('docker-registry')) && cmd.includes(paths.registryConfig);
+
+export async function embeddedStatus(opts: { paths?: EmbeddedPaths } = {}): Promise<EmbeddedStatus> {
+  const paths = opts.paths ?? embeddedPaths();
+  const containerdPid = livePid(paths.pidFile('containerd'), isContainerd(paths));
+  const registryPid = livePid(paths.pidFile('registry'), isRegistry(paths));
+  const containerdRunning = containerdPid !== undefined && existsSync(paths.socket);
+  return {
+    endpoint: embeddedEndpoint(paths),
+    running: containerdRunning,
+    containerd: { pid: containerdPid, running: containerdRunning },
+    registry: { address: `127.0.0.1:${registryPort()}`, pid: registryPid, running: registryPid !== undefined },
+    images: servedImages(),
+    root: paths.rootDir,
+  };
+}
+
+async function writeIfChanged(file: string, content: string): Promise<boolean> {
+  const current = await readFile(file, 'utf8').catch(() => undefined);
+  if (current === content) return false;
+  await writeFile(file, content);
+  return true;
+}
+
+async function writeConfigs(paths: EmbeddedPaths, port: number): Promise<boolean> {
+  for (const dir of [paths.rootDir, paths.runDir, paths.stateDir, paths.cniConfDir, paths.cniDataDir, paths.certsDir, paths.registryDir, paths.imagesDir, paths.logDir]) {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+  }
+  let changed = await writeIfChanged(paths.configFile, containerdConfig(paths));
+  changed = (await writeIfChanged(join(paths.cniConfDir, '10-podctl.conflist'), cniConflist(paths))) || changed;
+  const server = `http://127.0.0.1:${port}`;
+  for (const host of [...MIRRORED_REGISTRIES, '_default']) {
+    await mkdir(join(paths.certsDir, host), { recursive: true });
+    changed = (await writeIfChanged(join(paths.certsDir, host, 'hosts.toml'), hostsToml(server))) || changed;
+  }
+  await writeIfChanged(paths.registryConfig, registryConfig(paths, port));
+  return changed;
+}
+
+/** The CNI bridge masquerades and forwards: the kernel must route. */
+async function ensureForwarding(log: Log): Promise<void> {
+  const file = '/proc/sys/net/ipv4/ip_forward';
+  const value = readFileSync(file, 'utf8').trim();
+  if (value === '1') return;
+  try {
+    await writeFile(file, '1\n');
+    log('enabled net.ipv4.ip_forward for the pod network');
+  } catch (err) {
+    throw new EmbeddedRuntimeError(`cannot enable IP forwarding for the pod network: ${(err as Error).message}`, 'run `sysctl -w net.ipv4.ip_forward=1` as root');
+  }
+}
+
+async function startRegistry(paths: EmbeddedPaths, port: number): Promise<void> {
+  if (livePid(paths.pidFile('registry'), isRegistry(paths)) !== undefined && (await registryAnswers(port))) return;
+  if (await registryAnswers(port)) {
+    throw new EmbeddedRuntimeError(`something else already serves 127.0.0.1:${port}`, 'stop it, or choose another port with PODCTL_REGISTRY_PORT');
+  }
+  startDaemon('docker-registry', ['serve', paths.registryConfig], join(paths.logDir, 'registry.log'), paths.pidFile('registry'));
+  for (let i = 0; i < 100; i++) {
+    if (await registryAnswers(port)) return;
+    await sleep(100);
+  }
+  throw new EmbeddedRuntimeError(`the image registry did not answer on 127.0.0.1:${port} within 10 s`, `see ${join(paths.logDir, 'registry.log')}`);
+}
+
+async function startContainerd(paths: EmbeddedPaths, restart: boolean, log: Log): Promise<void> {
+  const pid = livePid(paths.pidFile('containerd'), isContainerd(paths));
+  if (pid !== undefined && !restart) return;
+  if (pid !== undefined) {
+    log('configuration changed: restarting the embedded containerd');
+    await stopPid(pid, 10_000, () => livePid(paths.pidFile('containerd'), isContainerd(paths)) !== undefined);
+  }
+  // A socket nobody owns (after a crash) would make containerd refuse to start.
+  removeFile(paths.socket);
+  removeFile(`${paths.socket}.ttrpc`);
+  startDaemon('containerd', ['--config', paths.configFile], join(paths.logDir, 'containerd.log'), paths.pidFile('containerd'));
+}
+
+function tail(file: string, lines: number): string {
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/**
+ * Brings the embedded runtime up: packages, configs, registry and images,
+ * containerd; waits until the CRI reports RuntimeReady and NetworkReady.
+ * Idempotent: when all is up it only checks.
+ */
+export async function embeddedUp(opts: {
+  paths?: EmbeddedPaths;
+  log?: Log;
+  install?: boolean;
+  waitReady: (endpoint: string, signal: AbortSignal) => Promise<{ ready: boolean; detail: string }>;
+  timeoutMs?: number;
+}): Promise<EmbeddedStatus> {
+  const paths = opts.paths ?? embeddedPaths();
+  const log = opts.log ?? (() => undefined);
+  if (process.getuid?.() !== 0) {
+    throw new EmbeddedRuntimeError('the embedded runtime must be started as root (containerd needs it)', 'run `sudo podctl runtime up`, or point podctl at a runtime with --runtime-endpoint');
+  }
+  await ensurePackages(opts.install ?? true, log);
+  const port = registryPort();
+  const changed = await writeConfigs(paths, port);
+  await ensureForwarding(log);
+  await startRegistry(paths, port);
+  await ensureImages(paths.imagesDir, port, log);
+  await startContainerd(paths, changed, log);
+
+  const endpoint = embeddedEndpoint(paths);
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const deadline = Date.now() + timeoutMs;
+  const abort = new AbortController();
+  let detail = 'not checked';
+  while (Date.now() < deadline) {
+    if (livePid(paths.pidFile('containerd'), isContainerd(paths)) === undefined) {
+      throw new EmbeddedRuntimeError('the embedded containerd exited during start-up', `its log ends with:\n${tail(join(paths.logDir, 'containerd.log'), 10)}`);
+    }
+    if (existsSync(paths.socket)) {
+      const r = await opts.waitReady(endpoint, abort.signal);
+      if (r.ready) return embeddedStatus({ paths });
+      detail = r.detail;
+    } else detail = 'socket not created yet';
+    await sleep(150);
+  }
+  abort.abort();
+  throw new EmbeddedRuntimeError(
+    `the embedded runtime did not become ready within ${Math.round(timeoutMs / 1000)} s (${detail})`,
+    `containerd's log ends with:\n${tail(join(paths.logDir, 'containerd.log'), 10)}`,
+  );
+}
+
+/** Mount points below our directories, deepest first (from /proc/self/mountinfo). */
+export function mountsBelow(mountinfo: string, roots: string[]): string[] {
+  const points = mountinfo
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((p): p is string => !!p)
+    .map((p) => p.replace(/\\040/g, ' '))
+    .filter((p) => roots.some((r) => p === r || p.startsWith(`${r}/`)));
+  return [...new Set(points)].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Stops what up started, by recorded PIDs only: pods first (beforeStop), then
+ * containerd, then the registry; unmounts what containerd left below our dirs.
+ */
+export async function embeddedDown(opts: { paths?: EmbeddedPaths; log?: Log; beforeStop?: (endpoint: string) => Promise<void> }): Promise<void> {
+  const paths = opts.paths ?? embeddedPaths();
+  const log = opts.log ?? (() => undefined);
+  const containerd = livePid(paths.pidFile('containerd'), isContainerd(paths));
+  if (containerd !== undefined && opts.beforeStop && existsSync(paths.socket)) {
+    try {
+      await opts.beforeStop(embeddedEndpoint(paths));
+    } catch (err) {
+      log(`could not remove every pod before stopping: ${(err as Error).message}`);
+    }
+  }
+  if (containerd !== undefined) {
+    await stopPid(containerd, 10_000, () => livePid(paths.pidFile('containerd'), isContainerd(paths)) !== undefined);
+    log(`stopped containerd (pid ${containerd})`);
+  }
+  const registry = livePid(paths.pidFile('registry'), isRegistry(paths));
+  if (registry !== undefined) {
+    await stopPid(registry, 5_000, () => livePid(paths.pidFile('registry'), isRegistry(paths)) !== undefined);
+    log(`stopped the image registry (pid ${registry})`);
+  }
+  for (const mount of mountsBelow(readFileSync('/proc/self/mountinfo', 'utf8'), [paths.rootDir, paths.runDir])) {
+    await run('umount', ['-l', mount]).catch((err: Error) => log(`could not unmount ${mount}: ${err.message}`));
+  }
+  for (const f of [paths.pidFile('containerd'), paths.pidFile('registry'), paths.socket, `${paths.socket}.ttrpc`]) removeFile(f);
+}

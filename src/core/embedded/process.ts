@@ -1,0 +1,80 @@
+import { spawn, execFile } from 'node:child_process';
+import { openSync, closeSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+
+/** The command line of a live process, or undefined when it is gone. */
+export function processCmdline(pid: number, readFile: (p: string) => string = (p) => readFileSync(p, 'utf8')): string[] | undefined {
+  try {
+    const raw = readFile(`/proc/${pid}/cmdline`);
+    if (!raw) return undefined;
+    return raw.split('\0').filter(Boolean);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads a pid file and returns the pid only if that process is alive and is what we started. */
+export function livePid(pidFile: string, expect: (cmdline: string[]) => boolean, readFile?: (p: string) => string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number((readFile ?? ((p: string) => readFileSync(p, 'utf8')))(pidFile).trim());
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  const cmdline = processCmdline(pid, readFile);
+  return cmdline && expect(cmdline) ? pid : undefined;
+}
+
+/** Starts a daemon detached from us, output to a log file, and records its pid. */
+export function startDaemon(cmd: string, args: string[], logFile: string, pidFile: string): number {
+  const fd = openSync(logFile, 'a');
+  try {
+    const child = spawn(cmd, args, { detached: true, stdio: ['ignore', fd, fd] });
+    if (child.pid === undefined) throw new Error(`could not start ${cmd}`);
+    child.unref();
+    writeFileSync(pidFile, `${child.pid}\n`);
+    return child.pid;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** SIGTERM, then SIGKILL after the grace period; only the pid we recorded. */
+export async function stopPid(pid: number, graceMs: number, isAlive: () => boolean): Promise<void> {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isAlive()) return;
+    await sleep(100);
+  }
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 50 && isAlive(); i++) await sleep(100);
+}
+
+export function removeFile(path: string): void {
+  rmSync(path, { force: true });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs a command to completion; rejects with its stderr. */
+export function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 300_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) {
+        const detail = (stderr || stdout || err.message).trim().split('\n').slice(-5).join('\n');
+        reject(new Error(`${cmd} ${args.join(' ')} failed: ${detail}`));
+        return;
+      }
+      resolve(stdout);
+    });
+  });
+}

@@ -1,0 +1,177 @@
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import type { Clock } from './clock.js';
+import type { ImageService, RuntimeService } from './cri/client.js';
+import { RuntimeManager, type SyncPodResult } from './kuberuntime/manager.js';
+import type { RuntimePodStatus } from './kuberuntime/types.js';
+import { generatePodStatus, type WaitingReason } from './status/generate.js';
+import { isTerminalPhase } from './status/phase.js';
+import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
+
+export interface KubeletOptions {
+  runtime: RuntimeService;
+  images: ImageService;
+  clock: Clock;
+  logRoot: string;
+  nodeName: string;
+  hostIP?: string;
+  runtimeName?: string;
+  /** Pod worker backoff after a failed sync (10 s in the kubelet). */
+  backOffPeriodMs?: number;
+  resyncIntervalMs?: number;
+}
+
+export interface PodStatusChange {
+  pod: IPod;
+  status: IPodStatus;
+  previous?: IPodStatus;
+}
+
+export interface SyncObserver {
+  onStatus?(change: PodStatusChange): void;
+  onSyncResult?(pod: IPod, result: SyncPodResult): void;
+  onSyncError?(pod: IPod, err: unknown): void;
+  onTerminated?(pod: IPod): void;
+}
+
+/**
+ * The kubelet's Kubelet: desired pods (podManager), their lanes (podWorkers),
+ * the runtime (RuntimeManager) and the last status of each (statusManager).
+ */
+export class Kubelet {
+  readonly runtimeManager: RuntimeManager;
+  readonly workers: PodWorkers;
+  readonly clock: Clock;
+  /** Desired pods by UID. */
+  readonly pods = new Map<string, IPod>();
+  /** Last status reported per pod UID. */
+  readonly statuses = new Map<string, IPodStatus>();
+  /** Last runtime view per pod UID (the podCache). */
+  readonly runtimeStatuses = new Map<string, RuntimePodStatus>();
+  private readonly waiting = new Map<string, Map<string, WaitingReason>>();
+  private readonly observers = new Set<SyncObserver>();
+  private readonly opts: KubeletOptions;
+
+  constructor(opts: KubeletOptions) {
+    this.opts = opts;
+    this.clock = opts.clock;
+    this.runtimeManager = new RuntimeManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, logRoot: opts.logRoot });
+    this.workers = new PodWorkers(this, {
+      clock: opts.clock,
+      backOffPeriodMs: opts.backOffPeriodMs,
+      resyncIntervalMs: opts.resyncIntervalMs,
+      onSyncError: (pod, err) => this.observers.forEach((o) => o.onSyncError?.(pod, err)),
+    });
+  }
+
+  observe(observer: SyncObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  /** ADD / UPDATE from a config source. */
+  addOrUpdatePod(pod: IPod): void {
+    const uid = pod.metadata!.uid!;
+    const known = this.pods.has(uid);
+    this.pods.set(uid, pod);
+    this.workers.updatePod({ type: known ? 'update' : 'create', pod });
+  }
+
+  /** REMOVE / DELETE: terminate gracefully, then remove from the runtime. */
+  removePod(uid: string, gracePeriodSeconds?: number): void {
+    const pod = this.pods.get(uid);
+    if (!pod) return;
+    this.workers.updatePod({ type: 'kill', pod, gracePeriodSeconds });
+  }
+
+  /** Asks the pod's lane for a sync (PLEG event, probe result). */
+  syncPodSoon(uid: string): void {
+    const pod = this.pods.get(uid);
+    if (pod && this.workers.state(uid) === 'syncing') this.workers.updatePod({ type: 'sync', pod });
+  }
+
+  async getRuntimeStatus(pod: IPod): Promise<RuntimePodStatus> {
+    const m = pod.metadata!;
+    const status = await this.runtimeManager.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default');
+    this.runtimeStatuses.set(m.uid!, status);
+    return status;
+  }
+
+  /** Computes and records the v1 status from a runtime view. */
+  updateStatus(pod: IPod, runtime: RuntimePodStatus): IPodStatus {
+    const uid = pod.metadata!.uid!;
+    const previous = this.statuses.get(uid);
+    const reasons = this.waiting.get(uid);
+    const status = generatePodStatus({
+      pod,
+      runtime,
+      previous,
+      waitingReason: (name) => reasons?.get(name),
+      hostIP: this.opts.hostIP,
+      now: this.clock.now(),
+      runtimeName: this.opts.runtimeName,
+    });
+    this.statuses.set(uid, status);
+    if (!previous || statusSummary(previous) !== statusSummary(status)) {
+      this.observers.forEach((o) => o.onStatus?.({ pod, status, previous }));
+    }
+    return status;
+  }
+
+  // PodSyncer -------------------------------------------------------------
+
+  /** SyncPod at the kubelet level: returns true once the pod is terminal. */
+  async syncPod(pod: IPod, _type: UpdateType): Promise<boolean> {
+    const uid = pod.metadata!.uid!;
+    const before = await this.getRuntimeStatus(pod);
+    const current = this.updateStatus(pod, before);
+    if (isTerminalPhase(current.phase) && !before.containers.some((c) => c.state === 'running')) {
+      // A finished pod keeps its containers for logs but releases its sandbox.
+      await this.runtimeManager.killPod(pod, before);
+      return true;
+    }
+    const result = await this.runtimeManager.syncPod(pod, before);
+    this.recordWaiting(uid, result);
+    this.observers.forEach((o) => o.onSyncResult?.(pod, result));
+    const after = result.steps.length ? await this.getRuntimeStatus(pod) : before;
+    const status = this.updateStatus(pod, after);
+    if (result.retryAfterMs !== undefined) this.workers.requeueAfter(uid, result.retryAfterMs);
+    if (result.error) throw new Error(result.error);
+    return isTerminalPhase(status.phase) && !after.containers.some((c) => c.state === 'running');
+  }
+
+  async syncTerminatingPod(pod: IPod, gracePeriodSeconds: number | undefined): Promise<void> {
+    const status = await this.getRuntimeStatus(pod);
+    await this.runtimeManager.killPod(pod, status, gracePeriodSeconds);
+  }
+
+  async syncTerminatedPod(pod: IPod): Promise<void> {
+    const uid = pod.metadata!.uid!;
+    const status = await this.getRuntimeStatus(pod);
+    await this.runtimeManager.removePod(status);
+    this.pods.delete(uid);
+    this.statuses.delete(uid);
+    this.runtimeStatuses.delete(uid);
+    this.waiting.delete(uid);
+    this.observers.forEach((o) => o.onTerminated?.(pod));
+  }
+
+  private recordWaiting(uid: string, result: SyncPodResult): void {
+    let reasons = this.waiting.get(uid);
+    for (const [name, reason] of result.waiting) {
+      if (reason) {
+        if (!reasons) this.waiting.set(uid, (reasons = new Map()));
+        reasons.set(name, reason);
+      } else reasons?.delete(name);
+    }
+  }
+}
+
+/** What changes in a status that a person would want to hear about. */
+export function statusSummary(status: IPodStatus): string {
+  const parts = [status.phase ?? ''];
+  for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
+    const state = c.state?.running ? 'running' : c.state?.terminated ? `terminated:${c.state.terminated.exitCode}` : `waiting:${c.state?.waiting?.reason ?? ''}`;
+    parts.push(`${c.name}=${state}/${c.restartCount}/${c.ready}`);
+  }
+  return parts.join(' ');
+}

@@ -1,0 +1,66 @@
+/**
+ * The runtime's view of one pod, rebuilt from CRI sandboxes and containers
+ * (the kubelet's kubecontainer.PodStatus). Times are epoch milliseconds.
+ */
+export type RuntimeContainerState = 'created' | 'running' | 'exited' | 'unknown';
+
+export interface RuntimeContainerStatus {
+  id: string;
+  name: string;
+  state: RuntimeContainerState;
+  createdAt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  exitCode?: number;
+  /** Image as requested in the spec. */
+  image: string;
+  /** Image reference the runtime resolved (digest). */
+  imageRef: string;
+  imageId: string;
+  hash: string;
+  restartCount: number;
+  reason?: string;
+  message?: string;
+  /** The compact spec copy from the container's annotation, for diffs. */
+  specJSON?: string;
+  kind: 'init' | 'sidecar' | 'app';
+  logPath?: string;
+}
+
+export interface RuntimeSandboxStatus {
+  id: string;
+  state: 'ready' | 'notready';
+  createdAt: number;
+  attempt: number;
+  ip?: string;
+  additionalIps: string[];
+  /** Network namespace mode as the runtime reports it (host network or pod). */
+  hostNetwork: boolean;
+}
+
+export interface RuntimePodStatus {
+  uid: string;
+  name: string;
+  namespace: string;
+  ips: string[];
+  /** Newest first. */
+  sandboxes: RuntimeSandboxStatus[];
+  /** Newest first within each container name. */
+  containers: RuntimeContainerStatus[];
+  /** When this view was taken (epoch ms). */
+  timestamp: number;
+}
+
+export function emptyPodStatus(uid: string, name: string, namespace: string, now: number): RuntimePodStatus {
+  return { uid, name, namespace, ips: [], sandboxes: [], containers: [], timestamp: now };
+}
+
+/** The newest status of the named container, if any. */
+export function findContainerStatus(status: RuntimePodStatus, name: string): RuntimeContainerStatus | undefined {
+  let best: RuntimeContainerStatus | undefined;
+  for (const c of status.containers) {
+    if (c.name !== name) continue;
+    if (!best || c.createdAt > best.createdAt) best = c;
+  }
+  return best;
+}

@@ -1,0 +1,268 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { extname, join, resolve } from 'node:path';
+import yaml from 'js-yaml';
+import type { IConfigMap, ISecret } from 'kubernetes-models/v1';
+import { PodctlError } from '../errors.js';
+import { canonicalJSON } from '../kuberuntime/hash.js';
+import { applyPodDefaults } from './defaults.js';
+import type { LoadedPod, ManifestProblem, Pod, PodSource } from './types.js';
+import { staticPodUID } from './uid.js';
+import { validateDocument } from './validate.js';
+
+export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
+export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
+export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
+export const CONFIG_FILE_ANNOTATION = 'podctl.io/config.file';
+
+export interface LoadOptions {
+  nodeName: string;
+  now?: () => Date;
+  readStdin?: () => Promise<string>;
+  /** kubectl --validate=strict by default. */
+  unknownFields?: 'error' | 'warn';
+}
+
+export interface ParsedManifest {
+  pods: LoadedPod[];
+  configMaps: IConfigMap[];
+  secrets: ISecret[];
+  problems: ManifestProblem[];
+}
+
+export interface ManifestSet {
+  pods: LoadedPod[];
+  configMaps: IConfigMap[];
+  secrets: ISecret[];
+  warnings: ManifestProblem[];
+  /** The files read, absolute. */
+  files: string[];
+}
+
+/** Every problem on its own line: file, document, field, what was expected. */
+export function formatProblem(p: ManifestProblem): string {
+  const what = p.kind ? ` (${p.kind}${p.name ? ` "${p.name}"` : ''})` : '';
+  return `${p.file}: document ${p.index + 1}${what}: ${p.field ? `${p.field}: ` : ''}${p.message}`;
+}
+
+export class ManifestError extends PodctlError {
+  readonly problems: ManifestProblem[];
+
+  constructor(problems: ManifestProblem[]) {
+    const lines = problems.map(formatProblem);
+    const files = [...new Set(problems.map((p) => p.file))];
+    super(
+      problems.length === 1 ? `invalid manifest: ${lines[0]}` : `${problems.length} problems in ${files.join(', ')}:\n  ${lines.join('\n  ')}`,
+      { hint: 'nothing was started; fix the manifest and run again', exitCode: 2 },
+    );
+    this.name = 'ManifestError';
+    this.problems = problems;
+  }
+}
+
+const SUPPORTED = new Set(['Pod', 'ConfigMap', 'Secret']);
+
+/** Splits YAML (or JSON) text into documents and validates each; pure. */
+export function parseManifestText(text: string, source: { kind: PodSource['kind']; path: string; display?: string }, opts: LoadOptions): ParsedManifest {
+  const file = source.display ?? source.path;
+  const out: ParsedManifest = { pods: [], configMaps: [], secrets: [], problems: [] };
+  let docs: unknown[];
+  try {
+    docs = yaml.loadAll(text, undefined, { filename: file, json: true });
+  } catch (err) {
+    const e = err as yaml.YAMLException;
+    // Count the documents before the error, so the message can name the one at fault.
+    const before = e.mark ? text.slice(0, e.mark.position).split(/^---/m).length - 1 : 0;
+    const where = e.mark ? ` at line ${e.mark.line + 1}, column ${e.mark.column + 1}` : '';
+    out.problems.push({ file, index: before, field: '', message: `invalid YAML${where}: ${e.reason ?? e.message}`, severity: 'error' });
+    return out;
+  }
+  const seen = opts.now?.() ?? new Date();
+  docs.forEach((doc, index) => {
+    if (doc === null || doc === undefined) return;
+    const problem = (field: string, message: string, severity: 'error' | 'warning' = 'error', kind?: string, name?: string) =>
+      out.problems.push({ file, index, kind, name, field, message, severity });
+    if (typeof doc !== 'object' || Array.isArray(doc)) {
+      problem('', `expected a Kubernetes object (a mapping with apiVersion and kind), got ${Array.isArray(doc) ? 'a list' : typeof doc}`);
+      return;
+    }
+    const obj = doc as Record<string, unknown>;
+    const kind = obj.kind;
+    const apiVersion = obj.apiVersion;
+    const name = typeof (obj.metadata as { name?: unknown } | undefined)?.name === 'string' ? ((obj.metadata as { name: string }).name) : undefined;
+    if (typeof kind !== 'string' || kind === '') {
+      problem('kind', 'required; expected Pod (or ConfigMap, Secret)');
+      return;
+    }
+    if (typeof apiVersion !== 'string' || apiVersion === '') {
+      problem('apiVersion', `required; expected v1 for ${kind}`, 'error', kind, name);
+      return;
+    }
+    if (!SUPPORTED.has(kind)) {
+      problem('kind', `kind ${kind} is not supported by podctl (only Pod, ConfigMap and Secret); skipped`, 'warning', kind, name);
+      return;
+    }
+    if (apiVersion !== 'v1') {
+      problem('apiVersion', `"${apiVersion}" is not supported for ${kind}; expected v1`, 'error', kind, name);
+      return;
+    }
+    const problems = validateDocument(kind as 'Pod' | 'ConfigMap' | 'Secret', obj, opts.unknownFields ?? 'error');
+    for (const p of problems) problem(p.field, p.message, p.severity, kind, name);
+    if (problems.some((p) => p.severity === 'error')) return;
+    if (kind === 'ConfigMap') out.configMaps.push(obj as unknown as IConfigMap);
+    else if (kind === 'Secret') {
+      const secret = normalizeSecret(obj as unknown as ISecret, (field, message) => problem(field, message, 'error', kind, name));
+      if (secret) out.secrets.push(secret);
+    } else {
+      const podSource: PodSource = { kind: source.kind, path: source.path, index };
+      out.pods.push({ pod: finishPod(obj as unknown as Pod, podSource, opts.nodeName, seen), source: podSource });
+    }
+  });
+  return out;
+}
+
+/** stringData merges into data as base64, as the API server does; data must be base64. */
+function normalizeSecret(secret: ISecret, problem: (field: string, message: string) => void): ISecret | undefined {
+  const data: Record<string, string> = { ...(secret.data ?? {}) };
+  let ok = true;
+  for (const [k, v] of Object.entries(data)) {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v) || v.length % 4 !== 0) {
+      problem(`data[${JSON.stringify(k)}]`, 'expected a base64-encoded value (use stringData for plain text)');
+      ok = false;
+    }
+  }
+  for (const [k, v] of Object.entries(secret.stringData ?? {})) data[k] = Buffer.from(v, 'utf8').toString('base64');
+  if (!ok) return undefined;
+  const out: ISecret = { ...secret, data };
+  delete out.stringData;
+  return out;
+}
+
+function finishPod(raw: Pod, source: PodSource, nodeName: string, seen: Date): Pod {
+  const pod = applyPodDefaults(raw);
+  const meta = pod.metadata!;
+  meta.uid = raw.metadata?.uid || staticPodUID(nodeName, source, meta.namespace!, meta.name!);
+  meta.annotations = {
+    ...(meta.annotations ?? {}),
+    [CONFIG_SOURCE_ANNOTATION]: source.kind === 'http' ? 'http' : 'file',
+    [CONFIG_HASH_ANNOTATION]: createHash('md5').update(canonicalJSON(raw)).digest('hex'),
+    [CONFIG_SEEN_ANNOTATION]: seen.toISOString(),
+  };
+  if (source.kind === 'file') meta.annotations[CONFIG_FILE_ANNOTATION] = source.path;
+  pod.spec!.nodeName = pod.spec!.nodeName ?? nodeName;
+  return pod;
+}
+
+const MANIFEST_EXT = new Set(['.yaml', '.yml', '.json']);
+
+/** The kubelet's file source rules: no hidden files, no editor leftovers. */
+export function isManifestFileName(name: string): boolean {
+  if (name.startsWith('.') || name.endsWith('~') || (name.startsWith('#') && name.endsWith('#'))) return false;
+  if (name.endsWith('.swp') || name.endsWith('.swx')) return false;
+  return MANIFEST_EXT.has(extname(name).toLowerCase());
+}
+
+function errnoWords(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'ENOENT':
+      return 'no such file or directory';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'ELOOP':
+      return 'too many levels of symbolic links';
+    case 'EISDIR':
+      return 'is a directory';
+    default:
+      return (err as Error).message;
+  }
+}
+
+/** The files a path names: itself, or the manifest files directly inside a directory, sorted. */
+async function expand(path: string, problems: ManifestProblem[]): Promise<{ abs: string; display: string }[]> {
+  let st;
+  try {
+    st = await stat(path);
+  } catch (err) {
+    problems.push({ file: path, index: 0, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
+    return [];
+  }
+  if (!st.isDirectory()) return [{ abs: resolve(path), display: path }];
+  let names: string[];
+  try {
+    names = await readdir(path);
+  } catch (err) {
+    problems.push({ file: path, index: 0, field: '', message: `cannot list directory: ${errnoWords(err)}`, severity: 'error' });
+    return [];
+  }
+  const files = names.filter(isManifestFileName).sort();
+  if (files.length === 0) {
+    problems.push({ file: path, index: 0, field: '', message: 'the directory has no manifest files (.yaml, .yml or .json)', severity: 'error' });
+  }
+  const out: { abs: string; display: string }[] = [];
+  for (const name of files) {
+    const full = join(path, name);
+    try {
+      if ((await stat(full)).isFile()) out.push({ abs: resolve(full), display: full });
+    } catch (err) {
+      problems.push({ file: full, index: 0, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
+    }
+  }
+  return out;
+}
+
+/**
+ * Loads every manifest the paths name. All problems of all files are
+ * collected; if any is an error, nothing is returned (ManifestError), so no
+ * pod of an invalid set is ever started.
+ */
+export async function loadManifests(paths: string[], opts: LoadOptions): Promise<ManifestSet> {
+  const problems: ManifestProblem[] = [];
+  const set: ManifestSet = { pods: [], configMaps: [], secrets: [], warnings: [], files: [] };
+  const add = (parsed: ParsedManifest) => {
+    set.pods.push(...parsed.pods);
+    set.configMaps.push(...parsed.configMaps);
+    set.secrets.push(...parsed.secrets);
+    problems.push(...parsed.problems);
+  };
+  for (const path of paths) {
+    if (path === '-') {
+      if (!opts.readStdin) throw new PodctlError('reading manifests from stdin (-) is not possible here', { exitCode: 2 });
+      add(parseManifestText(await opts.readStdin(), { kind: 'stdin', path: '-', display: '<stdin>' }, opts));
+      continue;
+    }
+    for (const file of await expand(path, problems)) {
+      let text: string;
+      try {
+        text = await readFile(file.abs, 'utf8');
+      } catch (err) {
+        problems.push({ file: file.display, index: 0, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
+        continue;
+      }
+      set.files.push(file.abs);
+      add(parseManifestText(text, { kind: 'file', path: file.abs, display: file.display }, opts));
+    }
+  }
+  // Two pods with one namespace/name would fight over one sandbox.
+  const byName = new Map<string, LoadedPod>();
+  for (const lp of set.pods) {
+    const key = `${lp.pod.metadata!.namespace}/${lp.pod.metadata!.name}`;
+    const prev = byName.get(key);
+    if (prev) {
+      problems.push({
+        file: lp.source.path,
+        index: lp.source.index,
+        kind: 'Pod',
+        name: lp.pod.metadata!.name,
+        field: 'metadata.name',
+        message: `pod ${key} is defined twice (also in ${prev.source.path}, document ${prev.source.index + 1}); pod names must be unique per namespace`,
+        severity: 'error',
+      });
+    } else byName.set(key, lp);
+  }
+  const errors = problems.filter((p) => p.severity === 'error');
+  if (errors.length) throw new ManifestError(errors);
+  set.warnings = problems.filter((p) => p.severity === 'warning');
+  return set;
+}

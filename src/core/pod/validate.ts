@@ -1,0 +1,211 @@
+import { ConfigMap as ConfigMapModel } from 'kubernetes-models/v1/ConfigMap';
+import { Pod as PodModel } from 'kubernetes-models/v1/Pod';
+import { Secret as SecretModel } from 'kubernetes-models/v1/Secret';
+import type { IContainer } from 'kubernetes-models/v1';
+import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
+import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain, isLabelValue, qualifiedNameProblem } from './names.js';
+
+/** A problem within one document: the loader adds file and document. */
+export interface FieldProblem {
+  field: string;
+  message: string;
+  severity: 'error' | 'warning';
+}
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** /spec/containers/0/name -> spec.containers[0].name */
+export function jsonPointerToPath(pointer: string): string {
+  let out = '';
+  for (const raw of pointer.split('/').slice(1)) {
+    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^\d+$/.test(part)) out += `[${part}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(part)) out += out ? `.${part}` : part;
+    else out += `[${JSON.stringify(part)}]`;
+  }
+  return out;
+}
+
+function ajvMessage(e: AjvError): { field: string; message: string } {
+  const field = jsonPointerToPath(e.instancePath);
+  switch (e.keyword) {
+    case 'required': {
+      const missing = String(e.params.missingProperty);
+      return { field: field ? `${field}.${missing}` : missing, message: 'required field is missing' };
+    }
+    case 'type':
+      return { field, message: `expected ${e.params.type === 'integer' ? 'an integer' : `a ${String(e.params.type)}`}` };
+    case 'enum':
+      return { field, message: `expected one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` };
+    case 'format':
+      return { field, message: `expected ${String(e.params.format)} format` };
+    default:
+      return { field, message: `expected a value that ${e.message ?? 'matches the schema'}` };
+  }
+}
+
+/** Schema validation with kubernetes-models (the Kubernetes OpenAPI schema). */
+function schemaProblems(kind: string, doc: Record<string, unknown>): FieldProblem[] {
+  const Model = kind === 'Pod' ? PodModel : kind === 'ConfigMap' ? ConfigMapModel : SecretModel;
+  try {
+    // The models' constructors only copy fields; validate() runs the compiled schema.
+    new (Model as unknown as new (d: unknown) => { validate(): void })(doc).validate();
+    return [];
+  } catch (err) {
+    const errors = (err as { errors?: AjvError[] }).errors;
+    if (!Array.isArray(errors)) return [{ field: '', message: `schema validation failed: ${(err as Error).message}`, severity: 'error' }];
+    const seen = new Set<string>();
+    return errors
+      .map(ajvMessage)
+      .filter((p) => !seen.has(`${p.field}|${p.message}`) && seen.add(`${p.field}|${p.message}`))
+      .map((p) => ({ ...p, severity: 'error' as const }));
+  }
+}
+
+/** Where a field misplaced one level off actually belongs, for "did you mean". */
+function suggestion(typeName: string, field: string): string | undefined {
+  const here = Object.keys(FIELD_TYPES[typeName] ?? {});
+  const lower = field.toLowerCase();
+  const close = here.find((f) => f.toLowerCase() === lower);
+  if (close) return `did you mean ${close}?`;
+  if (typeName === 'IObjectMeta' && FIELD_TYPES.IPodSpec?.[field] !== undefined) return `${field} belongs in spec`;
+  if (typeName === 'IPodSpec' && FIELD_TYPES.IObjectMeta?.[field] !== undefined) return `${field} belongs in metadata`;
+  if (typeName === 'IPod' && FIELD_TYPES.IPodSpec?.[field] !== undefined) return `${field} belongs in spec`;
+  if (typeName === 'IPod' && FIELD_TYPES.IObjectMeta?.[field] !== undefined) return `${field} belongs in metadata`;
+  if (typeName === 'IPodSpec' && FIELD_TYPES.IContainer?.[field] !== undefined) return `${field} belongs in each container`;
+  return undefined;
+}
+
+/** Every field the Kubernetes schema does not know, with its path (kubectl --validate=strict). */
+export function unknownFields(kind: string, doc: unknown): { field: string; hint?: string }[] {
+  const out: { field: string; hint?: string }[] = [];
+  const walk = (value: unknown, typeName: string | null, path: string, depth: number) => {
+    if (typeName === null || typeName === '*' || value === null || typeof value !== 'object' || depth > 64) return;
+    if (Array.isArray(value)) {
+      value.forEach((v, i) => walk(v, typeName, `${path}[${i}]`, depth + 1));
+      return;
+    }
+    const fields = FIELD_TYPES[typeName];
+    if (!fields) return;
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      const child = path ? `${path}.${k}` : k;
+      if (!(k in fields)) {
+        out.push({ field: child, hint: suggestion(typeName, k) });
+        continue;
+      }
+      walk(v, fields[k] ?? null, child, depth + 1);
+    }
+  };
+  walk(doc, FIELD_ROOTS[kind] ?? null, '', 0);
+  return out;
+}
+
+/** The kubelet's and API server's own rules beyond the schema. */
+function podRules(doc: Record<string, unknown>): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const err = (field: string, message: string) => problems.push({ field, message, severity: 'error' });
+  const meta = (doc.metadata ?? {}) as { name?: unknown; namespace?: unknown; labels?: Record<string, unknown>; annotations?: Record<string, unknown> };
+  const spec = (doc.spec ?? {}) as Record<string, unknown>;
+
+  if (typeof meta.name !== 'string' || meta.name === '') err('metadata.name', 'required; expected the pod name');
+  else if (!isDNS1123Subdomain(meta.name)) err('metadata.name', `"${meta.name}" is invalid; expected ${DNS1123_SUBDOMAIN_EXPECTED}`);
+  if (typeof meta.namespace === 'string' && meta.namespace !== '' && !isDNS1123Label(meta.namespace)) {
+    err('metadata.namespace', `"${meta.namespace}" is invalid; expected ${DNS1123_LABEL_EXPECTED}`);
+  }
+  for (const [k, v] of Object.entries(meta.labels ?? {})) {
+    const p = qualifiedNameProblem(k);
+    if (p) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label key: ${p}`);
+    if (typeof v === 'string' && !isLabelValue(v)) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label value "${v}": expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`);
+  }
+  for (const k of Object.keys(meta.annotations ?? {})) {
+    const p = qualifiedNameProblem(k);
+    if (p) err(`metadata.annotations[${JSON.stringify(k)}]`, `invalid annotation key: ${p}`);
+  }
+
+  const containers = Array.isArray(spec.containers) ? (spec.containers as IContainer[]) : [];
+  const inits = Array.isArray(spec.initContainers) ? (spec.initContainers as IContainer[]) : [];
+  if (Array.isArray(spec.containers) && containers.length === 0) err('spec.containers', 'expected at least one container');
+  const names = new Map<string, string>();
+  const volumes = new Set<string>();
+  if (Array.isArray(spec.volumes)) {
+    (spec.volumes as { name?: unknown }[]).forEach((v, i) => {
+      if (typeof v?.name !== 'string') return;
+      if (!isDNS1123Label(v.name)) err(`spec.volumes[${i}].name`, `"${v.name}" is invalid; expected ${DNS1123_LABEL_EXPECTED}`);
+      if (volumes.has(v.name)) err(`spec.volumes[${i}].name`, `duplicate volume name "${v.name}"; volume names must be unique within a pod`);
+      volumes.add(v.name);
+    });
+  }
+  const hostPorts = new Map<string, string>();
+  const check = (c: IContainer, path: string, isInit: boolean) => {
+    if (!c || typeof c !== 'object') return;
+    if (typeof c.name === 'string') {
+      if (!isDNS1123Label(c.name)) err(`${path}.name`, `"${c.name}" is invalid; expected ${DNS1123_LABEL_EXPECTED}`);
+      const prev = names.get(c.name);
+      if (prev) err(`${path}.name`, `duplicate container name "${c.name}" (also ${prev}); container names must be unique within a pod`);
+      else names.set(c.name, path);
+    }
+    if (typeof c.image !== 'string' || c.image.trim() === '') err(`${path}.image`, 'required; expected a container image such as busybox:1.36');
+    else if (!isImageReference(c.image)) err(`${path}.image`, `"${c.image}" is not a valid image reference; expected [registry/]repository[:tag][@digest] in lowercase`);
+    if (c.restartPolicy !== undefined) {
+      if (!isInit) err(`${path}.restartPolicy`, 'only init containers may set restartPolicy (Always makes a sidecar)');
+      else if (c.restartPolicy !== 'Always') err(`${path}.restartPolicy`, `"${c.restartPolicy}" is not supported; expected Always (a sidecar) or no value`);
+    }
+    const portNames = new Set<string>();
+    (Array.isArray(c.ports) ? c.ports : []).forEach((p, j) => {
+      const pp = `${path}.ports[${j}]`;
+      if (typeof p.containerPort === 'number' && (p.containerPort < 1 || p.containerPort > 65535)) err(`${pp}.containerPort`, `${p.containerPort} is out of range; expected 1-65535`);
+      if (typeof p.hostPort === 'number' && (p.hostPort < 0 || p.hostPort > 65535)) err(`${pp}.hostPort`, `${p.hostPort} is out of range; expected 0-65535`);
+      if (p.name !== undefined) {
+        if (typeof p.name === 'string' && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || (typeof p.name === 'string' && (p.name.length > 15 || !/[a-z]/.test(p.name)))) {
+          err(`${pp}.name`, `"${p.name}" is invalid; expected an IANA service name: at most 15 lowercase letters, digits and "-", with at least one letter`);
+        }
+        if (portNames.has(p.name)) err(`${pp}.name`, `duplicate port name "${p.name}"`);
+        portNames.add(p.name);
+      }
+      if (p.hostPort) {
+        const key = `${p.protocol ?? 'TCP'}/${p.hostIP ?? ''}:${p.hostPort}`;
+        if (hostPorts.has(key)) err(`${pp}.hostPort`, `host port ${p.hostPort}/${p.protocol ?? 'TCP'} is already used by ${hostPorts.get(key)}`);
+        hostPorts.set(key, pp);
+      }
+    });
+    (Array.isArray(c.volumeMounts) ? c.volumeMounts : []).forEach((m, j) => {
+      if (typeof m.name === 'string' && !volumes.has(m.name)) err(`${path}.volumeMounts[${j}].name`, `volume "${m.name}" is not defined in spec.volumes`);
+    });
+  };
+  inits.forEach((c, i) => check(c, `spec.initContainers[${i}]`, true));
+  containers.forEach((c, i) => check(c, `spec.containers[${i}]`, false));
+  if (typeof spec.terminationGracePeriodSeconds === 'number' && spec.terminationGracePeriodSeconds < 0) {
+    err('spec.terminationGracePeriodSeconds', 'expected 0 or more seconds');
+  }
+  return problems;
+}
+
+const IMAGE_REF = /^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::\d+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
+
+/** The docker reference grammar (distribution/reference). */
+export function isImageReference(image: string): boolean {
+  return image.length <= 255 && IMAGE_REF.test(image);
+}
+
+/** Every problem of one document of a kind podctl accepts. */
+export function validateDocument(kind: 'Pod' | 'ConfigMap' | 'Secret', doc: Record<string, unknown>, unknown: 'error' | 'warn'): FieldProblem[] {
+  const problems = schemaProblems(kind, doc);
+  for (const u of unknownFields(kind, doc)) {
+    problems.push({
+      field: u.field,
+      message: `unknown field${u.hint ? `; ${u.hint}` : ''}`,
+      severity: unknown === 'error' ? 'error' : 'warning',
+    });
+  }
+  if (kind === 'Pod') problems.push(...podRules(doc));
+  if (kind !== 'Pod') {
+    const name = (doc.metadata as { name?: unknown } | undefined)?.name;
+    if (typeof name !== 'string' || !isDNS1123Subdomain(name)) problems.push({ field: 'metadata.name', message: `required; expected ${DNS1123_SUBDOMAIN_EXPECTED}`, severity: 'error' });
+  }
+  return problems;
+}

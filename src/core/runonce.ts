@@ -1,0 +1,100 @@
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import type { Clock } from './clock.js';
+import { errorMessage } from './errors.js';
+import type { Kubelet } from './kubelet.js';
+
+/** The kubelet's RunOnce constants (runonce.go). */
+export const RUN_ONCE_MAX_RETRIES = 10;
+export const RUN_ONCE_RETRY_DELAY_MS = 1000;
+
+export interface RunOnceOptions {
+  maxRetries?: number;
+  retryDelayMs?: number;
+  /** Bounds the whole run. */
+  timeoutMs?: number;
+  clock: Clock;
+  onProgress?: (pod: IPod, status: IPodStatus, attempt: number) => void;
+}
+
+export interface RunOnceResult {
+  pod: IPod;
+  status?: IPodStatus;
+  ok: boolean;
+  /** For a failure: why, in the kubelet's words where it has some. */
+  reason?: string;
+  message?: string;
+  attempts: number;
+}
+
+function sleep(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+}
+
+/** Every app container running (the kubelet's isPodRunning). */
+export function allContainersRunning(pod: IPod, status: IPodStatus): boolean {
+  const statuses = status.containerStatuses ?? [];
+  return pod.spec!.containers.every((c) => statuses.find((s) => s.name === c.name)?.state?.running !== undefined);
+}
+
+/** The containers that are not running, with why: the failure's explanation. */
+export function notRunningReasons(status: IPodStatus | undefined): { reason: string; message: string } {
+  const parts: string[] = [];
+  let reason = '';
+  for (const s of [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? [])]) {
+    if (s.state?.running) continue;
+    const waiting = s.state?.waiting;
+    const term = s.state?.terminated ?? s.lastState?.terminated;
+    if (waiting?.reason && waiting.reason !== 'PodInitializing') {
+      reason ||= waiting.reason;
+      parts.push(`${s.name}: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`);
+    } else if (term && term.exitCode !== 0) {
+      reason ||= term.reason ?? 'Error';
+      parts.push(`${s.name}: exited with code ${term.exitCode}`);
+    }
+  }
+  return { reason, message: parts.join('; ') };
+}
+
+/**
+ * RunOnce: run every pod concurrently and wait until each runs, with the
+ * kubelet's retries (10, from 1 s doubling). Unlike the kubelet, a pod that
+ * runs to completion (Succeeded) counts as done, and a Failed pod fails at
+ * once instead of using up its retries.
+ */
+export async function runOnce(kubelet: Kubelet, pods: IPod[], opts: RunOnceOptions): Promise<RunOnceResult[]> {
+  const maxRetries = opts.maxRetries ?? RUN_ONCE_MAX_RETRIES;
+  const deadline = opts.timeoutMs === undefined ? Infinity : opts.clock.now() + opts.timeoutMs;
+
+  const runPod = async (pod: IPod): Promise<RunOnceResult> => {
+    let delay = opts.retryDelayMs ?? RUN_ONCE_RETRY_DELAY_MS;
+    let lastError: string | undefined;
+    let status: IPodStatus | undefined;
+    for (let attempt = 0; ; attempt++) {
+      status = kubelet.updateStatus(pod, await kubelet.getRuntimeStatus(pod));
+      opts.onProgress?.(pod, status, attempt);
+      if (status.phase === 'Succeeded' || allContainersRunning(pod, status)) return { pod, status, ok: true, attempts: attempt };
+      if (status.phase === 'Failed') return { pod, status, ok: false, ...failure(status, 'pod failed'), attempts: attempt };
+      if (attempt >= maxRetries) {
+        return { pod, status, ok: false, ...failure(status, `containers not running after ${maxRetries} retries`, lastError), attempts: attempt };
+      }
+      if (opts.clock.now() >= deadline) return { pod, status, ok: false, ...failure(status, 'timed out', lastError), attempts: attempt };
+      try {
+        await kubelet.syncPod(pod, 'sync');
+        lastError = undefined;
+      } catch (err) {
+        lastError = errorMessage(err);
+      }
+      status = kubelet.updateStatus(pod, await kubelet.getRuntimeStatus(pod));
+      if (status.phase === 'Succeeded' || allContainersRunning(pod, status)) return { pod, status, ok: true, attempts: attempt + 1 };
+      await sleep(opts.clock, Math.max(0, Math.min(delay, deadline - opts.clock.now())));
+      delay *= 2;
+    }
+  };
+  return Promise.all(pods.map(runPod));
+}
+
+function failure(status: IPodStatus, summary: string, lastError?: string): { reason: string; message: string } {
+  const why = notRunningReasons(status);
+  const message = [summary, why.message || lastError].filter(Boolean).join(': ');
+  return { reason: why.reason || (status.phase === 'Failed' ? 'Failed' : 'NotRunning'), message };
+}

@@ -1,0 +1,172 @@
+import type { IContainer, IContainerState, IContainerStatus, IPod, IPodCondition, IPodStatus } from 'kubernetes-models/v1';
+import type { RuntimeContainerStatus, RuntimePodStatus } from '../kuberuntime/types.js';
+import { getPhase, type PodPhase } from './phase.js';
+
+/** Why a container is waiting, kept from the last SyncPod (the kubelet's reasonCache). */
+export interface WaitingReason {
+  reason: string;
+  message?: string;
+}
+
+export interface StatusInputs {
+  pod: IPod;
+  runtime: RuntimePodStatus;
+  /** Per container name: why the last attempt to start it did not succeed. */
+  waitingReason?: (containerName: string) => WaitingReason | undefined;
+  /** Readiness probe verdict; undefined when the container has no readiness probe. */
+  ready?: (containerId: string) => boolean | undefined;
+  /** Startup probe verdict; undefined when the container has no startup probe. */
+  started?: (containerId: string) => boolean | undefined;
+  /** The status last reported, to keep startTime and transition times stable. */
+  previous?: IPodStatus;
+  hostIP?: string;
+  now: number;
+  /** Runtime name for containerID, as "containerd://<id>". */
+  runtimeName?: string;
+}
+
+const iso = (ms: number | undefined): string | undefined => (ms === undefined || ms <= 0 ? undefined : new Date(ms).toISOString());
+
+function terminatedState(cs: RuntimeContainerStatus, runtimeName: string): IContainerState {
+  const exitCode = cs.exitCode ?? 0;
+  return {
+    terminated: {
+      exitCode,
+      reason: cs.reason || (exitCode === 0 ? 'Completed' : 'Error'),
+      message: cs.message || undefined,
+      startedAt: iso(cs.startedAt),
+      finishedAt: iso(cs.finishedAt),
+      containerID: `${runtimeName}://${cs.id}`,
+    },
+  };
+}
+
+function containerStatusFor(
+  container: IContainer,
+  runtime: RuntimePodStatus,
+  inputs: StatusInputs,
+  runtimeName: string,
+): IContainerStatus {
+  // Instances of this container, newest first.
+  const instances = runtime.containers.filter((c) => c.name === container.name).sort((a, b) => b.createdAt - a.createdAt);
+  const newest = instances[0];
+  const waiting = inputs.waitingReason?.(container.name);
+  const status: IContainerStatus = {
+    name: container.name,
+    image: container.image ?? '',
+    imageID: '',
+    ready: false,
+    restartCount: newest?.restartCount ?? 0,
+    started: false,
+  };
+  if (!newest) {
+    status.state = { waiting: { reason: waiting?.reason ?? 'ContainerCreating', message: waiting?.message } };
+    return status;
+  }
+  status.containerID = `${runtimeName}://${newest.id}`;
+  status.imageID = newest.imageRef;
+  status.image = newest.image || status.image;
+  const previousExited = instances.find((c, i) => i > 0 && c.state === 'exited');
+
+  switch (newest.state) {
+    case 'running': {
+      status.state = { running: { startedAt: iso(newest.startedAt) } };
+      const started = inputs.started?.(newest.id);
+      status.started = started ?? true;
+      status.ready = status.started && (inputs.ready?.(newest.id) ?? true);
+      if (previousExited) status.lastState = terminatedState(previousExited, runtimeName);
+      break;
+    }
+    case 'exited':
+      if (waiting) {
+        // Exited and due to restart: waiting, with the exit as the last state.
+        status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
+        status.lastState = terminatedState(newest, runtimeName);
+      } else {
+        status.state = terminatedState(newest, runtimeName);
+        if (previousExited) status.lastState = terminatedState(previousExited, runtimeName);
+      }
+      break;
+    default:
+      status.state = { waiting: { reason: waiting?.reason ?? 'ContainerCreating', message: waiting?.message } };
+      if (previousExited) status.lastState = terminatedState(previousExited, runtimeName);
+  }
+  return status;
+}
+
+function condition(type: string, ok: boolean, now: string, previous: IPodCondition[] | undefined, reason?: string, message?: string): IPodCondition {
+  const status = ok ? 'True' : 'False';
+  const prev = previous?.find((c) => c.type === type);
+  return {
+    type,
+    status,
+    lastProbeTime: null as unknown as undefined,
+    lastTransitionTime: prev && prev.status === status && prev.lastTransitionTime ? prev.lastTransitionTime : now,
+    ...(ok ? {} : { reason, message }),
+  };
+}
+
+/** The kubelet's generateAPIPodStatus: the runtime's view as a v1 PodStatus. */
+export function generatePodStatus(inputs: StatusInputs): IPodStatus {
+  const { pod, runtime } = inputs;
+  const spec = pod.spec!;
+  const runtimeName = inputs.runtimeName ?? 'containerd';
+  const initStatuses = (spec.initContainers ?? []).map((c) => containerStatusFor(c, runtime, inputs, runtimeName));
+  const statuses = spec.containers.map((c) => containerStatusFor(c, runtime, inputs, runtimeName));
+  const phase: PodPhase = getPhase(spec, statuses, initStatuses);
+  const now = new Date(inputs.now).toISOString();
+  const previous = inputs.previous?.conditions;
+
+  const initialized = (spec.initContainers ?? []).every((c, i) => {
+    const s = initStatuses[i]!;
+    if (c.restartPolicy === 'Always') return s.started === true;
+    return s.state?.terminated?.exitCode === 0 || (phase === 'Running' && !s.state?.waiting);
+  });
+  const notReady = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const containersReady = notReady.length === 0 && phase !== 'Succeeded' && phase !== 'Failed';
+  const notReadyMessage = `containers with unready status: [${notReady.join(' ')}]`;
+  const conditions: IPodCondition[] = [
+    condition('PodReadyToStartContainers', runtime.sandboxes.some((s) => s.state === 'ready'), now, previous),
+    condition('Initialized', initialized, now, previous, 'ContainersNotInitialized', 'containers with incomplete status'),
+    condition('Ready', containersReady, now, previous, phase === 'Succeeded' ? 'PodCompleted' : 'ContainersNotReady', notReadyMessage),
+    condition('ContainersReady', containersReady, now, previous, phase === 'Succeeded' ? 'PodCompleted' : 'ContainersNotReady', notReadyMessage),
+    condition('PodScheduled', true, now, previous),
+  ];
+
+  const startTime =
+    inputs.previous?.startTime ?? iso(runtime.sandboxes.length ? Math.min(...runtime.sandboxes.map((s) => s.createdAt)) : undefined) ?? now;
+  const hostNetwork = spec.hostNetwork === true;
+  const podIPs = hostNetwork && inputs.hostIP ? [inputs.hostIP] : runtime.ips;
+  const status: IPodStatus = {
+    phase,
+    conditions,
+    hostIP: inputs.hostIP,
+    hostIPs: inputs.hostIP ? [{ ip: inputs.hostIP }] : undefined,
+    podIP: podIPs[0],
+    podIPs: podIPs.map((ip) => ({ ip })),
+    startTime,
+    containerStatuses: statuses,
+    qosClass: qosClass(pod),
+  };
+  if (initStatuses.length) status.initContainerStatuses = initStatuses;
+  return status;
+}
+
+/** Guaranteed / Burstable / BestEffort by the Kubernetes rules (cpu and memory only). */
+export function qosClass(pod: IPod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
+  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  let anySet = false;
+  let guaranteed = true;
+  for (const c of all) {
+    const req = c.resources?.requests ?? {};
+    const lim = c.resources?.limits ?? {};
+    for (const r of ['cpu', 'memory']) {
+      const rq = req[r] ?? lim[r];
+      const lm = lim[r];
+      if (rq !== undefined || lm !== undefined) anySet = true;
+      if (lm === undefined || rq === undefined || String(rq) !== String(lm)) guaranteed = false;
+    }
+  }
+  if (!anySet) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}

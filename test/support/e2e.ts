@@ -1,0 +1,47 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { CriClient } from '../../src/core/cri/client.js';
+import { embeddedEndpoint } from '../../src/core/embedded/index.js';
+import { MANAGED_BY_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
+
+/** The endpoint end-to-end tests run against: the embedded containerd unless told otherwise. */
+export const E2E_ENDPOINT = process.env.PODCTL_E2E_ENDPOINT ?? embeddedEndpoint();
+
+/** Every e2e pod lives in this namespace, so cleanup can find all of them. */
+export const E2E_NAMESPACE = 'podctl-e2e';
+
+export function e2eClient(): CriClient {
+  return new CriClient({ runtimeEndpoint: E2E_ENDPOINT, timeoutMs: 60_000, pullTimeoutMs: 120_000 });
+}
+
+/** Stops and removes every sandbox an e2e test made (by namespace label). */
+export async function removeE2EPods(client: CriClient, namespace = E2E_NAMESPACE): Promise<number> {
+  const sandboxes = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: namespace } });
+  for (const s of sandboxes) {
+    await client.stopPodSandbox(s.id);
+    await client.removePodSandbox(s.id);
+  }
+  return sandboxes.length;
+}
+
+export function scratchDir(prefix: string): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), `podctl-${prefix}-`));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js');
+
+/** Runs the podctl CLI as a user would; never throws. */
+export function podctl(args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    input: opts.input,
+    env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT, ...opts.env },
+    encoding: 'utf8',
+    timeout: opts.timeoutMs ?? 180_000,
+  });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+export const managedSelector = { [MANAGED_BY_LABEL]: 'podctl' };
