@@ -84,8 +84,8 @@ export async function runOnce(kubelet: Kubelet, pods: IPod[], opts: RunOnceOptio
       } catch (err) {
         lastError = errorMessage(err);
       }
-      status = kubelet.updateStatus(pod, await kubelet.getRuntimeStatus(pod));
-      if (status.phase === 'Succeeded' || allContainersRunning(pod, status)) return { pod, status, ok: true, attempts: attempt + 1 };
+      // As the kubelet, look again only after the delay: a container that
+      // crashes right after starting must not count as running.
       await sleep(opts.clock, Math.max(0, Math.min(delay, deadline - opts.clock.now())));
       delay *= 2;
     }

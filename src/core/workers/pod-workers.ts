@@ -137,7 +137,8 @@ export class PodWorkers {
       this.workQueue.remove(lane.uid);
       return;
     }
-    this.workQueue.enqueue(lane.uid, this.withJitter(error ? this.backOffPeriodMs : this.resyncIntervalMs));
+    // A sooner resync the sync itself asked for (a backoff that ends) stands.
+    this.requeueAfter(lane.uid, this.withJitter(error ? this.backOffPeriodMs : this.resyncIntervalMs));
   }
 
   /** Asks a lane to sync again soon (e.g. after a PLEG event or a backoff to wait out). */
