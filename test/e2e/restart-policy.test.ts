@@ -1,0 +1,100 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import { realClock } from '../../src/core/clock.js';
+import type { CriClient } from '../../src/core/cri/client.js';
+import { Kubelet } from '../../src/core/kubelet.js';
+import { SyncLoop } from '../../src/core/loop.js';
+import { GenericPleg } from '../../src/core/pleg/generic.js';
+import { parseManifestText } from '../../src/core/pod/index.js';
+import { E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir } from '../support/e2e.js';
+
+let client: CriClient;
+let kubelet: Kubelet;
+let loop: SyncLoop;
+const logRoot = scratchDir('e2e-restart-logs');
+
+function pod(name: string, restartPolicy: string, script: string): IPod {
+  const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${E2E_NAMESPACE}}\nspec:\n  restartPolicy: ${restartPolicy}\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {name: app, image: busybox:1.36, command: [sh, -c, ${JSON.stringify(script)}]}\n`;
+  const parsed = parseManifestText(text, { kind: 'file', path: `/e2e/${name}.yaml` }, { nodeName: 'e2e' });
+  assert.deepEqual(parsed.problems, []);
+  return parsed.pods[0]!.pod;
+}
+
+/** Resolves with the first status of the pod that satisfies cond. */
+function waitFor(p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<IPodStatus> {
+  return new Promise((resolve, reject) => {
+    const current = kubelet.statuses.get(p.metadata!.uid!);
+    if (current && cond(current)) return resolve(current);
+    const timer = setTimeout(() => {
+      stop();
+      reject(new Error(`timed out; last status of ${p.metadata!.name}: ${JSON.stringify(kubelet.statuses.get(p.metadata!.uid!)?.containerStatuses)}`));
+    }, timeoutMs);
+    const stop = kubelet.observe({
+      onStatus: ({ pod, status }) => {
+        if (pod.metadata!.uid !== p.metadata!.uid || !cond(status)) return;
+        clearTimeout(timer);
+        stop();
+        resolve(status);
+      },
+    });
+  });
+}
+
+const app = (s: IPodStatus) => s.containerStatuses![0]!;
+
+before(async () => {
+  client = e2eClient();
+  await removeE2EPods(client);
+  kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, nodeName: 'e2e' });
+  loop = new SyncLoop({ kubelet, pleg: new GenericPleg({ runtime: client, clock: realClock, relistPeriodMs: 200 }), clock: realClock });
+  loop.start();
+});
+
+after(async () => {
+  loop.stop();
+  await kubelet.workers.waitIdle();
+  await removeE2EPods(client);
+  client.close();
+  logRoot.cleanup();
+});
+
+for (const policy of ['Always', 'OnFailure']) {
+  test(`exit 1 under ${policy}: restarted with growing delays, CrashLoopBackOff between restarts`, async () => {
+    const p = pod(`crash-${policy.toLowerCase()}`, policy, 'exit 1');
+    loop.addPods([p]);
+    const first = await waitFor(p, (s) => app(s).restartCount === 1, 20_000);
+    assert.equal(first.phase, 'Running');
+    const backoff = await waitFor(p, (s) => app(s).state?.waiting?.reason === 'CrashLoopBackOff', 20_000);
+    assert.match(app(backoff).state!.waiting!.message!, /back-off 10s restarting failed container=app/);
+    assert.equal(app(backoff).lastState?.terminated?.exitCode, 1);
+    const t1 = Date.now();
+    await waitFor(p, (s) => app(s).restartCount === 2, 30_000);
+    const waited = Date.now() - t1;
+    assert.ok(waited >= 8_000, `second restart waited for the 10 s backoff (waited ${waited} ms)`);
+    const second = await waitFor(p, (s) => app(s).state?.waiting?.reason === 'CrashLoopBackOff' && app(s).restartCount === 2, 20_000);
+    assert.match(app(second).state!.waiting!.message!, /back-off 20s/);
+    loop.removePods([p.metadata!.uid!]);
+  });
+}
+
+test('exit 1 under Never: the pod ends Failed and is not restarted', async () => {
+  const p = pod('fail-never', 'Never', 'exit 1');
+  loop.addPods([p]);
+  const s = await waitFor(p, (st) => st.phase === 'Failed', 20_000);
+  assert.equal(app(s).state?.terminated?.exitCode, 1);
+  assert.equal(app(s).state?.terminated?.reason, 'Error');
+  assert.equal(app(s).restartCount, 0);
+  loop.removePods([p.metadata!.uid!]);
+});
+
+for (const policy of ['Never', 'OnFailure']) {
+  test(`exit 0 under ${policy}: the pod ends Succeeded`, async () => {
+    const p = pod(`done-${policy.toLowerCase()}`, policy, 'exit 0');
+    loop.addPods([p]);
+    const s = await waitFor(p, (st) => st.phase === 'Succeeded', 20_000);
+    assert.equal(app(s).state?.terminated?.reason, 'Completed');
+    assert.equal(app(s).restartCount, 0);
+    loop.removePods([p.metadata!.uid!]);
+  });
+}

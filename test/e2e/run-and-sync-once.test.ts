@@ -1,0 +1,151 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CriClient } from '../../src/core/cri/client.js';
+import { CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
+import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
+
+let client: CriClient;
+const dir = scratchDir('e2e-run');
+const logRoot = scratchDir('e2e-run-logs');
+const common = ['--log-root', logRoot.dir];
+
+function podYaml(name: string, containers: { name: string; command: string[]; image?: string }[], restartPolicy = 'Always'): string {
+  const cs = containers
+    .map((c) => `  - name: ${c.name}\n    image: ${c.image ?? 'busybox:1.36'}\n    command: ${JSON.stringify(c.command)}`)
+    .join('\n');
+  return `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\n  namespace: ${E2E_NAMESPACE}\nspec:\n  restartPolicy: ${restartPolicy}\n  terminationGracePeriodSeconds: 2\n  containers:\n${cs}\n`;
+}
+
+async function runtimeView(name: string) {
+  const selector = { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE };
+  const sandboxes = await client.listPodSandbox({ labelSelector: selector });
+  const containers = await client.listContainers({ labelSelector: selector });
+  return { sandboxes, containers };
+}
+
+before(async () => {
+  client = e2eClient();
+  await removeE2EPods(client);
+});
+
+after(async () => {
+  await removeE2EPods(client);
+  client.close();
+  dir.cleanup();
+  logRoot.cleanup();
+});
+
+test('run --detach: the pod reaches Running; running the same file again changes nothing', async () => {
+  const file = join(dir.dir, 'one.yaml');
+  writeFileSync(file, podYaml('one', [{ name: 'app', command: ['sleep', '3600'] }]));
+  const first = podctl(['run', '--detach', file, ...common]);
+  assert.equal(first.code, 0, first.stderr);
+  assert.match(first.stdout, /podctl-e2e\/one\s+Running\s+1\/1/);
+  const before = await runtimeView('one');
+  assert.equal(before.sandboxes.length, 1);
+  assert.equal(before.containers.length, 1);
+  assert.equal(before.containers[0]!.state, 'CONTAINER_RUNNING');
+
+  const second = podctl(['run', '--detach', file, ...common]);
+  assert.equal(second.code, 0, second.stderr);
+  const afterRun = await runtimeView('one');
+  assert.deepEqual(afterRun.sandboxes.map((s) => s.id), before.sandboxes.map((s) => s.id));
+  assert.deepEqual(afterRun.containers.map((c) => c.id), before.containers.map((c) => c.id));
+});
+
+test('changing one container command replaces just that container', async () => {
+  const file = join(dir.dir, 'two.yaml');
+  writeFileSync(file, podYaml('two', [{ name: 'a', command: ['sleep', '3600'] }, { name: 'b', command: ['sleep', '3601'] }]));
+  assert.equal(podctl(['run', '--detach', file, ...common]).code, 0);
+  const before = await runtimeView('two');
+  const idOf = (view: typeof before, name: string) => view.containers.find((c) => c.labels[CONTAINER_NAME_LABEL] === name && c.state === 'CONTAINER_RUNNING')?.id;
+
+  writeFileSync(file, podYaml('two', [{ name: 'a', command: ['sleep', '3600'] }, { name: 'b', command: ['sleep', '4000'] }]));
+  const r = podctl(['run', '--detach', file, ...common]);
+  assert.equal(r.code, 0, r.stderr);
+  const afterEdit = await runtimeView('two');
+  assert.deepEqual(afterEdit.sandboxes.map((s) => s.id), before.sandboxes.map((s) => s.id), 'same sandbox');
+  assert.equal(idOf(afterEdit, 'a'), idOf(before, 'a'), 'container a untouched');
+  assert.notEqual(idOf(afterEdit, 'b'), idOf(before, 'b'), 'container b replaced');
+  assert.ok(idOf(afterEdit, 'b'));
+});
+
+test('sync-once: an image the registry lacks gives ErrImagePull then ImagePullBackOff and a non-zero exit', async () => {
+  const file = join(dir.dir, 'noimage.yaml');
+  writeFileSync(file, podYaml('noimage', [{ name: 'app', command: ['true'], image: 'busybox:0.0-missing' }]));
+  const r = podctl(['sync-once', file, '--max-retries', '2', '--retry-delay', '200ms', '-o', 'table', ...common]);
+  assert.equal(r.code, 1);
+  assert.match(r.stdout, /ImagePullBackOff/);
+  assert.match(r.stdout, /not running after 2 retries/);
+  assert.match(r.stderr, /1 of 1 pod\(s\) failed: podctl-e2e\/noimage/);
+  // One SyncPod only: the first failed pull says ErrImagePull, before any backoff.
+  const json = podctl(['sync-once', file, '--max-retries', '1', '--retry-delay', '200ms', '-o', 'json', ...common]);
+  assert.equal(json.code, 1);
+  const pod = JSON.parse(json.stdout);
+  assert.equal(pod.status.containerStatuses[0].state.waiting.reason, 'ErrImagePull');
+  assert.match(pod.status.containerStatuses[0].state.waiting.message, /busybox:0\.0-missing.*not found/);
+});
+
+test('sync-once on a directory of three pods, one of which cannot start: two run, table printed, exit non-zero', async () => {
+  const sub = join(dir.dir, 'three');
+  const { mkdirSync } = await import('node:fs');
+  mkdirSync(sub);
+  writeFileSync(join(sub, 'a.yaml'), podYaml('three-a', [{ name: 'app', command: ['sleep', '3600'] }]));
+  writeFileSync(join(sub, 'b.yaml'), podYaml('three-b', [{ name: 'app', command: ['sleep', '3600'] }]));
+  writeFileSync(join(sub, 'c.yaml'), podYaml('three-c', [{ name: 'app', command: ['sh', '-c', 'exit 3'] }]));
+  const r = podctl(['sync-once', sub, '--max-retries', '2', '--retry-delay', '300ms', ...common]);
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, /podctl-e2e\/three-a.*Running.*ok/);
+  assert.match(r.stdout, /podctl-e2e\/three-b.*Running.*ok/);
+  assert.match(r.stdout, /podctl-e2e\/three-c.*FAILED/);
+  for (const name of ['three-a', 'three-b']) {
+    const view = await runtimeView(name);
+    assert.equal(view.containers.filter((c) => c.state === 'CONTAINER_RUNNING').length, 1, name);
+  }
+});
+
+test('sync-once: a pod that runs to completion under Never counts as done (Succeeded)', async () => {
+  const file = join(dir.dir, 'job.yaml');
+  writeFileSync(file, podYaml('job', [{ name: 'app', command: ['sh', '-c', 'echo done'] }], 'Never'));
+  const r = podctl(['sync-once', file, '--retry-delay', '300ms', '-o', 'json', ...common]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  const pod = JSON.parse(r.stdout);
+  assert.equal(pod.status.phase, 'Succeeded');
+  assert.equal(pod.status.containerStatuses[0].state.terminated.reason, 'Completed');
+});
+
+test('an invalid manifest is rejected with file, document and field, and nothing is created', async () => {
+  const cases: [string, string, RegExp][] = [
+    ['bad-yaml.yaml', 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n   bad: indent\n', /bad-yaml\.yaml: document 1: invalid YAML at line \d+, column \d+/],
+    ['no-containers.yaml', `apiVersion: v1\nkind: Pod\nmetadata:\n  name: nocont\n  namespace: ${E2E_NAMESPACE}\nspec: {}\n`, /no-containers\.yaml: document 1 \(Pod "nocont"\): spec\.containers: required/],
+    [
+      'dup.yaml',
+      `---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n---\n${podYaml('dup', [{ name: 'app', command: ['true'] }, { name: 'app', command: ['true'] }])}`,
+      /dup\.yaml: document 2 \(Pod "dup"\): spec\.containers\[1\]\.name: duplicate container name "app"/,
+    ],
+    ['badname.yaml', podYaml('Bad_Name', [{ name: 'app', command: ['true'] }]), /badname\.yaml: document 1 \(Pod "Bad_Name"\): metadata\.name: "Bad_Name" is invalid; expected a DNS-1123 subdomain/],
+    [
+      'misplaced.yaml',
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: misplaced\n  namespace: ${E2E_NAMESPACE}\n  restartPolicy: Never\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`,
+      /misplaced\.yaml: document 1 \(Pod "misplaced"\): metadata\.restartPolicy: unknown field; restartPolicy belongs in spec/,
+    ],
+  ];
+  // A good pod next to each bad one must not start either.
+  const good = join(dir.dir, 'good-neighbour.yaml');
+  writeFileSync(good, podYaml('neighbour', [{ name: 'app', command: ['sleep', '3600'] }]));
+  for (const [name, text, expected] of cases) {
+    const file = join(dir.dir, name);
+    writeFileSync(file, text);
+    for (const cmd of ['run', 'sync-once']) {
+      const r = podctl([cmd, ...(cmd === 'run' ? ['--detach'] : []), good, file, ...common]);
+      assert.equal(r.code, 2, `${cmd} ${name}: ${r.stderr}`);
+      assert.match(r.stderr, expected, `${cmd} ${name}`);
+      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+    }
+  }
+  assert.equal((await runtimeView('neighbour')).sandboxes.length, 0);
+  assert.equal((await runtimeView('nocont')).sandboxes.length, 0);
+  assert.equal((await runtimeView('dup')).sandboxes.length, 0);
+});
