@@ -72,7 +72,8 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
   } catch (err) {
     const e = err as yaml.YAMLException;
     // Count the documents before the error, so the message can name the one at fault.
-    const before = e.mark ? text.slice(0, e.mark.position).split(/^---/m).length - 1 : 0;
+    const separators = e.mark ? (text.slice(0, e.mark.position).match(/^---/gm) ?? []).length : 0;
+    const before = Math.max(0, separators - (/^\s*---/.test(text) ? 1 : 0));
     const where = e.mark ? ` at line ${e.mark.line + 1}, column ${e.mark.column + 1}` : '';
     out.problems.push({ file, index: before, field: '', message: `invalid YAML${where}: ${e.reason ?? e.message}`, severity: 'error' });
     return out;

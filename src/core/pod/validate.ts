@@ -43,6 +43,7 @@ function ajvMessage(e: AjvError): { field: string; message: string } {
     case 'enum':
       return { field, message: `expected one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` };
     case 'format':
+      if (e.params.format === 'byte') return { field, message: 'expected a base64-encoded value (use stringData for plain text)' };
       return { field, message: `expected ${String(e.params.format)} format` };
     default:
       return { field, message: `expected a value that ${e.message ?? 'matches the schema'}` };

@@ -1,0 +1,210 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { defaultPullPolicy, loadManifests, ManifestError, parseManifestText, staticPodUID } from '../../src/core/pod/index.js';
+import { scratchDir } from '../support/e2e.js';
+
+const opts = { nodeName: 'node-a', now: () => new Date('2026-01-01T00:00:00Z') };
+const src = { kind: 'file' as const, path: '/m/pod.yaml', display: 'pod.yaml' };
+
+const POD = `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+`;
+
+function problemsOf(text: string) {
+  return parseManifestText(text, src, opts).problems.map((p) => `${p.severity} doc${p.index + 1} ${p.field}: ${p.message}`);
+}
+
+test('a valid pod is defaulted as the API server would', () => {
+  const { pods, problems } = parseManifestText(POD, src, opts);
+  assert.deepEqual(problems, []);
+  const pod = pods[0]!.pod;
+  assert.equal(pod.metadata!.namespace, 'default');
+  assert.equal(pod.spec!.restartPolicy, 'Always');
+  assert.equal(pod.spec!.terminationGracePeriodSeconds, 30);
+  assert.equal(pod.spec!.dnsPolicy, 'ClusterFirst');
+  const c = pod.spec!.containers[0]!;
+  assert.equal(c.imagePullPolicy, 'IfNotPresent');
+  assert.equal(c.terminationMessagePath, '/dev/termination-log');
+  assert.equal(c.terminationMessagePolicy, 'File');
+  assert.equal(pod.metadata!.annotations!['kubernetes.io/config.source'], 'file');
+  assert.equal(pod.metadata!.annotations!['kubernetes.io/config.seen'], '2026-01-01T00:00:00.000Z');
+  assert.match(pod.metadata!.uid!, /^[0-9a-f]{32}$/);
+});
+
+test('probe, port and resource defaults', () => {
+  const text = `${POD}    ports: [{containerPort: 80}]
+    resources: {limits: {cpu: "1"}}
+    livenessProbe: {httpGet: {port: 80}}
+`;
+  const c = parseManifestText(text, src, opts).pods[0]!.pod.spec!.containers[0]!;
+  assert.equal(c.ports![0]!.protocol, 'TCP');
+  assert.deepEqual(c.resources!.requests, { cpu: '1' });
+  assert.deepEqual(
+    { ...c.livenessProbe, httpGet: undefined },
+    { timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3, httpGet: undefined },
+  );
+  assert.equal(c.livenessProbe!.httpGet!.path, '/');
+  assert.equal(c.livenessProbe!.httpGet!.scheme, 'HTTP');
+});
+
+test('imagePullPolicy from the tag', () => {
+  const table: [string, string][] = [
+    ['busybox', 'Always'],
+    ['busybox:latest', 'Always'],
+    ['busybox:1.36', 'IfNotPresent'],
+    [`busybox@sha256:${'a'.repeat(64)}`, 'IfNotPresent'],
+    ['localhost:5000/busybox', 'Always'],
+    ['localhost:5000/busybox:1.0', 'IfNotPresent'],
+  ];
+  for (const [image, want] of table) assert.equal(defaultPullPolicy(image), want, image);
+});
+
+test('the UID is stable across re-reads and edits, and differs by path and name', () => {
+  const a = parseManifestText(POD, src, opts).pods[0]!.pod.metadata!.uid;
+  const again = parseManifestText(POD, src, { ...opts, now: () => new Date() }).pods[0]!.pod.metadata!.uid;
+  const edited = parseManifestText(POD.replace('"3600"', '"7200"'), src, opts).pods[0]!.pod.metadata!.uid;
+  const otherPath = parseManifestText(POD, { ...src, path: '/m/other.yaml' }, opts).pods[0]!.pod.metadata!.uid;
+  const otherName = parseManifestText(POD.replace('name: web', 'name: web2'), src, opts).pods[0]!.pod.metadata!.uid;
+  assert.equal(a, again);
+  assert.equal(a, edited);
+  assert.notEqual(a, otherPath);
+  assert.notEqual(a, otherName);
+  assert.equal(a, staticPodUID('node-a', src, 'default', 'web'));
+  // The content hash does change with an edit.
+  const hash = (t: string) => parseManifestText(t, src, opts).pods[0]!.pod.metadata!.annotations!['kubernetes.io/config.hash'];
+  assert.notEqual(hash(POD), hash(POD.replace('"3600"', '"7200"')));
+});
+
+test('each error names the document, the field and what was expected', () => {
+  const cases: [string, string][] = [
+    ['apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {}\n', 'error doc1 spec.containers: required field is missing'],
+    [POD.replace('name: app', 'name: App_1'), 'error doc1 spec.containers[0].name: "App_1" is invalid; expected a DNS-1123 label'],
+    [POD.replace('name: web', 'name: Web'), 'error doc1 metadata.name: "Web" is invalid; expected a DNS-1123 subdomain'],
+    [POD.replace('spec:', 'spec:\n  restartPolicy: Sometimes'), 'error doc1 spec.restartPolicy: expected one of "Always", "Never", "OnFailure"'],
+    [`${POD}    ports: [{containerPort: 70000}]\n`, 'error doc1 spec.containers[0].ports[0].containerPort: 70000 is out of range; expected 1-65535'],
+    [`${POD}    ports: [{containerPort: "http"}]\n`, 'error doc1 spec.containers[0].ports[0].containerPort: expected an integer'],
+    [POD.replace('image: busybox:1.36', 'image: "Busy Box"'), 'error doc1 spec.containers[0].image: "Busy Box" is not a valid image reference'],
+    [POD.replace('metadata:\n', 'metadata:\n  restartPolicy: Never\n'), 'error doc1 metadata.restartPolicy: unknown field; restartPolicy belongs in spec'],
+    [POD.replace('    command', '    comand'), 'error doc1 spec.containers[0].comand: unknown field'],
+    [`${POD}  - name: app\n    image: busybox\n`, 'error doc1 spec.containers[1].name: duplicate container name "app" (also spec.containers[0])'],
+    [`${POD}    volumeMounts: [{name: data, mountPath: /data}]\n`, 'error doc1 spec.containers[0].volumeMounts[0].name: volume "data" is not defined in spec.volumes'],
+    ['kind: Pod\nmetadata: {name: x}\n', 'error doc1 apiVersion: required; expected v1 for Pod'],
+    ['apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n', 'warning doc1 kind: kind Deployment is not supported by podctl (only Pod, ConfigMap and Secret); skipped'],
+    ['apiVersion: v2\nkind: Pod\nmetadata: {name: x}\n', 'error doc1 apiVersion: "v2" is not supported for Pod; expected v1'],
+    ['- a\n- b\n', 'error doc1 : expected a Kubernetes object (a mapping with apiVersion and kind), got a list'],
+    [`---\n${POD}---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: "not base64!"}\n`, 'error doc2 data.k: expected a base64-encoded value (use stringData for plain text)'],
+  ];
+  for (const [text, want] of cases) {
+    const got = problemsOf(text);
+    assert.ok(got.some((g) => g.startsWith(want)), `want ${want}\n got ${got.join('\n     ')}`);
+  }
+});
+
+test('bad YAML names the document, line and column', () => {
+  const got = problemsOf('apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n   bad: indent\n');
+  assert.equal(got.length, 1);
+  assert.match(got[0]!, /^error doc1 : invalid YAML at line 5, column 7/);
+  const third = problemsOf(`---\n${POD}---\n${POD}---\nkind: [\n`);
+  assert.match(third[0]!, /^error doc3 : invalid YAML at line \d+/);
+});
+
+test('multi-document files keep ConfigMaps and Secrets (stringData merged) and skip empty documents', () => {
+  const text = `---\n${POD}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {pw: hunter2}\n---\n`;
+  const r = parseManifestText(text, src, opts);
+  assert.deepEqual(r.problems, []);
+  assert.equal(r.pods.length, 1);
+  assert.equal(r.pods[0]!.source.index, 0);
+  assert.equal(r.configMaps[0]!.data!.a, 'b');
+  assert.equal(r.secrets[0]!.data!.pw, Buffer.from('hunter2').toString('base64'));
+  assert.equal(r.secrets[0]!.stringData, undefined);
+});
+
+test('loadManifests: directory rules, stdin, duplicates across files, all-or-nothing', async () => {
+  const tmp = scratchDir('manifests');
+  try {
+    const d = join(tmp.dir, 'dir');
+    mkdirSync(d);
+    writeFileSync(join(d, 'a.yaml'), POD);
+    writeFileSync(join(d, 'b.json'), JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'json' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } }));
+    writeFileSync(join(d, '.hidden.yaml'), 'garbage: [');
+    writeFileSync(join(d, 'a.yaml.swp'), 'garbage: [');
+    writeFileSync(join(d, 'a.yaml~'), 'garbage: [');
+    writeFileSync(join(d, 'notes.txt'), 'garbage: [');
+    symlinkSync(join(d, 'a.yaml'), join(tmp.dir, 'link.yaml'));
+    const set = await loadManifests([d], opts);
+    assert.deepEqual(set.pods.map((p) => p.pod.metadata!.name), ['web', 'json']);
+
+    const viaLink = await loadManifests([join(tmp.dir, 'link.yaml')], opts);
+    assert.equal(viaLink.pods[0]!.pod.metadata!.name, 'web');
+
+    const fromStdin = await loadManifests(['-'], { ...opts, readStdin: async () => POD.replace('web', 'piped') });
+    assert.equal(fromStdin.pods[0]!.pod.metadata!.name, 'piped');
+    assert.equal(fromStdin.pods[0]!.source.kind, 'stdin');
+
+    // The same pod name in two files is an error naming both.
+    writeFileSync(join(tmp.dir, 'again.yaml'), POD);
+    await assert.rejects(loadManifests([d, join(tmp.dir, 'again.yaml')], opts), (err: ManifestError) => {
+      assert.ok(err instanceof ManifestError);
+      assert.match(err.message, /pod default\/web is defined twice/);
+      return true;
+    });
+
+    // One bad file spoils the whole set: no pod is returned.
+    writeFileSync(join(tmp.dir, 'bad.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {}\n');
+    await assert.rejects(loadManifests([d, join(tmp.dir, 'bad.yaml')], opts), ManifestError);
+
+    await assert.rejects(loadManifests([join(tmp.dir, 'missing.yaml')], opts), /missing\.yaml: document 1: cannot read: no such file or directory/);
+    const empty = join(tmp.dir, 'empty');
+    mkdirSync(empty);
+    await assert.rejects(loadManifests([empty], opts), /the directory has no manifest files/);
+  } finally {
+    tmp.cleanup();
+  }
+});
+
+test('property: arbitrary documents never throw and never yield a pod alongside an error', () => {
+  const valid = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
+  const mutated = fc.record({
+    path: fc.constantFrom(['metadata'], ['spec'], ['spec', 'containers'], ['spec', 'containers', '0'], ['metadata', 'name'], []),
+    key: fc.oneof(fc.constantFrom('name', 'image', 'restartPolicy', 'ports', 'containers', 'kind', 'apiVersion'), fc.string({ maxLength: 8 })),
+    value: fc.anything({ maxDepth: 3 }),
+  });
+  fc.assert(
+    fc.property(fc.oneof(fc.anything({ maxDepth: 4 }), mutated), (input) => {
+      let doc: unknown = input;
+      if (input && typeof input === 'object' && 'path' in input && 'key' in input && 'value' in input) {
+        const m = input as { path: string[]; key: string; value: unknown };
+        doc = structuredClone(valid);
+        let node = doc as Record<string, unknown>;
+        for (const p of m.path) {
+          const next = node[p];
+          if (!next || typeof next !== 'object') break;
+          node = next as Record<string, unknown>;
+        }
+        node[m.key] = m.value;
+      }
+      let text: string;
+      try {
+        text = JSON.stringify(doc) ?? 'null';
+      } catch {
+        return;
+      }
+      const r = parseManifestText(text, src, opts);
+      if (r.problems.some((p) => p.severity === 'error')) {
+        assert.equal(r.pods.length, 0);
+        for (const p of r.problems) assert.ok(p.message.length > 0);
+      }
+    }),
+    { numRuns: 500 },
+  );
+});
