@@ -1,0 +1,41 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { embeddedPaths } from '../../src/core/embedded/index.js';
+import { E2E_ENDPOINT, podctl } from '../support/e2e.js';
+
+const paths = embeddedPaths();
+const ours = (line: string) => line.includes(paths.rootDir) || line.includes(paths.runDir);
+const netns = () => {
+  try {
+    return readdirSync('/var/run/netns').filter((n) => n.startsWith('cni-'));
+  } catch {
+    return [];
+  }
+};
+
+test('runtime down then up: nothing left behind, and it works again', { skip: E2E_ENDPOINT !== `unix://${paths.socket}` && 'e2e runs against another runtime' }, () => {
+  const netnsBefore = netns();
+  // A pod running while the runtime goes down must not leave its netns or mounts behind.
+  const run = podctl(['run', '--detach', 'examples/hello.yaml', '--log-root', '/tmp/podctl-lifecycle-logs']);
+  assert.equal(run.code, 0, run.stderr);
+  assert.ok(netns().length > netnsBefore.length, 'the pod has a network namespace');
+
+  const down = podctl(['runtime', 'down']);
+  assert.equal(down.code, 0, down.stderr);
+  const status = JSON.parse(podctl(['runtime', 'status', '-o', 'json']).stdout);
+  assert.equal(status.running, false);
+  assert.equal(status.endpoint, `unix://${paths.socket}`);
+  assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter(ours).length, 0, 'no mounts left below our dirs');
+  assert.deepEqual(netns().filter((n) => !netnsBefore.includes(n)), [], 'no network namespace left');
+  const info = podctl(['info']);
+  assert.notEqual(info.code, 0);
+  assert.match(info.stderr, /no CRI runtime at unix:\/\/.*containerd\.sock; start one with `podctl runtime up`/);
+
+  const up = podctl(['runtime', 'up']);
+  assert.equal(up.code, 0, up.stderr);
+  assert.equal(JSON.parse(podctl(['runtime', 'status', '-o', 'json']).stdout).running, true);
+  assert.match(podctl(['info']).stdout, /NetworkReady\s+true/);
+  // up again is a no-op that succeeds.
+  assert.equal(podctl(['runtime', 'up']).code, 0);
+});
