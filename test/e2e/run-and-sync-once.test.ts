@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { CONTAINER_NAME_LABEL, POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
-import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
 
 let client: CriClient;
 const dir = scratchDir('e2e-run');
@@ -148,4 +148,29 @@ test('an invalid manifest is rejected with file, document and field, and nothing
   assert.equal((await runtimeView('neighbour')).sandboxes.length, 0);
   assert.equal((await runtimeView('nocont')).sandboxes.length, 0);
   assert.equal((await runtimeView('dup')).sandboxes.length, 0);
+});
+
+test('run in the foreground: SIGTERM terminates its pods gracefully, removes them and exits 0', async () => {
+  const { spawn } = await import('node:child_process');
+  const file = join(dir.dir, 'fg.yaml');
+  // A shell that traps TERM proves the container got SIGTERM before any SIGKILL.
+  writeFileSync(file, podYaml('fg', [{ name: 'app', command: ['sh', '-c', "trap 'echo got-sigterm; exit 0' TERM; while true; do sleep 0.2; done"] }]));
+  const child = spawn(process.execPath, [join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js'), 'run', file, ...common], {
+    env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT },
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  for (let i = 0; i < 100 && !/fg\s+Running/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.match(out, /podctl-e2e\/fg\s+Running/);
+  assert.equal((await runtimeView('fg')).containers.length, 1);
+  child.kill('SIGTERM');
+  assert.equal(await exited, 0, out);
+  assert.match(out, /stopping: terminating 1 pod\(s\) gracefully/);
+  const view = await runtimeView('fg');
+  assert.equal(view.sandboxes.length, 0, 'sandbox removed');
+  assert.equal(view.containers.length, 0, 'containers removed');
+  const { readdirSync, readFileSync } = await import('node:fs');
+  const podDir = readdirSync(logRoot.dir).find((d) => d.startsWith(`${E2E_NAMESPACE}_fg_`))!;
+  assert.match(readFileSync(join(logRoot.dir, podDir, 'app', '0.log'), 'utf8'), /stdout F got-sigterm/);
 });
