@@ -1,10 +1,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { isNotFound } from '../../src/core/cri/errors.js';
-import { E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { embeddedEndpoint, embeddedPaths } from '../../src/core/embedded/index.js';
+import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir } from '../support/e2e.js';
 
 let client: CriClient;
 const logs = scratchDir('e2e-logs');
@@ -36,12 +37,23 @@ test('pulling busybox:1.36 from the loopback registry', async () => {
   assert.equal(image?.id, ref);
 });
 
-test('pulling an image the registry does not hold fails with not found', async () => {
-  await assert.rejects(client.pullImage('docker.io/library/nosuchimage:1'), (err: Error) => {
-    assert.ok(isNotFound(err) || /not found/.test(err.message), err.message);
-    assert.match(err.message, /not found/);
-    return true;
-  });
+test('pulling an image the registry does not hold fails with not found, trying only the loopback registry', async () => {
+  const log = join(embeddedPaths().logDir, 'containerd.log');
+  const offset = existsSync(log) ? statSync(log).size : 0;
+  for (const image of ['docker.io/library/nosuchimage:1', 'registry.k8s.io/nosuch:1', 'example.com/team/app:2']) {
+    await assert.rejects(client.pullImage(image), (err: Error) => {
+      assert.ok(isNotFound(err), err.message);
+      assert.match(err.message, new RegExp(`${image.replace(/[./]/g, '\\$&')}: not found`));
+      return true;
+    });
+  }
+  if (E2E_ENDPOINT === embeddedEndpoint() && existsSync(log)) {
+    // containerd logs every host it tries: all of them must be the loopback registry.
+    const tail = readFileSync(log, 'utf8').slice(offset);
+    const hosts = [...tail.matchAll(/host="?([^"\s]+)"?/g)].map((m) => m[1]);
+    assert.ok(hosts.length > 0, 'containerd logged the hosts it tried');
+    assert.deepEqual([...new Set(hosts)], ['127.0.0.1:5000']);
+  }
 });
 
 test('a sandbox with a container runs, writes its log, and is cleaned up', async () => {
