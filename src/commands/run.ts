@@ -9,7 +9,6 @@ import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { SyncLoop } from '../core/loop.js';
-import { GenericPleg } from '../core/pleg/generic.js';
 import { allContainersRunning, notRunningReasons } from '../core/runonce.js';
 
 export class Run extends PodctlCommand {
@@ -44,7 +43,7 @@ changes nothing.`;
     for (const r of rejected) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 
-    const pleg = new GenericPleg({ runtime: client, clock: realClock, relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period') });
+    const pleg = kubelet.createPleg({ relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period') });
     const loop = new SyncLoop({ kubelet, pleg, clock: realClock });
     const stamp = () => new Date().toISOString().slice(11, 19);
     kubelet.observe({

@@ -5,6 +5,7 @@ import { RuntimeManager, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
+import { GenericPleg } from './pleg/generic.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
 
 export interface KubeletOptions {
@@ -66,6 +67,16 @@ export class Kubelet {
   observe(observer: SyncObserver): () => void {
     this.observers.add(observer);
     return () => this.observers.delete(observer);
+  }
+
+  /** A generic PLEG over this kubelet's runtime, inspecting changed pods as SyncPod does. */
+  createPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void } = {}): GenericPleg {
+    return new GenericPleg({
+      runtime: this.opts.runtime,
+      clock: this.clock,
+      inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
+      ...opts,
+    });
   }
 
   /** ADD / UPDATE from a config source. */

@@ -5,7 +5,6 @@ import { realClock } from '../../src/core/clock.js';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { SyncLoop } from '../../src/core/loop.js';
-import { GenericPleg } from '../../src/core/pleg/generic.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir } from '../support/e2e.js';
 
@@ -47,7 +46,7 @@ before(async () => {
   client = e2eClient();
   await removeE2EPods(client);
   kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, nodeName: 'e2e' });
-  loop = new SyncLoop({ kubelet, pleg: new GenericPleg({ runtime: client, clock: realClock, relistPeriodMs: 200 }), clock: realClock });
+  loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
   loop.start();
 });
 

@@ -66,8 +66,9 @@ export class RuntimeManager {
   }
 
   /** The runtime's view of one pod, from its labelled sandboxes and containers. */
-  async getPodStatus(uid: string, name: string, namespace: string): Promise<RuntimePodStatus> {
-    const selector = { [L.POD_UID_LABEL]: uid, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
+  async getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean } = {}): Promise<RuntimePodStatus> {
+    // podctl's own objects only, unless a debugging command asks for every agent's.
+    const selector: Record<string, string> = opts.all ? { [L.POD_UID_LABEL]: uid } : { [L.POD_UID_LABEL]: uid, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
     const [sandboxes, containers] = await Promise.all([
       this.runtime.listPodSandbox({ labelSelector: selector }),
       this.runtime.listContainers({ labelSelector: selector }),
@@ -341,7 +342,7 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
     startedAt: nsToMs(status?.startedAt),
     finishedAt: nsToMs(status?.finishedAt),
     exitCode: status && (status.state === 'CONTAINER_EXITED' || status.finishedAt) ? status.exitCode : undefined,
-    image: container.image?.userSpecifiedImage || container.image?.image || '',
+    image: specImage(annotations[L.CONTAINER_SPEC_ANNOTATION]) || container.image?.userSpecifiedImage || container.image?.image || '',
     imageRef: status?.imageRef || container.imageRef,
     imageId: container.imageRef,
     hash: annotations[L.CONTAINER_HASH_ANNOTATION] ?? '',
@@ -352,4 +353,15 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
     kind: kind === 'init' || kind === 'sidecar' ? kind : 'app',
     logPath: status?.logPath || undefined,
   };
+}
+
+/** The image as the pod spec named it, from the spec copy in the container's annotations. */
+function specImage(specJSON: string | undefined): string | undefined {
+  if (!specJSON) return undefined;
+  try {
+    const image = (JSON.parse(specJSON) as { image?: unknown }).image;
+    return typeof image === 'string' ? image : undefined;
+  } catch {
+    return undefined;
+  }
 }

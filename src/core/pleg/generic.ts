@@ -3,6 +3,8 @@ import type { RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
 import * as L from '../kuberuntime/labels.js';
+import type { RuntimePodStatus } from '../kuberuntime/types.js';
+import { PodCache } from './cache.js';
 
 export type PodLifecycleEventType = 'ContainerStarted' | 'ContainerDied' | 'ContainerRemoved' | 'ContainerChanged' | 'PodSync';
 
@@ -14,13 +16,18 @@ export interface PodLifecycleEvent {
   data: string;
   namespace: string;
   name: string;
+  /** Container name; undefined for the sandbox. */
   containerName?: string;
   time: number;
 }
 
+/** Constants of the kubelet's generic PLEG. */
+export const RELIST_PERIOD_MS = 1000;
+export const RELIST_THRESHOLD_MS = 3 * 60_000;
+
 type PlegState = 'running' | 'exited' | 'unknown' | 'non-existent';
 
-interface RelistRecord {
+interface Seen {
   uid: string;
   namespace: string;
   name: string;
@@ -29,28 +36,14 @@ interface RelistRecord {
 }
 
 function containerState(state: T.ContainerState | undefined): PlegState {
-  switch (state) {
-    case 'CONTAINER_RUNNING':
-      return 'running';
-    case 'CONTAINER_EXITED':
-      return 'exited';
-    case 'CONTAINER_CREATED':
-      // A created-but-not-started container counts as unknown, as in the kubelet.
-      return 'unknown';
-    default:
-      return 'unknown';
-  }
+  if (state === 'CONTAINER_RUNNING') return 'running';
+  if (state === 'CONTAINER_EXITED') return 'exited';
+  // Created-but-not-started and unknown both read as unknown, as in the kubelet.
+  return 'unknown';
 }
 
-function sandboxState(state: T.PodSandboxState | undefined): PlegState {
-  return state === 'SANDBOX_READY' ? 'running' : 'exited';
-}
-
-/**
- * The events a move from old to new state produces (generic.go
- * generateEvents): ContainerChanged stays internal.
- */
-function eventsFor(oldState: PlegState, newState: PlegState): PodLifecycleEventType[] {
+/** The events a move between two states produces (generic.go generateEvents). */
+export function eventsFor(oldState: PlegState, newState: PlegState): PodLifecycleEventType[] {
   if (oldState === newState) return [];
   switch (newState) {
     case 'running':
@@ -67,28 +60,36 @@ function eventsFor(oldState: PlegState, newState: PlegState): PodLifecycleEventT
 export interface GenericPlegOptions {
   runtime: RuntimeService;
   clock: Clock;
+  /** Reads one pod's full status (the kubelet's GetPodStatus); called only for pods that changed. */
+  inspect: (uid: string, name: string, namespace: string) => Promise<RuntimePodStatus>;
   relistPeriodMs?: number;
-  /** Only podctl's own sandboxes and containers are watched. */
+  /** Which sandboxes and containers to watch; podctl's own by default. */
   labelSelector?: Record<string, string>;
   onError?: (err: unknown) => void;
 }
 
 /**
- * The generic PLEG: relists the runtime's sandboxes and containers and turns
- * the differences into pod lifecycle events. One relist costs two list calls,
- * whatever the number of pods.
+ * The generic PLEG: relists sandboxes and containers, turns the differences
+ * into pod lifecycle events and refreshes the pod cache for the pods that
+ * changed. A relist costs two list calls plus status calls for changed pods
+ * only, whatever the number of pods.
  */
 export class GenericPleg {
-  private previous = new Map<string, RelistRecord>();
+  readonly cache = new PodCache();
+  private previous = new Map<string, Seen>();
+  /** Pods whose inspection failed: retried on the next relist. */
+  private reinspect = new Map<string, { name: string; namespace: string }>();
   private listeners = new Set<(e: PodLifecycleEvent) => void>();
   private timer?: TimerHandle;
   private stopped = true;
   private relisting = false;
+  private relistStarted?: number;
   lastRelistAt?: number;
+  lastRelistDurationMs?: number;
   readonly relistPeriodMs: number;
 
   constructor(private readonly opts: GenericPlegOptions) {
-    this.relistPeriodMs = opts.relistPeriodMs ?? 1000;
+    this.relistPeriodMs = opts.relistPeriodMs ?? RELIST_PERIOD_MS;
   }
 
   watch(listener: (e: PodLifecycleEvent) => void): () => void {
@@ -108,6 +109,16 @@ export class GenericPleg {
     this.timer = undefined;
   }
 
+  /** Unhealthy when no relist has completed for 3 minutes (relistThreshold). */
+  healthy(): { ok: boolean; message: string } {
+    const now = this.opts.clock.now();
+    const last = this.lastRelistAt ?? this.relistStarted;
+    if (last === undefined) return { ok: true, message: 'PLEG has not relisted yet' };
+    const since = now - last;
+    if (since > RELIST_THRESHOLD_MS) return { ok: false, message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; threshold is ${RELIST_THRESHOLD_MS / 1000} s` };
+    return { ok: true, message: `PLEG relisted ${Math.round(since)} ms ago` };
+  }
+
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = this.opts.clock.setTimeout(() => {
@@ -117,21 +128,23 @@ export class GenericPleg {
     }, ms);
   }
 
-  /** One relist: list, compare with the last one, emit the events. */
+  /** One relist: list, compare with the last one, inspect what changed, emit the events. */
   async relist(): Promise<PodLifecycleEvent[]> {
     if (this.relisting) return [];
     this.relisting = true;
+    const started = this.opts.clock.now();
+    this.relistStarted ??= started;
     try {
       const selector = this.opts.labelSelector ?? { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
       const [sandboxes, containers] = await Promise.all([
         this.opts.runtime.listPodSandbox({ labelSelector: selector }),
         this.opts.runtime.listContainers({ labelSelector: selector }),
       ]);
-      const current = new Map<string, RelistRecord>();
+      const current = new Map<string, Seen>();
       for (const s of sandboxes) {
         const uid = s.labels[L.POD_UID_LABEL] ?? s.metadata?.uid;
         if (!uid) continue;
-        current.set(s.id, { uid, namespace: s.metadata?.namespace ?? '', name: s.metadata?.name ?? '', state: sandboxState(s.state) });
+        current.set(s.id, { uid, namespace: s.metadata?.namespace ?? '', name: s.metadata?.name ?? '', state: s.state === 'SANDBOX_READY' ? 'running' : 'exited' });
       }
       for (const c of containers) {
         const uid = c.labels[L.POD_UID_LABEL];
@@ -140,32 +153,61 @@ export class GenericPleg {
           uid,
           namespace: c.labels[L.POD_NAMESPACE_LABEL] ?? '',
           name: c.labels[L.POD_NAME_LABEL] ?? '',
-          containerName: c.labels[L.CONTAINER_NAME_LABEL],
+          containerName: c.labels[L.CONTAINER_NAME_LABEL] ?? c.metadata?.name,
           state: containerState(c.state),
         });
       }
-      const now = this.opts.clock.now();
       const events: PodLifecycleEvent[] = [];
-      const ids = new Set([...this.previous.keys(), ...current.keys()]);
-      for (const id of ids) {
-        const before = this.previous.get(id);
-        const after = current.get(id);
-        const rec = (after ?? before)!;
-        for (const type of eventsFor(before?.state ?? 'non-existent', after?.state ?? 'non-existent')) {
-          events.push({ type, id: rec.uid, data: id, namespace: rec.namespace, name: rec.name, containerName: rec.containerName, time: now });
-        }
+      const changedPods = new Map<string, { name: string; namespace: string }>(this.reinspect);
+      for (const [id, before] of this.previous) {
+        if (!current.has(id)) this.collect(events, changedPods, id, before, before.state, 'non-existent', started);
+      }
+      for (const [id, after] of current) {
+        this.collect(events, changedPods, id, after, this.previous.get(id)?.state ?? 'non-existent', after.state, started);
       }
       this.previous = current;
-      this.lastRelistAt = now;
-      for (const e of events) {
-        if (e.type === 'ContainerChanged') continue;
-        for (const l of this.listeners) l(e);
-      }
+
+      // Refresh the cache only for pods that changed: O(changes) status calls.
+      this.reinspect = new Map();
+      const livePods = new Set([...current.values()].map((s) => s.uid));
+      await Promise.all(
+        [...changedPods].map(async ([uid, pod]) => {
+          if (!livePods.has(uid)) {
+            this.cache.delete(uid);
+            return;
+          }
+          try {
+            this.cache.set(uid, await this.opts.inspect(uid, pod.name, pod.namespace), started);
+          } catch (err) {
+            this.reinspect.set(uid, pod);
+            this.opts.onError?.(new Error(`PLEG: cannot inspect pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`));
+          }
+        }),
+      );
+      this.cache.updateTime(started);
+      this.lastRelistAt = this.opts.clock.now();
+      this.lastRelistDurationMs = this.lastRelistAt - started;
+      for (const e of events) for (const l of this.listeners) l(e);
       return events;
-    } catch (err) {
-      throw new Error(`PLEG relist failed: ${errorMessage(err)}`, { cause: err });
     } finally {
       this.relisting = false;
+    }
+  }
+
+  private collect(
+    events: PodLifecycleEvent[],
+    changedPods: Map<string, { name: string; namespace: string }>,
+    id: string,
+    rec: Seen,
+    oldState: PlegState,
+    newState: PlegState,
+    time: number,
+  ): void {
+    const types = eventsFor(oldState, newState);
+    if (types.length === 0) return;
+    changedPods.set(rec.uid, { name: rec.name, namespace: rec.namespace });
+    for (const type of types) {
+      events.push({ type, id: rec.uid, data: id, namespace: rec.namespace, name: rec.name, containerName: rec.containerName, time });
     }
   }
 }
