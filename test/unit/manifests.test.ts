@@ -172,6 +172,14 @@ test('loadManifests: directory rules, stdin, duplicates across files, all-or-not
   }
 });
 
+test('list entries of the wrong type are reported, not a crash', () => {
+  for (const field of ['ports', 'volumeMounts', 'env']) {
+    const got = problemsOf(`${POD}    ${field}: [null, 3, "x"]\n`);
+    assert.ok(got.some((g) => g.includes(`spec.containers[0].${field}[0]`)), got.join('\n'));
+  }
+  assert.ok(problemsOf(POD.replace('containers:', 'volumes: [null]\n  containers:')).some((g) => g.includes('spec.volumes[0]')));
+});
+
 test('property: arbitrary documents never throw and never yield a pod alongside an error', () => {
   const valid = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
   const mutated = fc.record({
@@ -205,6 +213,6 @@ test('property: arbitrary documents never throw and never yield a pod alongside 
         for (const p of r.problems) assert.ok(p.message.length > 0);
       }
     }),
-    { numRuns: 500 },
+    { numRuns: 1000 },
   );
 });

@@ -186,8 +186,7 @@ export class CriClient implements RuntimeService, ImageService {
   }
 
   async runPodSandbox(config: T.PodSandboxConfigInput, runtimeHandler = ''): Promise<string> {
-    // Creating a sandbox sets up networking: give it the pull deadline, as the kubelet does not cap it at 30 s.
-    const res = await this.rt('RunPodSandbox', { config, runtimeHandler }, Math.max(this.opts.timeoutMs, 120_000));
+    const res = await this.rt('RunPodSandbox', { config, runtimeHandler });
     return res.podSandboxId;
   }
 
@@ -254,12 +253,22 @@ export class CriClient implements RuntimeService, ImageService {
   }
 
   getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream {
+    const started = performance.now();
+    const observe = (error?: CriError) => this.opts.observer?.({ method: 'GetContainerEvents', durationMs: performance.now() - started, error });
+    if (!existsSync(socketPath(this.endpoint))) {
+      const err = noRuntimeError(this.endpoint, 'GetContainerEvents');
+      observe(err);
+      queueMicrotask(() => handlers.onError(err));
+      return { cancel: () => undefined };
+    }
     const call = this.runtime.GetContainerEvents({});
     let cancelled = false;
     call.on('data', (event: T.ContainerEventResponse) => handlers.onEvent(event));
     call.on('error', (err: grpc.ServiceError) => {
       if (cancelled && err.code === grpc.status.CANCELLED) return;
-      handlers.onError(mapGrpcError(err, 'GetContainerEvents', this.endpoint, 0));
+      const mapped = mapGrpcError(err, 'GetContainerEvents', this.endpoint, 0);
+      observe(mapped);
+      handlers.onError(mapped);
     });
     call.on('end', () => handlers.onEnd?.());
     return {

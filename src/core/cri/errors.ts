@@ -48,7 +48,8 @@ export function mapGrpcError(err: ServiceError, method: string, endpoint: string
       if (/EACCES|permission denied/i.test(details)) {
         return new CriError(`permission denied on ${endpoint}`, { ...base, hint: 'run podctl as root or as a user allowed to use that socket' });
       }
-      if (/ENOENT|ECONNREFUSED|No connection established|connect/i.test(details)) return noRuntimeError(endpoint, method, err);
+      // Only the socket itself missing or refusing; a runtime passing on its own connection error is not that.
+      if (/connect (ENOENT|ECONNREFUSED)|No connection established/.test(details)) return noRuntimeError(endpoint, method, err);
       return new CriError(`the runtime at ${endpoint} is unavailable: ${details}`, base);
     case GrpcStatus.UNIMPLEMENTED:
       return new CriError(`the runtime at ${endpoint} does not implement ${method}`, base);

@@ -135,7 +135,7 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
   const volumes = new Set<string>();
   if (Array.isArray(spec.volumes)) {
     (spec.volumes as { name?: unknown }[]).forEach((v, i) => {
-      if (typeof v?.name !== 'string') return;
+      if (!isObject(v) || typeof v.name !== 'string') return;
       if (!isDNS1123Label(v.name)) err(`spec.volumes[${i}].name`, `"${v.name}" is invalid; expected ${DNS1123_LABEL_EXPECTED}`);
       if (volumes.has(v.name)) err(`spec.volumes[${i}].name`, `duplicate volume name "${v.name}"; volume names must be unique within a pod`);
       volumes.add(v.name);
@@ -143,7 +143,7 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
   }
   const hostPorts = new Map<string, string>();
   const check = (c: IContainer, path: string, isInit: boolean) => {
-    if (!c || typeof c !== 'object') return;
+    if (!isObject(c)) return;
     if (typeof c.name === 'string') {
       if (!isDNS1123Label(c.name)) err(`${path}.name`, `"${c.name}" is invalid; expected ${DNS1123_LABEL_EXPECTED}`);
       const prev = names.get(c.name);
@@ -158,6 +158,7 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     }
     const portNames = new Set<string>();
     (Array.isArray(c.ports) ? c.ports : []).forEach((p, j) => {
+      if (!isObject(p)) return;
       const pp = `${path}.ports[${j}]`;
       if (typeof p.containerPort === 'number' && (p.containerPort < 1 || p.containerPort > 65535)) err(`${pp}.containerPort`, `${p.containerPort} is out of range; expected 1-65535`);
       if (typeof p.hostPort === 'number' && (p.hostPort < 0 || p.hostPort > 65535)) err(`${pp}.hostPort`, `${p.hostPort} is out of range; expected 0-65535`);
@@ -175,6 +176,7 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
       }
     });
     (Array.isArray(c.volumeMounts) ? c.volumeMounts : []).forEach((m, j) => {
+      if (!isObject(m)) return;
       if (typeof m.name === 'string' && !volumes.has(m.name)) err(`${path}.volumeMounts[${j}].name`, `volume "${m.name}" is not defined in spec.volumes`);
     });
   };
@@ -185,6 +187,9 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
   }
   return problems;
 }
+
+/** Elements of a list may be anything in a bad manifest; the schema reports them. */
+const isObject = (v: unknown): v is object => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const IMAGE_REF = /^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::\d+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
 
