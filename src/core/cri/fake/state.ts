@@ -22,7 +22,7 @@ import type { PodSandboxFilter__Output } from '../generated/runtime/v1/PodSandbo
 import type { PodSandboxState__Output } from '../generated/runtime/v1/PodSandboxState.js';
 import type { PodSandboxStatus } from '../generated/runtime/v1/PodSandboxStatus.js';
 import type { RunPodSandboxRequest__Output } from '../generated/runtime/v1/RunPodSandboxRequest.js';
-import { ImageStore, normalizeImageRef, type FakeImage } from './images.js';
+import { ImageStore, normalizeImageRef } from './images.js';
 
 /** A failure the fake answers with: a gRPC code and containerd's wording. */
 export class FakeCriError extends Error {
@@ -79,9 +79,11 @@ export interface FakeContainer {
 }
 
 // Mutable records behind the readonly views; one class each keeps objects small and monomorphic.
-class SandboxRecord implements FakeSandbox {
+export class SandboxRecord implements FakeSandbox {
   state: PodSandboxState__Output = 'SANDBOX_READY';
   readonly containers: ContainerRecord[] = [];
+  /** This sandbox's PodSandbox list entry, encoded once; cleared whenever the entry changes. */
+  wire: Buffer | undefined = undefined;
   constructor(
     readonly id: string,
     readonly metadata: FakeSandbox['metadata'],
@@ -96,8 +98,10 @@ class SandboxRecord implements FakeSandbox {
   ) {}
 }
 
-class ContainerRecord implements FakeContainer {
+export class ContainerRecord implements FakeContainer {
   state: ContainerState__Output = 'CONTAINER_CREATED';
+  /** This container's Container list entry, encoded once; cleared whenever the entry changes. */
+  wire: Buffer | undefined = undefined;
   startedAt = 0;
   finishedAt = 0;
   exitCode = 0;
@@ -154,7 +158,10 @@ export const defaultBehaviour: ContainerBehaviour = (config) => {
 
 const EMPTY: Labels = Object.freeze({});
 const NO_MOUNTS: readonly Mount[] = Object.freeze([]);
-const POD_NAMESPACES: Readonly<NamespaceOption__Output> = Object.freeze({ network: 'POD', pid: 'CONTAINER', ipc: 'POD', targetId: '' });
+/** What a runtime reports when the config names no namespace options (every enum at its zero, POD). */
+const DEFAULT_NAMESPACES: Readonly<NamespaceOption__Output> = Object.freeze({ network: 'POD', pid: 'POD', ipc: 'POD', targetId: '' });
+/** The kubelet's usual choice, for seeded pods. */
+const SEED_NAMESPACES: Readonly<NamespaceOption__Output> = Object.freeze({ network: 'POD', pid: 'CONTAINER', ipc: 'POD', targetId: '' });
 
 // Random IDs come from one pooled buffer: seeding 15,000 objects must not cost 15,000 syscalls.
 let idPool = Buffer.alloc(0);
@@ -243,7 +250,7 @@ export class RuntimeState {
       throw new FakeCriError(Code.ALREADY_EXISTS, `failed to reserve sandbox name "${name}": name "${name}" is reserved for "${holder}"`);
     }
     const ns = config.linux?.securityContext?.namespaceOptions;
-    const nsOptions = ns ? { network: ns.network, pid: ns.pid, ipc: ns.ipc, targetId: ns.targetId } : POD_NAMESPACES;
+    const nsOptions = ns ? { network: ns.network, pid: ns.pid, ipc: ns.ipc, targetId: ns.targetId } : DEFAULT_NAMESPACES;
     const hostNetwork = nsOptions.network === 'NODE';
     if (!hostNetwork && !this.opts.networkReady()) {
       throw new FakeCriError(Code.UNKNOWN, `failed to setup network for sandbox "${id}": cni plugin not initialized`);
@@ -282,6 +289,7 @@ export class RuntimeState {
     for (const c of s.containers) if (c.state === 'CONTAINER_RUNNING') this.exit(c, 137, '', '');
     if (s.state === 'SANDBOX_READY') {
       s.state = 'SANDBOX_NOTREADY';
+      s.wire = undefined;
       s.ip = '';
       if (this.opts.sandboxEvents) this.emit('CONTAINER_STOPPED_EVENT', id, s);
     }
@@ -326,23 +334,16 @@ export class RuntimeState {
     };
   }
 
-  listPodSandbox(filter: PodSandboxFilter__Output | null): PodSandbox[] {
+  /** ListPodSandbox's filter (id, state, every label of the selector), in creation order. */
+  selectSandboxes(filter: PodSandboxFilter__Output | null): SandboxRecord[] {
     const state = filter?.state ? filter.state.state : undefined;
     const selector = filter?.labelSelector ?? EMPTY;
     const keys = Object.keys(selector);
-    const out: PodSandbox[] = [];
+    const out: SandboxRecord[] = [];
     const consider = (s: SandboxRecord) => {
       if (state !== undefined && s.state !== state) return;
       if (keys.length > 0 && !selectorMatches(s.labels, selector, keys)) return;
-      out.push({
-        id: s.id,
-        metadata: s.metadata,
-        state: s.state,
-        createdAt: s.createdAt,
-        labels: s.labels,
-        annotations: s.annotations,
-        runtimeHandler: s.runtimeHandler,
-      });
+      out.push(s);
     };
     if (filter?.id) {
       const s = this.sandboxMap.get(filter.id);
@@ -351,6 +352,18 @@ export class RuntimeState {
       for (const s of this.sandboxMap.values()) consider(s);
     }
     return out;
+  }
+
+  toPodSandbox(s: SandboxRecord): PodSandbox {
+    return {
+      id: s.id,
+      metadata: s.metadata,
+      state: s.state,
+      createdAt: s.createdAt,
+      labels: s.labels,
+      annotations: s.annotations,
+      runtimeHandler: s.runtimeHandler,
+    };
   }
 
   // ---- containers ----------------------------------------------------------
@@ -410,6 +423,7 @@ export class RuntimeState {
       throw new FakeCriError(Code.FAILED_PRECONDITION, `sandbox container "${c.sandbox.id}" is not running`);
     }
     c.state = 'CONTAINER_RUNNING';
+    c.wire = undefined;
     c.startedAt = this.nowNs();
     this.writeStartLog(c);
     this.emit('CONTAINER_STARTED_EVENT', id, c.sandbox);
@@ -440,6 +454,7 @@ export class RuntimeState {
 
   private exit(c: ContainerRecord, exitCode: number, reason: string, message: string): void {
     c.state = 'CONTAINER_EXITED';
+    c.wire = undefined;
     c.finishedAt = this.nowNs();
     c.exitCode = exitCode;
     c.reason = reason;
@@ -530,31 +545,35 @@ export class RuntimeState {
     };
   }
 
-  listContainers(filter: ContainerFilter__Output | null): Container[] {
+  /** ListContainers' filter (id, state, sandbox, every label of the selector), in creation order. */
+  selectContainers(filter: ContainerFilter__Output | null): ContainerRecord[] {
     const state = filter?.state ? filter.state.state : undefined;
     const selector = filter?.labelSelector ?? EMPTY;
     const keys = Object.keys(selector);
     const sandboxId = filter?.podSandboxId ?? '';
-    const out: Container[] = [];
-    const consider = (c: ContainerRecord) => {
+    const out: ContainerRecord[] = [];
+    this.forCandidates(filter?.id ?? '', sandboxId, (c) => {
       if (state !== undefined && c.state !== state) return;
       if (sandboxId && c.sandbox.id !== sandboxId) return;
       if (keys.length > 0 && !selectorMatches(c.labels, selector, keys)) return;
-      out.push({
-        id: c.id,
-        podSandboxId: c.sandbox.id,
-        metadata: c.metadata,
-        image: c.image,
-        imageRef: c.imageId,
-        state: c.state,
-        createdAt: c.createdAt,
-        labels: c.labels,
-        annotations: c.annotations,
-        imageId: c.imageId,
-      });
-    };
-    this.forCandidates(filter?.id ?? '', sandboxId, consider);
+      out.push(c);
+    });
     return out;
+  }
+
+  toContainer(c: ContainerRecord): Container {
+    return {
+      id: c.id,
+      podSandboxId: c.sandbox.id,
+      metadata: c.metadata,
+      image: c.image,
+      imageRef: c.imageId,
+      state: c.state,
+      createdAt: c.createdAt,
+      labels: c.labels,
+      annotations: c.annotations,
+      imageId: c.imageId,
+    };
   }
 
   /** Narrows by id or sandbox first, so filtered lists do not walk every container. */
@@ -626,16 +645,6 @@ export class RuntimeState {
     };
   }
 
-  // ---- images --------------------------------------------------------------
-
-  resolveImage(ref: string): FakeImage | undefined {
-    return this.images.resolve(ref);
-  }
-
-  normalize(ref: string): string {
-    return normalizeImageRef(ref);
-  }
-
   // ---- events and seeding --------------------------------------------------
 
   private emit(type: ContainerEventType, containerId: string, sandbox: SandboxRecord | undefined): void {
@@ -671,7 +680,7 @@ export class RuntimeState {
       const id = newId();
       const metadata = { name: podName, uid, namespace: 'default', attempt: 0 };
       const reserved = `${podName}_default_${uid}_0`;
-      const s = new SandboxRecord(id, metadata, reserved, now, this.nextIp(), labels, EMPTY, '', '', POD_NAMESPACES);
+      const s = new SandboxRecord(id, metadata, reserved, now, this.nextIp(), labels, EMPTY, '', '', SEED_NAMESPACES);
       this.sandboxNames.set(reserved, id);
       this.sandboxMap.set(id, s);
       for (let j = 0; j < n.containersPerPod; j++) {
