@@ -1,4 +1,3 @@
-import { hostname as osHostname } from 'node:os';
 import { join } from 'node:path';
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import type * as T from '../cri/types.js';
@@ -59,7 +58,8 @@ export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string): T
   }
   return {
     metadata: { name: id.name, namespace: id.namespace, uid: id.uid, attempt },
-    hostname: spec.hostNetwork ? osHostname() : (spec.hostname ?? id.name).slice(0, 63),
+    // As the kubelet: a host-network pod keeps the host's hostname (runc refuses to set one there).
+    hostname: spec.hostNetwork ? '' : (spec.hostname ?? id.name).slice(0, 63),
     logDirectory: podLogDirectory(logRoot, pod),
     dnsConfig,
     portMappings,
