@@ -48,3 +48,17 @@ test('keys are independent (a spec change gets a fresh key)', () => {
   b.next('pod_ns_uid_app_hash1');
   assert.equal(b.next('pod_ns_uid_app_hash2'), 10_000);
 });
+
+test('image pulls back off from the last failure (isInBackOffSinceUpdate)', () => {
+  const clock = new FakeClock();
+  const b = new Backoff(clock, 10_000, 300_000);
+  b.next('img', clock.now());
+  clock.advance(9_999);
+  assert.equal(b.isInBackOffSinceUpdate('img'), true);
+  assert.equal(b.remainingSinceUpdate('img'), 1);
+  clock.advance(1);
+  assert.equal(b.isInBackOffSinceUpdate('img'), false);
+  b.next('img', clock.now());
+  clock.advance(19_999);
+  assert.equal(b.isInBackOffSinceUpdate('img'), true);
+});

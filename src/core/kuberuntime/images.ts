@@ -43,7 +43,7 @@ export class ImagePuller {
       }
     }
     const key = `${pod.metadata!.uid}/${image}`;
-    if (this.backoff.isInBackOffSince(key, now)) {
+    if (this.backoff.isInBackOffSinceUpdate(key, now)) {
       throw new StartContainerError('ImagePullBackOff', `Back-off pulling image "${image}"`);
     }
     const started = Date.now();

@@ -11,7 +11,7 @@ import { computePodActions, noProbeFailures, type ContainerToStart, type PodActi
 import { containerConfig, podLogDirectory, podSandboxConfig } from './config.js';
 import { ImagePuller, StartContainerError } from './images.js';
 import * as L from './labels.js';
-import type { RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from './types.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from './types.js';
 
 /** The kubelet's minimum grace when killing (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
@@ -75,7 +75,7 @@ export class RuntimeManager {
     ]);
     const sandboxStatuses = await Promise.all(sandboxes.map((s) => this.sandboxStatus(s)));
     const containerStatuses = await Promise.all(containers.map((c) => this.containerStatus(c)));
-    const live = sandboxStatuses.filter((s): s is RuntimeSandboxStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt);
+    const live = sandboxStatuses.filter((s): s is RuntimeSandboxStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
     const ready = live.find((s) => s.state === 'ready');
     return {
       uid,
@@ -83,7 +83,7 @@ export class RuntimeManager {
       namespace,
       ips: ready?.ip ? [ready.ip, ...ready.additionalIps] : [],
       sandboxes: live,
-      containers: containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort((a, b) => b.createdAt - a.createdAt),
+      containers: containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort(newerFirst),
       timestamp: this.clock.now(),
     };
   }
@@ -200,8 +200,7 @@ export class RuntimeManager {
         if (last) left = this.crashBackoff.remainingSince(crashKey(pod, last), last.finishedAt ?? 0);
       } else if (waiting.reason === 'ImagePullBackOff' || waiting.reason === 'ErrImagePull') {
         const image = [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers].find((c) => c.name === name)?.image;
-        if (image) left = this.imagePuller.backoff.remainingSince(`${pod.metadata!.uid}/${image}`, this.clock.now());
-        if (left === 0 && waiting.reason === 'ErrImagePull') left = this.imagePuller.backoff.get(`${pod.metadata!.uid}/${image}`);
+        if (image) left = this.imagePuller.backoff.remainingSinceUpdate(`${pod.metadata!.uid}/${image}`, this.clock.now());
       }
       if (left !== undefined && (soonest === undefined || left < soonest)) soonest = left;
     }
@@ -252,7 +251,7 @@ export class RuntimeManager {
 
   /** Keeps only the newest dead instance of a container (MaxPerPodContainer 1). */
   private async pruneDeadContainers(status: RuntimePodStatus, name: string): Promise<void> {
-    const dead = status.containers.filter((c) => c.name === name && c.state === 'exited').sort((a, b) => b.createdAt - a.createdAt);
+    const dead = status.containers.filter((c) => c.name === name && c.state === 'exited').sort(newerFirst);
     for (const old of dead.slice(1)) {
       try {
         await this.runtime.removeContainer(old.id);
@@ -314,7 +313,7 @@ export class RuntimeManager {
 }
 
 function lastExited(status: RuntimePodStatus, name: string): RuntimeContainerStatus | undefined {
-  return status.containers.filter((c) => c.name === name && c.state === 'exited').sort((a, b) => b.createdAt - a.createdAt)[0];
+  return status.containers.filter((c) => c.name === name && c.state === 'exited').sort(newerFirst)[0];
 }
 
 /** Keyed as the kubelet keys CrashLoopBackOff: a spec change starts a fresh backoff. */

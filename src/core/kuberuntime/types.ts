@@ -55,12 +55,17 @@ export function emptyPodStatus(uid: string, name: string, namespace: string, now
   return { uid, name, namespace, ips: [], sandboxes: [], containers: [], timestamp: now };
 }
 
+/** Newest first: by creation time, then by restart count (equal times happen with a coarse or injected clock). */
+export function newerFirst(a: RuntimeContainerStatus, b: RuntimeContainerStatus): number {
+  return b.createdAt - a.createdAt || b.restartCount - a.restartCount;
+}
+
 /** The newest status of the named container, if any. */
 export function findContainerStatus(status: RuntimePodStatus, name: string): RuntimeContainerStatus | undefined {
   let best: RuntimeContainerStatus | undefined;
   for (const c of status.containers) {
     if (c.name !== name) continue;
-    if (!best || c.createdAt > best.createdAt) best = c;
+    if (!best || newerFirst(c, best) < 0) best = c;
   }
   return best;
 }

@@ -1,5 +1,5 @@
 import type { IContainer, IContainerState, IContainerStatus, IPod, IPodCondition, IPodStatus } from 'kubernetes-models/v1';
-import type { RuntimeContainerStatus, RuntimePodStatus } from '../kuberuntime/types.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
 import { getPhase, type PodPhase } from './phase.js';
 
 /** Why a container is waiting, kept from the last SyncPod (the kubelet's reasonCache). */
@@ -48,7 +48,7 @@ function containerStatusFor(
   runtimeName: string,
 ): IContainerStatus {
   // Instances of this container, newest first.
-  const instances = runtime.containers.filter((c) => c.name === container.name).sort((a, b) => b.createdAt - a.createdAt);
+  const instances = runtime.containers.filter((c) => c.name === container.name).sort(newerFirst);
   const newest = instances[0];
   const waiting = inputs.waitingReason?.(container.name);
   const status: IContainerStatus = {

@@ -45,6 +45,20 @@ export class Backoff {
     return this.clock.now() - eventTime < entry.backoffMs;
   }
 
+  /** True while the delay counted from the last failure recorded by next() has not passed (image pulls). */
+  isInBackOffSinceUpdate(key: string, now: number = this.clock.now()): boolean {
+    const entry = this.entries.get(key);
+    if (!entry) return false;
+    if (this.hasExpired(now, entry.lastUpdate)) return false;
+    return now - entry.lastUpdate < entry.backoffMs;
+  }
+
+  /** Milliseconds left of the delay counted from the last failure recorded (0 when none). */
+  remainingSinceUpdate(key: string, now: number = this.clock.now()): number {
+    const entry = this.entries.get(key);
+    return entry ? Math.max(0, entry.lastUpdate + entry.backoffMs - now) : 0;
+  }
+
   /** Milliseconds left of the delay counted from eventTime (0 when none). */
   remainingSince(key: string, eventTime: number): number {
     const entry = this.entries.get(key);

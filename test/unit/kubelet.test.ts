@@ -1,0 +1,202 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import { FakeClock } from '../../src/core/clock.js';
+import { CriClient } from '../../src/core/cri/client.js';
+import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { Kubelet } from '../../src/core/kubelet.js';
+import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
+import { parseManifestText } from '../../src/core/pod/index.js';
+import { runOnce } from '../../src/core/runonce.js';
+import { scratchDir } from '../support/e2e.js';
+
+const WRITES = ['RunPodSandbox', 'StopPodSandbox', 'RemovePodSandbox', 'CreateContainer', 'StartContainer', 'StopContainer', 'RemoveContainer', 'PullImage'];
+
+function pod(name: string, containers: string, restartPolicy = 'Always'): IPod {
+  const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  restartPolicy: ${restartPolicy}\n  containers:\n${containers}`;
+  const parsed = parseManifestText(text, { kind: 'file', path: `/unit/${name}.yaml` }, { nodeName: 'unit' });
+  assert.deepEqual(parsed.problems, []);
+  return parsed.pods[0]!.pod;
+}
+
+describe('SyncPod on the fake runtime, with an injected clock', () => {
+  let fake: FakeRuntime;
+  let client: CriClient;
+  let clock: FakeClock;
+  let kubelet: Kubelet;
+  const logs = scratchDir('unit-logs');
+
+  before(async () => {
+    clock = new FakeClock();
+    fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
+    client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+    kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+  });
+  after(async () => {
+    client.close();
+    await fake.stop();
+    logs.cleanup();
+  });
+
+  const writes = () => WRITES.reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
+  const app = (s: IPodStatus) => s.containerStatuses![0]!;
+  const statusOf = (p: IPod) => kubelet.statuses.get(p.metadata!.uid!)!;
+  const runningId = () => fake.containers().find((c) => c.state === 'CONTAINER_RUNNING')!.id;
+
+  test('CrashLoopBackOff: first restart at once, then 10 s, then 20 s, counted from the exit', async () => {
+    const p = pod('crashy', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+    await kubelet.syncPod(p, 'create');
+    assert.equal(statusOf(p).phase, 'Running');
+    assert.equal(app(statusOf(p)).restartCount, 0);
+
+    fake.exitContainer(runningId(), 1);
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(app(statusOf(p)).restartCount, 1, 'the first restart has no delay');
+    assert.ok(app(statusOf(p)).state?.running);
+    assert.equal(app(statusOf(p)).lastState?.terminated?.exitCode, 1);
+
+    fake.exitContainer(runningId(), 1);
+    await kubelet.syncPod(p, 'sync');
+    let s = statusOf(p);
+    assert.equal(app(s).state?.waiting?.reason, 'CrashLoopBackOff');
+    assert.match(app(s).state!.waiting!.message!, /^back-off 10s restarting failed container=app pod=crashy_default\(/);
+    assert.equal(s.phase, 'Running');
+
+    clock.advance(9_999);
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(app(statusOf(p)).state?.waiting?.reason, 'CrashLoopBackOff', 'still backing off at 9.999 s');
+    clock.advance(1);
+    await kubelet.syncPod(p, 'sync');
+    s = statusOf(p);
+    assert.equal(app(s).restartCount, 2);
+    assert.ok(app(s).state?.running);
+
+    fake.exitContainer(runningId(), 1);
+    await kubelet.syncPod(p, 'sync');
+    assert.match(app(statusOf(p)).state!.waiting!.message!, /^back-off 20s/);
+    clock.advance(19_999);
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(app(statusOf(p)).restartCount, 2);
+    clock.advance(1);
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(app(statusOf(p)).restartCount, 3);
+    // Only the newest dead instance is kept (MaxPerPodContainer 1).
+    assert.equal(fake.containers().filter((c) => c.state === 'CONTAINER_EXITED').length, 1);
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+    assert.equal(fake.sandboxes().length, 0);
+  });
+
+  test('a steady pod costs no CRI writes; a spec change replaces only that container', async () => {
+    const p = pod('steady', '  - {name: a, image: busybox:1.36, command: [sleep, "1"]}\n  - {name: b, image: busybox:1.36, command: [sleep, "2"]}\n');
+    await kubelet.syncPod(p, 'create');
+    const ids = () => Object.fromEntries(fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => [c.metadata.name, c.id]));
+    const before = ids();
+    const w = writes();
+    await kubelet.syncPod(p, 'sync');
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(writes(), w, 'no CRI writes for a pod in its desired state');
+
+    const edited = pod('steady', '  - {name: a, image: busybox:1.36, command: [sleep, "1"]}\n  - {name: b, image: busybox:1.36, command: [sleep, "3"]}\n');
+    assert.equal(edited.metadata!.uid, p.metadata!.uid);
+    const sandboxes = fake.sandboxes().map((s) => s.id);
+    await kubelet.syncPod(edited, 'update');
+    const afterEdit = ids();
+    assert.equal(afterEdit.a, before.a);
+    assert.notEqual(afterEdit.b, before.b);
+    assert.deepEqual(fake.sandboxes().map((s) => s.id), sandboxes);
+    await kubelet.syncTerminatingPod(edited, 0);
+    await kubelet.syncTerminatedPod(edited);
+  });
+
+  test('ErrImagePull, then ImagePullBackOff until the 10 s delay ends, then a new pull', async () => {
+    const p = pod('pull', '  - {name: app, image: registry.example/nosuch:1}\n');
+    await kubelet.syncPod(p, 'create').catch(() => undefined);
+    assert.equal(app(statusOf(p)).state?.waiting?.reason, 'ErrImagePull');
+    assert.match(app(statusOf(p)).state!.waiting!.message!, /failed to pull image "registry\.example\/nosuch:1": .*not found/);
+    const pulls = () => fake.calls().PullImage ?? 0;
+    const n = pulls();
+    await kubelet.syncPod(p, 'sync').catch(() => undefined);
+    assert.equal(app(statusOf(p)).state?.waiting?.reason, 'ImagePullBackOff');
+    assert.equal(pulls(), n, 'no pull while backing off');
+    clock.advance(10_000);
+    await kubelet.syncPod(p, 'sync').catch(() => undefined);
+    assert.equal(app(statusOf(p)).state?.waiting?.reason, 'ErrImagePull');
+    assert.equal(pulls(), n + 1);
+    assert.equal(statusOf(p).phase, 'Pending');
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+  });
+
+  test('runOnce: a pod that completes counts as done; one that cannot pull fails after its retries', async () => {
+    const ok = pod('job', '  - {name: app, image: busybox:1.36, command: [sh, -c, "exit 0"]}\n', 'Never');
+    const bad = pod('nopull', '  - {name: app, image: registry.example/nosuch:1}\n');
+    const done = runOnce(kubelet, [ok, bad], { clock, maxRetries: 3, retryDelayMs: 1000 });
+    // Move the injected clock whenever the CRI round trips have settled, until RunOnce ends.
+    let settled = false;
+    void done.finally(() => (settled = true));
+    while (!settled) {
+      await new Promise((r) => setTimeout(r, 2));
+      clock.advance(250);
+    }
+    const [a, b] = await done;
+    assert.equal(a!.ok, true);
+    assert.equal(a!.status?.phase, 'Succeeded');
+    assert.equal(b!.ok, false);
+    assert.match(b!.message!, /containers not running after 3 retries: app: (ErrImagePull|ImagePullBackOff)/);
+    for (const p of [ok, bad]) {
+      await kubelet.syncTerminatingPod(p, 0);
+      await kubelet.syncTerminatedPod(p);
+    }
+  });
+});
+
+describe('the generic PLEG on 1,000 fake pods', () => {
+  let fake: FakeRuntime;
+  let client: CriClient;
+  before(async () => {
+    fake = await FakeRuntime.start();
+    client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 10_000, pullTimeoutMs: 10_000 });
+  });
+  after(async () => {
+    client.close();
+    await fake.stop();
+  });
+
+  test('a relist with no changes makes no status calls; a change inspects only its pod', async () => {
+    fake.seed({
+      pods: 1000,
+      containersPerPod: 2,
+      labels: (i) => ({ 'io.kubernetes.pod.name': `p${i}`, 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': `uid-${i}`, [MANAGED_BY_LABEL]: 'podctl' }),
+    });
+    const clock = new FakeClock();
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit' });
+    const pleg = kubelet.createPleg();
+    const first = await pleg.relist();
+    assert.equal(first.filter((e) => e.type === 'ContainerStarted').length, 3000, 'sandboxes and containers seen starting');
+    assert.equal(pleg.cache.size(), 1000);
+
+    fake.resetCalls();
+    const quiet = await pleg.relist();
+    assert.deepEqual(quiet, []);
+    const calls = fake.calls();
+    assert.equal(calls.ListPodSandbox, 1);
+    assert.equal(calls.ListContainers, 1);
+    assert.equal(calls.ContainerStatus ?? 0, 0, 'no per-container status calls');
+    assert.equal(calls.PodSandboxStatus ?? 0, 0);
+
+    const victim = fake.containers().find((c) => c.labels['io.kubernetes.pod.uid'] === 'uid-7' && c.labels['io.kubernetes.container.name'] === 'c1')!;
+    fake.exitContainer(victim.id, 137);
+    fake.resetCalls();
+    const events = await pleg.relist();
+    assert.deepEqual(
+      events.map((e) => [e.type, e.id, e.containerName]),
+      [['ContainerDied', 'uid-7', 'c1']],
+    );
+    assert.equal(fake.calls().ContainerStatus, 2, 'both containers of the one changed pod, nothing else');
+    assert.equal(pleg.cache.get('uid-7')?.containers.find((c) => c.id === victim.id)?.exitCode, 137);
+    assert.equal(pleg.healthy().ok, true);
+    clock.advance(3 * 60_000 + 1);
+    assert.equal(pleg.healthy().ok, false);
+  });
+});
