@@ -5,7 +5,9 @@ import { RuntimeManager, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
+import type { Metrics } from './metrics.js';
 import { GenericPleg } from './pleg/generic.js';
+import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
 
 export interface KubeletOptions {
@@ -19,6 +21,18 @@ export interface KubeletOptions {
   /** Pod worker backoff after a failed sync (10 s in the kubelet). */
   backOffPeriodMs?: number;
   resyncIntervalMs?: number;
+  /** 'watch' or 'run': recorded on sandboxes; housekeeping touches only its own agent's. */
+  agent?: string;
+  metrics?: Metrics;
+}
+
+/** What one housekeeping pass cleaned up. */
+export interface HousekeepingResult {
+  /** Pods podctl had labelled that no source wants any more: killed and removed. */
+  removedPods: string[];
+  /** Dead containers beyond the newest one per container name. */
+  removedContainers: number;
+  durationMs: number;
 }
 
 export interface PodStatusChange {
@@ -49,18 +63,21 @@ export class Kubelet {
   /** Last runtime view per pod UID (the podCache). */
   readonly runtimeStatuses = new Map<string, RuntimePodStatus>();
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
+  /** When each pod was added, until it first ran (pod start latency). */
+  private readonly addedAt = new Map<string, number>();
   private readonly observers = new Set<SyncObserver>();
   private readonly opts: KubeletOptions;
 
   constructor(opts: KubeletOptions) {
     this.opts = opts;
     this.clock = opts.clock;
-    this.runtimeManager = new RuntimeManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, logRoot: opts.logRoot });
+    this.runtimeManager = new RuntimeManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, logRoot: opts.logRoot, agent: opts.agent });
     this.workers = new PodWorkers(this, {
       clock: opts.clock,
       backOffPeriodMs: opts.backOffPeriodMs,
       resyncIntervalMs: opts.resyncIntervalMs,
       onSyncError: (pod, err) => this.observers.forEach((o) => o.onSyncError?.(pod, err)),
+      onSyncDone: (_pod, durationMs, err) => opts.metrics?.syncDuration.observe({ outcome: err ? 'error' : 'success' }, durationMs / 1000),
     });
   }
 
@@ -75,6 +92,10 @@ export class Kubelet {
       runtime: this.opts.runtime,
       clock: this.clock,
       inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
+      onRelist: (durationMs, intervalMs) => {
+        this.opts.metrics?.relistDuration.observe(durationMs / 1000);
+        if (intervalMs !== undefined) this.opts.metrics?.relistInterval.observe(intervalMs / 1000);
+      },
       ...opts,
     });
   }
@@ -83,6 +104,7 @@ export class Kubelet {
   addOrUpdatePod(pod: IPod): void {
     const uid = pod.metadata!.uid!;
     const known = this.pods.has(uid);
+    if (!known) this.addedAt.set(uid, this.clock.now());
     this.pods.set(uid, pod);
     this.workers.updatePod({ type: known ? 'update' : 'create', pod });
   }
@@ -122,10 +144,56 @@ export class Kubelet {
       runtimeName: this.opts.runtimeName,
     });
     this.statuses.set(uid, status);
+    const added = this.addedAt.get(uid);
+    if (added !== undefined && (status.containerStatuses ?? []).length > 0 && status.containerStatuses!.every((c) => c.state?.running)) {
+      this.opts.metrics?.podStartDuration.observe((this.clock.now() - added) / 1000);
+      this.addedAt.delete(uid);
+    }
     if (!previous || statusSummary(previous) !== statusSummary(status)) {
       this.observers.forEach((o) => o.onStatus?.({ pod, status, previous }));
     }
     return status;
+  }
+
+  /**
+   * The kubelet's HandlePodCleanups: kill and remove pods podctl labelled that
+   * no source wants, garbage-collect dead containers beyond the newest one per
+   * container name, forget finished lanes.
+   */
+  async housekeeping(): Promise<HousekeepingResult> {
+    const started = this.clock.now();
+    const result: HousekeepingResult = { removedPods: [], removedContainers: 0, durationMs: 0 };
+    const selector = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
+    const [sandboxes, containers] = await Promise.all([
+      this.opts.runtime.listPodSandbox({ labelSelector: { ...selector, [AGENT_LABEL]: this.runtimeManager.agent } }),
+      this.opts.runtime.listContainers({ labelSelector: selector }),
+    ]);
+    const orphans = new Map<string, { name: string; namespace: string }>();
+    for (const s of sandboxes) {
+      const id = podIdentityFromLabels(s.labels);
+      if (!id || this.pods.has(id.uid) || this.workers.isWorking(id.uid)) continue;
+      orphans.set(id.uid, id);
+    }
+    for (const [uid, id] of orphans) {
+      const status = await this.runtimeManager.getPodStatus(uid, id.name, id.namespace);
+      const grace = this.runtimeManager.graceFromRuntime(status);
+      await this.runtimeManager.killPodByStatus(status, grace);
+      await this.runtimeManager.removePod(status);
+      result.removedPods.push(`${id.namespace}/${id.name}`);
+    }
+    result.removedContainers = await this.runtimeManager.removeDeadContainers(containers, (uid) => !orphans.has(uid));
+    for (const uid of this.workers.knownPods()) if (!this.pods.has(uid)) this.workers.forget(uid);
+    this.runtimeManager.crashBackoff.gc();
+    this.runtimeManager.imagePuller.backoff.gc();
+    result.durationMs = this.clock.now() - started;
+    return result;
+  }
+
+  /** After a ContainerDied: keep only the newest dead instance of each of the pod's containers. */
+  pruneDeadContainersSoon(uid: string): void {
+    const status = this.runtimeStatuses.get(uid);
+    if (!status) return;
+    void this.runtimeManager.pruneAllDead(status).catch(() => undefined);
   }
 
   // PodSyncer -------------------------------------------------------------
@@ -163,6 +231,7 @@ export class Kubelet {
     this.statuses.delete(uid);
     this.runtimeStatuses.delete(uid);
     this.waiting.delete(uid);
+    this.addedAt.delete(uid);
     this.observers.forEach((o) => o.onTerminated?.(pod));
   }
 

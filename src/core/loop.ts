@@ -1,37 +1,73 @@
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from './clock.js';
-import type { Kubelet } from './kubelet.js';
+import { errorMessage } from './errors.js';
+import type { HousekeepingResult, Kubelet } from './kubelet.js';
 import type { GenericPleg, PodLifecycleEvent } from './pleg/generic.js';
 
 /** Constants of the kubelet's syncLoop. */
 export const SYNC_TICK_MS = 1000;
+export const HOUSEKEEPING_PERIOD_MS = 2000;
+export const RUNTIME_CHECK_PERIOD_MS = 5000;
+export const RUNTIME_BACKOFF_INITIAL_MS = 100;
+export const RUNTIME_BACKOFF_MAX_MS = 5000;
+
+export type PodOperation = 'ADD' | 'UPDATE' | 'REMOVE' | 'RECONCILE' | 'DELETE' | 'SET';
+
+/** What a config source says changed (the kubelet's kubetypes.PodUpdate). */
+export interface PodUpdate {
+  op: PodOperation;
+  source: string;
+  pods: IPod[];
+}
 
 export interface SyncLoopOptions {
   kubelet: Kubelet;
   pleg: GenericPleg;
   clock: Clock;
   syncTickMs?: number;
+  housekeepingPeriodMs?: number;
+  /** Throws when the runtime is not ready (the CRI Status call); checked every 5 s, and often while down. */
+  checkRuntime?: () => Promise<void>;
+  /** Housekeeping waits until every source has delivered its first snapshot. */
+  sourcesReady?: () => boolean;
   onPlegEvent?: (e: PodLifecycleEvent) => void;
+  onHousekeeping?: (r: HousekeepingResult) => void;
+  onRuntimeState?: (up: boolean, detail?: string) => void;
+  onError?: (err: unknown) => void;
 }
 
 /**
- * The kubelet's syncLoop for a fixed set of pods: PLEG events and the sync
- * tick dispatch pods to their workers. Config sources feed it through
- * addPods/removePods.
+ * The kubelet's syncLoop: config updates, PLEG events, a 1 s sync tick for
+ * pods their workers asked to sync again, and a 2 s housekeeping tick. While
+ * the runtime reports errors, dispatching stops, with backoff from 100 ms to
+ * 5 s, and resumes when it recovers.
  */
 export class SyncLoop {
   private tick?: TimerHandle;
   private unwatch?: () => void;
   private running = false;
+  private runtimeUp = true;
+  private lastRuntimeCheck = -Infinity;
+  private runtimeBackoffMs = RUNTIME_BACKOFF_INITIAL_MS;
+  private lastHousekeeping: number;
+  private housekeeping = false;
+  private readonly syncTickMs: number;
 
-  constructor(private readonly opts: SyncLoopOptions) {}
+  constructor(private readonly opts: SyncLoopOptions) {
+    this.syncTickMs = opts.syncTickMs ?? SYNC_TICK_MS;
+    this.lastHousekeeping = opts.clock.now();
+  }
+
+  get isRuntimeUp(): boolean {
+    return this.runtimeUp;
+  }
 
   start(): void {
     if (this.running) return;
     this.running = true;
     this.unwatch = this.opts.pleg.watch((e) => this.handlePlegEvent(e));
     this.opts.pleg.start();
-    this.scheduleTick();
+    this.schedule(this.syncTickMs);
   }
 
   /** Stops dispatching; pods keep running. */
@@ -43,23 +79,81 @@ export class SyncLoop {
   }
 
   addPods(pods: IPod[]): void {
-    for (const pod of pods) this.opts.kubelet.addOrUpdatePod(pod);
+    this.handleUpdate({ op: 'ADD', source: 'api', pods });
   }
 
   removePods(uids: string[], gracePeriodSeconds?: number): void {
     for (const uid of uids) this.opts.kubelet.removePod(uid, gracePeriodSeconds);
   }
 
-  private handlePlegEvent(e: PodLifecycleEvent): void {
-    this.opts.onPlegEvent?.(e);
-    this.opts.kubelet.syncPodSoon(e.id);
+  /** The config branch of syncLoopIteration. */
+  handleUpdate(u: PodUpdate): void {
+    const k = this.opts.kubelet;
+    switch (u.op) {
+      case 'ADD':
+      case 'UPDATE':
+        for (const pod of u.pods) k.addOrUpdatePod(pod);
+        break;
+      case 'REMOVE':
+      case 'DELETE':
+        for (const pod of u.pods) k.removePod(pod.metadata!.uid!);
+        break;
+      case 'RECONCILE':
+        // Only metadata or status moved: keep the object, no sync needed.
+        for (const pod of u.pods) k.pods.set(pod.metadata!.uid!, pod);
+        break;
+      case 'SET':
+        throw new Error('the kubelet does not support SET as a pod update operation');
+    }
   }
 
-  private scheduleTick(): void {
+  private handlePlegEvent(e: PodLifecycleEvent): void {
+    this.opts.onPlegEvent?.(e);
+    if (!this.runtimeUp) return;
+    this.opts.kubelet.syncPodSoon(e.id);
+    // A container died: clean up that pod's older dead instances too.
+    if (e.type === 'ContainerDied') this.opts.kubelet.pruneDeadContainersSoon(e.id);
+  }
+
+  private schedule(ms: number): void {
     if (!this.running) return;
-    this.tick = this.opts.clock.setTimeout(() => {
-      this.opts.kubelet.workers.syncDue();
-      this.scheduleTick();
-    }, this.opts.syncTickMs ?? SYNC_TICK_MS);
+    this.tick = this.opts.clock.setTimeout(() => void this.iteration(), ms);
+  }
+
+  /** One pass of the tick branch: runtime health, due pods, housekeeping. */
+  private async iteration(): Promise<void> {
+    const now = this.opts.clock.now();
+    if (this.opts.checkRuntime && (!this.runtimeUp || now - this.lastRuntimeCheck >= RUNTIME_CHECK_PERIOD_MS)) {
+      this.lastRuntimeCheck = now;
+      try {
+        await this.opts.checkRuntime();
+        if (!this.runtimeUp) {
+          this.runtimeUp = true;
+          this.runtimeBackoffMs = RUNTIME_BACKOFF_INITIAL_MS;
+          this.opts.onRuntimeState?.(true);
+          // Everything may have moved while we were blind.
+          for (const pod of this.opts.kubelet.pods.values()) this.opts.kubelet.syncPodSoon(pod.metadata!.uid!);
+        }
+      } catch (err) {
+        if (this.runtimeUp) this.opts.onRuntimeState?.(false, errorMessage(err));
+        this.runtimeUp = false;
+        const wait = this.runtimeBackoffMs;
+        this.runtimeBackoffMs = Math.min(this.runtimeBackoffMs * 2, RUNTIME_BACKOFF_MAX_MS);
+        this.schedule(wait);
+        return;
+      }
+    }
+    this.opts.kubelet.workers.syncDue();
+    const period = this.opts.housekeepingPeriodMs ?? HOUSEKEEPING_PERIOD_MS;
+    if (!this.housekeeping && now - this.lastHousekeeping >= period && (this.opts.sourcesReady?.() ?? true)) {
+      this.lastHousekeeping = now;
+      this.housekeeping = true;
+      this.opts.kubelet
+        .housekeeping()
+        .then((r) => this.opts.onHousekeeping?.(r))
+        .catch((err) => this.opts.onError?.(err))
+        .finally(() => (this.housekeeping = false));
+    }
+    this.schedule(this.syncTickMs);
   }
 }

@@ -31,7 +31,7 @@ function namespaceOptions(pod: IPod): T.LinuxContainerSecurityContextInput['name
 }
 
 /** The kubelet's generatePodSandboxConfig. */
-export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string): T.PodSandboxConfigInput {
+export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, agent = 'run'): T.PodSandboxConfigInput {
   const spec = pod.spec!;
   const id = podIdentity(pod);
   const portMappings: T.PortMappingInput[] = [];
@@ -63,7 +63,7 @@ export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string): T
     logDirectory: podLogDirectory(logRoot, pod),
     dnsConfig,
     portMappings,
-    labels: L.sandboxLabels(id, pod.metadata?.labels),
+    labels: L.sandboxLabels(id, pod.metadata?.labels, agent),
     annotations: { ...(pod.metadata?.annotations ?? {}) },
     linux: {
       cgroupParent: '',

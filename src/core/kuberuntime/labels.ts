@@ -11,6 +11,8 @@ export const CONTAINER_TYPE_LABEL = 'io.kubernetes.container.type';
 /** podctl's own mark: it never touches sandboxes or containers without it. */
 export const MANAGED_BY_LABEL = 'io.podctl.managed-by';
 export const MANAGED_BY_VALUE = 'podctl';
+/** Which podctl agent made a sandbox: `watch` cleans up only its own, never pods a `run` started. */
+export const AGENT_LABEL = 'io.podctl.agent';
 
 export const CONTAINER_HASH_ANNOTATION = 'io.kubernetes.container.hash';
 export const CONTAINER_RESTART_COUNT_ANNOTATION = 'io.kubernetes.container.restartCount';
@@ -32,7 +34,7 @@ export interface PodIdentity {
   uid: string;
 }
 
-export function sandboxLabels(pod: PodIdentity, podLabels: Record<string, string> | undefined): Record<string, string> {
+export function sandboxLabels(pod: PodIdentity, podLabels: Record<string, string> | undefined, agent: string): Record<string, string> {
   // The pod's own labels first: ours win on conflict, as in the kubelet.
   return {
     ...(podLabels ?? {}),
@@ -40,6 +42,7 @@ export function sandboxLabels(pod: PodIdentity, podLabels: Record<string, string
     [POD_NAMESPACE_LABEL]: pod.namespace,
     [POD_UID_LABEL]: pod.uid,
     [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
+    [AGENT_LABEL]: agent,
   };
 }
 

@@ -41,7 +41,8 @@ export interface RuntimeManagerOptions {
   images: ImageService;
   clock: Clock;
   logRoot: string;
-  log?: (line: string) => void;
+  /** Recorded on sandboxes: housekeeping removes only what its own agent made. */
+  agent?: string;
 }
 
 /**
@@ -55,8 +56,10 @@ export class RuntimeManager {
   readonly imagePuller: ImagePuller;
   private readonly clock: Clock;
   private readonly logRoot: string;
+  readonly agent: string;
 
   constructor(opts: RuntimeManagerOptions) {
+    this.agent = opts.agent ?? 'run';
     this.runtime = opts.runtime;
     this.images = opts.images;
     this.clock = opts.clock;
@@ -149,7 +152,7 @@ export class RuntimeManager {
     }
 
     let sandboxId = actions.sandboxId;
-    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot);
+    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent);
     if (actions.createSandbox) {
       try {
         await mkdir(podLogDirectory(this.logRoot, pod), { recursive: true, mode: 0o755 });
@@ -292,6 +295,47 @@ export class RuntimeManager {
     }
   }
 
+  /** The grace period recorded on a pod's containers, for pods no source describes any more. */
+  graceFromRuntime(status: RuntimePodStatus): number {
+    const graces = status.containers.map((c) => c.terminationGracePeriod).filter((g): g is number => g !== undefined);
+    return graces.length ? Math.max(...graces) : 30;
+  }
+
+  /** Kills a pod known only from the runtime (no spec): every container, then its sandboxes. */
+  async killPodByStatus(status: RuntimePodStatus, gracePeriodSeconds: number): Promise<void> {
+    const ghost = { metadata: { name: status.name, namespace: status.namespace, uid: status.uid }, spec: { containers: [], terminationGracePeriodSeconds: gracePeriodSeconds } } as unknown as IPod;
+    await this.killPod(ghost, status, gracePeriodSeconds);
+  }
+
+  /** Keeps the newest dead instance per pod and container name; returns how many were removed. */
+  async removeDeadContainers(containers: T.Container[], keepPod: (uid: string) => boolean): Promise<number> {
+    const groups = new Map<string, T.Container[]>();
+    for (const c of containers) {
+      if (c.state !== 'CONTAINER_EXITED') continue;
+      const uid = c.labels[L.POD_UID_LABEL];
+      if (!uid || !keepPod(uid)) continue;
+      const key = `${uid}/${c.labels[L.CONTAINER_NAME_LABEL]}`;
+      groups.set(key, [...(groups.get(key) ?? []), c]);
+    }
+    let removed = 0;
+    for (const dead of groups.values()) {
+      dead.sort((a, b) => b.createdAt - a.createdAt);
+      for (const old of dead.slice(1)) {
+        try {
+          await this.runtime.removeContainer(old.id);
+          removed++;
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }
+    }
+    return removed;
+  }
+
+  async pruneAllDead(status: RuntimePodStatus): Promise<void> {
+    for (const name of new Set(status.containers.map((c) => c.name))) await this.pruneDeadContainers(status, name);
+  }
+
   /** Removes every container and sandbox of a pod that was killed. */
   async removePod(status: RuntimePodStatus): Promise<void> {
     for (const c of status.containers) {
@@ -349,6 +393,7 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
     reason: status?.reason || undefined,
     message: status?.message || undefined,
     specJSON: annotations[L.CONTAINER_SPEC_ANNOTATION],
+    terminationGracePeriod: Number(annotations[L.POD_TERMINATION_GRACE_PERIOD_ANNOTATION]) || undefined,
     kind: kind === 'init' || kind === 'sidecar' ? kind : 'app',
     logPath: status?.logPath || undefined,
   };

@@ -25,6 +25,8 @@ export interface RuntimeContainerStatus {
   specJSON?: string;
   kind: 'init' | 'sidecar' | 'app';
   logPath?: string;
+  /** The pod's grace period when this container was created (seconds). */
+  terminationGracePeriod?: number;
 }
 
 export interface RuntimeSandboxStatus {

@@ -66,6 +66,8 @@ export interface GenericPlegOptions {
   /** Which sandboxes and containers to watch; podctl's own by default. */
   labelSelector?: Record<string, string>;
   onError?: (err: unknown) => void;
+  /** After each relist: its duration, and the time since the previous one started. */
+  onRelist?: (durationMs: number, intervalMs: number | undefined) => void;
 }
 
 /**
@@ -84,6 +86,7 @@ export class GenericPleg {
   private stopped = true;
   private relisting = false;
   private relistStarted?: number;
+  private previousRelistStart?: number;
   lastRelistAt?: number;
   lastRelistDurationMs?: number;
   readonly relistPeriodMs: number;
@@ -187,6 +190,8 @@ export class GenericPleg {
       this.cache.updateTime(started);
       this.lastRelistAt = this.opts.clock.now();
       this.lastRelistDurationMs = this.lastRelistAt - started;
+      this.opts.onRelist?.(this.lastRelistDurationMs, this.previousRelistStart === undefined ? undefined : started - this.previousRelistStart);
+      this.previousRelistStart = started;
       for (const e of events) for (const l of this.listeners) l(e);
       return events;
     } finally {

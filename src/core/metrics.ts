@@ -1,0 +1,22 @@
+import { Counter, Histogram, Registry } from 'prom-client';
+
+const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** The kubelet's metrics that matter on one node, under podctl_ names, in a registry of their own. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly syncDuration = new Histogram({ name: 'podctl_pod_worker_duration_seconds', help: 'Duration of one SyncPod by a pod worker.', labelNames: ['outcome'], buckets: BUCKETS, registers: [this.registry] });
+  readonly relistDuration = new Histogram({ name: 'podctl_pleg_relist_duration_seconds', help: 'Duration of one PLEG relist.', buckets: BUCKETS, registers: [this.registry] });
+  readonly relistInterval = new Histogram({ name: 'podctl_pleg_relist_interval_seconds', help: 'Interval between the starts of two PLEG relists.', buckets: BUCKETS, registers: [this.registry] });
+  readonly podStartDuration = new Histogram({ name: 'podctl_pod_start_duration_seconds', help: 'From a pod being added to all its containers running.', buckets: BUCKETS, registers: [this.registry] });
+  readonly runtimeOperations = new Counter({ name: 'podctl_runtime_operations_total', help: 'CRI calls, by method.', labelNames: ['operation_type'], registers: [this.registry] });
+  readonly runtimeErrors = new Counter({ name: 'podctl_runtime_operations_errors_total', help: 'Failed CRI calls, by method.', labelNames: ['operation_type'], registers: [this.registry] });
+  readonly runtimeDuration = new Histogram({ name: 'podctl_runtime_operations_duration_seconds', help: 'Duration of CRI calls, by method.', labelNames: ['operation_type'], buckets: BUCKETS, registers: [this.registry] });
+
+  /** A CriClient observer. */
+  observeCall = (call: { method: string; durationMs: number; error?: unknown }): void => {
+    this.runtimeOperations.inc({ operation_type: call.method });
+    this.runtimeDuration.observe({ operation_type: call.method }, call.durationMs / 1000);
+    if (call.error) this.runtimeErrors.inc({ operation_type: call.method });
+  };
+}
