@@ -1,0 +1,152 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { IPod } from 'kubernetes-models/v1';
+import { FakeClock } from '../../src/core/clock.js';
+import { CriClient } from '../../src/core/cri/client.js';
+import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { Kubelet } from '../../src/core/kubelet.js';
+import { SyncLoop } from '../../src/core/loop.js';
+import { Metrics } from '../../src/core/metrics.js';
+import { parseManifestText } from '../../src/core/pod/index.js';
+import { startStatusServer } from '../../src/core/status/server.js';
+import { scratchDir } from '../support/e2e.js';
+
+function pod(name: string): IPod {
+  const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`;
+  return parseManifestText(text, { kind: 'file', path: `/loop/${name}.yaml` }, { nodeName: 'unit' }).pods[0]!.pod;
+}
+
+/** Lets gRPC round trips finish between clock moves. */
+async function settle(clock: FakeClock, ms: number, steps = 10): Promise<void> {
+  for (let i = 0; i < steps; i++) {
+    await new Promise((r) => setTimeout(r, 5));
+    clock.advance(ms / steps);
+  }
+  await new Promise((r) => setTimeout(r, 20));
+}
+
+describe('syncLoop on the fake runtime', () => {
+  let fake: FakeRuntime;
+  let client: CriClient;
+  const logs = scratchDir('loop-logs');
+  before(async () => {
+    fake = await FakeRuntime.start({ images: ['docker.io/library/busybox:1.36'] });
+    client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  });
+  after(async () => {
+    client.close();
+    await fake.stop();
+    logs.cleanup();
+  });
+
+  test('housekeeping removes pods of its own agent that no source wants, never a run\'s pods', async () => {
+    const clock = new FakeClock();
+    const run = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
+    const watch = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
+    await run.syncPod(pod('from-run'), 'create');
+    await watch.syncPod(pod('stale-watch'), 'create');
+    await watch.syncPod(pod('wanted'), 'create');
+    watch.addOrUpdatePod(pod('wanted'));
+    await watch.workers.waitIdle();
+    const r = await watch.housekeeping();
+    assert.deepEqual(r.removedPods, ['default/stale-watch']);
+    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['from-run', 'wanted']);
+    for (const k of [run, watch]) for (const name of ['from-run', 'wanted']) {
+      await k.syncTerminatingPod(pod(name), 0);
+      await k.syncTerminatedPod(pod(name));
+    }
+    assert.equal(fake.sandboxes().length, 0);
+  });
+
+  test('while the runtime is down nothing is dispatched; when it recovers every pod is synced again', async () => {
+    const clock = new FakeClock();
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
+    let down = false;
+    const states: string[] = [];
+    const loop = new SyncLoop({
+      kubelet,
+      pleg: kubelet.createPleg(),
+      clock,
+      checkRuntime: async () => {
+        if (down) throw new Error('runtime is down');
+      },
+      onRuntimeState: (up, detail) => states.push(up ? 'up' : `down: ${detail}`),
+    });
+    loop.start();
+    const p = pod('survivor');
+    loop.addPods([p]);
+    await kubelet.workers.waitIdle();
+    await settle(clock, 1500);
+    const running = () => fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'survivor');
+    assert.equal(running().length, 1);
+
+    down = true;
+    await settle(clock, 6000);
+    assert.deepEqual(states, ['down: runtime is down']);
+    fake.exitContainer(running()[0]!.id, 1);
+    const starts = fake.calls().StartContainer ?? 0;
+    await settle(clock, 3000);
+    assert.equal(fake.calls().StartContainer ?? 0, starts, 'no restart while the runtime is reported down');
+    assert.equal(loop.isRuntimeUp, false);
+
+    down = false;
+    await settle(clock, 6000, 30);
+    await kubelet.workers.waitIdle();
+    assert.deepEqual(states, ['down: runtime is down', 'up']);
+    assert.equal(running().length, 1, 'the container was restarted after the runtime came back');
+    assert.equal(fake.sandboxes().filter((s) => s.metadata.name === 'survivor').length, 1, 'no duplicate sandbox');
+    loop.stop();
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+  });
+});
+
+function get(socket: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    request({ socketPath: socket, path }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+test('status server: /healthz, /pods as a v1 PodList, /metrics as Prometheus text, socket 0600', async () => {
+  const dir = scratchDir('status');
+  const socket = join(dir.dir, 'podctl.sock');
+  const metrics = new Metrics();
+  metrics.observeCall({ method: 'ListContainers', durationMs: 3 });
+  metrics.observeCall({ method: 'StartContainer', durationMs: 80, error: new Error('x') });
+  let healthy = true;
+  const server = await startStatusServer(socket, {
+    pods: () => [{ ...pod('web'), status: { phase: 'Running' } }],
+    health: () => ({ ok: healthy, checks: [{ name: 'pleg', ok: healthy, message: 'PLEG is not healthy: last relist 200 s ago' }] }),
+    metrics,
+  });
+  try {
+    assert.equal(statSync(socket).mode & 0o777, 0o600);
+    assert.deepEqual(await get(socket, '/healthz'), { status: 200, body: '[+]pleg ok\nhealthz check passed\n' });
+    healthy = false;
+    const bad = await get(socket, '/healthz');
+    assert.equal(bad.status, 500);
+    assert.match(bad.body, /\[-\]pleg failed: PLEG is not healthy/);
+    const list = JSON.parse((await get(socket, '/pods')).body);
+    assert.equal(list.kind, 'PodList');
+    assert.equal(list.items[0].metadata.name, 'web');
+    assert.equal(list.items[0].status.phase, 'Running');
+    const text = (await get(socket, '/metrics')).body;
+    assert.match(text, /^podctl_runtime_operations_total\{operation_type="ListContainers"\} 1$/m);
+    assert.match(text, /^podctl_runtime_operations_errors_total\{operation_type="StartContainer"\} 1$/m);
+    // Every sample line parses as name{labels} value.
+    for (const line of text.split('\n').filter((l) => l && !l.startsWith('#'))) assert.match(line, /^[a-zA-Z_:][\w:]*(\{[^}]*\})? -?[\d.e+-]+|NaN|[+-]Inf$/);
+    assert.equal((await get(socket, '/nope')).status, 404);
+  } finally {
+    server.close();
+    dir.cleanup();
+  }
+});
