@@ -73,3 +73,14 @@ export function renderResultTable(rows: ResultRow[]): string {
   }
   return table.toString();
 }
+
+/** One line per state change, as run and watch print them. */
+export function statusLine(pod: IPod, status: IPodStatus, now = new Date()): string {
+  const containers = (status.containerStatuses ?? [])
+    .map((c) => {
+      const state = c.state?.running ? 'running' : c.state?.terminated ? `exited(${c.state.terminated.exitCode})` : (c.state?.waiting?.reason ?? 'waiting');
+      return `${c.name}=${state}${c.restartCount ? ` restarts=${c.restartCount}` : ''}`;
+    })
+    .join(' ');
+  return `${now.toISOString().slice(11, 19)} ${pod.metadata!.namespace}/${pod.metadata!.name}  ${displayStatus(pod, status)}  ${readyColumn(pod, status)}  ${containers}`;
+}

@@ -3,7 +3,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
-import { displayStatus, readyColumn, renderResultTable } from '../cli/render.js';
+import { renderResultTable, statusLine } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
@@ -47,12 +47,7 @@ changes nothing.`;
     const loop = new SyncLoop({ kubelet, pleg, clock: realClock });
     const stamp = () => new Date().toISOString().slice(11, 19);
     kubelet.observe({
-      onStatus: ({ pod, status }) => {
-        const containers = (status.containerStatuses ?? [])
-          .map((c) => `${c.name}=${c.state?.running ? 'running' : c.state?.terminated ? `exited(${c.state.terminated.exitCode})` : (c.state?.waiting?.reason ?? 'waiting')}${c.restartCount ? ` restarts=${c.restartCount}` : ''}`)
-          .join(' ');
-        this.log(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}  ${displayStatus(pod, status)}  ${readyColumn(pod, status)}  ${containers}`);
-      },
+      onStatus: ({ pod, status }) => this.log(statusLine(pod, status)),
       onSyncError: (pod, err) => {
         if (flags.debug) process.stderr.write(`${stamp()} ${pod.metadata!.name}: sync error: ${errorMessage(err)}\n`);
       },
