@@ -24,6 +24,19 @@ export function isCriError(err: unknown, code?: GrpcStatus): err is CriError {
 }
 
 export const isNotFound = (err: unknown): boolean => isCriError(err, GrpcStatus.NOT_FOUND);
+/**
+ * Awaits a CRI call whose object may already be gone: NOT_FOUND gives
+ * undefined (the CRI's remove and stop calls are idempotent in spirit).
+ */
+export async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 export const isUnimplemented = (err: unknown): boolean => isCriError(err, GrpcStatus.UNIMPLEMENTED);
 /** The runtime could not be reached at all (socket gone, refused, runtime down). */
 export const isUnavailable = (err: unknown): boolean => isCriError(err, GrpcStatus.UNAVAILABLE);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
-import { isNotFound } from '../cri/errors.js';
+import { ignoreNotFound } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
@@ -92,13 +92,9 @@ export class RuntimeManager {
   }
 
   private async sandboxStatus(sandbox: T.PodSandbox): Promise<RuntimeSandboxStatus | undefined> {
-    let status: T.PodSandboxStatus | null = null;
-    try {
-      status = (await this.runtime.podSandboxStatus(sandbox.id)).status;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+    const res = await ignoreNotFound(this.runtime.podSandboxStatus(sandbox.id));
+    if (!res) return undefined;
+    const status = res.status;
     return {
       id: sandbox.id,
       state: sandbox.state === 'SANDBOX_READY' ? 'ready' : 'notready',
@@ -111,14 +107,8 @@ export class RuntimeManager {
   }
 
   private async containerStatus(container: T.Container): Promise<RuntimeContainerStatus | undefined> {
-    let status: T.ContainerStatus | null = null;
-    try {
-      status = (await this.runtime.containerStatus(container.id)).status;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-    return toRuntimeContainerStatus(container, status ?? undefined);
+    const res = await ignoreNotFound(this.runtime.containerStatus(container.id));
+    return res ? toRuntimeContainerStatus(container, res.status ?? undefined) : undefined;
   }
 
   /** SyncPod: compute the actions and carry them out, one step at a time, as the kubelet does. */
@@ -256,11 +246,7 @@ export class RuntimeManager {
   private async pruneDeadContainers(status: RuntimePodStatus, name: string): Promise<void> {
     const dead = status.containers.filter((c) => c.name === name && c.state === 'exited').sort(newerFirst);
     for (const old of dead.slice(1)) {
-      try {
-        await this.runtime.removeContainer(old.id);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      await ignoreNotFound(this.runtime.removeContainer(old.id));
     }
   }
 
@@ -270,11 +256,7 @@ export class RuntimeManager {
   }
 
   async killContainer(pod: IPod, containerId: string, _name: string, _message: string, gracePeriodOverride?: number): Promise<void> {
-    try {
-      await this.runtime.stopContainer(containerId, this.gracePeriod(pod, gracePeriodOverride));
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await ignoreNotFound(this.runtime.stopContainer(containerId, this.gracePeriod(pod, gracePeriodOverride)));
   }
 
   /** Stops every running container, then the sandboxes (the kubelet's KillPod). */
@@ -287,11 +269,7 @@ export class RuntimeManager {
     await Promise.all(sidecars.map((c) => this.killContainer(pod, c.id, c.name, 'pod is being killed', gracePeriodOverride)));
     for (const sandbox of status.sandboxes) {
       if (sandbox.state !== 'ready') continue;
-      try {
-        await this.runtime.stopPodSandbox(sandbox.id);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      await ignoreNotFound(this.runtime.stopPodSandbox(sandbox.id));
     }
   }
 
@@ -321,12 +299,8 @@ export class RuntimeManager {
     for (const dead of groups.values()) {
       dead.sort((a, b) => b.createdAt - a.createdAt);
       for (const old of dead.slice(1)) {
-        try {
-          await this.runtime.removeContainer(old.id);
-          removed++;
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
+        await ignoreNotFound(this.runtime.removeContainer(old.id));
+        removed++;
       }
     }
     return removed;
@@ -339,19 +313,11 @@ export class RuntimeManager {
   /** Removes every container and sandbox of a pod that was killed. */
   async removePod(status: RuntimePodStatus): Promise<void> {
     for (const c of status.containers) {
-      try {
-        await this.runtime.removeContainer(c.id);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      await ignoreNotFound(this.runtime.removeContainer(c.id));
     }
     for (const s of status.sandboxes) {
-      try {
-        await this.runtime.stopPodSandbox(s.id);
-        await this.runtime.removePodSandbox(s.id);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      await ignoreNotFound(this.runtime.stopPodSandbox(s.id));
+      await ignoreNotFound(this.runtime.removePodSandbox(s.id));
     }
   }
 }
