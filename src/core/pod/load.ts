@@ -41,6 +41,7 @@ export interface ManifestSet {
 
 /** Every problem on its own line: file, document, field, what was expected. */
 export function formatProblem(p: ManifestProblem): string {
+  if (p.index < 0) return `${p.file}: ${p.message}`;
   const what = p.kind ? ` (${p.kind}${p.name ? ` "${p.name}"` : ''})` : '';
   return `${p.file}: document ${p.index + 1}${what}: ${p.field ? `${p.field}: ` : ''}${p.message}`;
 }
@@ -52,7 +53,7 @@ export class ManifestError extends PodctlError {
     const lines = problems.map(formatProblem);
     const files = [...new Set(problems.map((p) => p.file))];
     super(
-      problems.length === 1 ? `invalid manifest: ${lines[0]}` : `${problems.length} problems in ${files.join(', ')}:\n  ${lines.join('\n  ')}`,
+      problems.length === 1 ? `${lines[0]}` : `${problems.length} problems in ${files.join(', ')}:\n  ${lines.join('\n  ')}`,
       { hint: 'nothing was started; fix the manifest and run again', exitCode: 2 },
     );
     this.name = 'ManifestError';
@@ -186,7 +187,7 @@ async function expand(path: string, problems: ManifestProblem[]): Promise<{ abs:
   try {
     st = await stat(path);
   } catch (err) {
-    problems.push({ file: path, index: 0, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
+    problems.push({ file: path, index: -1, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
     return [];
   }
   if (!st.isDirectory()) return [{ abs: resolve(path), display: path }];
@@ -194,12 +195,12 @@ async function expand(path: string, problems: ManifestProblem[]): Promise<{ abs:
   try {
     names = await readdir(path);
   } catch (err) {
-    problems.push({ file: path, index: 0, field: '', message: `cannot list directory: ${errnoWords(err)}`, severity: 'error' });
+    problems.push({ file: path, index: -1, field: '', message: `cannot list directory: ${errnoWords(err)}`, severity: 'error' });
     return [];
   }
   const files = names.filter(isManifestFileName).sort();
   if (files.length === 0) {
-    problems.push({ file: path, index: 0, field: '', message: 'the directory has no manifest files (.yaml, .yml or .json)', severity: 'error' });
+    problems.push({ file: path, index: -1, field: '', message: 'the directory has no manifest files (.yaml, .yml or .json)', severity: 'error' });
   }
   const out: { abs: string; display: string }[] = [];
   for (const name of files) {
@@ -207,7 +208,7 @@ async function expand(path: string, problems: ManifestProblem[]): Promise<{ abs:
     try {
       if ((await stat(full)).isFile()) out.push({ abs: resolve(full), display: full });
     } catch (err) {
-      problems.push({ file: full, index: 0, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
+      problems.push({ file: full, index: -1, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
     }
   }
   return out;
@@ -238,7 +239,7 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
       try {
         text = await readFile(file.abs, 'utf8');
       } catch (err) {
-        problems.push({ file: file.display, index: 0, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
+        problems.push({ file: file.display, index: -1, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
         continue;
       }
       set.files.push(file.abs);

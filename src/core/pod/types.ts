@@ -20,7 +20,7 @@ export interface LoadedPod {
 export interface ManifestProblem {
   /** The file as the user named it (relative stays relative). */
   file: string;
-  /** 0-based document index; messages show it 1-based. */
+  /** 0-based document index, shown 1-based; -1 for a problem with the file itself. */
   index: number;
   kind?: string;
   name?: string;
