@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { embeddedPaths } from '../../src/core/embedded/index.js';
-import { E2E_ENDPOINT, podctl } from '../support/e2e.js';
+import { E2E_ENDPOINT, podctl, scratchDir } from '../support/e2e.js';
 
 const paths = embeddedPaths();
 const ours = (line: string) => line.includes(paths.rootDir) || line.includes(paths.runDir);
@@ -16,8 +16,9 @@ const netns = () => {
 
 test('runtime down then up: nothing left behind, and it works again', { skip: E2E_ENDPOINT !== `unix://${paths.socket}` && 'e2e runs against another runtime' }, () => {
   const netnsBefore = netns();
+  const logs = scratchDir('lifecycle-logs');
   // A pod running while the runtime goes down must not leave its netns or mounts behind.
-  const run = podctl(['run', '--detach', 'examples/hello.yaml', '--log-root', '/tmp/podctl-lifecycle-logs']);
+  const run = podctl(['run', '--detach', 'examples/hello.yaml', '--log-root', logs.dir]);
   assert.equal(run.code, 0, run.stderr);
   assert.ok(netns().length > netnsBefore.length, 'the pod has a network namespace');
 
@@ -38,4 +39,5 @@ test('runtime down then up: nothing left behind, and it works again', { skip: E2
   assert.match(podctl(['info']).stdout, /NetworkReady\s+true/);
   // up again is a no-op that succeeds.
   assert.equal(podctl(['runtime', 'up']).code, 0);
+  logs.cleanup();
 });
