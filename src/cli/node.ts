@@ -2,7 +2,7 @@ import { hostname, networkInterfaces } from 'node:os';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
-import { Kubelet } from '../core/kubelet.js';
+import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
 
 export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
 
@@ -24,8 +24,14 @@ export function hostIP(): string | undefined {
   return undefined;
 }
 
-export function buildKubelet(client: CriClient, flags: { 'log-root': string; 'node-name': string }, runtimeName?: string): Kubelet {
+export function buildKubelet(
+  client: CriClient,
+  flags: { 'log-root': string; 'node-name': string },
+  runtimeName?: string,
+  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics'>> = {},
+): Kubelet {
   return new Kubelet({
+    ...extra,
     runtime: client,
     images: client,
     clock: realClock,

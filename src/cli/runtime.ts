@@ -1,4 +1,4 @@
-import { CriClient } from '../core/cri/client.js';
+import { CriClient, type CallObserver } from '../core/cri/client.js';
 import { loadSettings, parseDuration, resolveEndpoints, type ResolvedEndpoints } from '../core/cri/endpoint.js';
 import { embeddedEndpoint, embeddedStatus } from '../core/embedded/index.js';
 
@@ -27,13 +27,14 @@ export async function resolveFromFlags(flags: GlobalFlags): Promise<ResolvedEndp
   });
 }
 
-export async function connect(flags: GlobalFlags): Promise<{ client: CriClient; endpoints: ResolvedEndpoints }> {
+export async function connect(flags: GlobalFlags, observer?: CallObserver): Promise<{ client: CriClient; endpoints: ResolvedEndpoints }> {
   const endpoints = await resolveFromFlags(flags);
   const client = new CriClient({
     runtimeEndpoint: endpoints.runtime.endpoint,
     imageEndpoint: endpoints.image.endpoint,
     timeoutMs: endpoints.timeoutMs,
     pullTimeoutMs: endpoints.pullTimeoutMs,
+    observer,
   });
   return { client, endpoints };
 }
