@@ -36,7 +36,7 @@ export function normalizeImageRef(ref: string): string {
   let domain = 'docker.io';
   let path = name;
   if (slash >= 0 && (first.includes('.') || first.includes(':') || first === 'localhost')) {
-    domain = first === 'index.docker.io' ? 'docker.io' : first;
+    domain = first;
     path = name.slice(slash + 1);
   }
   if (domain === 'docker.io' && !path.includes('/')) path = `library/${path}`;
