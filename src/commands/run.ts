@@ -46,10 +46,16 @@ changes nothing.`;
     const pleg = kubelet.createPleg({ relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period') });
     const loop = new SyncLoop({ kubelet, pleg, clock: realClock });
     const stamp = () => new Date().toISOString().slice(11, 19);
+    const lastError = new Map<string, string>();
     kubelet.observe({
       onStatus: ({ pod, status }) => this.log(statusLine(pod, status)),
       onSyncError: (pod, err) => {
-        if (flags.debug) process.stderr.write(`${stamp()} ${pod.metadata!.name}: sync error: ${errorMessage(err)}\n`);
+        // Say each new reason once: a pod stuck in ContainerCreating must show why.
+        const uid = pod.metadata!.uid!;
+        const message = errorMessage(err);
+        if (lastError.get(uid) === message) return;
+        lastError.set(uid, message);
+        process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
       },
     });
     loop.start();

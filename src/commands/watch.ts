@@ -63,8 +63,15 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
       },
       onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
     });
+    const lastError = new Map<string, string>();
     kubelet.observe({
       onStatus: ({ pod, status }) => this.log(statusLine(pod, status)),
+      onSyncError: (pod, err) => {
+        const message = errorMessage(err);
+        if (lastError.get(pod.metadata!.uid!) === message) return;
+        lastError.set(pod.metadata!.uid!, message);
+        process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
+      },
       onTerminated: (pod) => this.log(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}  terminated and removed`),
     });
 
