@@ -95,3 +95,45 @@ test('watch follows the directory: add starts, edit replaces one container, rest
     await w.stop();
   }
 });
+
+test('a container killed from outside: ContainerDied in pleg-events --follow and in watch, then restarted', async () => {
+  const w = startWatch();
+  const events = spawn(process.execPath, [BIN, 'pleg-events', '--follow', '-o', 'json', '--relist-period', '200ms'], {
+    env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT },
+  });
+  let eventsOut = '';
+  events.stdout.on('data', (d: Buffer) => (eventsOut += d.toString()));
+  const eventsExited = new Promise((resolve) => events.on('exit', resolve));
+  try {
+    writeFileSync(join(manifests, 'victim.yaml'), podYaml('victim', ['sleep', '3600']));
+    const app = await eventually('victim to run', async () => {
+      const list = (await containers('victim')).filter((c) => c.state === 'CONTAINER_RUNNING' && c.metadata?.name === 'app');
+      return list[0];
+    });
+    const info = (await client.containerStatus(app.id, true)).info;
+    const pid = (JSON.parse(info.info ?? '{}') as { pid?: number }).pid;
+    assert.ok(pid && pid > 1, 'the runtime reports the main process pid');
+    // How soon it is seen is the detection-latency benchmark's to measure, not a test's.
+    process.kill(pid, 'SIGKILL');
+    const died = await eventually('ContainerDied in pleg-events', async () =>
+      eventsOut
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { event: string; id: string; detail: string })
+        .find((e) => e.event === 'ContainerDied' && e.id === app.id),
+    );
+    assert.match(died.detail, /exited with code 137/);
+    const restarted = await eventually('app to run again', async () => {
+      const list = (await containers('victim')).filter((c) => c.state === 'CONTAINER_RUNNING' && c.metadata?.name === 'app');
+      return list[0] && list[0].id !== app.id ? list[0] : undefined;
+    });
+    assert.equal(restarted.annotations['io.kubernetes.container.restartCount'], '1');
+    assert.match(w.output(), /podctl-e2e\/victim .*app=running restarts=1/);
+  } finally {
+    events.kill('SIGTERM');
+    await eventsExited;
+    rmSync(join(manifests, 'victim.yaml'), { force: true });
+    await eventually('victim to be removed', async () => ((await containers('victim')).length === 0 ? true : undefined)).catch(() => undefined);
+    await w.stop();
+  }
+});
