@@ -1,7 +1,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
@@ -134,6 +135,47 @@ test('a container killed from outside: ContainerDied in pleg-events --follow and
     await eventsExited;
     rmSync(join(manifests, 'victim.yaml'), { force: true });
     await eventually('victim to be removed', async () => ((await containers('victim')).length === 0 ? true : undefined)).catch(() => undefined);
+    await w.stop();
+  }
+});
+
+function get(socket: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    request({ socketPath: socket, path }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+test('the status socket of a running watch: /healthz, /pods as a v1 PodList with status, /metrics', async () => {
+  const w = startWatch();
+  const socket = join(dir.dir, 'root', 'podctl.sock');
+  try {
+    writeFileSync(join(manifests, 'status.yaml'), podYaml('status', ['sleep', '3600']));
+    const list = await eventually('the pod to be Running in /pods', async () => {
+      try {
+        const r = await get(socket, '/pods');
+        const body = JSON.parse(r.body) as { kind: string; items: { metadata: { name: string }; status?: { phase?: string } }[] };
+        return body.items.find((p) => p.metadata.name === 'status' && p.status?.phase === 'Running') ? body : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    assert.equal(list.kind, 'PodList');
+    assert.equal(statSync(socket).mode & 0o777, 0o600);
+    const health = await get(socket, '/healthz');
+    assert.equal(health.status, 200, health.body);
+    const metrics = await get(socket, '/metrics');
+    assert.match(metrics.body, /^podctl_runtime_operations_total\{operation_type="RunPodSandbox"\} [1-9]/m);
+    assert.match(metrics.body, /^podctl_pleg_relist_duration_seconds_count [1-9]/m);
+    assert.match(metrics.body, /^podctl_pod_start_duration_seconds_count [1-9]/m);
+  } finally {
+    rmSync(join(manifests, 'status.yaml'), { force: true });
+    await eventually('status pod removed', async () => ((await containers('status')).length === 0 ? true : undefined)).catch(() => undefined);
     await w.stop();
   }
 });
