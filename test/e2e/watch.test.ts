@@ -6,7 +6,9 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
-import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { embeddedEndpoint, embeddedPaths } from '../../src/core/embedded/index.js';
+import { livePid } from '../../src/core/embedded/process.js';
+import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
 
 let client: CriClient;
 const dir = scratchDir('e2e-watch');
@@ -176,6 +178,37 @@ test('the status socket of a running watch: /healthz, /pods as a v1 PodList with
   } finally {
     rmSync(join(manifests, 'status.yaml'), { force: true });
     await eventually('status pod removed', async () => ((await containers('status')).length === 0 ? true : undefined)).catch(() => undefined);
+    await w.stop();
+  }
+});
+
+test('containerd stopped and started again under watch: reported down, then every pod runs, no duplicate sandbox', { skip: E2E_ENDPOINT !== embeddedEndpoint() && 'needs the embedded runtime' }, async () => {
+  const w = startWatch();
+  const paths = embeddedPaths();
+  try {
+    writeFileSync(join(manifests, 'steady.yaml'), podYaml('steady', ['sleep', '3600']));
+    const before = await eventually('steady to run', async () => {
+      const list = (await containers('steady')).filter((c) => c.state === 'CONTAINER_RUNNING');
+      return list.length === 2 ? list : undefined;
+    });
+    const pid = livePid(paths.pidFile('containerd'), (cmd) => cmd.includes(paths.configFile));
+    assert.ok(pid, 'the embedded containerd runs');
+    process.kill(pid, 'SIGTERM');
+    await eventually('watch to report the runtime down', async () => (/runtime is down/.test(w.output()) ? true : undefined), 30_000);
+    assert.equal(w.child.exitCode, null, 'watch keeps running');
+    const up = podctl(['runtime', 'up']);
+    assert.equal(up.code, 0, up.stderr);
+    await eventually('watch to report the runtime back', async () => (/runtime is back/.test(w.output()) ? true : undefined), 30_000);
+    const after = await eventually('steady to run again', async () => {
+      const list = (await containers('steady')).filter((c) => c.state === 'CONTAINER_RUNNING');
+      return list.length === 2 ? list : undefined;
+    });
+    // The containers outlived containerd (their shims kept them): nothing was restarted.
+    assert.deepEqual(after.map((c) => c.id).sort(), before.map((c) => c.id).sort());
+    assert.equal((await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'steady' } })).length, 1);
+  } finally {
+    rmSync(join(manifests, 'steady.yaml'), { force: true });
+    await eventually('steady removed', async () => ((await containers('steady')).length === 0 ? true : undefined)).catch(() => undefined);
     await w.stop();
   }
 });
