@@ -7,9 +7,9 @@ import { buildKubelet, nodeFlags } from '../cli/node.js';
 import { statusLine } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
-import { FileSource, PodConfigMerger } from '../core/config/index.js';
+import { FileSource, HttpSource, PodConfigMerger } from '../core/config/index.js';
 import { parseDuration } from '../core/cri/endpoint.js';
-import { errorMessage } from '../core/errors.js';
+import { PodctlError, errorMessage } from '../core/errors.js';
 import { SyncLoop } from '../core/loop.js';
 import { Metrics } from '../core/metrics.js';
 import { startStatusServer } from '../core/status/server.js';
@@ -17,21 +17,26 @@ import { startStatusServer } from '../core/status/server.js';
 const DEFAULT_ROOT_DIR = '/var/lib/podctl';
 
 export class Watch extends PodctlCommand {
-  static override summary = 'Run the sync loop over a manifests file or directory, as a standalone kubelet.';
-  static override description = `Follows the manifests as they change (a file or directory, re-read on change and every 20 s) and the runtime
-as it moves (PLEG relist): adds, updates and removes pods, restarts crashed containers with backoff, cleans up
-pods no source wants. One line per pod state change. SIGTERM or Ctrl-C stops
+  static override summary = 'Run the sync loop over a manifests file or directory (and/or a URL), as a standalone kubelet.';
+  static override description = `Follows the manifests as they change (a file or directory, re-read on change and every 20 s; a URL polled
+every 20 s) and the runtime as it moves (PLEG relist): adds, updates and removes pods, restarts crashed
+containers with backoff, cleans up pods no source wants. One line per pod state change. SIGTERM or Ctrl-C stops
 the loop and leaves the pods running, as the kubelet does; --cleanup-on-exit terminates them instead.
 While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock (mode 0600).`;
   static override examples = [
     '<%= config.bin %> watch manifests/',
+    '<%= config.bin %> watch manifests/ --manifest-url http://127.0.0.1:8080/pods.yaml',
+    '<%= config.bin %> watch --manifest-url http://127.0.0.1:8080/pods.yaml --manifest-url-header "Authorization: Bearer t0ken"',
     '<%= config.bin %> watch manifests/ --cleanup-on-exit',
     'curl --unix-socket /var/lib/podctl/podctl.sock http://podctl/pods',
   ];
-  static override args = { path: Args.string({ description: 'Manifest file or directory to follow.', required: true }) };
+  static override args = { path: Args.string({ description: 'Manifest file or directory to follow.' }) };
   static override flags = {
     ...nodeFlags,
+    'manifest-url': Flags.string({ summary: 'Also follow the pods served at this URL.' }),
+    'manifest-url-header': Flags.string({ summary: 'HTTP header for --manifest-url, "Name: value" (repeatable).', multiple: true }),
     'file-check-frequency': Flags.string({ summary: 'Safety-net re-read of the manifests path.', default: '20s' }),
+    'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
     'pleg-relist-period': Flags.string({ summary: 'How often the runtime is relisted.', default: '1s' }),
     'root-dir': Flags.string({ summary: 'State directory (status socket).', default: DEFAULT_ROOT_DIR, env: 'PODCTL_ROOT_DIR' }),
     'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
@@ -39,6 +44,15 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Watch);
+    if (!args.path && !flags['manifest-url']) {
+      throw new PodctlError('nothing to watch', { hint: 'give a manifests path, --manifest-url, or both', exitCode: 2 });
+    }
+    const headers: Record<string, string> = {};
+    for (const h of flags['manifest-url-header'] ?? []) {
+      const i = h.indexOf(':');
+      if (i <= 0) throw new PodctlError(`--manifest-url-header "${h}": expected "Name: value"`, { exitCode: 2 });
+      headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+    }
     const metrics = new Metrics();
     const { client } = await connect(flags, metrics.observeCall);
     const version = await client.version();
@@ -46,7 +60,10 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     const pleg = kubelet.createPleg({ relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period') });
     const stamp = () => new Date().toISOString().slice(11, 19);
     const expected: string[] = [];
-    const merger = new PodConfigMerger((u) => loop.handleUpdate(u));
+    const merger = new PodConfigMerger(
+      (u) => loop.handleUpdate(u),
+      (source, pod, owner) => process.stderr.write(`${stamp()} ${source}: pod ${pod.metadata!.namespace}/${pod.metadata!.name} is already defined by the ${owner} source; ignored\n`),
+    );
     const loop = new SyncLoop({
       kubelet,
       pleg,
@@ -57,6 +74,11 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
         if (down.length) throw new Error(`RuntimeReady is false: ${down[0]!.reason} ${down[0]!.message}`);
       },
       sourcesReady: () => merger.allSourcesReady(expected),
+      onPlegEvent: (e) => {
+        if (e.type !== 'ContainerDied' || !e.containerName) return;
+        const c = pleg.cache.get(e.id)?.containers.find((x) => x.id === e.data);
+        this.log(`${stamp()} ${e.namespace}/${e.name}  ContainerDied ${e.containerName}${c?.exitCode === undefined ? '' : ` (exit ${c.exitCode})`}`);
+      },
       onRuntimeState: (up, detail) => this.log(`${stamp()} runtime ${up ? 'is back' : `is down: ${detail}`}`),
       onHousekeeping: (r) => {
         for (const p of r.removedPods) this.log(`${stamp()} ${p}  removed (no source wants it)`);
@@ -77,7 +99,7 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
 
     const sources: { start(): void; stop(): void }[] = [];
     const onError = (e: { file: string; message: string }) => process.stderr.write(`${stamp()} ${e.message.includes(e.file) ? e.message : `${e.file}: ${e.message}`}\n`);
-    {
+    if (args.path) {
       expected.push('file');
       sources.push(
         new FileSource({
@@ -90,6 +112,21 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
         }),
       );
     }
+    if (flags['manifest-url']) {
+      expected.push('http');
+      sources.push(
+        new HttpSource({
+          url: flags['manifest-url'],
+          headers,
+          nodeName: flags['node-name'],
+          clock: realClock,
+          pollMs: parseDuration(flags['http-check-frequency'], '--http-check-frequency'),
+          onSnapshot: (pods: IPod[]) => merger.merge('http', pods),
+          onError: (e) => onError(e),
+        }),
+      );
+    }
+
     mkdirSync(flags['root-dir'], { recursive: true, mode: 0o700 });
     const socket = join(flags['root-dir'], 'podctl.sock');
     const server = await startStatusServer(socket, {
@@ -108,7 +145,7 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     });
     loop.start();
     sources.forEach((s) => s.start());
-    this.log(`${stamp()} watching ${args.path}; status on ${socket}`);
+    this.log(`${stamp()} watching ${[args.path, flags['manifest-url']].filter(Boolean).join(' and ')}; status on ${socket}`);
 
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
