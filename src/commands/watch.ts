@@ -37,7 +37,12 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     'manifest-url-header': Flags.string({ summary: 'HTTP header for --manifest-url, "Name: value" (repeatable).', multiple: true }),
     'file-check-frequency': Flags.string({ summary: 'Safety-net re-read of the manifests path.', default: '20s' }),
     'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
-    'pleg-relist-period': Flags.string({ summary: 'How often the runtime is relisted.', default: '1s' }),
+    'pleg-relist-period': Flags.string({ summary: 'How often the generic PLEG relists the runtime.', default: '1s' }),
+    pleg: Flags.string({
+      summary: 'generic: relist; evented: the runtime\'s event stream, relisting as a safety net; auto: evented where the runtime has it.',
+      options: ['generic', 'evented', 'auto'],
+      default: 'auto',
+    }),
     'root-dir': Flags.string({ summary: 'State directory (status socket).', default: DEFAULT_ROOT_DIR, env: 'PODCTL_ROOT_DIR' }),
     'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
   };
@@ -57,8 +62,12 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     const { client } = await connect(flags, metrics.observeCall);
     const version = await client.version();
     const kubelet = buildKubelet(client, flags, version.runtimeName, { agent: 'watch', metrics });
-    const pleg = kubelet.createPleg({ relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period') });
     const stamp = () => new Date().toISOString().slice(11, 19);
+    const relistPeriodMs = parseDuration(flags['pleg-relist-period'], '--pleg-relist-period');
+    const pleg =
+      flags.pleg === 'generic'
+        ? kubelet.createPleg({ relistPeriodMs })
+        : kubelet.createEventedPleg({ relistPeriodMs, onFallback: (reason) => this.log(`${stamp()} PLEG: ${reason}`) });
     const expected: string[] = [];
     const merger = new PodConfigMerger(
       (u) => loop.handleUpdate(u),

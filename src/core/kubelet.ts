@@ -6,6 +6,7 @@ import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
 import type { Metrics } from './metrics.js';
+import { EventedPleg } from './pleg/evented.js';
 import { GenericPleg } from './pleg/generic.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
@@ -97,6 +98,17 @@ export class Kubelet {
         if (intervalMs !== undefined) this.opts.metrics?.relistInterval.observe(intervalMs / 1000);
       },
       ...opts,
+    });
+  }
+
+  /** An evented PLEG over the generic one (the generic relists as a safety net, and takes over on UNIMPLEMENTED). */
+  createEventedPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void; onFallback?: (reason: string) => void } = {}): EventedPleg {
+    return new EventedPleg({
+      runtime: this.opts.runtime,
+      clock: this.clock,
+      generic: this.createPleg({ relistPeriodMs: opts.relistPeriodMs, onError: opts.onError }),
+      inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
+      onFallback: opts.onFallback,
     });
   }
 

@@ -2,7 +2,8 @@ import type { IPod } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from './clock.js';
 import { errorMessage } from './errors.js';
 import type { HousekeepingResult, Kubelet } from './kubelet.js';
-import type { GenericPleg, PodLifecycleEvent } from './pleg/generic.js';
+import type { Pleg } from './pleg/evented.js';
+import type { PodLifecycleEvent } from './pleg/generic.js';
 
 /** Constants of the kubelet's syncLoop. */
 export const SYNC_TICK_MS = 1000;
@@ -22,7 +23,7 @@ export interface PodUpdate {
 
 export interface SyncLoopOptions {
   kubelet: Kubelet;
-  pleg: GenericPleg;
+  pleg: Pleg;
   clock: Clock;
   syncTickMs?: number;
   housekeepingPeriodMs?: number;

@@ -89,7 +89,7 @@ export class GenericPleg {
   private previousRelistStart?: number;
   lastRelistAt?: number;
   lastRelistDurationMs?: number;
-  readonly relistPeriodMs: number;
+  relistPeriodMs: number;
 
   constructor(private readonly opts: GenericPlegOptions) {
     this.relistPeriodMs = opts.relistPeriodMs ?? RELIST_PERIOD_MS;
@@ -98,6 +98,16 @@ export class GenericPleg {
   watch(listener: (e: PodLifecycleEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** The evented PLEG slows the relist to a safety net, and restores it when it falls back. */
+  setRelistPeriod(ms: number): void {
+    this.relistPeriodMs = ms;
+    // A relist under way schedules the next one itself, with the new period.
+    if (!this.stopped && !this.relisting) {
+      if (this.timer) this.opts.clock.clearTimeout(this.timer);
+      this.schedule(ms);
+    }
   }
 
   start(): void {

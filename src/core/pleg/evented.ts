@@ -1,0 +1,145 @@
+import type { Clock, TimerHandle } from '../clock.js';
+import type { ContainerEventStream, RuntimeService } from '../cri/client.js';
+import { isUnimplemented, type CriError } from '../cri/errors.js';
+import type * as T from '../cri/types.js';
+import * as L from '../kuberuntime/labels.js';
+import type { RuntimePodStatus } from '../kuberuntime/types.js';
+import type { PodCache } from './cache.js';
+import { type GenericPleg, type PodLifecycleEvent, type PodLifecycleEventType } from './generic.js';
+
+/** Constants of the kubelet's evented PLEG (pleg/evented.go). */
+export const EVENTED_RELIST_PERIOD_MS = 300_000;
+export const MAX_STREAM_FAILURES = 5;
+
+/** What the sync loop needs of a PLEG, generic or evented. */
+export interface Pleg {
+  readonly cache: PodCache;
+  watch(listener: (e: PodLifecycleEvent) => void): () => void;
+  start(): void;
+  stop(): void;
+  healthy(): { ok: boolean; message: string };
+}
+
+const EVENT_TYPES: Partial<Record<T.ContainerEventType, PodLifecycleEventType>> = {
+  CONTAINER_STARTED_EVENT: 'ContainerStarted',
+  CONTAINER_STOPPED_EVENT: 'ContainerDied',
+  CONTAINER_DELETED_EVENT: 'ContainerRemoved',
+};
+
+export interface EventedPlegOptions {
+  runtime: RuntimeService;
+  clock: Clock;
+  /** The generic PLEG: the safety-net relist, and the fallback. */
+  generic: GenericPleg;
+  inspect: (uid: string, name: string, namespace: string) => Promise<RuntimePodStatus>;
+  /** Said once, when the evented PLEG gives way to the generic one. */
+  onFallback?: (reason: string) => void;
+}
+
+/**
+ * The evented PLEG: consumes the runtime's GetContainerEvents stream and
+ * relists only as a slow safety net. On UNIMPLEMENTED, or after 5 broken
+ * streams, it hands over to the generic PLEG at its normal period.
+ */
+export class EventedPleg implements Pleg {
+  private stream?: ContainerEventStream;
+  private failures = 0;
+  private fellBack = false;
+  private running = false;
+  private reopen?: TimerHandle;
+  private readonly listeners = new Set<(e: PodLifecycleEvent) => void>();
+  private unwatchGeneric?: () => void;
+
+  /** The generic PLEG's own period, restored when it takes over. */
+  private readonly genericPeriodMs: number;
+
+  constructor(private readonly opts: EventedPlegOptions) {
+    this.genericPeriodMs = opts.generic.relistPeriodMs;
+  }
+
+  get cache(): PodCache {
+    return this.opts.generic.cache;
+  }
+
+  get mode(): 'evented' | 'generic' {
+    return this.fellBack ? 'generic' : 'evented';
+  }
+
+  watch(listener: (e: PodLifecycleEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  healthy(): { ok: boolean; message: string } {
+    return this.opts.generic.healthy();
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    // Relist events reach our listeners too: the safety net, and the fallback.
+    this.unwatchGeneric = this.opts.generic.watch((e) => this.emit(e));
+    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS);
+    this.opts.generic.start();
+    this.open();
+  }
+
+  stop(): void {
+    this.running = false;
+    this.stream?.cancel();
+    this.stream = undefined;
+    if (this.reopen) this.opts.clock.clearTimeout(this.reopen);
+    this.unwatchGeneric?.();
+    this.opts.generic.stop();
+  }
+
+  private emit(e: PodLifecycleEvent): void {
+    for (const l of this.listeners) l(e);
+  }
+
+  private open(): void {
+    if (!this.running || this.fellBack) return;
+    this.stream = this.opts.runtime.getContainerEvents({
+      onEvent: (event) => {
+        this.failures = 0;
+        void this.handle(event);
+      },
+      onError: (err) => this.broken(err),
+      onEnd: () => this.broken(undefined),
+    });
+  }
+
+  private broken(err: CriError | undefined): void {
+    if (!this.running || this.fellBack) return;
+    this.stream = undefined;
+    if (err && isUnimplemented(err)) return this.fallBack(`the runtime does not implement GetContainerEvents`);
+    this.failures++;
+    if (this.failures >= MAX_STREAM_FAILURES) return this.fallBack(`the container event stream broke ${this.failures} times`);
+    // Every stream error forces a relist, so nothing is missed while it was down.
+    void this.opts.generic.relist().catch(() => undefined);
+    this.reopen = this.opts.clock.setTimeout(() => this.open(), 1000);
+  }
+
+  private fallBack(reason: string): void {
+    this.fellBack = true;
+    this.opts.generic.setRelistPeriod(this.genericPeriodMs);
+    this.opts.onFallback?.(`${reason}: using the generic PLEG (relist every ${this.genericPeriodMs / 1000} s)`);
+  }
+
+  private async handle(event: T.ContainerEventResponse): Promise<void> {
+    const type = EVENT_TYPES[event.containerEventType];
+    const sandbox = event.podSandboxStatus;
+    const uid = sandbox?.labels?.[L.POD_UID_LABEL] ?? sandbox?.metadata?.uid;
+    if (!type || !uid || !L.isManagedByPodctl(sandbox?.labels)) return;
+    const name = sandbox?.metadata?.name ?? '';
+    const namespace = sandbox?.metadata?.namespace ?? '';
+    const status = event.containersStatuses.find((c) => c.id === event.containerId);
+    const now = this.opts.clock.now();
+    try {
+      this.cache.set(uid, await this.opts.inspect(uid, name, namespace), now);
+    } catch {
+      // The next relist refreshes it.
+    }
+    this.emit({ type, id: uid, data: event.containerId, name, namespace, containerName: status?.labels?.[L.CONTAINER_NAME_LABEL] ?? status?.metadata?.name, time: now });
+  }
+}

@@ -1,0 +1,78 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../../src/core/clock.js';
+import { CriClient } from '../../src/core/cri/client.js';
+import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { Kubelet } from '../../src/core/kubelet.js';
+import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
+import { parseManifestText } from '../../src/core/pod/index.js';
+import { scratchDir } from '../support/e2e.js';
+
+const logs = scratchDir('evented');
+after(() => logs.cleanup());
+
+const pod = parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: ev}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "9"]}\n', { kind: 'file', path: '/ev.yaml' }, { nodeName: 'n' }).pods[0]!.pod;
+
+async function until<T>(fn: () => T | undefined): Promise<T> {
+  for (let i = 0; i < 200; i++) {
+    const v = fn();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('timed out');
+}
+
+test('evented PLEG: a container exit reaches the listeners from the event stream, without a relist', async () => {
+  const clock = new FakeClock();
+  const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  try {
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+    const fallbacks: string[] = [];
+    const pleg = kubelet.createEventedPleg({ onFallback: (r) => fallbacks.push(r) });
+    const events: PodLifecycleEvent[] = [];
+    pleg.watch((e) => events.push(e));
+    pleg.start();
+    await new Promise((r) => setTimeout(r, 50));
+    await kubelet.syncPod(pod, 'create');
+    const id = fake.containers()[0]!.id;
+    fake.resetCalls();
+    fake.exitContainer(id, 2);
+    const died = await until(() => events.find((e) => e.type === 'ContainerDied' && e.data === id));
+    assert.equal(died.containerName, 'app');
+    assert.equal(died.id, pod.metadata!.uid);
+    assert.equal(fake.calls().ListContainers ?? 0, 1, 'only the one pod was inspected, no relist');
+    assert.equal(pleg.cache.get(pod.metadata!.uid!)?.containers[0]?.exitCode, 2);
+    assert.deepEqual(fallbacks, []);
+    assert.equal(pleg.mode, 'evented');
+    pleg.stop();
+    await kubelet.syncTerminatingPod(pod, 0);
+    await kubelet.syncTerminatedPod(pod);
+  } finally {
+    client.close();
+    await fake.stop();
+  }
+});
+
+test('evented PLEG falls back to the generic one, once, when the runtime answers UNIMPLEMENTED', async () => {
+  const clock = new FakeClock();
+  const fake = await FakeRuntime.start({ clock, implementEvents: false, images: ['docker.io/library/busybox:1.36'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  try {
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+    const fallbacks: string[] = [];
+    const pleg = kubelet.createEventedPleg({ relistPeriodMs: 1000, onFallback: (r) => fallbacks.push(r) });
+    pleg.start();
+    await until(() => (fallbacks.length ? true : undefined));
+    assert.deepEqual(fallbacks, ['the runtime does not implement GetContainerEvents: using the generic PLEG (relist every 1 s)']);
+    assert.equal(pleg.mode, 'generic');
+    // The generic PLEG now relists every second.
+    fake.resetCalls();
+    clock.advance(1000);
+    await until(() => ((fake.calls().ListContainers ?? 0) >= 1 ? true : undefined));
+    pleg.stop();
+  } finally {
+    client.close();
+    await fake.stop();
+  }
+});
