@@ -2,13 +2,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { embeddedEndpoint, embeddedPaths } from '../../src/core/embedded/index.js';
 import { livePid } from '../../src/core/embedded/process.js';
 import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { getUnix as get } from '../support/http.js';
 
 let client: CriClient;
 const dir = scratchDir('e2e-watch');
@@ -141,17 +141,6 @@ test('a container killed from outside: ContainerDied in pleg-events --follow and
   }
 });
 
-function get(socket: string, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request({ socketPath: socket, path }, (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
 
 test('the status socket of a running watch: /healthz, /pods as a v1 PodList with status, /metrics', async () => {
   const w = startWatch();

@@ -1,6 +1,5 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
@@ -13,6 +12,7 @@ import { Metrics } from '../../src/core/metrics.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { startStatusServer } from '../../src/core/status/server.js';
 import { scratchDir } from '../support/e2e.js';
+import { getUnix as get } from '../support/http.js';
 
 function pod(name: string): IPod {
   const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`;
@@ -104,17 +104,6 @@ describe('syncLoop on the fake runtime', () => {
   });
 });
 
-function get(socket: string, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request({ socketPath: socket, path }, (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
 
 test('status server: /healthz, /pods as a v1 PodList, /metrics as Prometheus text, socket 0600', async () => {
   const dir = scratchDir('status');
