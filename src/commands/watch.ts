@@ -5,6 +5,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
 import { statusLine } from '../cli/render.js';
+import { podTable } from '../cli/table.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
 import { FileSource, HttpSource, PodConfigMerger } from '../core/config/index.js';
@@ -45,6 +46,7 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     }),
     'root-dir': Flags.string({ summary: 'State directory (status socket).', default: DEFAULT_ROOT_DIR, env: 'PODCTL_ROOT_DIR' }),
     'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
+    table: Flags.boolean({ summary: 'On a terminal, a live table of the pods (kubectl get pods columns) instead of one line per change.' }),
   };
 
   async run(): Promise<void> {
@@ -95,8 +97,14 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
       onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
     });
     const lastError = new Map<string, string>();
+    const live = flags.table && process.stdout.isTTY;
+    if (flags.table && !live) process.stderr.write('--table needs a terminal; printing one line per change instead\n');
+    const redraw = () => {
+      const pods = [...kubelet.pods.values()].map((p) => ({ ...p, status: kubelet.statuses.get(p.metadata!.uid!) }));
+      process.stdout.write(`\x1b[2J\x1b[H${stamp()} watching ${[args.path, flags['manifest-url']].filter(Boolean).join(' and ')}\n\n${podTable(pods, { allNamespaces: true })}\n`);
+    };
     kubelet.observe({
-      onStatus: ({ pod, status }) => this.log(statusLine(pod, status)),
+      onStatus: ({ pod, status }) => (live ? redraw() : this.log(statusLine(pod, status))),
       onSyncError: (pod, err) => {
         const message = errorMessage(err);
         if (lastError.get(pod.metadata!.uid!) === message) return;

@@ -132,6 +132,7 @@ test('a container killed from outside: ContainerDied in pleg-events --follow and
     });
     assert.equal(restarted.annotations['io.kubernetes.container.restartCount'], '1');
     assert.match(w.output(), /podctl-e2e\/victim .*app=running restarts=1/);
+    assert.match(w.output(), /podctl-e2e\/victim {2}ContainerDied app \(exit 137\)/);
   } finally {
     events.kill('SIGTERM');
     await eventsExited;
@@ -158,6 +159,17 @@ test('the status socket of a running watch: /healthz, /pods as a v1 PodList with
     });
     assert.equal(list.kind, 'PodList');
     assert.equal(statSync(socket).mode & 0o777, 0o600);
+    // podctl get reads the same PodList: the statuses match.
+    const got = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', join(dir.dir, 'root')]);
+    assert.equal(got.code, 0, got.stderr);
+    const fromGet = JSON.parse(got.stdout) as { kind: string; items: { metadata: { name: string }; status: unknown }[] };
+    assert.equal(fromGet.kind, 'List');
+    const direct = JSON.parse((await get(socket, '/pods')).body) as { items: { metadata: { name: string }; status: { phase: string; containerStatuses: { name: string; ready: boolean; containerID: string }[] } }[] };
+    const pick = (items: typeof direct.items) => items.filter((p) => p.metadata.name === 'status').map((p) => ({ phase: p.status.phase, containers: p.status.containerStatuses.map((c) => [c.name, c.ready, c.containerID]) }));
+    assert.deepEqual(pick(fromGet.items as typeof direct.items), pick(direct.items));
+    const table = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '--root-dir', join(dir.dir, 'root')]);
+    assert.match(table.stdout, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s*$/m);
+    assert.match(table.stdout, /^status\s+2\/2\s+Running\s+0\s+\d+s\s*$/m);
     const health = await get(socket, '/healthz');
     assert.equal(health.status, 200, health.body);
     const metrics = await get(socket, '/metrics');

@@ -127,8 +127,9 @@ export class EventedPleg implements Pleg {
   }
 
   private async handle(event: T.ContainerEventResponse): Promise<void> {
-    const type = EVENT_TYPES[event.containerEventType];
     const sandbox = event.podSandboxStatus;
+    // An event about the sandbox itself asks for a whole-pod sync (PodSync), as in the kubelet.
+    const type = sandbox && event.containerId === sandbox.id ? 'PodSync' : EVENT_TYPES[event.containerEventType];
     const uid = sandbox?.labels?.[L.POD_UID_LABEL] ?? sandbox?.metadata?.uid;
     if (!type || !uid || !L.isManagedByPodctl(sandbox?.labels)) return;
     const name = sandbox?.metadata?.name ?? '';
