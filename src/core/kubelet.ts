@@ -5,6 +5,7 @@ import { RuntimeManager, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
+import { EventRecorder } from './events.js';
 import type { Metrics } from './metrics.js';
 import { EventedPleg } from './pleg/evented.js';
 import { GenericPleg } from './pleg/generic.js';
@@ -63,6 +64,8 @@ export class Kubelet {
   readonly statuses = new Map<string, IPodStatus>();
   /** Last runtime view per pod UID (the podCache). */
   readonly runtimeStatuses = new Map<string, RuntimePodStatus>();
+  /** The kubelet's events per pod (what `describe` lists). */
+  readonly events: EventRecorder;
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   /** When each pod was added, until it first ran (pod start latency). */
   private readonly addedAt = new Map<string, number>();
@@ -72,7 +75,8 @@ export class Kubelet {
   constructor(opts: KubeletOptions) {
     this.opts = opts;
     this.clock = opts.clock;
-    this.runtimeManager = new RuntimeManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, logRoot: opts.logRoot, agent: opts.agent });
+    this.events = new EventRecorder(opts.clock);
+    this.runtimeManager = new RuntimeManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, logRoot: opts.logRoot, agent: opts.agent, events: this.events });
     this.workers = new PodWorkers(this, {
       clock: opts.clock,
       backOffPeriodMs: opts.backOffPeriodMs,
@@ -244,6 +248,7 @@ export class Kubelet {
     this.runtimeStatuses.delete(uid);
     this.waiting.delete(uid);
     this.addedAt.delete(uid);
+    this.events.forget(uid);
     this.observers.forEach((o) => o.onTerminated?.(pod));
   }
 

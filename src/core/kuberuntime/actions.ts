@@ -260,9 +260,9 @@ function killReason(
   cs: RuntimeContainerStatus,
   probes: ProbeVerdicts,
 ): { reason: ContainerToKill['reason']; message: string } | undefined {
-  if (cs.hash !== hashContainer(c)) return { reason: 'SpecChanged', message: `container ${c.name} definition changed` };
-  if (probes.livenessFailed(cs.id)) return { reason: 'Unhealthy', message: `container ${c.name} failed liveness probe` };
-  if (probes.startupFailed(cs.id)) return { reason: 'Unhealthy', message: `container ${c.name} failed startup probe` };
+  if (cs.hash !== hashContainer(c)) return { reason: 'SpecChanged', message: `Container ${c.name} definition changed, will be restarted` };
+  if (probes.livenessFailed(cs.id)) return { reason: 'Unhealthy', message: `Container ${c.name} failed liveness probe, will be restarted` };
+  if (probes.startupFailed(cs.id)) return { reason: 'Unhealthy', message: `Container ${c.name} failed startup probe, will be restarted` };
   return undefined;
 }
 

@@ -6,6 +6,7 @@ import type { ImageService, RuntimeService } from '../cri/client.js';
 import { ignoreNotFound } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
+import { EventRecorder, type PodRef } from '../events.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
 import { computePodActions, noProbeFailures, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
 import { containerConfig, podLogDirectory, podSandboxConfig } from './config.js';
@@ -43,6 +44,8 @@ export interface RuntimeManagerOptions {
   logRoot: string;
   /** Recorded on sandboxes: housekeeping removes only what its own agent made. */
   agent?: string;
+  /** Where the kubelet's events go (Created, Started, Killing, BackOff, ...). */
+  events?: EventRecorder;
 }
 
 /**
@@ -57,9 +60,11 @@ export class RuntimeManager {
   private readonly clock: Clock;
   private readonly logRoot: string;
   readonly agent: string;
+  readonly events: EventRecorder;
 
   constructor(opts: RuntimeManagerOptions) {
     this.agent = opts.agent ?? 'run';
+    this.events = opts.events ?? new EventRecorder(opts.clock);
     this.runtime = opts.runtime;
     this.images = opts.images;
     this.clock = opts.clock;
@@ -166,6 +171,7 @@ export class RuntimeManager {
         const reason = err instanceof StartContainerError ? err.reason : 'RunContainerError';
         result.waiting.set(item.name, { reason, message: errorMessage(err) });
         const backoff = reason === 'CrashLoopBackOff' || reason === 'ImagePullBackOff';
+        this.events.record(podRef(pod), 'Warning', backoff ? 'BackOff' : 'Failed', errorMessage(err), item.name);
         const step: SyncStepResult = { action: 'StartContainer', target: item.name, error: errorMessage(err), reason };
         if (backoff) result.steps.push(step);
         else fail(step);
@@ -234,11 +240,13 @@ export class RuntimeManager {
     } catch (err) {
       throw new StartContainerError('CreateContainerError', errorMessage(err));
     }
+    this.events.record(podRef(pod), 'Normal', 'Created', `Created container ${container.name}`, container.name);
     try {
       await this.runtime.startContainer(id);
     } catch (err) {
       throw new StartContainerError('RunContainerError', errorMessage(err));
     }
+    this.events.record(podRef(pod), 'Normal', 'Started', `Started container ${container.name}`, container.name);
     await this.pruneDeadContainers(status, container.name);
   }
 
@@ -255,7 +263,8 @@ export class RuntimeManager {
     return Math.max(grace, MINIMUM_GRACE_PERIOD_SECONDS);
   }
 
-  async killContainer(pod: IPod, containerId: string, _name: string, _message: string, gracePeriodOverride?: number): Promise<void> {
+  async killContainer(pod: IPod, containerId: string, name: string, message: string, gracePeriodOverride?: number): Promise<void> {
+    this.events.record(podRef(pod), 'Normal', 'Killing', message || `Stopping container ${name}`, name);
     await ignoreNotFound(this.runtime.stopContainer(containerId, this.gracePeriod(pod, gracePeriodOverride)));
   }
 
@@ -265,8 +274,8 @@ export class RuntimeManager {
     // App containers first, then sidecars, as the kubelet orders termination.
     const apps = running.filter((c) => c.kind !== 'sidecar');
     const sidecars = running.filter((c) => c.kind === 'sidecar');
-    await Promise.all(apps.map((c) => this.killContainer(pod, c.id, c.name, 'pod is being killed', gracePeriodOverride)));
-    await Promise.all(sidecars.map((c) => this.killContainer(pod, c.id, c.name, 'pod is being killed', gracePeriodOverride)));
+    await Promise.all(apps.map((c) => this.killContainer(pod, c.id, c.name, `Stopping container ${c.name}`, gracePeriodOverride)));
+    await Promise.all(sidecars.map((c) => this.killContainer(pod, c.id, c.name, `Stopping container ${c.name}`, gracePeriodOverride)));
     for (const sandbox of status.sandboxes) {
       if (sandbox.state !== 'ready') continue;
       await ignoreNotFound(this.runtime.stopPodSandbox(sandbox.id));
@@ -320,6 +329,11 @@ export class RuntimeManager {
       await ignoreNotFound(this.runtime.removePodSandbox(s.id));
     }
   }
+}
+
+export function podRef(pod: IPod): PodRef {
+  const m = pod.metadata!;
+  return { uid: m.uid!, namespace: m.namespace ?? 'default', name: m.name! };
 }
 
 function lastExited(status: RuntimePodStatus, name: string): RuntimeContainerStatus | undefined {
