@@ -9,8 +9,11 @@ import { MANAGED_BY_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntim
 /** The endpoint end-to-end tests run against: the embedded containerd unless told otherwise. */
 export const E2E_ENDPOINT = process.env.PODCTL_E2E_ENDPOINT ?? embeddedEndpoint();
 
-/** Every e2e pod lives in this namespace, so cleanup can find all of them. */
-export const E2E_NAMESPACE = 'podctl-e2e';
+/**
+ * Every e2e pod lives in this namespace, so cleanup can find all of them.
+ * PODCTL_E2E_NAMESPACE lets two suites share one runtime without removing each other's pods.
+ */
+export const E2E_NAMESPACE = process.env.PODCTL_E2E_NAMESPACE ?? 'podctl-e2e';
 
 export function e2eClient(): CriClient {
   return new CriClient({ runtimeEndpoint: E2E_ENDPOINT, timeoutMs: 60_000, pullTimeoutMs: 120_000 });
