@@ -5,6 +5,7 @@ import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
 
 export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
+export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
 
 /** Flags of the commands that run pods. */
 export const nodeFlags = {
@@ -14,6 +15,11 @@ export const nodeFlags = {
     default: DEFAULT_LOG_ROOT,
   }),
   'node-name': Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() }),
+  'root-dir': Flags.string({
+    summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the status socket of watch.',
+    default: DEFAULT_ROOT_DIR,
+    env: 'PODCTL_ROOT_DIR',
+  }),
 };
 
 /** The first non-internal IPv4 address: what the kubelet reports as hostIP. */
@@ -26,7 +32,7 @@ export function hostIP(): string | undefined {
 
 export function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string },
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string },
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics'>> = {},
 ): Kubelet {
@@ -36,6 +42,7 @@ export function buildKubelet(
     images: client,
     clock: realClock,
     logRoot: flags['log-root'],
+    rootDir: flags['root-dir'],
     nodeName: flags['node-name'],
     hostIP: hostIP(),
     runtimeName,

@@ -15,8 +15,6 @@ import { SyncLoop } from '../core/loop.js';
 import { Metrics } from '../core/metrics.js';
 import { startStatusServer } from '../core/status/server.js';
 
-const DEFAULT_ROOT_DIR = '/var/lib/podctl';
-
 export class Watch extends PodctlCommand {
   static override summary = 'Run the sync loop over a manifests file or directory (and/or a URL), as a standalone kubelet.';
   static override description = `Follows the manifests as they change (a file or directory, re-read on change and every 20 s; a URL polled
@@ -44,7 +42,6 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
       options: ['generic', 'evented', 'auto'],
       default: 'auto',
     }),
-    'root-dir': Flags.string({ summary: 'State directory (status socket).', default: DEFAULT_ROOT_DIR, env: 'PODCTL_ROOT_DIR' }),
     'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
     table: Flags.boolean({ summary: 'On a terminal, a live table of the pods (kubectl get pods columns) instead of one line per change.' }),
   };

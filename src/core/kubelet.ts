@@ -8,6 +8,7 @@ import { isTerminalPhase } from './status/phase.js';
 import { EventRecorder } from './events.js';
 import type { Metrics } from './metrics.js';
 import { EventedPleg } from './pleg/evented.js';
+import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
@@ -25,6 +26,8 @@ export interface KubeletOptions {
   resyncIntervalMs?: number;
   /** 'watch' or 'run': recorded on sandboxes; housekeeping touches only its own agent's. */
   agent?: string;
+  /** Per-pod state on the host (termination-message files): <rootDir>/pods/<uid>. None: no such files. */
+  rootDir?: string;
   metrics?: Metrics;
 }
 
@@ -66,6 +69,8 @@ export class Kubelet {
   readonly runtimeStatuses = new Map<string, RuntimePodStatus>();
   /** The kubelet's events per pod (what `describe` lists). */
   readonly events: EventRecorder;
+  /** Liveness, readiness and startup probes of the desired pods. */
+  readonly prober: ProberManager;
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   /** When each pod was added, until it first ran (pod start latency). */
   private readonly addedAt = new Map<string, number>();
@@ -76,7 +81,23 @@ export class Kubelet {
     this.opts = opts;
     this.clock = opts.clock;
     this.events = new EventRecorder(opts.clock);
-    this.runtimeManager = new RuntimeManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, logRoot: opts.logRoot, agent: opts.agent, events: this.events });
+    this.runtimeManager = new RuntimeManager({
+      runtime: opts.runtime,
+      images: opts.images,
+      clock: opts.clock,
+      logRoot: opts.logRoot,
+      rootDir: opts.rootDir,
+      agent: opts.agent,
+      events: this.events,
+      hostIP: opts.hostIP,
+    });
+    this.prober = new ProberManager({
+      clock: opts.clock,
+      runtime: opts.runtime,
+      events: this.events,
+      pod: (uid) => this.pods.get(uid),
+      status: (uid) => this.statuses.get(uid),
+    });
     this.workers = new PodWorkers(this, {
       clock: opts.clock,
       backOffPeriodMs: opts.backOffPeriodMs,
@@ -123,6 +144,7 @@ export class Kubelet {
     if (!known) this.addedAt.set(uid, this.clock.now());
     this.pods.set(uid, pod);
     this.workers.updatePod({ type: known ? 'update' : 'create', pod });
+    this.prober.addPod(pod);
   }
 
   /** REMOVE / DELETE: terminate gracefully, then remove from the runtime. */
@@ -130,6 +152,21 @@ export class Kubelet {
     const pod = this.pods.get(uid);
     if (!pod) return;
     this.workers.updatePod({ type: 'kill', pod, gracePeriodSeconds });
+  }
+
+  /**
+   * The probe branch of syncLoopIteration: a liveness or startup failure
+   * syncs the pod (SyncPod kills and restarts the container); readiness and
+   * startup changes update the status at once, then sync.
+   */
+  handleProbeResult(u: ProbeResultUpdate): void {
+    const pod = this.pods.get(u.uid);
+    if (!pod) return;
+    if (u.type !== 'liveness') {
+      const runtime = this.runtimeStatuses.get(u.uid);
+      if (runtime) this.updateStatus(pod, runtime);
+    }
+    this.syncPodSoon(u.uid);
   }
 
   /** Asks the pod's lane for a sync (PLEG event, probe result). */
@@ -155,6 +192,8 @@ export class Kubelet {
       runtime,
       previous,
       waitingReason: (name) => reasons?.get(name),
+      ready: (id, container) => this.prober.ready(id, container),
+      started: (id, container) => this.prober.started(id, container),
       hostIP: this.opts.hostIP,
       now: this.clock.now(),
       runtimeName: this.opts.runtimeName,
@@ -221,10 +260,11 @@ export class Kubelet {
     const current = this.updateStatus(pod, before);
     if (isTerminalPhase(current.phase) && !before.containers.some((c) => c.state === 'running')) {
       // A finished pod keeps its containers for logs but releases its sandbox.
+      this.prober.removePod(uid);
       await this.runtimeManager.killPod(pod, before);
       return true;
     }
-    const result = await this.runtimeManager.syncPod(pod, before);
+    const result = await this.runtimeManager.syncPod(pod, before, this.prober);
     this.recordWaiting(uid, result);
     this.observers.forEach((o) => o.onSyncResult?.(pod, result));
     const after = result.steps.length ? await this.getRuntimeStatus(pod) : before;
@@ -235,6 +275,8 @@ export class Kubelet {
   }
 
   async syncTerminatingPod(pod: IPod, gracePeriodSeconds: number | undefined): Promise<void> {
+    // A terminating pod is not probed: a failing liveness probe must not restart what is being stopped.
+    this.prober.removePod(pod.metadata!.uid!);
     const status = await this.getRuntimeStatus(pod);
     await this.runtimeManager.killPod(pod, status, gracePeriodSeconds);
   }
@@ -249,6 +291,7 @@ export class Kubelet {
     this.waiting.delete(uid);
     this.addedAt.delete(uid);
     this.events.forget(uid);
+    this.prober.removePod(uid);
     this.observers.forEach((o) => o.onTerminated?.(pod));
   }
 

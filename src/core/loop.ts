@@ -4,6 +4,7 @@ import { errorMessage } from './errors.js';
 import type { HousekeepingResult, Kubelet } from './kubelet.js';
 import type { Pleg } from './pleg/evented.js';
 import type { PodLifecycleEvent } from './pleg/generic.js';
+import type { ProbeResultUpdate } from './prober/index.js';
 
 /** Constants of the kubelet's syncLoop. */
 export const SYNC_TICK_MS = 1000;
@@ -32,6 +33,7 @@ export interface SyncLoopOptions {
   /** Housekeeping waits until every source has delivered its first snapshot. */
   sourcesReady?: () => boolean;
   onPlegEvent?: (e: PodLifecycleEvent) => void;
+  onProbeResult?: (u: ProbeResultUpdate) => void;
   onHousekeeping?: (r: HousekeepingResult) => void;
   onRuntimeState?: (up: boolean, detail?: string) => void;
   onError?: (err: unknown) => void;
@@ -46,6 +48,7 @@ export interface SyncLoopOptions {
 export class SyncLoop {
   private tick?: TimerHandle;
   private unwatch?: () => void;
+  private unwatchProbes?: () => void;
   private running = false;
   private runtimeUp = true;
   private lastRuntimeCheck = -Infinity;
@@ -67,6 +70,7 @@ export class SyncLoop {
     if (this.running) return;
     this.running = true;
     this.unwatch = this.opts.pleg.watch((e) => this.handlePlegEvent(e));
+    this.unwatchProbes = this.opts.kubelet.prober.watch((u) => this.handleProbeResult(u));
     this.opts.pleg.start();
     this.schedule(this.syncTickMs);
   }
@@ -75,6 +79,8 @@ export class SyncLoop {
   stop(): void {
     this.running = false;
     this.unwatch?.();
+    this.unwatchProbes?.();
+    this.opts.kubelet.prober.stopAll();
     this.opts.pleg.stop();
     if (this.tick) this.opts.clock.clearTimeout(this.tick);
   }
@@ -114,6 +120,13 @@ export class SyncLoop {
     this.opts.kubelet.syncPodSoon(e.id);
     // A container died: clean up that pod's older dead instances too.
     if (e.type === 'ContainerDied') this.opts.kubelet.pruneDeadContainersSoon(e.id);
+  }
+
+  /** The probe branch: liveness/startup failures and readiness changes. */
+  private handleProbeResult(u: ProbeResultUpdate): void {
+    this.opts.onProbeResult?.(u);
+    if (!this.runtimeUp) return;
+    this.opts.kubelet.handleProbeResult(u);
   }
 
   private schedule(ms: number): void {

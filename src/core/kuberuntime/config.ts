@@ -107,10 +107,12 @@ export interface ContainerConfigInputs {
   kind: L.ContainerKind;
   restartCount: number;
   imageRef: string;
+  /** Host file bind-mounted at terminationMessagePath, when the kubelet has a root dir. */
+  terminationMessageFile?: string;
 }
 
 /** The kubelet's generateContainerConfig (env from values only; volumes come later). */
-export function containerConfig({ pod, container, kind, restartCount, imageRef }: ContainerConfigInputs): T.ContainerConfigInput {
+export function containerConfig({ pod, container, kind, restartCount, imageRef, terminationMessageFile }: ContainerConfigInputs): T.ContainerConfigInput {
   const id = podIdentity(pod);
   const sc = container.securityContext ?? {};
   const podSc = pod.spec?.securityContext ?? {};
@@ -127,6 +129,8 @@ export function containerConfig({ pod, container, kind, restartCount, imageRef }
     [L.CONTAINER_KIND_ANNOTATION]: kind,
   };
   if (ports.length) annotations[L.CONTAINER_PORTS_ANNOTATION] = JSON.stringify(ports);
+  // As the kubelet: a pod no source describes any more still gets its preStop hook when killed.
+  if (container.lifecycle?.preStop) annotations[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION] = JSON.stringify(container.lifecycle.preStop);
   return {
     metadata: { name: container.name, attempt: restartCount },
     image: { image: imageRef, userSpecifiedImage: container.image ?? '' },
@@ -137,6 +141,9 @@ export function containerConfig({ pod, container, kind, restartCount, imageRef }
     labels: L.containerLabels(id, container.name),
     annotations,
     logPath: containerLogPath(container.name, restartCount),
+    mounts: terminationMessageFile
+      ? [{ containerPath: container.terminationMessagePath ?? '/dev/termination-log', hostPath: terminationMessageFile, readonly: false }]
+      : [],
     stdin: container.stdin ?? false,
     stdinOnce: container.stdinOnce ?? false,
     tty: container.tty ?? false,

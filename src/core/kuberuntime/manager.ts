@@ -1,6 +1,7 @@
-import { mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, open, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { IContainer, IPod } from 'kubernetes-models/v1';
+import type { IContainer, ILifecycleHandler, IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
 import { ignoreNotFound } from '../cri/errors.js';
@@ -11,6 +12,7 @@ import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from 
 import { computePodActions, noProbeFailures, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
 import { containerConfig, podLogDirectory, podSandboxConfig } from './config.js';
 import { ImagePuller, StartContainerError } from './images.js';
+import { runHandler, type Handler } from '../prober/handlers.js';
 import * as L from './labels.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from './types.js';
 
@@ -46,6 +48,26 @@ export interface RuntimeManagerOptions {
   agent?: string;
   /** Where the kubelet's events go (Created, Started, Killing, BackOff, ...). */
   events?: EventRecorder;
+  /** Per-pod host state (termination-message files) under <rootDir>/pods/<uid>; none without it. */
+  rootDir?: string;
+  /** The address lifecycle hooks of host-network pods reach. */
+  hostIP?: string;
+}
+
+/** The kubelet reads at most this much of a termination-message file or of the log tail. */
+export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
+const FALLBACK_LOG_BYTES = 2048;
+const FALLBACK_LOG_LINES = 80;
+/** podctl bounds postStart hooks (the kubelet does not) so that one hook cannot hold a pod's lane forever. */
+export const POST_START_TIMEOUT_SECONDS = 30;
+
+/** A container to kill: its ID and name, and what is known of its spec. */
+export interface KillTarget {
+  id: string;
+  name: string;
+  container?: IContainer;
+  /** The preStop handler recorded on the container, when the spec is not known. */
+  preStopJSON?: string;
 }
 
 /**
@@ -59,8 +81,14 @@ export class RuntimeManager {
   readonly imagePuller: ImagePuller;
   private readonly clock: Clock;
   private readonly logRoot: string;
+  private readonly rootDir?: string;
+  private readonly hostIP?: string;
   readonly agent: string;
   readonly events: EventRecorder;
+  /** Why podctl killed a container (liveness, startup, postStart), for its terminated state's message. */
+  private readonly killMessages = new Map<string, string>();
+  /** Termination messages of exited containers: they never change, so each is read once. */
+  private readonly terminationMessages = new Map<string, string>();
 
   constructor(opts: RuntimeManagerOptions) {
     this.agent = opts.agent ?? 'run';
@@ -69,6 +97,8 @@ export class RuntimeManager {
     this.images = opts.images;
     this.clock = opts.clock;
     this.logRoot = opts.logRoot;
+    this.rootDir = opts.rootDir;
+    this.hostIP = opts.hostIP;
     this.crashBackoff = new Backoff(opts.clock, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS);
     this.imagePuller = new ImagePuller(opts.images, opts.clock);
   }
@@ -113,7 +143,31 @@ export class RuntimeManager {
 
   private async containerStatus(container: T.Container): Promise<RuntimeContainerStatus | undefined> {
     const res = await ignoreNotFound(this.runtime.containerStatus(container.id));
-    return res ? toRuntimeContainerStatus(container, res.status ?? undefined) : undefined;
+    if (!res) return undefined;
+    const status = toRuntimeContainerStatus(container, res.status ?? undefined);
+    if (status.state === 'exited' && res.status) status.message = (await this.terminationMessage(status, res.status)) || status.message;
+    return status;
+  }
+
+  /**
+   * The kubelet's termination message: the file the container wrote at
+   * terminationMessagePath, else (FallbackToLogsOnError, non-zero exit) the
+   * tail of its log, else why podctl killed it.
+   */
+  private async terminationMessage(c: RuntimeContainerStatus, status: T.ContainerStatus): Promise<string | undefined> {
+    const known = this.terminationMessages.get(c.id);
+    if (known !== undefined) return known || undefined;
+    const annotations = status.annotations ?? {};
+    const path = annotations[L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION];
+    const mount = path ? status.mounts?.find((m) => m.containerPath === path) : undefined;
+    let message = mount ? await readHead(mount.hostPath, MAX_TERMINATION_MESSAGE_BYTES) : '';
+    if (!message && annotations[L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] === 'FallbackToLogsOnError' && c.exitCode !== 0 && status.logPath) {
+      message = await readLogTail(status.logPath, FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES);
+    }
+    message ||= this.killMessages.get(c.id) ?? '';
+    if (this.terminationMessages.size >= 10_000) this.terminationMessages.clear();
+    this.terminationMessages.set(c.id, message);
+    return message || undefined;
   }
 
   /** SyncPod: compute the actions and carry them out, one step at a time, as the kubelet does. */
@@ -137,7 +191,7 @@ export class RuntimeManager {
     } else {
       for (const kill of actions.containersToKill) {
         try {
-          await this.killContainer(pod, kill.id, kill.name, kill.message);
+          await this.killContainer(pod, kill, kill.message, undefined, kill.reason === 'Unhealthy');
           result.steps.push({ action: 'KillContainer', target: kill.name, reason: kill.reason });
         } catch (err) {
           fail({ action: 'KillContainer', target: kill.name, error: errorMessage(err) });
@@ -233,7 +287,8 @@ export class RuntimeManager {
     const imageRef = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, this.clock.now());
     const restartCount = previous ? previous.restartCount + 1 : 0;
     await mkdir(join(podLogDirectory(this.logRoot, pod), container.name), { recursive: true, mode: 0o755 });
-    const config = containerConfig({ pod, container, kind: item.kind, restartCount, imageRef });
+    const terminationMessageFile = await this.terminationMessageFile(pod, container, restartCount);
+    const config = containerConfig({ pod, container, kind: item.kind, restartCount, imageRef, terminationMessageFile });
     let id: string;
     try {
       id = await this.runtime.createContainer(sandboxId, config, sandboxConfig);
@@ -248,6 +303,62 @@ export class RuntimeManager {
     }
     this.events.record(podRef(pod), 'Normal', 'Started', `Started container ${container.name}`, container.name);
     await this.pruneDeadContainers(status, container.name);
+    const postStart = container.lifecycle?.postStart;
+    if (postStart) {
+      const failure = await this.runHook(postStart, pod, container, id, sandboxId, POST_START_TIMEOUT_SECONDS);
+      if (failure) {
+        this.events.record(podRef(pod), 'Warning', 'FailedPostStartHook', failure, container.name);
+        await this.killContainer(pod, { id, name: container.name, container }, `FailedPostStartHook`, undefined, false, failure);
+        throw new StartContainerError('PostStartHookError', failure);
+      }
+    }
+  }
+
+  /** Creates the empty host file the container's termination message is written to (0666: any user may write). */
+  private async terminationMessageFile(pod: IPod, container: IContainer, restartCount: number): Promise<string | undefined> {
+    if (!this.rootDir) return undefined;
+    const dir = join(this.podDir(pod.metadata!.uid!), 'containers', container.name);
+    await mkdir(dir, { recursive: true, mode: 0o750 });
+    const file = join(dir, `${restartCount}-${randomBytes(4).toString('hex')}`);
+    await writeFile(file, '', { mode: 0o666 });
+    await chmod(file, 0o666);
+    return file;
+  }
+
+  private podDir(uid: string): string {
+    return join(this.rootDir!, 'pods', uid);
+  }
+
+  /**
+   * Runs a lifecycle hook (exec, httpGet or sleep); returns the failure
+   * message in the kubelet's words, or undefined when the hook succeeded.
+   */
+  private async runHook(
+    hook: ILifecycleHandler,
+    pod: IPod,
+    container: IContainer,
+    containerId: string,
+    sandboxId: string | undefined,
+    timeoutSeconds: number,
+  ): Promise<string | undefined> {
+    const what = hook.exec ? `Exec lifecycle hook (${JSON.stringify(hook.exec.command ?? [])})` : hook.httpGet ? `HTTP lifecycle hook (${hook.httpGet.path ?? '/'})` : 'Sleep lifecycle hook';
+    const m = pod.metadata!;
+    try {
+      const podIP = hook.httpGet && !hook.httpGet.host ? await this.podIP(pod, sandboxId) : undefined;
+      const outcome = await runHandler(hook as Handler, { runtime: this.runtime, clock: this.clock, containerId, container, podIP, timeoutSeconds });
+      if (outcome.result !== 'failure') return undefined;
+      return `${what} for Container "${container.name}" in Pod "${m.name}_${m.namespace}(${m.uid})" failed - error: ${outcome.output.trim()}`;
+    } catch (err) {
+      return `${what} for Container "${container.name}" in Pod "${m.name}_${m.namespace}(${m.uid})" failed - error: ${errorMessage(err)}`;
+    }
+  }
+
+  /** The pod IP a hook's httpGet reaches: the sandbox's, or the host's for host-network pods. */
+  private async podIP(pod: IPod, sandboxId: string | undefined): Promise<string | undefined> {
+    if (pod.spec?.hostNetwork) return this.hostIP ?? '127.0.0.1';
+    if (!sandboxId) return undefined;
+    const res = await ignoreNotFound(this.runtime.podSandboxStatus(sandboxId));
+    return res?.status?.network?.ip || undefined;
   }
 
   /** Keeps only the newest dead instance of a container (MaxPerPodContainer 1). */
@@ -258,14 +369,33 @@ export class RuntimeManager {
     }
   }
 
-  private gracePeriod(pod: IPod, override?: number): number {
-    const grace = override ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-    return Math.max(grace, MINIMUM_GRACE_PERIOD_SECONDS);
-  }
-
-  async killContainer(pod: IPod, containerId: string, name: string, message: string, gracePeriodOverride?: number): Promise<void> {
-    this.events.record(podRef(pod), 'Normal', 'Killing', message || `Stopping container ${name}`, name);
-    await ignoreNotFound(this.runtime.stopContainer(containerId, this.gracePeriod(pod, gracePeriodOverride)));
+  /**
+   * The kubelet's killContainer: the Killing event, the preStop hook within
+   * the grace period, then StopContainer with what is left of it (at least
+   * 2 s), after which the runtime sends SIGKILL.
+   */
+  async killContainer(
+    pod: IPod,
+    target: KillTarget,
+    message: string,
+    gracePeriodOverride?: number,
+    probeKill = false,
+    terminationMessage?: string,
+  ): Promise<void> {
+    const spec = target.container ?? [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === target.name);
+    // A liveness or startup kill may carry its own grace period (probe-level terminationGracePeriodSeconds).
+    const probeGrace = probeKill ? (spec?.livenessProbe?.terminationGracePeriodSeconds ?? spec?.startupProbe?.terminationGracePeriodSeconds) : undefined;
+    let grace = gracePeriodOverride ?? probeGrace ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    this.events.record(podRef(pod), 'Normal', 'Killing', message || `Stopping container ${target.name}`, target.name);
+    if (probeKill || terminationMessage) this.killMessages.set(target.id, terminationMessage ?? message);
+    const preStop = spec?.lifecycle?.preStop ?? parsePreStop(target.preStopJSON);
+    if (preStop && grace > 0) {
+      const started = this.clock.now();
+      const failure = await this.runHook(preStop, pod, spec ?? { name: target.name }, target.id, undefined, grace);
+      if (failure) this.events.record(podRef(pod), 'Warning', 'FailedPreStopHook', failure, target.name);
+      grace -= Math.floor((this.clock.now() - started) / 1000);
+    }
+    await ignoreNotFound(this.runtime.stopContainer(target.id, Math.max(grace, MINIMUM_GRACE_PERIOD_SECONDS)));
   }
 
   /** Stops every running container, then the sandboxes (the kubelet's KillPod). */
@@ -274,8 +404,8 @@ export class RuntimeManager {
     // App containers first, then sidecars, as the kubelet orders termination.
     const apps = running.filter((c) => c.kind !== 'sidecar');
     const sidecars = running.filter((c) => c.kind === 'sidecar');
-    await Promise.all(apps.map((c) => this.killContainer(pod, c.id, c.name, `Stopping container ${c.name}`, gracePeriodOverride)));
-    await Promise.all(sidecars.map((c) => this.killContainer(pod, c.id, c.name, `Stopping container ${c.name}`, gracePeriodOverride)));
+    await Promise.all(apps.map((c) => this.killContainer(pod, c, `Stopping container ${c.name}`, gracePeriodOverride)));
+    await Promise.all(sidecars.map((c) => this.killContainer(pod, c, `Stopping container ${c.name}`, gracePeriodOverride)));
     for (const sandbox of status.sandboxes) {
       if (sandbox.state !== 'ready') continue;
       await ignoreNotFound(this.runtime.stopPodSandbox(sandbox.id));
@@ -319,16 +449,78 @@ export class RuntimeManager {
     for (const name of new Set(status.containers.map((c) => c.name))) await this.pruneDeadContainers(status, name);
   }
 
-  /** Removes every container and sandbox of a pod that was killed. */
+  /** Removes every container and sandbox of a pod that was killed, and its host state. */
   async removePod(status: RuntimePodStatus): Promise<void> {
     for (const c of status.containers) {
       await ignoreNotFound(this.runtime.removeContainer(c.id));
+      this.killMessages.delete(c.id);
+      this.terminationMessages.delete(c.id);
     }
     for (const s of status.sandboxes) {
       await ignoreNotFound(this.runtime.stopPodSandbox(s.id));
       await ignoreNotFound(this.runtime.removePodSandbox(s.id));
     }
+    if (this.rootDir && status.uid) await rm(this.podDir(status.uid), { recursive: true, force: true });
   }
+}
+
+function parsePreStop(json: string | undefined): ILifecycleHandler | undefined {
+  if (!json) return undefined;
+  try {
+    return JSON.parse(json) as ILifecycleHandler;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The first bytes of a file, as text; '' when it cannot be read. */
+async function readHead(path: string, max: number): Promise<string> {
+  try {
+    const fh = await open(path, 'r');
+    try {
+      const buf = Buffer.alloc(max);
+      const { bytesRead } = await fh.read(buf, 0, max, 0);
+      return buf.subarray(0, bytesRead).toString();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return '';
+  }
+}
+
+/** The messages of the last lines of a CRI log file (partial lines joined), bounded in bytes and lines. */
+export async function readLogTail(path: string, maxBytes: number, maxLines: number): Promise<string> {
+  let text: string;
+  try {
+    const fh = await open(path, 'r');
+    try {
+      const { size } = await fh.stat();
+      // Read a little more than kept: CRI prefixes take room too.
+      const want = Math.min(size, maxBytes * 4 + 4096);
+      const buf = Buffer.alloc(want);
+      await fh.read(buf, 0, want, size - want);
+      text = buf.toString();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return '';
+  }
+  const lines: string[] = [];
+  let partial = '';
+  for (const raw of text.split('\n')) {
+    const m = /^\S+ (?:stdout|stderr) ([FP]) (.*)$/.exec(raw);
+    if (!m) continue;
+    partial += m[2];
+    if (m[1] === 'F') {
+      lines.push(partial);
+      partial = '';
+    }
+  }
+  let out = lines.slice(-maxLines).join('\n');
+  if (Buffer.byteLength(out) > maxBytes) out = Buffer.from(out).subarray(-maxBytes).toString();
+  return out;
 }
 
 export function podRef(pod: IPod): PodRef {
@@ -374,6 +566,7 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
     message: status?.message || undefined,
     specJSON: annotations[L.CONTAINER_SPEC_ANNOTATION],
     terminationGracePeriod: Number(annotations[L.POD_TERMINATION_GRACE_PERIOD_ANNOTATION]) || undefined,
+    preStopJSON: annotations[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION],
     kind: kind === 'init' || kind === 'sidecar' ? kind : 'app',
     logPath: status?.logPath || undefined,
   };

@@ -27,6 +27,8 @@ export interface RuntimeContainerStatus {
   logPath?: string;
   /** The pod's grace period when this container was created (seconds). */
   terminationGracePeriod?: number;
+  /** The preStop handler recorded at creation (JSON), for pods known only from the runtime. */
+  preStopJSON?: string;
 }
 
 export interface RuntimeSandboxStatus {

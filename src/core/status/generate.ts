@@ -14,9 +14,9 @@ export interface StatusInputs {
   /** Per container name: why the last attempt to start it did not succeed. */
   waitingReason?: (containerName: string) => WaitingReason | undefined;
   /** Readiness probe verdict; undefined when the container has no readiness probe. */
-  ready?: (containerId: string) => boolean | undefined;
+  ready?: (containerId: string, container: IContainer) => boolean | undefined;
   /** Startup probe verdict; undefined when the container has no startup probe. */
-  started?: (containerId: string) => boolean | undefined;
+  started?: (containerId: string, container: IContainer) => boolean | undefined;
   /** The status last reported, to keep startTime and transition times stable. */
   previous?: IPodStatus;
   hostIP?: string;
@@ -46,6 +46,8 @@ function containerStatusFor(
   runtime: RuntimePodStatus,
   inputs: StatusInputs,
   runtimeName: string,
+  /** ContainerCreating, or PodInitializing while init containers have not finished. */
+  defaultWaiting: string,
 ): IContainerStatus {
   // Instances of this container, newest first.
   const instances = runtime.containers.filter((c) => c.name === container.name).sort(newerFirst);
@@ -60,7 +62,7 @@ function containerStatusFor(
     started: false,
   };
   if (!newest) {
-    status.state = { waiting: { reason: waiting?.reason ?? 'ContainerCreating', message: waiting?.message } };
+    status.state = { waiting: { reason: waiting?.reason ?? defaultWaiting, message: waiting?.message } };
     return status;
   }
   status.containerID = `${runtimeName}://${newest.id}`;
@@ -71,9 +73,9 @@ function containerStatusFor(
   switch (newest.state) {
     case 'running': {
       status.state = { running: { startedAt: iso(newest.startedAt) } };
-      const started = inputs.started?.(newest.id);
+      const started = inputs.started?.(newest.id, container);
       status.started = started ?? true;
-      status.ready = status.started && (inputs.ready?.(newest.id) ?? true);
+      status.ready = status.started && (inputs.ready?.(newest.id, container) ?? true);
       if (previousExited) status.lastState = terminatedState(previousExited, runtimeName);
       break;
     }
@@ -88,7 +90,7 @@ function containerStatusFor(
       }
       break;
     default:
-      status.state = { waiting: { reason: waiting?.reason ?? 'ContainerCreating', message: waiting?.message } };
+      status.state = { waiting: { reason: waiting?.reason ?? defaultWaiting, message: waiting?.message } };
       if (previousExited) status.lastState = terminatedState(previousExited, runtimeName);
   }
   return status;
@@ -111,8 +113,12 @@ export function generatePodStatus(inputs: StatusInputs): IPodStatus {
   const { pod, runtime } = inputs;
   const spec = pod.spec!;
   const runtimeName = inputs.runtimeName ?? 'containerd';
-  const initStatuses = (spec.initContainers ?? []).map((c) => containerStatusFor(c, runtime, inputs, runtimeName));
-  const statuses = spec.containers.map((c) => containerStatusFor(c, runtime, inputs, runtimeName));
+  const inits = spec.initContainers ?? [];
+  const initStatuses = inits.map((c) => containerStatusFor(c, runtime, inputs, runtimeName, 'PodInitializing'));
+  // Until an app container exists, initialization is what the pod waits for.
+  const appStarted = spec.containers.some((c) => runtime.containers.some((r) => r.name === c.name));
+  const appDefault = inits.length > 0 && !appStarted ? 'PodInitializing' : 'ContainerCreating';
+  const statuses = spec.containers.map((c) => containerStatusFor(c, runtime, inputs, runtimeName, appDefault));
   const phase: PodPhase = getPhase(spec, statuses, initStatuses);
   const now = new Date(inputs.now).toISOString();
   const previous = inputs.previous?.conditions;
@@ -122,7 +128,9 @@ export function generatePodStatus(inputs: StatusInputs): IPodStatus {
     if (c.restartPolicy === 'Always') return s.started === true;
     return s.state?.terminated?.exitCode === 0 || (phase === 'Running' && !s.state?.waiting);
   });
-  const notReady = statuses.filter((s) => !s.ready).map((s) => s.name);
+  // Sidecars count toward readiness, as app containers do (kubelet 1.29+).
+  const sidecarStatuses = initStatuses.filter((_, i) => inits[i]!.restartPolicy === 'Always');
+  const notReady = [...sidecarStatuses, ...statuses].filter((s) => !s.ready).map((s) => s.name);
   const containersReady = notReady.length === 0 && phase !== 'Succeeded' && phase !== 'Failed';
   const notReadyMessage = `containers with unready status: [${notReady.join(' ')}]`;
   const conditions: IPodCondition[] = [

@@ -13,7 +13,7 @@ import type { ImageServiceHandlers } from '../generated/runtime/v1/ImageService.
 import type { RuntimeCondition } from '../generated/runtime/v1/RuntimeCondition.js';
 import type { RuntimeServiceHandlers } from '../generated/runtime/v1/RuntimeService.js';
 import { normalizeImageRef, toCriImage } from './images.js';
-import { FakeCriError, RuntimeState, type ContainerRecord, type FakeContainer, type FakeSandbox, type SandboxRecord } from './state.js';
+import { FakeCriError, RuntimeState, type ContainerRecord, type ExecHandler, type FakeContainer, type FakeSandbox, type SandboxRecord } from './state.js';
 
 export interface FakeRuntimeOptions {
   clock?: Clock;
@@ -230,6 +230,14 @@ export class FakeRuntime {
   /** Replaces the default (commands like `sh -c 'exit 3'` or `true` exit at once); return undefined to keep running. */
   setContainerBehaviour(match: (config: ContainerConfig__Output) => { exitCode: number; afterMs?: number } | undefined): void {
     this.state.behaviour = match;
+  }
+
+  /**
+   * Decides what ExecSync answers (probes, hooks): return undefined to fall
+   * back to the commands the fake understands.
+   */
+  setExecHandler(handler: ExecHandler | undefined): void {
+    this.state.execHandler = handler;
   }
 
   setStatusConditions(conds: StatusCondition[]): void {

@@ -128,6 +128,9 @@ export class ContainerRecord implements FakeContainer {
   }
 }
 
+/** A test's say over ExecSync: the container's name and the command, or undefined for the default. */
+export type ExecHandler = (exec: { containerId: string; containerName: string; cmd: readonly string[] }) => { exitCode: number; stdout?: string } | undefined;
+
 export type ContainerBehaviour = (config: ContainerConfig__Output) => { exitCode: number; afterMs?: number } | undefined;
 
 /**
@@ -209,6 +212,7 @@ export class RuntimeState {
   private ipCounter = 1;
   private seedCounter = 0;
   behaviour: ContainerBehaviour = defaultBehaviour;
+  execHandler: ExecHandler | undefined;
   /** Set while someone listens: events are only built then. */
   eventSink: ((event: ContainerEventResponse) => void) | undefined;
 
@@ -594,8 +598,9 @@ export class RuntimeState {
     if (c.state !== 'CONTAINER_RUNNING') {
       throw new FakeCriError(Code.FAILED_PRECONDITION, `failed to exec in container: container is in ${c.state} state`);
     }
-    const result = interpretCommand(cmd) ?? { exitCode: 0, stdout: '' };
-    return { stdout: Buffer.from(result.stdout), stderr: Buffer.alloc(0), exitCode: result.exitCode };
+    const scripted = this.execHandler?.({ containerId: id, containerName: c.config?.metadata?.name ?? '', cmd });
+    const result = scripted ?? interpretCommand(cmd) ?? { exitCode: 0, stdout: '' };
+    return { stdout: Buffer.from(result.stdout ?? ''), stderr: Buffer.alloc(0), exitCode: result.exitCode };
   }
 
   requireContainer(id: string): FakeContainer {

@@ -1,0 +1,238 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { connect as netConnect } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import type { IContainer, IHTTPGetAction, IProbe } from 'kubernetes-models/v1';
+import type { Clock } from '../clock.js';
+import type { RuntimeService } from '../cri/client.js';
+import { isCriError } from '../cri/errors.js';
+import { errorMessage } from '../errors.js';
+
+/** What one run of a handler says (the kubelet's probe.Result; Warning counts as success). */
+export type HandlerResult = 'success' | 'warning' | 'failure';
+
+export interface HandlerOutcome {
+  result: HandlerResult;
+  /** The handler's output or the reason it failed, for events and messages. */
+  output: string;
+}
+
+/** The actions a probe or a lifecycle hook can name. */
+export type Handler = Pick<IProbe, 'exec' | 'httpGet' | 'tcpSocket' | 'grpc'> & { sleep?: { seconds: number } };
+
+export interface HandlerContext {
+  runtime: RuntimeService;
+  clock: Clock;
+  containerId: string;
+  container: IContainer;
+  /** The address httpGet, tcpSocket and grpc reach when the handler names no host: the pod IP. */
+  podIP?: string;
+  timeoutSeconds: number;
+}
+
+/** kubelet's probe User-Agent is "kube-probe/<major>.<minor>"; podctl names itself. */
+const USER_AGENT = 'podctl-probe/0.1';
+/** The kubelet reads at most 10 KiB of an HTTP probe's body. */
+const MAX_BODY_BYTES = 10 * 1024;
+const MAX_REDIRECTS = 10;
+
+/** Runs one exec, httpGet, tcpSocket, grpc or sleep action with the kubelet's success rules. */
+export async function runHandler(handler: Handler, ctx: HandlerContext): Promise<HandlerOutcome> {
+  if (handler.exec) return runExec(handler.exec.command ?? [], ctx);
+  if (handler.httpGet) return runHttpGet(handler.httpGet, ctx);
+  if (handler.tcpSocket) {
+    const host = handler.tcpSocket.host || ctx.podIP;
+    return runTcp(host, resolvePort(handler.tcpSocket.port, ctx.container), ctx.timeoutSeconds);
+  }
+  if (handler.grpc) return runGrpc(ctx.podIP, handler.grpc.port, handler.grpc.service ?? '', ctx.timeoutSeconds);
+  if (handler.sleep) {
+    await new Promise<void>((resolve) => ctx.clock.setTimeout(resolve, handler.sleep!.seconds * 1000));
+    return { result: 'success', output: '' };
+  }
+  return { result: 'failure', output: 'missing probe handler' };
+}
+
+async function runExec(command: string[], ctx: HandlerContext): Promise<HandlerOutcome> {
+  try {
+    const res = await ctx.runtime.execSync(ctx.containerId, command, ctx.timeoutSeconds);
+    const output = `${Buffer.from(res.stdout ?? []).toString()}${Buffer.from(res.stderr ?? []).toString()}`;
+    if (res.exitCode === 0) return { result: 'success', output };
+    return { result: 'failure', output: output.trim() || `command ${JSON.stringify(command)} exited with ${res.exitCode}` };
+  } catch (err) {
+    // A runtime-side timeout is a failed probe, as the kubelet's ExecProbeTimeout makes it.
+    if (isCriError(err, grpc.status.DEADLINE_EXCEEDED) || /timeout|deadline exceeded/i.test(errorMessage(err))) {
+      return { result: 'failure', output: `command ${JSON.stringify(command)} timed out` };
+    }
+    throw err;
+  }
+}
+
+/** A port by number or by the name of one of the container's ports. */
+export function resolvePort(port: number | string | undefined, container: IContainer): number {
+  if (typeof port === 'number') return port;
+  if (port !== undefined && /^\d+$/.test(port)) return Number(port);
+  const named = (container.ports ?? []).find((p) => p.name === port);
+  if (!named) throw new Error(`port "${String(port)}" is not a number and no port of container ${container.name} has that name`);
+  return named.containerPort;
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+async function runHttpGet(action: IHTTPGetAction, ctx: HandlerContext): Promise<HandlerOutcome> {
+  const host = action.host || ctx.podIP;
+  if (!host) return { result: 'failure', output: 'the pod has no IP address yet' };
+  const scheme = (action.scheme ?? 'HTTP').toLowerCase();
+  const port = resolvePort(action.port, ctx.container);
+  let path = action.path ?? '/';
+  if (!path.startsWith('/')) path = `/${path}`;
+  const headers: Record<string, string> = { 'User-Agent': USER_AGENT, Accept: '*/*' };
+  for (const h of action.httpHeaders ?? []) headers[h.name] = h.value;
+  let url = new URL(`${scheme}://${hostForUrl(host)}:${port}${path}`);
+  const deadline = Date.now() + ctx.timeoutSeconds * 1000;
+  for (let hop = 0; ; hop++) {
+    let res: { status: number; location?: string; body: string };
+    try {
+      res = await httpGetOnce(url, headers, Math.max(1, deadline - Date.now()));
+    } catch (err) {
+      return { result: 'failure', output: `Get "${url.href}": ${errorMessage(err)}` };
+    }
+    if (res.status >= 300 && res.status < 400 && res.location) {
+      const next = new URL(res.location, url);
+      // As the kubelet: follow redirects on the same host; a redirect elsewhere ends the probe with a warning.
+      if (next.hostname !== url.hostname || hop + 1 >= MAX_REDIRECTS) {
+        return { result: 'warning', output: `Probe terminated redirects, Response body: ${res.body}` };
+      }
+      url = next;
+      continue;
+    }
+    if (res.status >= 200 && res.status < 400) return { result: 'success', output: res.body };
+    return { result: 'failure', output: `HTTP probe failed with statuscode: ${res.status}` };
+  }
+}
+
+function httpGetOnce(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number; location?: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const hostHeader = headers.Host ?? headers.host;
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(
+      url,
+      // The kubelet does not verify a probe's TLS certificate.
+      { method: 'GET', headers: { ...headers, ...(hostHeader ? { Host: hostHeader } : {}) }, rejectUnauthorized: false, agent: false },
+      (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (d: Buffer) => {
+          if (size < MAX_BODY_BYTES) chunks.push(d.subarray(0, MAX_BODY_BYTES - size));
+          size += d.length;
+        });
+        res.on('end', () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, location: res.headers.location, body: Buffer.concat(chunks).toString() });
+        });
+        res.on('error', reject);
+      },
+    );
+    const timer = setTimeout(() => req.destroy(new Error(`context deadline exceeded (Client.Timeout exceeded while awaiting headers)`)), timeoutMs);
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.end();
+  });
+}
+
+function runTcp(host: string | undefined, port: number, timeoutSeconds: number): Promise<HandlerOutcome> {
+  if (!host) return Promise.resolve({ result: 'failure', output: 'the pod has no IP address yet' });
+  return new Promise((resolve) => {
+    const socket = netConnect({ host, port });
+    const done = (outcome: HandlerOutcome) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(outcome);
+    };
+    const timer = setTimeout(() => done({ result: 'failure', output: `dial tcp ${hostForUrl(host)}:${port}: i/o timeout` }), timeoutSeconds * 1000);
+    socket.once('connect', () => done({ result: 'success', output: '' }));
+    socket.once('error', (err: NodeJS.ErrnoException) =>
+      done({ result: 'failure', output: `dial tcp ${hostForUrl(host)}:${port}: connect: ${err.code === 'ECONNREFUSED' ? 'connection refused' : err.message}` }),
+    );
+  });
+}
+
+// grpc.health.v1: HealthCheckRequest { string service = 1; }, HealthCheckResponse { ServingStatus status = 1; }.
+const SERVING_STATUS = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'];
+
+function encodeHealthRequest(service: string): Buffer {
+  const name = Buffer.from(service);
+  if (name.length === 0) return Buffer.alloc(0);
+  const len: number[] = [];
+  let n = name.length;
+  while (n > 0x7f) {
+    len.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
+  len.push(n);
+  return Buffer.concat([Buffer.from([0x0a, ...len]), name]);
+}
+
+/** Reads field 1 (a varint) of HealthCheckResponse; an empty message is UNKNOWN (0). */
+export function decodeHealthResponse(buf: Buffer): number {
+  let i = 0;
+  while (i < buf.length) {
+    const tag = buf[i++]!;
+    let value = 0;
+    let shift = 0;
+    if ((tag & 7) !== 0) return 0;
+    for (;;) {
+      const b = buf[i++]!;
+      value |= (b & 0x7f) << shift;
+      shift += 7;
+      if (!(b & 0x80)) break;
+    }
+    if (tag >> 3 === 1) return value;
+  }
+  return 0;
+}
+
+const HealthClient = grpc.makeGenericClientConstructor(
+  {
+    Check: {
+      path: '/grpc.health.v1.Health/Check',
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (service: string) => encodeHealthRequest(service),
+      requestDeserialize: (b: Buffer) => b.toString(),
+      responseSerialize: (s: number) => Buffer.from([0x08, s]),
+      responseDeserialize: (b: Buffer) => decodeHealthResponse(b),
+    },
+  },
+  'Health',
+);
+
+function runGrpc(host: string | undefined, port: number, service: string, timeoutSeconds: number): Promise<HandlerOutcome> {
+  if (!host) return Promise.resolve({ result: 'failure', output: 'the pod has no IP address yet' });
+  const target = `${hostForUrl(host)}:${port}`;
+  const client = new HealthClient(target, grpc.credentials.createInsecure());
+  return new Promise((resolve) => {
+    const deadline = Date.now() + timeoutSeconds * 1000;
+    (client as unknown as { Check: (req: string, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: number) => void) => void }).Check(
+      service,
+      { deadline },
+      (err, res) => {
+        client.close();
+        if (err) {
+          const output =
+            err.code === grpc.status.DEADLINE_EXCEEDED
+              ? `timeout: health rpc did not complete within ${timeoutSeconds}s`
+              : err.code === grpc.status.UNAVAILABLE
+                ? `timeout: failed to connect service "${target}" within ${timeoutSeconds}s: ${err.details}`
+                : `error: health rpc probe failed: ${err.details || err.message}`;
+          resolve({ result: 'failure', output });
+          return;
+        }
+        const status = SERVING_STATUS[res ?? 0] ?? String(res);
+        resolve(res === 1 ? { result: 'success', output: '' } : { result: 'failure', output: `service unhealthy (responded with "${status}")` });
+      },
+    );
+  });
+}
