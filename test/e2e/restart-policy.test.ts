@@ -6,7 +6,7 @@ import type { CriClient } from '../../src/core/cri/client.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir, waitForStatus } from '../support/e2e.js';
 
 let client: CriClient;
 let kubelet: Kubelet;
@@ -21,24 +21,7 @@ function pod(name: string, restartPolicy: string, script: string): IPod {
 }
 
 /** Resolves with the first status of the pod that satisfies cond. */
-function waitFor(p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<IPodStatus> {
-  return new Promise((resolve, reject) => {
-    const current = kubelet.statuses.get(p.metadata!.uid!);
-    if (current && cond(current)) return resolve(current);
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`timed out; last status of ${p.metadata!.name}: ${JSON.stringify(kubelet.statuses.get(p.metadata!.uid!)?.containerStatuses)}`));
-    }, timeoutMs);
-    const stop = kubelet.observe({
-      onStatus: ({ pod, status }) => {
-        if (pod.metadata!.uid !== p.metadata!.uid || !cond(status)) return;
-        clearTimeout(timer);
-        stop();
-        resolve(status);
-      },
-    });
-  });
-}
+const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number) => waitForStatus(kubelet, p, cond, timeoutMs);
 
 const app = (s: IPodStatus) => s.containerStatuses![0]!;
 

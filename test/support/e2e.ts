@@ -1,9 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { CriClient } from '../../src/core/cri/client.js';
 import { embeddedEndpoint } from '../../src/core/embedded/index.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
 import { MANAGED_BY_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 
 /** The endpoint end-to-end tests run against: the embedded containerd unless told otherwise. */
@@ -48,3 +50,46 @@ export function podctl(args: string[], opts: { input?: string; env?: NodeJS.Proc
 }
 
 export const managedSelector = { [MANAGED_BY_LABEL]: 'podctl' };
+
+/** Resolves with the first status of the pod that satisfies cond (already current, or reported later). */
+export function waitForStatus(kubelet: Kubelet, p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<IPodStatus> {
+  return new Promise((resolve, reject) => {
+    const current = kubelet.statuses.get(p.metadata!.uid!);
+    if (current && cond(current)) return resolve(current);
+    const timer = setTimeout(() => {
+      stop();
+      reject(new Error(`timed out; last status of ${p.metadata!.name}: ${JSON.stringify(kubelet.statuses.get(p.metadata!.uid!))}`));
+    }, timeoutMs);
+    const stop = kubelet.observe({
+      onStatus: ({ pod, status }) => {
+        if (pod.metadata!.uid !== p.metadata!.uid || !cond(status)) return;
+        clearTimeout(timer);
+        stop();
+        resolve(status);
+      },
+    });
+  });
+}
+
+/** The messages of a container instance's CRI log (partial lines joined); [] when there is none yet. */
+export function containerLogLines(logRoot: string, p: IPod, container: string, restartCount = 0): string[] {
+  const m = p.metadata!;
+  let text: string;
+  try {
+    text = readFileSync(join(logRoot, `${m.namespace}_${m.name}_${m.uid}`, container, `${restartCount}.log`), 'utf8');
+  } catch {
+    return [];
+  }
+  const lines: string[] = [];
+  let partial = '';
+  for (const raw of text.split('\n')) {
+    const match = /^\S+ (?:stdout|stderr) ([FP]) (.*)$/.exec(raw);
+    if (!match) continue;
+    partial += match[2];
+    if (match[1] === 'F') {
+      lines.push(partial);
+      partial = '';
+    }
+  }
+  return lines;
+}

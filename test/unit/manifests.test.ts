@@ -216,3 +216,38 @@ test('property: arbitrary documents never throw and never yield a pod alongside 
     { numRuns: 1000 },
   );
 });
+
+test('probes and lifecycle hooks: one handler each, valid thresholds and ports, none on plain init containers', () => {
+  const text = `apiVersion: v1
+kind: Pod
+metadata: {name: probes}
+spec:
+  initContainers:
+  - name: setup
+    image: busybox:1.36
+    readinessProbe: {exec: {command: ["true"]}}
+  - name: side
+    image: busybox:1.36
+    restartPolicy: Always
+    readinessProbe: {tcpSocket: {port: 8080}}
+    lifecycle: {preStop: {sleep: {seconds: 2}}}
+  containers:
+  - name: app
+    image: busybox:1.36
+    ports: [{name: web, containerPort: 8080}]
+    livenessProbe: {exec: {command: ["true"]}, httpGet: {port: web}, successThreshold: 2}
+    readinessProbe: {httpGet: {port: http}, periodSeconds: 0}
+    startupProbe: {tcpSocket: {port: 70000}}
+    lifecycle: {postStart: {tcpSocket: {port: web}}, preStop: {}}
+`;
+  assert.deepEqual(problemsOf(text), [
+    'error doc1 spec.initContainers[0].readinessProbe: init containers may not have probes; only sidecars (restartPolicy: Always) and app containers may',
+    'error doc1 spec.containers[0].livenessProbe: expected exactly one of exec, httpGet, tcpSocket, grpc; got exec and httpGet',
+    'error doc1 spec.containers[0].livenessProbe.successThreshold: 2 is invalid; must be 1 for liveness and startup probes',
+    'error doc1 spec.containers[0].readinessProbe.httpGet.port: "http" is neither a number nor the name of one of this container\'s ports',
+    'error doc1 spec.containers[0].readinessProbe.periodSeconds: 0 is invalid; expected 1 or more',
+    'error doc1 spec.containers[0].startupProbe.tcpSocket.port: 70000 is out of range; expected 1-65535',
+    'error doc1 spec.containers[0].lifecycle.postStart.tcpSocket: TCPSocket lifecycle hooks are deprecated and never run; use exec, httpGet or sleep',
+    'error doc1 spec.containers[0].lifecycle.preStop: expected exactly one of exec, httpGet, sleep, tcpSocket',
+  ]);
+});

@@ -179,6 +179,60 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
       if (!isObject(m)) return;
       if (typeof m.name === 'string' && !volumes.has(m.name)) err(`${path}.volumeMounts[${j}].name`, `volume "${m.name}" is not defined in spec.volumes`);
     });
+    const sidecar = isInit && c.restartPolicy === 'Always';
+    for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
+      const probe = c[kind] as unknown;
+      if (probe === undefined || !isObject(probe)) continue;
+      if (isInit && !sidecar) {
+        err(`${path}.${kind}`, 'init containers may not have probes; only sidecars (restartPolicy: Always) and app containers may');
+        continue;
+      }
+      checkHandler(probe as Record<string, unknown>, `${path}.${kind}`, ['exec', 'httpGet', 'tcpSocket', 'grpc'], c);
+      const pr = probe as Record<string, unknown>;
+      for (const f of ['periodSeconds', 'timeoutSeconds', 'successThreshold', 'failureThreshold'] as const) {
+        if (typeof pr[f] === 'number' && (pr[f] as number) < 1) err(`${path}.${kind}.${f}`, `${pr[f] as number} is invalid; expected 1 or more`);
+      }
+      if (typeof pr.initialDelaySeconds === 'number' && pr.initialDelaySeconds < 0) err(`${path}.${kind}.initialDelaySeconds`, 'expected 0 or more seconds');
+      if (kind !== 'readinessProbe' && typeof pr.successThreshold === 'number' && pr.successThreshold !== 1) {
+        err(`${path}.${kind}.successThreshold`, `${pr.successThreshold} is invalid; must be 1 for liveness and startup probes`);
+      }
+      if (kind === 'readinessProbe' && pr.terminationGracePeriodSeconds !== undefined) {
+        err(`${path}.${kind}.terminationGracePeriodSeconds`, 'only liveness and startup probes may set it');
+      }
+    }
+    const lifecycle = c.lifecycle as unknown;
+    if (isObject(lifecycle)) {
+      if (isInit && !sidecar) err(`${path}.lifecycle`, 'init containers may not have lifecycle hooks; only sidecars (restartPolicy: Always) and app containers may');
+      else {
+        for (const hook of ['postStart', 'preStop'] as const) {
+          const h = (lifecycle as Record<string, unknown>)[hook];
+          if (isObject(h)) checkHandler(h as Record<string, unknown>, `${path}.lifecycle.${hook}`, ['exec', 'httpGet', 'sleep', 'tcpSocket'], c);
+        }
+      }
+    }
+  };
+  /** Exactly one action, and a port that resolves (by number, or by a name the container declares). */
+  const checkHandler = (h: Record<string, unknown>, path: string, allowed: string[], c: IContainer) => {
+    const set = allowed.filter((k) => h[k] !== undefined);
+    if (set.length === 0) err(path, `expected exactly one of ${allowed.join(', ')}`);
+    else if (set.length > 1) err(path, `expected exactly one of ${allowed.join(', ')}; got ${set.join(' and ')}`);
+    if (h.tcpSocket !== undefined && path.includes('.lifecycle.')) {
+      err(`${path}.tcpSocket`, 'TCPSocket lifecycle hooks are deprecated and never run; use exec, httpGet or sleep');
+    }
+    for (const action of ['httpGet', 'tcpSocket', 'grpc'] as const) {
+      const a = h[action];
+      if (!isObject(a)) continue;
+      const port = (a as { port?: unknown }).port;
+      const names = (Array.isArray(c.ports) ? c.ports : []).map((p) => (isObject(p) ? p.name : undefined));
+      if (typeof port === 'number' && (port < 1 || port > 65535)) err(`${path}.${action}.port`, `${port} is out of range; expected 1-65535`);
+      else if (typeof port === 'string' && !/^\d+$/.test(port) && !names.includes(port)) {
+        err(`${path}.${action}.port`, `"${port}" is neither a number nor the name of one of this container's ports`);
+      } else if (port === undefined) err(`${path}.${action}.port`, 'required; expected a port number or the name of a container port');
+    }
+    const sleep = h.sleep;
+    if (isObject(sleep) && typeof (sleep as { seconds?: unknown }).seconds === 'number' && (sleep as { seconds: number }).seconds < 0) {
+      err(`${path}.sleep.seconds`, 'expected 0 or more seconds');
+    }
   };
   inits.forEach((c, i) => check(c, `spec.initContainers[${i}]`, true));
   containers.forEach((c, i) => check(c, `spec.containers[${i}]`, false));
