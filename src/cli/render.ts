@@ -1,6 +1,7 @@
 import Table from 'cli-table3';
 import yaml from 'js-yaml';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import type { PodEvent } from '../core/events.js';
 
 /** kubectl's READY column: ready/total app containers. */
 export function readyColumn(pod: IPod, status: IPodStatus | undefined): string {
@@ -83,4 +84,19 @@ export function statusLine(pod: IPod, status: IPodStatus, now = new Date()): str
     })
     .join(' ');
   return `${now.toISOString().slice(11, 19)} ${pod.metadata!.namespace}/${pod.metadata!.name}  ${displayStatus(pod, status)}  ${readyColumn(pod, status)}  ${containers}`;
+}
+
+/**
+ * The events run and watch print as lines: a warning the first time it
+ * happens (repeats only bump its count), and a kill that restarts a
+ * container (liveness, startup, definition change).
+ */
+export function eventWorthALine(e: PodEvent): boolean {
+  if (e.count !== 1) return false;
+  if (e.type === 'Warning') return e.reason !== 'BackOff';
+  return e.reason === 'Killing' && e.message.endsWith('will be restarted');
+}
+
+export function eventLine(e: PodEvent, now = new Date()): string {
+  return `${now.toISOString().slice(11, 19)} ${e.namespace}/${e.name}  ${e.type === 'Warning' ? 'Warning ' : ''}${e.reason}${e.container ? ` ${e.container}` : ''}: ${e.message}`;
 }

@@ -3,7 +3,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
-import { renderResultTable, statusLine } from '../cli/render.js';
+import { eventLine, eventWorthALine, renderResultTable, statusLine } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
@@ -58,6 +58,7 @@ changes nothing.`;
         process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
       },
     });
+    kubelet.events.subscribe((e) => eventWorthALine(e) && process.stderr.write(`${eventLine(e)}\n`));
     loop.start();
     loop.addPods(admitted);
 

@@ -4,7 +4,7 @@ import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
-import { statusLine } from '../cli/render.js';
+import { eventLine, eventWorthALine, statusLine } from '../cli/render.js';
 import { podTable } from '../cli/table.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
@@ -109,6 +109,12 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
         process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
       },
       onTerminated: (pod) => this.log(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}  terminated and removed`),
+    });
+
+    kubelet.events.subscribe((e) => {
+      if (!eventWorthALine(e)) return;
+      if (live) redraw();
+      else process.stderr.write(`${eventLine(e)}\n`);
     });
 
     const sources: { start(): void; stop(): void }[] = [];
