@@ -20,14 +20,20 @@ async function readStdin(): Promise<string> {
 
 /**
  * The kubelet's admission, for what one node can check before running
- * anything: two pods may not claim the same host port.
+ * anything: two pods may not claim the same host port, and privileged
+ * containers need --allow-privileged.
  */
-export function admitPods(pods: IPod[]): { admitted: IPod[]; rejected: { pod: IPod; message: string }[] } {
+export function admitPods(pods: IPod[], opts: { allowPrivileged?: boolean } = {}): { admitted: IPod[]; rejected: { pod: IPod; message: string }[] } {
   const claimed = new Map<string, string>();
   const admitted: IPod[] = [];
   const rejected: { pod: IPod; message: string }[] = [];
   for (const pod of pods) {
     const name = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+    const privileged = [...(pod.spec!.initContainers ?? []), ...pod.spec!.containers].find((c) => c.securityContext?.privileged);
+    if (privileged && !opts.allowPrivileged) {
+      rejected.push({ pod, message: `container ${privileged.name} is privileged; pass --allow-privileged to run privileged containers` });
+      continue;
+    }
     const ports = pod.spec!.containers.flatMap((c) => (c.ports ?? []).filter((p) => p.hostPort).map((p) => `${p.protocol ?? 'TCP'}/${p.hostIP ?? '0.0.0.0'}:${p.hostPort}`));
     const conflict = ports.find((p) => claimed.has(p));
     if (conflict) {

@@ -15,6 +15,7 @@ export const nodeFlags = {
     default: DEFAULT_LOG_ROOT,
   }),
   'node-name': Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() }),
+  'allow-privileged': Flags.boolean({ summary: 'Allow privileged containers (securityContext.privileged: true); refused otherwise.' }),
   'root-dir': Flags.string({
     summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the status socket of watch.',
     default: DEFAULT_ROOT_DIR,
@@ -32,7 +33,7 @@ export function hostIP(): string | undefined {
 
 export function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string },
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean },
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics'>> = {},
 ): Kubelet {
@@ -43,6 +44,7 @@ export function buildKubelet(
     clock: realClock,
     logRoot: flags['log-root'],
     rootDir: flags['root-dir'],
+    allowPrivileged: flags['allow-privileged'] ?? false,
     nodeName: flags['node-name'],
     hostIP: hostIP(),
     runtimeName,

@@ -39,7 +39,8 @@ changes nothing.`;
     const { client } = await connect(flags);
     const version = await client.version();
     const kubelet = buildKubelet(client, flags, version.runtimeName);
-    const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod));
+    kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets });
+    const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), { allowPrivileged: flags['allow-privileged'] });
     for (const r of rejected) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 

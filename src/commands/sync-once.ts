@@ -38,7 +38,8 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
     try {
       const version = await client.version();
       const kubelet = buildKubelet(client, flags, version.runtimeName);
-      const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod));
+      kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets });
+      const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), { allowPrivileged: flags['allow-privileged'] });
       const spinner = process.stderr.isTTY && flags.output === 'table' ? ora({ text: `Running ${admitted.length} pod(s)…`, stream: process.stderr }).start() : undefined;
       const running = new Set<string>();
       const results = await runOnce(kubelet, admitted, {

@@ -13,6 +13,7 @@ import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { SyncLoop } from '../core/loop.js';
 import { Metrics } from '../core/metrics.js';
+import type { SourceObjects } from '../core/objects.js';
 import { startStatusServer } from '../core/status/server.js';
 
 export class Watch extends PodctlCommand {
@@ -127,7 +128,10 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
           nodeName: flags['node-name'],
           clock: realClock,
           resyncMs: parseDuration(flags['file-check-frequency'], '--file-check-frequency'),
-          onSnapshot: (pods: IPod[]) => merger.merge('file', pods),
+          onSnapshot: (pods: IPod[], objects: SourceObjects) => {
+            kubelet.objects.set('file', objects);
+            merger.merge('file', pods);
+          },
           onError: (e) => onError(e),
         }),
       );
@@ -141,7 +145,10 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
           nodeName: flags['node-name'],
           clock: realClock,
           pollMs: parseDuration(flags['http-check-frequency'], '--http-check-frequency'),
-          onSnapshot: (pods: IPod[]) => merger.merge('http', pods),
+          onSnapshot: (pods: IPod[], objects: SourceObjects) => {
+            kubelet.objects.set('http', objects);
+            merger.merge('http', pods);
+          },
           onError: (e) => onError(e),
         }),
       );

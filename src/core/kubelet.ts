@@ -6,6 +6,7 @@ import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
 import { EventRecorder } from './events.js';
+import { ObjectStore } from './objects.js';
 import type { Metrics } from './metrics.js';
 import { EventedPleg } from './pleg/evented.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
@@ -26,8 +27,10 @@ export interface KubeletOptions {
   resyncIntervalMs?: number;
   /** 'watch' or 'run': recorded on sandboxes; housekeeping touches only its own agent's. */
   agent?: string;
-  /** Per-pod state on the host (termination-message files): <rootDir>/pods/<uid>. None: no such files. */
+  /** Per-pod state on the host (volumes, termination-message files, /etc/hosts): <rootDir>/pods/<uid>. None: no such files and no volumes. */
   rootDir?: string;
+  /** Privileged containers run only when set (the kubelet's old --allow-privileged). */
+  allowPrivileged?: boolean;
   metrics?: Metrics;
 }
 
@@ -71,6 +74,8 @@ export class Kubelet {
   readonly events: EventRecorder;
   /** Liveness, readiness and startup probes of the desired pods. */
   readonly prober: ProberManager;
+  /** ConfigMaps and Secrets delivered by the sources, for env and volumes. */
+  readonly objects = new ObjectStore();
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   /** When each pod was added, until it first ran (pod start latency). */
   private readonly addedAt = new Map<string, number>();
@@ -90,6 +95,8 @@ export class Kubelet {
       agent: opts.agent,
       events: this.events,
       hostIP: opts.hostIP,
+      objects: this.objects,
+      allowPrivileged: opts.allowPrivileged,
     });
     this.prober = new ProberManager({
       clock: opts.clock,

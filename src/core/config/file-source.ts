@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from '../clock.js';
 import { formatProblem, isManifestFileName, parseManifestText } from '../pod/index.js';
+import { NO_OBJECTS, type SourceObjects } from '../objects.js';
 
 export interface SourceError {
   source: string;
@@ -18,7 +19,8 @@ export interface FileSourceOptions {
   clock: Clock;
   /** The safety-net re-read (--file-check-frequency, 20 s). */
   resyncMs?: number;
-  onSnapshot(pods: IPod[]): void;
+  /** The pods of every file, and the ConfigMaps and Secrets they carry. */
+  onSnapshot(pods: IPod[], objects: SourceObjects): void;
   onError(err: SourceError): void;
   /** React to changes at once with fs.watch (default); the periodic re-read stays. */
   watch?: boolean;
@@ -27,6 +29,7 @@ export interface FileSourceOptions {
 interface FileState {
   /** Pods of the last good version of the file. */
   pods: IPod[];
+  objects: SourceObjects;
   /** The error last reported for it, so each is said once. */
   error?: string;
 }
@@ -98,7 +101,7 @@ export class FileSource {
     const seen = new Set<string>();
     for (const file of names) {
       seen.add(file);
-      const state = this.files.get(file) ?? { pods: [] };
+      const state = this.files.get(file) ?? { pods: [], objects: NO_OBJECTS };
       this.files.set(file, state);
       let text: string;
       try {
@@ -120,10 +123,15 @@ export class FileSource {
         continue;
       }
       state.pods = parsed.pods.map((p) => p.pod);
+      state.objects = { configMaps: parsed.configMaps, secrets: parsed.secrets };
       state.error = undefined;
     }
     for (const file of [...this.files.keys()]) if (!seen.has(file)) this.files.delete(file);
-    this.opts.onSnapshot([...this.files.values()].flatMap((s) => s.pods));
+    const files = [...this.files.values()];
+    this.opts.onSnapshot(
+      files.flatMap((s) => s.pods),
+      { configMaps: files.flatMap((s) => s.objects.configMaps), secrets: files.flatMap((s) => s.objects.secrets) },
+    );
     this.schedule();
   }
 

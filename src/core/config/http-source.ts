@@ -1,6 +1,7 @@
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from '../clock.js';
 import { formatProblem, parseManifestText } from '../pod/index.js';
+import { NO_OBJECTS, type SourceObjects } from '../objects.js';
 import type { SourceError } from './file-source.js';
 
 export interface HttpSourceOptions {
@@ -12,7 +13,8 @@ export interface HttpSourceOptions {
   pollMs?: number;
   /** Per request (10 s). */
   timeoutMs?: number;
-  onSnapshot(pods: IPod[]): void;
+  /** The pods served, and the ConfigMaps and Secrets served with them. */
+  onSnapshot(pods: IPod[], objects: SourceObjects): void;
   onError(err: SourceError): void;
 }
 
@@ -26,6 +28,7 @@ export class HttpSource {
   private stopped = true;
   private lastError?: string;
   private lastGood?: IPod[];
+  private lastObjects: SourceObjects = NO_OBJECTS;
 
   constructor(private readonly opts: HttpSourceOptions) {}
 
@@ -49,13 +52,14 @@ export class HttpSource {
       if (errors.length) throw new Error(errors.map(formatProblem).join('\n'));
       this.lastError = undefined;
       this.lastGood = parsed.pods.map((p) => p.pod);
-      this.opts.onSnapshot(this.lastGood);
+      this.lastObjects = { configMaps: parsed.configMaps, secrets: parsed.secrets };
+      this.opts.onSnapshot(this.lastGood, this.lastObjects);
     } catch (err) {
       const message = `${(err as Error).message.startsWith(this.opts.url) ? '' : `${this.opts.url}: `}${(err as Error).message}${this.lastGood ? ' (keeping the last good pods)' : ''}`;
       if (message !== this.lastError) this.opts.onError({ source: 'http', file: this.opts.url, message });
       this.lastError = message;
       // Still a snapshot: the source has reported, and its last good pods stand.
-      this.opts.onSnapshot(this.lastGood ?? []);
+      this.opts.onSnapshot(this.lastGood ?? [], this.lastObjects);
     } finally {
       if (!this.stopped) this.timer = this.opts.clock.setTimeout(() => void this.poll(), this.opts.pollMs ?? 20_000);
     }

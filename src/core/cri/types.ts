@@ -39,6 +39,7 @@ export type { LinuxContainerResources as LinuxContainerResourcesInput } from './
 export type { LinuxContainerSecurityContext as LinuxContainerSecurityContextInput } from './generated/runtime/v1/LinuxContainerSecurityContext.js';
 export type { LinuxPodSandboxConfig as LinuxPodSandboxConfigInput } from './generated/runtime/v1/LinuxPodSandboxConfig.js';
 export type { DNSConfig as DNSConfigInput } from './generated/runtime/v1/DNSConfig.js';
+export type { SecurityProfile as SecurityProfileInput } from './generated/runtime/v1/SecurityProfile.js';
 export type { ContainerState__Output as ContainerState } from './generated/runtime/v1/ContainerState.js';
 export type { PodSandboxState__Output as PodSandboxState } from './generated/runtime/v1/PodSandboxState.js';
 export type { ContainerEventType__Output as ContainerEventType } from './generated/runtime/v1/ContainerEventType.js';

@@ -1,7 +1,10 @@
 import { join } from 'node:path';
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import type * as T from '../cri/types.js';
+import { totalmem } from 'node:os';
 import { bytes, milliCPU } from '../util/quantity.js';
+import { qosClass } from '../status/generate.js';
+import { expandCommand } from './env.js';
 import { canonicalJSON, hashContainer } from './hash.js';
 import * as L from './labels.js';
 
@@ -31,7 +34,7 @@ function namespaceOptions(pod: IPod): T.LinuxContainerSecurityContextInput['name
 }
 
 /** The kubelet's generatePodSandboxConfig. */
-export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, agent = 'run'): T.PodSandboxConfigInput {
+export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, agent = 'run', hostResolvConf?: string): T.PodSandboxConfigInput {
   const spec = pod.spec!;
   const id = podIdentity(pod);
   const portMappings: T.PortMappingInput[] = [];
@@ -48,14 +51,7 @@ export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, ag
   }
   const sc = spec.securityContext ?? {};
   const privileged = [...(spec.initContainers ?? []), ...spec.containers].some((c) => c.securityContext?.privileged === true);
-  let dnsConfig: T.DNSConfigInput | undefined;
-  if (spec.dnsPolicy === 'None' && spec.dnsConfig) {
-    dnsConfig = {
-      servers: spec.dnsConfig.nameservers ?? [],
-      searches: spec.dnsConfig.searches ?? [],
-      options: (spec.dnsConfig.options ?? []).map((o) => (o.value === undefined ? o.name ?? '' : `${o.name}:${o.value}`)),
-    };
-  }
+  const dnsConfig = dnsConfigFor(pod, hostResolvConf);
   return {
     metadata: { name: id.name, namespace: id.namespace, uid: id.uid, attempt },
     // As the kubelet: a host-network pod keeps the host's hostname (runc refuses to set one there).
@@ -77,6 +73,86 @@ export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, ag
       sysctls: Object.fromEntries((sc.sysctls ?? []).map((s) => [s.name, s.value])),
     },
   };
+}
+
+/** The kubelet's GetContainerOOMScoreAdjust (qos/policy.go): Guaranteed -997, BestEffort 1000, Burstable by its memory request. */
+export function oomScoreAdj(pod: IPod, container: IContainer, memoryCapacityBytes: number): number {
+  const qos = qosClass(pod);
+  if (qos === 'Guaranteed') return -997;
+  if (qos === 'BestEffort') return 1000;
+  const request = bytes(container.resources?.requests?.memory ?? container.resources?.limits?.memory) ?? 0;
+  const adj = Math.floor(1000 - (1000 * request) / Math.max(memoryCapacityBytes, 1));
+  if (adj < 3) return 3;
+  return adj === 1000 ? 999 : adj;
+}
+
+/** The cluster domain of pod FQDNs (hostname.subdomain.namespace.svc.<domain>), the kubelet's usual --cluster-domain. */
+export const CLUSTER_DOMAIN = 'cluster.local';
+
+/** nameserver, search and options lines of a resolv.conf. */
+export function parseResolvConf(text: string): { servers: string[]; searches: string[]; options: string[] } {
+  const out = { servers: [] as string[], searches: [] as string[], options: [] as string[] };
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/[#;].*$/, '').trim();
+    const [key, ...rest] = line.split(/\s+/);
+    if (key === 'nameserver' && rest[0]) out.servers.push(rest[0]);
+    else if (key === 'search' || key === 'domain') out.searches = rest;
+    else if (key === 'options') out.options.push(...rest);
+  }
+  return out;
+}
+
+/**
+ * The sandbox's DNS: None takes dnsConfig alone; every other policy starts
+ * from the host's resolv.conf (ClusterFirst has no cluster DNS to point at on
+ * one host, so it behaves as Default) with dnsConfig merged on top. Nothing
+ * to merge: undefined, and the runtime copies the host's file.
+ */
+export function dnsConfigFor(pod: IPod, hostResolvConf: string | undefined): T.DNSConfigInput | undefined {
+  const spec = pod.spec!;
+  const extra = spec.dnsConfig;
+  const opts = (list: { name?: string; value?: string }[] | undefined) => (list ?? []).map((o) => (o.value === undefined ? (o.name ?? '') : `${o.name}:${o.value}`));
+  if (spec.dnsPolicy === 'None') return { servers: extra?.nameservers ?? [], searches: extra?.searches ?? [], options: opts(extra?.options) };
+  if (!extra) return undefined;
+  const base = parseResolvConf(hostResolvConf ?? '');
+  const byName = new Map<string, string>();
+  for (const o of [...base.options, ...opts(extra.options)]) byName.set(o.split(':')[0]!, o);
+  return {
+    servers: [...new Set([...base.servers, ...(extra.nameservers ?? [])])],
+    searches: [...new Set([...base.searches, ...(extra.searches ?? [])])],
+    options: [...byName.values()],
+  };
+}
+
+/**
+ * The kubelet's managed /etc/hosts: localhost entries and the pod's own
+ * name (with its FQDN when it has a subdomain) for a pod-network pod, the
+ * host's file for a host-network one; hostAliases appended to either.
+ */
+export function managedHostsFile(pod: IPod, podIPs: string[], hostEtcHosts: string): string {
+  const spec = pod.spec!;
+  const m = pod.metadata!;
+  let text: string;
+  if (spec.hostNetwork) {
+    text = hostEtcHosts.endsWith('\n') || hostEtcHosts === '' ? hostEtcHosts : `${hostEtcHosts}\n`;
+  } else {
+    const hostname = (spec.hostname ?? m.name!).slice(0, 63);
+    const names = spec.subdomain ? `${hostname}.${spec.subdomain}.${m.namespace ?? 'default'}.svc.${CLUSTER_DOMAIN}\t${hostname}` : hostname;
+    text = [
+      '# Kubernetes-managed hosts file.',
+      '127.0.0.1\tlocalhost',
+      '::1\tlocalhost ip6-localhost ip6-loopback',
+      'fe00::0\tip6-localnet',
+      'fe00::0\tip6-mcastprefix',
+      'fe00::1\tip6-allnodes',
+      'fe00::2\tip6-allrouters',
+      ...podIPs.map((ip) => `${ip}\t${names}`),
+      '',
+    ].join('\n');
+  }
+  const aliases = spec.hostAliases ?? [];
+  if (aliases.length) text += `\n# Entries added by HostAliases.\n${aliases.map((a) => `${a.ip}\t${(a.hostnames ?? []).join('\t')}`).join('\n')}\n`;
+  return text;
 }
 
 /** Requests and limits as the kubelet maps them to Linux cgroups. */
@@ -109,10 +185,31 @@ export interface ContainerConfigInputs {
   imageRef: string;
   /** Host file bind-mounted at terminationMessagePath, when the kubelet has a root dir. */
   terminationMessageFile?: string;
+  /** The resolved environment (envFrom, env, downward API), in order. */
+  env?: { key: string; value: string }[];
+  /** Volume mounts and the managed /etc/hosts, already resolved to host paths. */
+  mounts?: T.MountInput[];
+  /** For the OOM score of Burstable containers. */
+  memoryCapacityBytes?: number;
+}
+
+const SECCOMP_TYPES: Record<string, T.SecurityProfileInput['profileType']> = {
+  RuntimeDefault: 'RuntimeDefault',
+  Unconfined: 'Unconfined',
+  Localhost: 'Localhost',
+};
+
+/** Container seccomp wins over the pod's; none means Unconfined, as the kubelet without SeccompDefault. */
+function seccompProfile(pod: IPod, container: IContainer): T.SecurityProfileInput {
+  const p = container.securityContext?.seccompProfile ?? pod.spec?.securityContext?.seccompProfile;
+  if (!p) return { profileType: 'Unconfined' };
+  return { profileType: SECCOMP_TYPES[p.type] ?? 'Unconfined', localhostRef: p.type === 'Localhost' ? (p.localhostProfile ?? '') : '' };
 }
 
 /** The kubelet's generateContainerConfig (env from values only; volumes come later). */
-export function containerConfig({ pod, container, kind, restartCount, imageRef, terminationMessageFile }: ContainerConfigInputs): T.ContainerConfigInput {
+export function containerConfig(inputs: ContainerConfigInputs): T.ContainerConfigInput {
+  const { pod, container, kind, restartCount, imageRef, terminationMessageFile } = inputs;
+  const env = inputs.env ?? (container.env ?? []).filter((e) => e.valueFrom === undefined).map((e) => ({ key: e.name, value: e.value ?? '' }));
   const id = podIdentity(pod);
   const sc = container.securityContext ?? {};
   const podSc = pod.spec?.securityContext ?? {};
@@ -134,29 +231,32 @@ export function containerConfig({ pod, container, kind, restartCount, imageRef, 
   return {
     metadata: { name: container.name, attempt: restartCount },
     image: { image: imageRef, userSpecifiedImage: container.image ?? '' },
-    command: container.command ?? [],
-    args: container.args ?? [],
+    command: expandCommand(container.command, env),
+    args: expandCommand(container.args, env),
     workingDir: container.workingDir ?? '',
-    envs: (container.env ?? []).filter((e) => e.valueFrom === undefined).map((e) => ({ key: e.name, value: e.value ?? '' })),
+    envs: env,
     labels: L.containerLabels(id, container.name),
     annotations,
     logPath: containerLogPath(container.name, restartCount),
-    mounts: terminationMessageFile
-      ? [{ containerPath: container.terminationMessagePath ?? '/dev/termination-log', hostPath: terminationMessageFile, readonly: false }]
-      : [],
+    mounts: [
+      ...(inputs.mounts ?? []),
+      ...(terminationMessageFile ? [{ containerPath: container.terminationMessagePath ?? '/dev/termination-log', hostPath: terminationMessageFile, readonly: false }] : []),
+    ],
     stdin: container.stdin ?? false,
     stdinOnce: container.stdinOnce ?? false,
     tty: container.tty ?? false,
     linux: {
-      resources: linuxResources(container),
+      resources: { ...linuxResources(container), oomScoreAdj: oomScoreAdj(pod, container, inputs.memoryCapacityBytes ?? totalmem()) },
       securityContext: {
         namespaceOptions: namespaceOptions(pod),
         privileged: sc.privileged ?? false,
         readonlyRootfs: sc.readOnlyRootFilesystem ?? false,
         runAsUser: runAsUser === undefined ? undefined : { value: runAsUser },
         runAsGroup: runAsGroup === undefined ? undefined : { value: runAsGroup },
-        supplementalGroups: podSc.supplementalGroups ?? [],
+        // fsGroup owns the pod's volumes: the container joins it, as under the kubelet.
+        supplementalGroups: [...(podSc.supplementalGroups ?? []), ...(podSc.fsGroup === undefined ? [] : [podSc.fsGroup])],
         noNewPrivs: sc.allowPrivilegeEscalation === false,
+        seccomp: seccompProfile(pod, container),
         capabilities: sc.capabilities
           ? { addCapabilities: sc.capabilities.add ?? [], dropCapabilities: sc.capabilities.drop ?? [] }
           : undefined,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { IContainer, ILifecycleHandler, IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
@@ -10,9 +11,10 @@ import { errorMessage } from '../errors.js';
 import { EventRecorder, type PodRef } from '../events.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
 import { computePodActions, noProbeFailures, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
-import { containerConfig, podLogDirectory, podSandboxConfig } from './config.js';
+import { containerConfig, managedHostsFile, podLogDirectory, podSandboxConfig } from './config.js';
 import { ImagePuller, StartContainerError } from './images.js';
 import { runHandler, type Handler } from '../prober/handlers.js';
+import { makeEnvironmentVariables, type EnvObjects, type NodeAllocatable } from './env.js';
 import * as L from './labels.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from './types.js';
 
@@ -52,7 +54,27 @@ export interface RuntimeManagerOptions {
   rootDir?: string;
   /** The address lifecycle hooks of host-network pods reach. */
   hostIP?: string;
+  /** ConfigMaps and Secrets for env, envFrom and volumes. */
+  objects?: EnvObjects;
+  /** The node's allocatable (resource fields of containers without limits, OOM scores). */
+  node?: NodeAllocatable;
+  /** Privileged containers run only when set (the kubelet's old --allow-privileged). */
+  allowPrivileged?: boolean;
+  /** Sets up and tears down pod volumes (needs a root dir). */
+  volumes?: PodVolumeManager;
 }
+
+/** What SyncPod needs of the volume manager (src/core/volumes). */
+export interface PodVolumeManager {
+  setUpPodVolumes(pod: IPod, podIPs: string[]): Promise<PodVolumesLike>;
+  containerMounts(pod: IPod, container: IContainer, volumes: PodVolumesLike, env: Record<string, string>): Promise<T.MountInput[]>;
+  tearDown(uid: string): Promise<void>;
+}
+export interface PodVolumesLike {
+  uid: string;
+}
+
+const NO_OBJECTS: EnvObjects = { configMap: () => undefined, secret: () => undefined };
 
 /** The kubelet reads at most this much of a termination-message file or of the log tail. */
 export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
@@ -83,6 +105,12 @@ export class RuntimeManager {
   private readonly logRoot: string;
   private readonly rootDir?: string;
   private readonly hostIP?: string;
+  private readonly objects: EnvObjects;
+  private readonly node: NodeAllocatable;
+  private readonly allowPrivileged: boolean;
+  private readonly volumes?: PodVolumeManager;
+  /** The host's resolv.conf and /etc/hosts, read once: pods merge dnsConfig into the first and host-network pods copy the second. */
+  private hostFiles?: Promise<{ resolvConf: string; etcHosts: string }>;
   readonly agent: string;
   readonly events: EventRecorder;
   /** Why podctl killed a container (liveness, startup, postStart), for its terminated state's message. */
@@ -99,6 +127,10 @@ export class RuntimeManager {
     this.logRoot = opts.logRoot;
     this.rootDir = opts.rootDir;
     this.hostIP = opts.hostIP;
+    this.objects = opts.objects ?? NO_OBJECTS;
+    this.node = opts.node ?? { cpuCores: cpus().length, memoryBytes: totalmem() };
+    this.allowPrivileged = opts.allowPrivileged ?? false;
+    this.volumes = opts.volumes;
     this.crashBackoff = new Backoff(opts.clock, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS);
     this.imagePuller = new ImagePuller(opts.images, opts.clock);
   }
@@ -200,8 +232,33 @@ export class RuntimeManager {
       }
     }
 
+    const starting = actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0;
+    if (starting && !this.allowPrivileged) {
+      const privileged = [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers].filter((c) => c.securityContext?.privileged);
+      if (privileged.length) {
+        // Refused before anything is created: no sandbox for a pod that may not run.
+        const message = `container ${privileged[0]!.name} is privileged, and podctl runs without --allow-privileged`;
+        for (const c of privileged) result.waiting.set(c.name, { reason: 'CreateContainerConfigError', message });
+        this.events.record(podRef(pod), 'Warning', 'Failed', `Error: ${message}`, privileged[0]!.name);
+        fail({ action: 'CreatePodSandbox', target: pod.metadata!.name!, error: message, reason: 'CreateContainerConfigError' });
+        return result;
+      }
+    }
+    let podVolumes: PodVolumesLike | undefined;
+    if (starting && (pod.spec?.volumes ?? []).length > 0) {
+      try {
+        if (!this.volumes) throw new Error('volumes need a state directory (--root-dir)');
+        podVolumes = await this.volumes.setUpPodVolumes(pod, status.ips);
+      } catch (err) {
+        const message = `MountVolume.SetUp failed: ${errorMessage(err)}`;
+        this.events.record(podRef(pod), 'Warning', 'FailedMount', message);
+        fail({ action: 'CreatePodSandbox', target: pod.metadata!.name!, error: message, reason: 'FailedMount' });
+        return result;
+      }
+    }
+
     let sandboxId = actions.sandboxId;
-    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent);
+    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf);
     if (actions.createSandbox) {
       try {
         await mkdir(podLogDirectory(this.logRoot, pod), { recursive: true, mode: 0o755 });
@@ -217,7 +274,7 @@ export class RuntimeManager {
     const inits = pod.spec?.initContainers ?? [];
     const start = async (item: ContainerToStart, container: IContainer) => {
       try {
-        await this.startContainer(pod, container, item, sandboxId!, sandboxConfig, status);
+        await this.startContainer(pod, container, item, sandboxId!, sandboxConfig, status, podVolumes);
         result.waiting.set(item.name, null);
         result.steps.push({ action: 'StartContainer', target: item.name });
         return true;
@@ -268,6 +325,7 @@ export class RuntimeManager {
     sandboxId: string,
     sandboxConfig: T.PodSandboxConfigInput,
     status: RuntimePodStatus,
+    podVolumes?: PodVolumesLike,
   ): Promise<void> {
     const previous = status.containers.find((c) => c.name === container.name);
     const last = lastExited(status, container.name);
@@ -287,8 +345,24 @@ export class RuntimeManager {
     const imageRef = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, this.clock.now());
     const restartCount = previous ? previous.restartCount + 1 : 0;
     await mkdir(join(podLogDirectory(this.logRoot, pod), container.name), { recursive: true, mode: 0o755 });
+    const podIPs = await this.podIPs(pod, sandboxId, status);
+    let env: { key: string; value: string }[];
+    let mounts: T.MountInput[] = [];
+    try {
+      const resolved = makeEnvironmentVariables({ pod, container, objects: this.objects, podIPs, hostIP: this.hostIP, node: this.node });
+      env = resolved.env;
+      if (resolved.skipped.length) {
+        this.events.record(podRef(pod), 'Warning', 'InvalidEnvironmentVariableNames', `Keys [${resolved.skipped.join(', ')}] from the EnvFrom were skipped since they are invalid environment variable names.`, container.name);
+      }
+      if (podVolumes && this.volumes) mounts = await this.volumes.containerMounts(pod, container, podVolumes, Object.fromEntries(env.map((e) => [e.key, e.value])));
+    } catch (err) {
+      throw err instanceof StartContainerError ? err : new StartContainerError('CreateContainerConfigError', errorMessage(err));
+    }
+    const hosts = await this.etcHostsMount(pod, container, podIPs);
+    if (hosts) mounts.push(hosts);
+    await this.verifyRunAsNonRoot(pod, container, imageRef);
     const terminationMessageFile = await this.terminationMessageFile(pod, container, restartCount);
-    const config = containerConfig({ pod, container, kind: item.kind, restartCount, imageRef, terminationMessageFile });
+    const config = containerConfig({ pod, container, kind: item.kind, restartCount, imageRef, terminationMessageFile, env, mounts, memoryCapacityBytes: this.node.memoryBytes });
     let id: string;
     try {
       id = await this.runtime.createContainer(sandboxId, config, sandboxConfig);
@@ -311,6 +385,55 @@ export class RuntimeManager {
         await this.killContainer(pod, { id, name: container.name, container }, `FailedPostStartHook`, undefined, false, failure);
         throw new StartContainerError('PostStartHookError', failure);
       }
+    }
+  }
+
+  private readHostFiles(): Promise<{ resolvConf: string; etcHosts: string }> {
+    this.hostFiles ??= Promise.all([readFile('/etc/resolv.conf', 'utf8').catch(() => ''), readFile('/etc/hosts', 'utf8').catch(() => '')]).then(([resolvConf, etcHosts]) => ({
+      resolvConf,
+      etcHosts,
+    }));
+    return this.hostFiles;
+  }
+
+  /** The pod's IPs: from the runtime view when the sandbox is the one it shows, else asked of the runtime once. */
+  private async podIPs(pod: IPod, sandboxId: string, status: RuntimePodStatus): Promise<string[]> {
+    if (pod.spec?.hostNetwork) return this.hostIP ? [this.hostIP] : [];
+    const known = status.sandboxes.find((s) => s.id === sandboxId && s.ip);
+    if (known) return [known.ip!, ...known.additionalIps];
+    const res = await ignoreNotFound(this.runtime.podSandboxStatus(sandboxId));
+    const net = res?.status?.network;
+    return net?.ip ? [net.ip, ...(net.additionalIps ?? []).map((i) => i.ip).filter(Boolean)] : [];
+  }
+
+  /** The kubelet's managed /etc/hosts under the pod dir, unless the container mounts its own. */
+  private async etcHostsMount(pod: IPod, container: IContainer, podIPs: string[]): Promise<T.MountInput | undefined> {
+    if (!this.rootDir) return undefined;
+    if ((container.volumeMounts ?? []).some((m) => m.mountPath === '/etc/hosts')) return undefined;
+    const dir = this.podDir(pod.metadata!.uid!);
+    await mkdir(dir, { recursive: true, mode: 0o750 });
+    const file = join(dir, 'etc-hosts');
+    await writeFile(file, managedHostsFile(pod, podIPs, (await this.readHostFiles()).etcHosts), { mode: 0o644 });
+    return { containerPath: '/etc/hosts', hostPath: file, readonly: false };
+  }
+
+  /** The kubelet's verifyRunAsNonRoot: the effective user, or the image's (root when it names none), must not be root. */
+  private async verifyRunAsNonRoot(pod: IPod, container: IContainer, imageRef: string): Promise<void> {
+    const sc = container.securityContext ?? {};
+    const podSc = pod.spec?.securityContext ?? {};
+    if (!(sc.runAsNonRoot ?? podSc.runAsNonRoot)) return;
+    const m = pod.metadata!;
+    const who = `(pod: "${m.name}_${m.namespace}(${m.uid})", container: ${container.name})`;
+    const runAsUser = sc.runAsUser ?? podSc.runAsUser;
+    if (runAsUser !== undefined) {
+      if (runAsUser === 0) throw new StartContainerError('CreateContainerConfigError', `container's runAsUser breaks non-root policy ${who}`);
+      return;
+    }
+    const image = await this.images.imageStatus(imageRef);
+    const uid = image?.uid ? Number(image.uid.value) : image?.username ? undefined : 0;
+    if (uid === 0) throw new StartContainerError('CreateContainerConfigError', `container has runAsNonRoot and image will run as root ${who}`);
+    if (uid === undefined) {
+      throw new StartContainerError('CreateContainerConfigError', `container has runAsNonRoot and image has non-numeric user (${image!.username}), cannot verify user is non-root ${who}`);
     }
   }
 
@@ -460,6 +583,7 @@ export class RuntimeManager {
       await ignoreNotFound(this.runtime.stopPodSandbox(s.id));
       await ignoreNotFound(this.runtime.removePodSandbox(s.id));
     }
+    if (this.volumes && status.uid) await this.volumes.tearDown(status.uid);
     if (this.rootDir && status.uid) await rm(this.podDir(status.uid), { recursive: true, force: true });
   }
 }
