@@ -3,6 +3,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
+import { planFlags, printPlan } from '../cli/plan.js';
 import { renderResultTable, statusLine } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
@@ -22,11 +23,14 @@ changes nothing.`;
     '<%= config.bin %> run examples/hello.yaml',
     '<%= config.bin %> run pod.yaml --detach',
     '<%= config.bin %> run pods.yaml --detach --timeout 2m',
+    '<%= config.bin %> run pod.yaml --dry-run',
   ];
   static override strict = false;
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
+    'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
+    prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     detach: Flags.boolean({ char: 'd', summary: 'Return once every pod runs, leaving the pods running.' }),
     timeout: Flags.string({ summary: 'With --detach: how long to wait for every pod to run, e.g. 2m.', default: '5m' }),
     'pleg-relist-period': Flags.string({ summary: 'How often the runtime is relisted for changes.', default: '1s' }),
@@ -37,6 +41,12 @@ changes nothing.`;
     const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
     const { client } = await connect(flags);
+    if (flags['dry-run']) {
+      const pods = admitPods(set.pods.map((p) => p.pod)).admitted;
+      const code = await printPlan(client, pods, { prune: flags.prune, output: 'text', log: (t) => this.log(t) }).finally(() => client.close());
+      if (code !== 0) this.exit(code);
+      return;
+    }
     const version = await client.version();
     const kubelet = buildKubelet(client, flags, version.runtimeName);
     const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod));
