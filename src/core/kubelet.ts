@@ -11,6 +11,7 @@ import { EventedPleg } from './pleg/evented.js';
 import { GenericPleg } from './pleg/generic.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
+import type { WorkerTrace } from './trace.js';
 
 export interface KubeletOptions {
   runtime: RuntimeService;
@@ -26,6 +27,8 @@ export interface KubeletOptions {
   /** 'watch' or 'run': recorded on sandboxes; housekeeping touches only its own agent's. */
   agent?: string;
   metrics?: Metrics;
+  /** Wraps each pod worker's unit of work (watch --trace). */
+  trace?: WorkerTrace;
 }
 
 /** What one housekeeping pass cleaned up. */
@@ -82,6 +85,7 @@ export class Kubelet {
       backOffPeriodMs: opts.backOffPeriodMs,
       resyncIntervalMs: opts.resyncIntervalMs,
       onSyncError: (pod, err) => this.observers.forEach((o) => o.onSyncError?.(pod, err)),
+      trace: opts.trace,
       onSyncDone: (_pod, durationMs, err) => opts.metrics?.syncDuration.observe({ outcome: err ? 'error' : 'success' }, durationMs / 1000),
     });
   }

@@ -4,6 +4,7 @@ import { errorMessage } from './errors.js';
 import type { HousekeepingResult, Kubelet } from './kubelet.js';
 import type { Pleg } from './pleg/evented.js';
 import type { PodLifecycleEvent } from './pleg/generic.js';
+import type { LoopTrace } from './trace.js';
 
 /** Constants of the kubelet's syncLoop. */
 export const SYNC_TICK_MS = 1000;
@@ -35,6 +36,8 @@ export interface SyncLoopOptions {
   onHousekeeping?: (r: HousekeepingResult) => void;
   onRuntimeState?: (up: boolean, detail?: string) => void;
   onError?: (err: unknown) => void;
+  /** One hook per branch of syncLoopIteration (watch --trace). */
+  trace?: LoopTrace;
 }
 
 /**
@@ -90,6 +93,7 @@ export class SyncLoop {
   /** The config branch of syncLoopIteration. */
   handleUpdate(u: PodUpdate): void {
     const k = this.opts.kubelet;
+    this.opts.trace?.configUpdate?.(u);
     switch (u.op) {
       case 'ADD':
       case 'UPDATE':
@@ -110,6 +114,7 @@ export class SyncLoop {
 
   private handlePlegEvent(e: PodLifecycleEvent): void {
     this.opts.onPlegEvent?.(e);
+    this.opts.trace?.plegEvent?.(e, this.runtimeUp && this.opts.kubelet.pods.has(e.id));
     if (!this.runtimeUp) return;
     this.opts.kubelet.syncPodSoon(e.id);
     // A container died: clean up that pod's older dead instances too.
@@ -144,13 +149,14 @@ export class SyncLoop {
         return;
       }
     }
-    this.opts.kubelet.workers.syncDue();
+    const due = this.opts.kubelet.workers.syncDue();
+    if (due.length) this.opts.trace?.syncTick?.(due);
     const period = this.opts.housekeepingPeriodMs ?? HOUSEKEEPING_PERIOD_MS;
     if (!this.housekeeping && now - this.lastHousekeeping >= period && (this.opts.sourcesReady?.() ?? true)) {
       this.lastHousekeeping = now;
       this.housekeeping = true;
-      this.opts.kubelet
-        .housekeeping()
+      const housekeeping = () => this.opts.kubelet.housekeeping();
+      (this.opts.trace?.housekeeping?.(housekeeping) ?? housekeeping())
         .then((r) => this.opts.onHousekeeping?.(r))
         .catch((err) => this.opts.onError?.(err))
         .finally(() => (this.housekeeping = false));
