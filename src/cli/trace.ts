@@ -17,7 +17,7 @@ export function tracerFor(flags: { trace?: boolean; output?: string }, pleg: () 
   return new Tracer({
     clock: realClock,
     emit: (e) => log(flags.output === 'json' ? JSON.stringify(e) : formatTraceEvent(e)),
-    quietHousekeeping: true,
+    quiet: true,
     exitCode: (e) => pleg()?.cache.get(e.id)?.containers.find((c) => c.id === e.data)?.exitCode,
   });
 }

@@ -114,7 +114,7 @@ export class SyncLoop {
 
   private handlePlegEvent(e: PodLifecycleEvent): void {
     this.opts.onPlegEvent?.(e);
-    this.opts.trace?.plegEvent?.(e, this.runtimeUp && this.opts.kubelet.pods.has(e.id));
+    this.opts.trace?.plegEvent?.(e, this.runtimeUp && this.opts.kubelet.pods.has(e.id) && this.opts.kubelet.workers.state(e.id) === 'syncing');
     if (!this.runtimeUp) return;
     this.opts.kubelet.syncPodSoon(e.id);
     // A container died: clean up that pod's older dead instances too.

@@ -85,8 +85,12 @@ export interface TracerOptions {
   emit: (e: TraceEvent) => void;
   /** A ContainerDied's exit code, when the PLEG's cache knows it. */
   exitCode?: (e: PodLifecycleEvent) => number | undefined;
-  /** Housekeeping passes that cleaned nothing are not emitted unless this is set. */
-  quietHousekeeping?: boolean;
+  /**
+   * Leave out what moves nothing here: housekeeping passes that cleaned
+   * nothing, RECONCILE updates (metadata only, no sync), and PLEG events of
+   * pods this agent does not run (other agents' pods on the same runtime).
+   */
+  quiet?: boolean;
 }
 
 /**
@@ -115,10 +119,12 @@ export class Tracer implements LoopTrace, WorkerTrace {
   };
 
   configUpdate(u: PodUpdate): void {
+    if (this.opts.quiet && u.op === 'RECONCILE') return;
     this.opts.emit({ time: this.time(), type: 'config', op: u.op, source: u.source, pods: u.pods.map(ref) });
   }
 
   plegEvent(e: PodLifecycleEvent, dispatched: boolean): void {
+    if (this.opts.quiet && !this.kubelet?.pods.has(e.id)) return;
     const exitCode = e.type === 'ContainerDied' ? this.opts.exitCode?.(e) : undefined;
     this.opts.emit({
       time: this.time(),
@@ -140,7 +146,7 @@ export class Tracer implements LoopTrace, WorkerTrace {
     const started = this.opts.clock.now();
     try {
       const r = await this.spans.run(span, run);
-      if (!this.opts.quietHousekeeping || r.removedPods.length || r.removedContainers) {
+      if (!this.opts.quiet || r.removedPods.length || r.removedContainers) {
         this.opts.emit({ time: this.time(), type: 'housekeeping', removedPods: r.removedPods, removedContainers: r.removedContainers, durationMs: r.durationMs, calls: span.calls });
       }
       return r;

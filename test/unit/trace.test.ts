@@ -45,7 +45,7 @@ const writes = (e: TraceEvent) => methods(e).filter((m) => WRITES.has(m));
 test('trace: each branch of the loop, each worker\'s outcome, steps and its own CRI calls, in order', async () => {
   const events: TraceEvent[] = [];
   const exitCode = (e: PodLifecycleEvent): number | undefined => pleg.cache.get(e.id)?.containers.find((c: RuntimeContainerStatus) => c.id === e.data)?.exitCode;
-  const tracer = new Tracer({ clock, emit: (e) => events.push(e), quietHousekeeping: true, exitCode });
+  const tracer = new Tracer({ clock, emit: (e) => events.push(e), quiet: true, exitCode });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000, observer: tracer.observeCall });
   const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'trace-unit', trace: tracer });
   tracer.attach(kubelet);
@@ -60,6 +60,8 @@ test('trace: each branch of the loop, each worker\'s outcome, steps and its own 
     const b = pod('b');
     loop.handleUpdate({ op: 'ADD', source: 'file', pods: [a, b] });
     await kubelet.workers.waitIdle();
+    // Metadata only: quiet leaves it out, as it syncs nothing.
+    loop.handleUpdate({ op: 'RECONCILE', source: 'file', pods: [b] });
     await settle(2500);
     await kubelet.workers.waitIdle();
     const died = fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'a')!;
@@ -83,6 +85,7 @@ test('trace: each branch of the loop, each worker\'s outcome, steps and its own 
       assert.deepEqual(writes(w), ['RunPodSandbox', 'CreateContainer', 'StartContainer'], `${w.pod.name}: its own calls only`);
     }
 
+    assert.deepEqual(byType('pleg').filter((e) => e.type === 'pleg' && e.pod.name === 'stale'), [], 'PLEG events of pods this agent does not run are left out');
     const hk = byType('housekeeping');
     assert.equal(hk.length, 1, 'only the pass that cleaned something is traced');
     assert.ok(hk[0]!.type === 'housekeeping' && hk[0]!.removedPods.includes('default/stale'));
@@ -121,7 +124,7 @@ test('trace: each branch of the loop, each worker\'s outcome, steps and its own 
 
 test('the sync tick traces the pods due; a failed worker says why', async () => {
   const events: TraceEvent[] = [];
-  const tracer = new Tracer({ clock, emit: (e) => events.push(e), quietHousekeeping: true });
+  const tracer = new Tracer({ clock, emit: (e) => events.push(e), quiet: true });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000, observer: tracer.observeCall });
   const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'trace-unit-2', trace: tracer, backOffPeriodMs: 3000 });
   tracer.attach(kubelet);
