@@ -12,6 +12,8 @@ prints the actions it would take, and why: create sandbox, pull image, start con
 left), kill container (with the spec fields that changed), kill pod; with --prune, remove pod. Nothing in the
 runtime changes. The backoff is estimated from what the runtime records (restart count, last exit time), as a
 long-running watch would see it.
+A pod's UID comes from the node name and the file's path (as the kubelet's static pods): give the same files
+and --node-name as the run or watch that runs them.
 Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 something would, 1 error.`;
   static override examples = [
     '<%= config.bin %> plan pod.yaml',
