@@ -35,7 +35,7 @@ export function buildKubelet(
   client: CriClient,
   flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean },
   runtimeName?: string,
-  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics'>> = {},
+  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace'>> = {},
 ): Kubelet {
   return new Kubelet({
     ...extra,

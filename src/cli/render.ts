@@ -2,6 +2,8 @@ import Table from 'cli-table3';
 import yaml from 'js-yaml';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { PodEvent } from '../core/events.js';
+import { formatSpecChange } from '../core/kuberuntime/spec-diff.js';
+import type { Plan, PlannedAction } from '../core/plan.js';
 
 /** kubectl's READY column: ready/total app containers. */
 export function readyColumn(pod: IPod, status: IPodStatus | undefined): string {
@@ -99,4 +101,41 @@ export function eventWorthALine(e: PodEvent): boolean {
 
 export function eventLine(e: PodEvent, now = new Date()): string {
   return `${now.toISOString().slice(11, 19)} ${e.namespace}/${e.name}  ${e.type === 'Warning' ? 'Warning ' : ''}${e.reason}${e.container ? ` ${e.container}` : ''}: ${e.message}`;
+}
+
+/** `podctl plan`: a short diff-like list per pod (+ creates or starts, - kills or removes). */
+export function renderPlan(plan: Plan): string {
+  const lines: string[] = [];
+  for (const p of plan.pods) {
+    const pod = `${p.namespace}/${p.name}`;
+    if (p.inDesiredState) {
+      lines.push(`${pod}: in desired state, nothing to do`);
+      continue;
+    }
+    lines.push(`${pod}:`);
+    for (const a of p.actions) {
+      lines.push(`  ${planActionLine(a)}`);
+      for (const c of a.changes ?? []) lines.push(`      ${formatSpecChange(c)}`);
+    }
+  }
+  const changed = plan.pods.filter((p) => !p.inDesiredState).length;
+  lines.push('', changed ? `${changed} of ${plan.pods.length} pod(s) would change.` : `No changes: ${plan.pods.length} pod(s) in desired state.`);
+  return lines.join('\n');
+}
+
+function planActionLine(a: PlannedAction): string {
+  switch (a.action) {
+    case 'KillPod':
+      return `- kill pod: ${a.reason}`;
+    case 'RemovePod':
+      return `- remove pod: ${a.reason}`;
+    case 'KillContainer':
+      return `- kill container ${a.container} (${a.killReason}): ${a.reason}`;
+    case 'CreatePodSandbox':
+      return `+ create sandbox (attempt ${a.attempt}): ${a.reason}`;
+    case 'PullImage':
+      return `+ pull image ${a.image} for ${a.container}: ${a.reason}`;
+    case 'StartContainer':
+      return `+ start ${a.kind === 'app' ? '' : `${a.kind} `}container ${a.container}: ${a.reason}`;
+  }
 }

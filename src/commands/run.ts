@@ -3,6 +3,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
+import { planFlags, printPlan } from '../cli/plan.js';
 import { eventLine, eventWorthALine, renderResultTable, statusLine } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
@@ -10,6 +11,7 @@ import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { SyncLoop } from '../core/loop.js';
 import { allContainersRunning, notRunningReasons } from '../core/runonce.js';
+import { traceFlags, tracerFor } from '../cli/trace.js';
 
 export class Run extends PodctlCommand {
   static override summary = 'Run pods from manifests and keep them at their desired state until Ctrl-C.';
@@ -22,34 +24,48 @@ changes nothing.`;
     '<%= config.bin %> run examples/hello.yaml',
     '<%= config.bin %> run pod.yaml --detach',
     '<%= config.bin %> run pods.yaml --detach --timeout 2m',
+    '<%= config.bin %> run pod.yaml --dry-run',
+    '<%= config.bin %> run pod.yaml --trace -o json',
   ];
   static override strict = false;
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
+    'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
+    prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     detach: Flags.boolean({ char: 'd', summary: 'Return once every pod runs, leaving the pods running.' }),
     timeout: Flags.string({ summary: 'With --detach: how long to wait for every pod to run, e.g. 2m.', default: '5m' }),
     'pleg-relist-period': Flags.string({ summary: 'How often the runtime is relisted for changes.', default: '1s' }),
+    ...traceFlags,
   };
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Run);
     const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
-    const { client } = await connect(flags);
+    // --trace: the trace is stdout; the status lines are left out (the workers' lines say the same).
+    const tracer = tracerFor(flags, () => pleg, (line) => this.log(line));
+    const { client } = await connect(flags, tracer?.observeCall);
+    if (flags['dry-run']) {
+      const pods = admitPods(set.pods.map((p) => p.pod)).admitted;
+      const code = await printPlan(client, pods, { prune: flags.prune, output: 'text', log: (t) => this.log(t) }).finally(() => client.close());
+      if (code !== 0) this.exit(code);
+      return;
+    }
     const version = await client.version();
-    const kubelet = buildKubelet(client, flags, version.runtimeName);
+    const kubelet = buildKubelet(client, flags, version.runtimeName, { trace: tracer });
+    tracer?.attach(kubelet);
     kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets });
     const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), { allowPrivileged: flags['allow-privileged'] });
     for (const r of rejected) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 
     const pleg = kubelet.createPleg({ relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period') });
-    const loop = new SyncLoop({ kubelet, pleg, clock: realClock });
+    const loop = new SyncLoop({ kubelet, pleg, clock: realClock, trace: tracer });
     const stamp = () => new Date().toISOString().slice(11, 19);
     const lastError = new Map<string, string>();
     kubelet.observe({
-      onStatus: ({ pod, status }) => this.log(statusLine(pod, status)),
+      onStatus: ({ pod, status }) => tracer || this.log(statusLine(pod, status)),
       onSyncError: (pod, err) => {
         // Say each new reason once: a pod stuck in ContainerCreating must show why.
         const uid = pod.metadata!.uid!;
@@ -81,7 +97,8 @@ changes nothing.`;
     }
 
     await this.untilSignal();
-    this.log(`${stamp()} stopping: terminating ${admitted.length} pod(s) gracefully (Ctrl-C again to stop waiting)`);
+    const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : this.log(line));
+    say(`${stamp()} stopping: terminating ${admitted.length} pod(s) gracefully (Ctrl-C again to stop waiting)`);
     pleg.stop();
     const terminated = new Promise<void>((resolve) => {
       const left = new Set(admitted.map((p) => p.metadata!.uid!));
@@ -96,7 +113,7 @@ changes nothing.`;
     await Promise.race([terminated, this.untilSignal()]);
     loop.stop();
     client.close();
-    this.log(`${stamp()} stopped`);
+    say(`${stamp()} stopped`);
   }
 
   private waitRunning(kubelet: ReturnType<typeof buildKubelet>, pods: IPod[], timeoutMs: number): Promise<boolean> {

@@ -3,6 +3,7 @@ import ora from 'ora';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
+import { planFlags, printPlan } from '../cli/plan.js';
 import { podWithStatus, renderObjects, renderResultTable, type ResultRow } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
@@ -18,11 +19,14 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
     '<%= config.bin %> sync-once manifests/',
     '<%= config.bin %> sync-once pod.yaml --max-retries 3 --retry-delay 500ms',
     'cat pod.yaml | <%= config.bin %> sync-once - -o yaml',
+    '<%= config.bin %> sync-once manifests/ --dry-run -o json',
   ];
   static override strict = false;
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
+    'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
+    prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     timeout: Flags.string({ summary: 'Bound on the whole run, e.g. 5m.', default: '5m' }),
     'max-retries': Flags.integer({ summary: 'SyncPod retries per pod.', default: RUN_ONCE_MAX_RETRIES, min: 0 }),
     'retry-delay': Flags.string({ summary: 'First delay between retries; doubles each time.', default: '1s' }),
@@ -35,6 +39,13 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
     const runTimeoutMs = parseDuration(flags.timeout, '--timeout');
     const retryDelayMs = parseDuration(flags['retry-delay'], '--retry-delay');
     const { client } = await connect(flags);
+    if (flags['dry-run']) {
+      const pods = admitPods(set.pods.map((p) => p.pod)).admitted;
+      const output = flags.output === 'json' ? 'json' : 'text';
+      const code = await printPlan(client, pods, { prune: flags.prune, output, log: (t) => this.log(t) }).finally(() => client.close());
+      if (code !== 0) this.exit(code);
+      return;
+    }
     try {
       const version = await client.version();
       const kubelet = buildKubelet(client, flags, version.runtimeName);

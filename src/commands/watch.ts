@@ -15,6 +15,7 @@ import { SyncLoop } from '../core/loop.js';
 import { Metrics } from '../core/metrics.js';
 import type { SourceObjects } from '../core/objects.js';
 import { startStatusServer } from '../core/status/server.js';
+import { traceFlags, tracerFor } from '../cli/trace.js';
 
 export class Watch extends PodctlCommand {
   static override summary = 'Run the sync loop over a manifests file or directory (and/or a URL), as a standalone kubelet.';
@@ -28,6 +29,8 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     '<%= config.bin %> watch manifests/ --manifest-url http://127.0.0.1:8080/pods.yaml',
     '<%= config.bin %> watch --manifest-url http://127.0.0.1:8080/pods.yaml --manifest-url-header "Authorization: Bearer t0ken"',
     '<%= config.bin %> watch manifests/ --cleanup-on-exit',
+    '<%= config.bin %> watch manifests/ --trace',
+    '<%= config.bin %> watch manifests/ --trace -o json | jq -c \'select(.type == "worker") | [.pod.name, .outcome, .durationMs]\'',
     'curl --unix-socket /var/lib/podctl/podctl.sock http://podctl/pods',
   ];
   static override args = { path: Args.string({ description: 'Manifest file or directory to follow.' }) };
@@ -45,6 +48,8 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     }),
     'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
     table: Flags.boolean({ summary: 'On a terminal, a live table of the pods (kubectl get pods columns) instead of one line per change.' }),
+    ...traceFlags,
+    trace: Flags.boolean({ ...traceFlags.trace, exclusive: ['table'] }),
   };
 
   async run(): Promise<void> {
@@ -59,15 +64,22 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
       headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
     }
     const metrics = new Metrics();
-    const { client } = await connect(flags, metrics.observeCall);
+    // --trace: the trace is stdout; what watch says otherwise goes to stderr, or is said by the trace.
+    const tracer = tracerFor(flags, () => pleg, (line) => this.log(line));
+    const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : this.log(line));
+    const { client } = await connect(flags, (call) => {
+      metrics.observeCall(call);
+      tracer?.observeCall(call);
+    });
     const version = await client.version();
-    const kubelet = buildKubelet(client, flags, version.runtimeName, { agent: 'watch', metrics });
+    const kubelet = buildKubelet(client, flags, version.runtimeName, { agent: 'watch', metrics, trace: tracer });
+    tracer?.attach(kubelet);
     const stamp = () => new Date().toISOString().slice(11, 19);
     const relistPeriodMs = parseDuration(flags['pleg-relist-period'], '--pleg-relist-period');
     const pleg =
       flags.pleg === 'generic'
         ? kubelet.createPleg({ relistPeriodMs })
-        : kubelet.createEventedPleg({ relistPeriodMs, onFallback: (reason) => this.log(`${stamp()} PLEG: ${reason}`) });
+        : kubelet.createEventedPleg({ relistPeriodMs, onFallback: (reason) => say(`${stamp()} PLEG: ${reason}`) });
     const expected: string[] = [];
     const merger = new PodConfigMerger(
       (u) => loop.handleUpdate(u),
@@ -83,13 +95,15 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
         if (down.length) throw new Error(`RuntimeReady is false: ${down[0]!.reason} ${down[0]!.message}`);
       },
       sourcesReady: () => merger.allSourcesReady(expected),
+      trace: tracer,
       onPlegEvent: (e) => {
-        if (e.type !== 'ContainerDied' || !e.containerName) return;
+        if (tracer || e.type !== 'ContainerDied' || !e.containerName) return;
         const c = pleg.cache.get(e.id)?.containers.find((x) => x.id === e.data);
         this.log(`${stamp()} ${e.namespace}/${e.name}  ContainerDied ${e.containerName}${c?.exitCode === undefined ? '' : ` (exit ${c.exitCode})`}`);
       },
-      onRuntimeState: (up, detail) => this.log(`${stamp()} runtime ${up ? 'is back' : `is down: ${detail}`}`),
+      onRuntimeState: (up, detail) => say(`${stamp()} runtime ${up ? 'is back' : `is down: ${detail}`}`),
       onHousekeeping: (r) => {
+        if (tracer) return;
         for (const p of r.removedPods) this.log(`${stamp()} ${p}  removed (no source wants it)`);
       },
       onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
@@ -102,14 +116,14 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
       process.stdout.write(`\x1b[2J\x1b[H${stamp()} watching ${[args.path, flags['manifest-url']].filter(Boolean).join(' and ')}\n\n${podTable(pods, { allNamespaces: true })}\n`);
     };
     kubelet.observe({
-      onStatus: ({ pod, status }) => (live ? redraw() : this.log(statusLine(pod, status))),
+      onStatus: ({ pod, status }) => (tracer ? undefined : live ? redraw() : this.log(statusLine(pod, status))),
       onSyncError: (pod, err) => {
         const message = errorMessage(err);
         if (lastError.get(pod.metadata!.uid!) === message) return;
         lastError.set(pod.metadata!.uid!, message);
         process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
       },
-      onTerminated: (pod) => this.log(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}  terminated and removed`),
+      onTerminated: (pod) => tracer || this.log(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}  terminated and removed`),
     });
 
     kubelet.events.subscribe((e) => {
@@ -172,7 +186,7 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     });
     loop.start();
     sources.forEach((s) => s.start());
-    this.log(`${stamp()} watching ${[args.path, flags['manifest-url']].filter(Boolean).join(' and ')}; status on ${socket}`);
+    say(`${stamp()} watching ${[args.path, flags['manifest-url']].filter(Boolean).join(' and ')}; status on ${socket}`);
 
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
@@ -181,13 +195,13 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     sources.forEach((s) => s.stop());
     server.close();
     if (flags['cleanup-on-exit']) {
-      this.log(`${stamp()} stopping: terminating ${kubelet.pods.size} pod(s)`);
+      say(`${stamp()} stopping: terminating ${kubelet.pods.size} pod(s)`);
       pleg.stop();
       const uids = [...kubelet.pods.keys()];
       loop.removePods(uids);
       await kubelet.workers.waitIdle();
     } else {
-      this.log(`${stamp()} stopping; pods keep running (--cleanup-on-exit terminates them)`);
+      say(`${stamp()} stopping; pods keep running (--cleanup-on-exit terminates them)`);
     }
     loop.stop();
     await kubelet.workers.waitIdle();

@@ -13,6 +13,7 @@ import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
+import type { WorkerTrace } from './trace.js';
 
 export interface KubeletOptions {
   runtime: RuntimeService;
@@ -32,6 +33,8 @@ export interface KubeletOptions {
   /** Privileged containers run only when set (the kubelet's old --allow-privileged). */
   allowPrivileged?: boolean;
   metrics?: Metrics;
+  /** Wraps each pod worker's unit of work (watch --trace). */
+  trace?: WorkerTrace;
 }
 
 /** What one housekeeping pass cleaned up. */
@@ -110,6 +113,7 @@ export class Kubelet {
       backOffPeriodMs: opts.backOffPeriodMs,
       resyncIntervalMs: opts.resyncIntervalMs,
       onSyncError: (pod, err) => this.observers.forEach((o) => o.onSyncError?.(pod, err)),
+      trace: opts.trace,
       onSyncDone: (_pod, durationMs, err) => opts.metrics?.syncDuration.observe({ outcome: err ? 'error' : 'success' }, durationMs / 1000),
     });
   }

@@ -5,6 +5,7 @@ import type { HousekeepingResult, Kubelet } from './kubelet.js';
 import type { Pleg } from './pleg/evented.js';
 import type { PodLifecycleEvent } from './pleg/generic.js';
 import type { ProbeResultUpdate } from './prober/index.js';
+import type { LoopTrace } from './trace.js';
 
 /** Constants of the kubelet's syncLoop. */
 export const SYNC_TICK_MS = 1000;
@@ -37,6 +38,8 @@ export interface SyncLoopOptions {
   onHousekeeping?: (r: HousekeepingResult) => void;
   onRuntimeState?: (up: boolean, detail?: string) => void;
   onError?: (err: unknown) => void;
+  /** One hook per branch of syncLoopIteration (watch --trace). */
+  trace?: LoopTrace;
 }
 
 /**
@@ -96,6 +99,7 @@ export class SyncLoop {
   /** The config branch of syncLoopIteration. */
   handleUpdate(u: PodUpdate): void {
     const k = this.opts.kubelet;
+    this.opts.trace?.configUpdate?.(u);
     switch (u.op) {
       case 'ADD':
       case 'UPDATE':
@@ -116,6 +120,7 @@ export class SyncLoop {
 
   private handlePlegEvent(e: PodLifecycleEvent): void {
     this.opts.onPlegEvent?.(e);
+    this.opts.trace?.plegEvent?.(e, this.runtimeUp && this.opts.kubelet.pods.has(e.id) && this.opts.kubelet.workers.state(e.id) === 'syncing');
     if (!this.runtimeUp) return;
     this.opts.kubelet.syncPodSoon(e.id);
     // A container died: clean up that pod's older dead instances too.
@@ -125,6 +130,8 @@ export class SyncLoop {
   /** The probe branch: liveness/startup failures and readiness changes. */
   private handleProbeResult(u: ProbeResultUpdate): void {
     this.opts.onProbeResult?.(u);
+    const dispatched = this.runtimeUp && this.opts.kubelet.workers.state(u.uid) === 'syncing';
+    this.opts.trace?.probeResult?.({ uid: u.uid, container: u.containerName, probe: u.type, result: u.result === 'Success' ? 'success' : u.result === 'Failure' ? 'failure' : 'unknown', dispatched });
     if (!this.runtimeUp) return;
     this.opts.kubelet.handleProbeResult(u);
   }
@@ -157,13 +164,14 @@ export class SyncLoop {
         return;
       }
     }
-    this.opts.kubelet.workers.syncDue();
+    const due = this.opts.kubelet.workers.syncDue();
+    if (due.length) this.opts.trace?.syncTick?.(due);
     const period = this.opts.housekeepingPeriodMs ?? HOUSEKEEPING_PERIOD_MS;
     if (!this.housekeeping && now - this.lastHousekeeping >= period && (this.opts.sourcesReady?.() ?? true)) {
       this.lastHousekeeping = now;
       this.housekeeping = true;
-      this.opts.kubelet
-        .housekeeping()
+      const housekeeping = () => this.opts.kubelet.housekeeping();
+      (this.opts.trace?.housekeeping?.(housekeeping) ?? housekeeping())
         .then((r) => this.opts.onHousekeeping?.(r))
         .catch((err) => this.opts.onError?.(err))
         .finally(() => (this.housekeeping = false));

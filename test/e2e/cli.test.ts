@@ -42,7 +42,7 @@ test('a malformed endpoint is named with what is expected', () => {
 test('--help lists every command with a description, and each command has examples', () => {
   const r = podctl(['--help']);
   assert.equal(r.code, 0);
-  for (const cmd of ['info', 'run', 'runtime down', 'runtime status', 'runtime up', 'sync-once', 'version']) {
+  for (const cmd of ['info', 'plan', 'run', 'runtime down', 'runtime status', 'runtime up', 'sync-once', 'version', 'watch']) {
     assert.match(r.stdout, new RegExp(`\\n\\s+${cmd}\\s+\\S`), `${cmd} listed with a summary`);
     const h = podctl([...cmd.split(' '), '--help']);
     assert.equal(h.code, 0, cmd);

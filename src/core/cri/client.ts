@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -147,7 +148,8 @@ export class CriClient implements RuntimeService, ImageService {
   private call<Req, Res>(client: grpc.Client, method: string, request: Req, timeoutMs = this.opts.timeoutMs): Promise<Res> {
     const endpoint = client === this.images ? this.imageEndpoint : this.endpoint;
     const started = performance.now();
-    const observe = (error?: CriError) => this.opts.observer?.({ method, durationMs: performance.now() - started, error });
+    // Bound to the caller's async context, so an observer can tell which unit of work made the call.
+    const observe = AsyncResource.bind((error?: CriError) => this.opts.observer?.({ method, durationMs: performance.now() - started, error }));
     // A missing socket fails at once instead of waiting for a connect timeout.
     if (!existsSync(socketPath(endpoint))) {
       const err = noRuntimeError(endpoint, method);

@@ -16,6 +16,19 @@ export class StartContainerError extends Error {
   }
 }
 
+export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+export function pullPolicyOf(container: IContainer): PullPolicy {
+  return (container.imagePullPolicy as PullPolicy | undefined) ?? 'IfNotPresent';
+}
+
+/** Whether the image must be pulled before the container starts ('never': it cannot start). */
+export function pullDecision(policy: PullPolicy, present: boolean): 'pull' | 'use' | 'never' {
+  if (policy === 'Always') return 'pull';
+  if (present) return 'use';
+  return policy === 'Never' ? 'never' : 'pull';
+}
+
 /** The kubelet's imageManager.EnsureImageExists: pull policy and ImagePullBackOff. */
 export class ImagePuller {
   readonly backoff: Backoff;
@@ -31,16 +44,13 @@ export class ImagePuller {
   /** Returns the image reference to create the container from. */
   async ensureImageExists(pod: IPod, container: IContainer, sandboxConfig: T.PodSandboxConfigInput, now: number): Promise<string> {
     const image = container.image ?? '';
-    const policy = container.imagePullPolicy ?? 'IfNotPresent';
-    if (policy !== 'Always') {
-      const present = await this.images.imageStatus(image);
-      if (present) return present.id;
-      if (policy === 'Never') {
-        throw new StartContainerError(
-          'ErrImageNeverPull',
-          `Container image "${image}" is not present with pull policy of Never`,
-        );
-      }
+    const policy = pullPolicyOf(container);
+    // Always pulls without asking whether the image is present.
+    const present = policy === 'Always' ? undefined : await this.images.imageStatus(image);
+    const decision = pullDecision(policy, present !== undefined);
+    if (decision === 'use') return present!.id;
+    if (decision === 'never') {
+      throw new StartContainerError('ErrImageNeverPull', `Container image "${image}" is not present with pull policy of Never`);
     }
     const key = `${pod.metadata!.uid}/${image}`;
     if (this.backoff.isInBackOffSinceUpdate(key, now)) {

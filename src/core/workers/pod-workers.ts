@@ -1,6 +1,7 @@
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import { errorMessage } from '../errors.js';
+import type { WorkerTrace, WorkKind } from '../trace.js';
 import { WorkQueue } from './work-queue.js';
 
 export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
@@ -32,6 +33,8 @@ export interface PodWorkersOptions {
   random?: () => number;
   onSyncError?: (pod: IPod, err: unknown) => void;
   onSyncDone?: (pod: IPod, durationMs: number, err?: unknown) => void;
+  /** Wraps each unit of work of a lane (watch --trace). */
+  trace?: WorkerTrace;
 }
 
 interface Lane {
@@ -104,11 +107,11 @@ export class PodWorkers {
       let error: unknown;
       try {
         if (lane.state === 'syncing') {
-          lane.terminal = await this.syncer.syncPod(update.pod, update.type);
+          lane.terminal = await this.traced(update, 'sync', () => this.syncer.syncPod(update.pod, update.type));
         } else if (lane.state === 'terminating') {
-          await this.syncer.syncTerminatingPod(update.pod, lane.gracePeriodSeconds);
+          await this.traced(update, 'terminating', () => this.syncer.syncTerminatingPod(update.pod, lane.gracePeriodSeconds));
           lane.state = 'terminated';
-          await this.syncer.syncTerminatedPod(update.pod);
+          await this.traced(update, 'terminated', () => this.syncer.syncTerminatedPod(update.pod));
         }
         lane.lastError = undefined;
       } catch (err) {
@@ -121,6 +124,10 @@ export class PodWorkers {
     }
     lane.working = false;
     lane.resolveIdle?.();
+  }
+
+  private traced<T>(update: UpdatePodOptions, kind: WorkKind, run: () => Promise<T>): Promise<T> {
+    return this.opts.trace ? this.opts.trace.work(update.pod, kind, update.type, run) : run();
   }
 
   private requeue(lane: Lane, error: unknown): void {

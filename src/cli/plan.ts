@@ -1,0 +1,40 @@
+import { Flags } from '@oclif/core';
+import type { IPod } from 'kubernetes-models/v1';
+import { realClock } from '../core/clock.js';
+import type { CriClient } from '../core/cri/client.js';
+import { PodctlError } from '../core/errors.js';
+import { RuntimeManager } from '../core/kuberuntime/manager.js';
+import { planPods, type Plan } from '../core/plan.js';
+import { renderPlan } from './render.js';
+
+/** Exit code of a plan that would change something (terraform plan -detailed-exitcode). */
+export const PLAN_CHANGES_EXIT_CODE = 2;
+
+export const planFlags = {
+  prune: Flags.boolean({
+    summary: 'Also plan the removal of every pod podctl made that the given files do not describe.',
+    description: 'Without it, a plan over one file says nothing about other pods: `plan pod.yaml` must not threaten every other pod on the host.',
+  }),
+};
+
+/**
+ * Plans the pods against the runtime and prints the plan; returns the exit
+ * code: 0 when nothing would change, 2 when something would.
+ */
+export async function printPlan(client: CriClient, pods: IPod[], opts: { prune: boolean; output: string; log: (text: string) => void }): Promise<number> {
+  // A manager of its own: plan only reads (getPodStatus, ImageStatus, ListPodSandbox).
+  const manager = new RuntimeManager({ runtime: client, images: client, clock: realClock, logRoot: '' });
+  const plan: Plan = await planPods(manager, pods, { prune: opts.prune, now: realClock.now() });
+  opts.log(opts.output === 'json' ? JSON.stringify(plan, null, 2) : renderPlan(plan));
+  return plan.changes ? PLAN_CHANGES_EXIT_CODE : 0;
+}
+
+/** Errors of a plan exit 1, whatever code the failing layer chose (2 means "would change"). */
+export async function asPlanError<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof PodctlError && err.exitCode !== 1) throw new PodctlError(err.message, { hint: err.hint, exitCode: 1, cause: err.cause });
+    throw err;
+  }
+}

@@ -1,0 +1,51 @@
+import { Args, Errors, Flags } from '@oclif/core';
+import { PodctlCommand } from '../cli/base.js';
+import { loadPodsFromArgs } from '../cli/manifests.js';
+import { nodeFlags } from '../cli/node.js';
+import { asPlanError, planFlags, printPlan } from '../cli/plan.js';
+import { connect } from '../cli/runtime.js';
+
+export class Plan extends PodctlCommand {
+  static override summary = 'Show what the sync loop would do to the runtime for these manifests, without doing it.';
+  static override description = `Reads the manifests and the runtime, runs computePodActions for each pod (the same code SyncPod runs) and
+prints the actions it would take, and why: create sandbox, pull image, start container (with the CrashLoopBackOff
+left), kill container (with the spec fields that changed), kill pod; with --prune, remove pod. Nothing in the
+runtime changes. The backoff is estimated from what the runtime records (restart count, last exit time), as a
+long-running watch would see it.
+A pod's UID comes from the node name and the file's path (as the kubelet's static pods): give the same files
+and --node-name as the run or watch that runs them.
+Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 something would, 1 error.`;
+  static override examples = [
+    '<%= config.bin %> plan pod.yaml',
+    '<%= config.bin %> plan manifests/ --prune',
+    '<%= config.bin %> plan pod.yaml -o json | jq \'.pods[].actions[].action\'',
+    '<%= config.bin %> plan pod.yaml >/dev/null; echo $?   # 0 in desired state, 2 would change',
+  ];
+  static override strict = false;
+  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
+  static override flags = {
+    'node-name': nodeFlags['node-name'],
+    ...planFlags,
+    output: Flags.string({ char: 'o', summary: 'Output format (json: {apiVersion: podctl/v1, kind: Plan, changes, pods[].actions[]}).', options: ['text', 'json'], default: 'text' }),
+  };
+
+  async run(): Promise<void> {
+    const code = await asPlanError(async () => {
+      const { argv, flags } = await this.parse(Plan);
+      const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
+      const { client } = await connect(flags);
+      try {
+        return await printPlan(client, set.pods.map((p) => p.pod), { prune: flags.prune, output: flags.output, log: (t) => this.log(t) });
+      } finally {
+        client.close();
+      }
+    });
+    if (code !== 0) this.exit(code);
+  }
+
+  protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
+    // oclif's usage errors exit 2, which here means "would change": make them 1.
+    if (!(err instanceof Errors.ExitError) && err.oclif?.exit === 2) err.oclif.exit = 1;
+    return super.catch(err);
+  }
+}
