@@ -12,7 +12,8 @@ export async function loadPodsFromArgs(paths: string[], nodeName: string): Promi
   return set;
 }
 
-async function readStdin(): Promise<string> {
+/** All of standard input, for manifests given as `-`. */
+export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');

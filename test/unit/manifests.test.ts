@@ -251,3 +251,44 @@ spec:
     'error doc1 spec.containers[0].lifecycle.preStop: expected exactly one of exec, httpGet, sleep, tcpSocket',
   ]);
 });
+
+test('fields one host cannot honour: a warning where the pod still runs as meant, an error where it would not', () => {
+  const text = `apiVersion: v1
+kind: Pod
+metadata: {name: sched}
+spec:
+  nodeSelector: {disk: ssd}
+  affinity: {nodeAffinity: {}}
+  tolerations: [{key: dedicated, operator: Exists}]
+  priorityClassName: high
+  dnsPolicy: ClusterFirst
+  serviceAccountName: builder
+  containers:
+  - name: app
+    image: busybox:1.36
+    resources: {limits: {example.com/fpga: 1, memory: 64Mi}}
+    securityContext: {procMount: Unmasked}
+    volumeMounts: [{name: data, mountPath: /data, mountPropagation: Bidirectional}]
+  volumes:
+  - {name: data, persistentVolumeClaim: {claimName: data}}
+  - {name: nfs, nfs: {server: 192.0.2.1, path: /x}}
+  - {name: scratch, ephemeral: {volumeClaimTemplate: {spec: {}}}}
+  - name: token
+    projected: {sources: [{serviceAccountToken: {path: token}}]}
+`;
+  assert.deepEqual(problemsOf(text), [
+    'warning doc1 spec.nodeSelector: ignored: podctl runs every pod on this host, with no scheduler',
+    'warning doc1 spec.affinity: ignored: there is no scheduler and one node',
+    'warning doc1 spec.tolerations: ignored: this node has no taints',
+    'warning doc1 spec.priorityClassName: ignored: there is no preemption and no PriorityClass',
+    'warning doc1 spec.serviceAccountName: no service account token is mounted: there is no API server to issue one',
+    'warning doc1 spec.dnsPolicy: there is no cluster DNS on one host: resolves as Default (the host resolv.conf)',
+    'error doc1 spec.volumes[0].persistentVolumeClaim: not supported on a single host (no PersistentVolume controller); use hostPath or emptyDir',
+    'error doc1 spec.volumes[1].nfs: nfs volumes are not supported on a single host; supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected',
+    'error doc1 spec.volumes[2].ephemeral: not supported on a single host (no PersistentVolume provisioner); use emptyDir',
+    'error doc1 spec.volumes[3].projected.sources[0].serviceAccountToken: no API server issues service account tokens here',
+    'error doc1 spec.containers[0].resources.limits["example.com/fpga"]: extended resource example.com/fpga: no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*',
+    'error doc1 spec.containers[0].securityContext.procMount: needs a user namespace (hostUsers: false), which podctl does not support',
+    'error doc1 spec.containers[0].volumeMounts[0].mountPropagation: Bidirectional mount propagation needs a privileged container',
+  ]);
+});

@@ -48,8 +48,10 @@ export function formatProblem(p: ManifestProblem): string {
 
 export class ManifestError extends PodctlError {
   readonly problems: ManifestProblem[];
+  /** Warnings found alongside the errors (podctl validate lists both). */
+  readonly warnings: ManifestProblem[];
 
-  constructor(problems: ManifestProblem[]) {
+  constructor(problems: ManifestProblem[], warnings: ManifestProblem[] = []) {
     const lines = problems.map(formatProblem);
     const files = [...new Set(problems.map((p) => p.file))];
     super(
@@ -58,6 +60,7 @@ export class ManifestError extends PodctlError {
     );
     this.name = 'ManifestError';
     this.problems = problems;
+    this.warnings = warnings;
   }
 }
 
@@ -264,7 +267,7 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
     } else byName.set(key, lp);
   }
   const errors = problems.filter((p) => p.severity === 'error');
-  if (errors.length) throw new ManifestError(errors);
+  if (errors.length) throw new ManifestError(errors, problems.filter((p) => p.severity === 'warning'));
   set.warnings = problems.filter((p) => p.severity === 'warning');
   return set;
 }
