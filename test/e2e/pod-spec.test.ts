@@ -1,0 +1,245 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, writeFileSync } from 'node:fs';
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import { realClock } from '../../src/core/clock.js';
+import type { CriClient } from '../../src/core/cri/client.js';
+import { Kubelet } from '../../src/core/kubelet.js';
+import { POD_UID_LABEL } from '../../src/core/kuberuntime/labels.js';
+import { SyncLoop } from '../../src/core/loop.js';
+import { parseManifestText, type ParsedManifest } from '../../src/core/pod/index.js';
+import { containerLogLines, E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir, waitForStatus } from '../support/e2e.js';
+
+let client: CriClient;
+let kubelet: Kubelet;
+let loop: SyncLoop;
+const dirs = scratchDir('e2e-spec');
+const logRoot = `${dirs.dir}/logs`;
+
+/** Parses a manifest set (pods, ConfigMaps, Secrets) in the e2e namespace and hands its objects to the kubelet. */
+function manifests(name: string, text: string): ParsedManifest {
+  const parsed = parseManifestText(text.replaceAll('{{ns}}', E2E_NAMESPACE), { kind: 'file', path: `/e2e/${name}.yaml` }, { nodeName: 'e2e' });
+  assert.deepEqual(parsed.problems.filter((p) => p.severity === 'error'), []);
+  kubelet.objects.set(name, { configMaps: parsed.configMaps, secrets: parsed.secrets });
+  return parsed;
+}
+
+function pod(name: string, spec: string): IPod {
+  return manifests(name, `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: '{{ns}}'}\nspec:\n  terminationGracePeriodSeconds: 2\n${spec}`).pods[0]!.pod;
+}
+
+const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs = 30_000) => waitForStatus(kubelet, p, cond, timeoutMs);
+const app = (s: IPodStatus) => s.containerStatuses![0]!;
+const finished = (s: IPodStatus) => s.phase === 'Succeeded' || s.phase === 'Failed';
+
+/** Removes the pods through the loop and waits until they are gone from the runtime. */
+async function remove(...pods: IPod[]): Promise<void> {
+  const left = new Set(pods.map((p) => p.metadata!.uid!));
+  const done = new Promise<void>((resolve) => {
+    const stop = kubelet.observe({
+      onTerminated: (p) => {
+        left.delete(p.metadata!.uid!);
+        if (left.size === 0) {
+          stop();
+          resolve();
+        }
+      },
+    });
+  });
+  loop.removePods([...left]);
+  await done;
+}
+
+before(async () => {
+  client = e2eClient();
+  await removeE2EPods(client);
+  kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot, rootDir: `${dirs.dir}/root`, nodeName: 'e2e', agent: 'e2e-spec', hostIP: '127.0.0.1' });
+  loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
+  loop.start();
+});
+
+after(async () => {
+  loop.stop();
+  await kubelet.workers.waitIdle();
+  await removeE2EPods(client);
+  client.close();
+  dirs.cleanup();
+});
+
+test('environment: fieldRef, configMapKeyRef, secretKeyRef, envFrom with prefix and $(VAR) expansion show in the log', async () => {
+  const set = manifests(
+    'env',
+    `apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config, namespace: '{{ns}}'}
+data: {MODE: fast, LEVEL: "3"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: app-secret, namespace: '{{ns}}'}
+stringData: {PASSWORD: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: env-demo, namespace: '{{ns}}', labels: {tier: web}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sh, -c, 'echo "name=$POD_NAME ns=$POD_NS tier=$TIER ip=$POD_IP mode=$MODE pass=$PASS cfg=$CFG_LEVEL greeting=$GREETING arg=$0"', '$(POD_NAME)-arg']
+    resources: {limits: {memory: 32Mi}}
+    envFrom:
+    - {configMapRef: {name: app-config}, prefix: CFG_}
+    env:
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: POD_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: TIER, valueFrom: {fieldRef: {fieldPath: "metadata.labels['tier']"}}}
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: MODE, valueFrom: {configMapKeyRef: {name: app-config, key: MODE}}}
+    - {name: PASS, valueFrom: {secretKeyRef: {name: app-secret, key: PASSWORD}}}
+    - {name: GREETING, value: "hello $(POD_NAME) $$(NOT) $(MISSING)"}
+`,
+  );
+  const p = set.pods[0]!.pod;
+  loop.addPods([p]);
+  const done = await waitFor(p, finished);
+  assert.equal(done.phase, 'Succeeded');
+  const [line] = containerLogLines(logRoot, p, 'app');
+  assert.match(line ?? '', new RegExp(`^name=env-demo ns=${E2E_NAMESPACE} tier=web ip=10\\.\\d+\\.\\d+\\.\\d+ mode=fast pass=s3cret cfg=3 greeting=hello env-demo \\$\\(NOT\\) \\$\\(MISSING\\) arg=env-demo-arg$`));
+  assert.equal(line!.split(' ')[3], `ip=${done.podIP}`);
+  await remove(p);
+});
+
+test('a missing required ConfigMap keeps the container waiting with CreateContainerConfigError naming it', async () => {
+  const p = pod('env-missing', `  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    env:\n    - {name: X, valueFrom: {configMapKeyRef: {name: nowhere, key: k}}}\n`);
+  loop.addPods([p]);
+  const s = await waitFor(p, (x) => app(x).state?.waiting?.reason === 'CreateContainerConfigError');
+  assert.equal(app(s).state!.waiting!.message, 'configmap "nowhere" not found');
+  assert.equal(s.phase, 'Pending');
+  await remove(p);
+});
+
+test('a memory limit is enforced: allocating past it is OOMKilled; qosClass as Kubernetes computes it', async () => {
+  const oom = pod(
+    'oom',
+    `  restartPolicy: Never
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [dd, if=/dev/zero, of=/dev/null, bs=64M, count=1]
+    resources: {limits: {memory: 16Mi}}
+`,
+  );
+  const burstable = pod('qos-burstable', `  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"], resources: {requests: {memory: 8Mi}}}\n`);
+  const guaranteed = pod('qos-guaranteed', `  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"], resources: {limits: {memory: 32Mi, cpu: 100m}}}\n`);
+  const bestEffort = pod('qos-besteffort', `  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`);
+  loop.addPods([oom, burstable, guaranteed, bestEffort]);
+  const killed = await waitFor(oom, finished);
+  assert.equal(killed.phase, 'Failed');
+  assert.equal(app(killed).state?.terminated?.reason, 'OOMKilled');
+  assert.equal(app(killed).state?.terminated?.exitCode, 137);
+  for (const [p, qos] of [[burstable, 'Burstable'], [guaranteed, 'Guaranteed'], [bestEffort, 'BestEffort']] as const) {
+    const s = await waitFor(p, (x) => app(x).state?.running !== undefined);
+    assert.equal(s.qosClass, qos, p.metadata!.name);
+  }
+  await remove(oom, burstable, guaranteed, bestEffort);
+});
+
+test('security context: runAsUser in id, runAsNonRoot refuses a root image, readOnlyRootFilesystem, privileged needs --allow-privileged', async () => {
+  const user = pod(
+    'run-as-user',
+    `  restartPolicy: Never
+  securityContext: {runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [4000]}
+  containers:
+  - {name: app, image: busybox:1.36, command: [id]}
+`,
+  );
+  const nonRoot = pod('non-root', `  securityContext: {runAsNonRoot: true}\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`);
+  const readOnly = pod(
+    'read-only',
+    `  restartPolicy: Never
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sh, -c, "touch /written 2>&1 || echo write-refused"]
+    securityContext: {readOnlyRootFilesystem: true}
+`,
+  );
+  const privileged = pod('privileged', `  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"], securityContext: {privileged: true}}\n`);
+  loop.addPods([user, nonRoot, readOnly, privileged]);
+
+  await waitFor(user, finished);
+  const id = containerLogLines(logRoot, user, 'app')[0] ?? '';
+  assert.match(id, /^uid=1000 gid=3000 groups=.*\b4000\b/);
+
+  const refused = await waitFor(nonRoot, (x) => app(x).state?.waiting?.reason === 'CreateContainerConfigError');
+  assert.match(app(refused).state!.waiting!.message!, /^container has runAsNonRoot and image will run as root \(pod: "non-root_.*", container: app\)$/);
+
+  await waitFor(readOnly, finished);
+  const lines = containerLogLines(logRoot, readOnly, 'app');
+  assert.match(lines.join('\n'), /Read-only file system/);
+  assert.equal(lines.at(-1), 'write-refused');
+
+  const denied = await waitFor(privileged, (x) => app(x).state?.waiting?.reason === 'CreateContainerConfigError');
+  assert.match(app(denied).state!.waiting!.message!, /container app is privileged, and podctl runs without --allow-privileged/);
+  const sandboxes = await client.listPodSandbox({ labelSelector: { [POD_UID_LABEL]: privileged.metadata!.uid! } });
+  assert.equal(sandboxes.length, 0, 'nothing is created for a refused privileged pod');
+  await remove(user, nonRoot, readOnly, privileged);
+
+  // The CLI refuses it at admission, before touching the runtime.
+  const file = `${dirs.dir}/privileged.yaml`;
+  writeFileSync(file, `apiVersion: v1\nkind: Pod\nmetadata: {name: priv-cli, namespace: ${E2E_NAMESPACE}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, securityContext: {privileged: true}}\n`);
+  const r = podctl(['run', '--detach', file, '--log-root', logRoot, '--root-dir', `${dirs.dir}/cli-root`]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /priv-cli: rejected at admission: container app is privileged; pass --allow-privileged/);
+  assert.equal((await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': 'priv-cli' } })).length, 0);
+});
+
+test('networking: a hostNetwork pod sees the host interfaces; a hostPort reaches a server in the pod from 127.0.0.1; hostAliases in /etc/hosts', async () => {
+  const hostNet = pod('host-net', `  restartPolicy: Never\n  hostNetwork: true\n  containers:\n  - {name: app, image: busybox:1.36, command: [ls, /sys/class/net]}\n`);
+  const server = pod(
+    'host-port',
+    `  hostname: web-0
+  subdomain: web
+  hostAliases: [{ip: 192.0.2.7, hostnames: [db.internal]}]
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sh, -c, "mkdir -p /www; echo served-from-pod > /www/index.html; cat /etc/hosts; httpd -f -p 8080 -h /www"]
+    ports: [{containerPort: 8080, hostPort: 18080}]
+    readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+`,
+  );
+  loop.addPods([hostNet, server]);
+  await waitFor(hostNet, finished);
+  assert.deepEqual(containerLogLines(logRoot, hostNet, 'app').sort(), readdirSync('/sys/class/net').sort());
+
+  const ready = await waitFor(server, (x) => app(x).ready === true);
+  let body = '';
+  for (let i = 0; i < 20 && body === ''; i++) {
+    body = await fetch('http://127.0.0.1:18080/index.html').then((r) => r.text()).catch(() => '');
+    if (!body) await new Promise((r) => setTimeout(r, 250));
+  }
+  assert.equal(body.trim(), 'served-from-pod');
+  const hosts = containerLogLines(logRoot, server, 'app').join('\n');
+  assert.match(hosts, new RegExp(`${ready.podIP!.replaceAll('.', '\\.')}\\tweb-0\\.web\\.${E2E_NAMESPACE}\\.svc\\.cluster\\.local\\tweb-0`));
+  assert.match(hosts, /192\.0\.2\.7\tdb\.internal/);
+  await remove(hostNet, server);
+});
+
+test('podctl validate lists nodeSelector, tolerations and a PVC with their field paths and exits 1', () => {
+  const file = `${dirs.dir}/unsupported.yaml`;
+  writeFileSync(
+    file,
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: sched}\nspec:\n  nodeSelector: {disk: ssd}\n  tolerations: [{key: dedicated, operator: Exists}]\n  containers:\n  - {name: app, image: busybox:1.36}\n  volumes:\n  - {name: data, persistentVolumeClaim: {claimName: data}}\n`,
+  );
+  const r = podctl(['validate', file]);
+  assert.equal(r.code, 1);
+  assert.match(r.stdout, /^error: .*unsupported\.yaml: document 1 \(Pod "sched"\): spec\.volumes\[0\]\.persistentVolumeClaim: not supported on a single host/m);
+  assert.match(r.stdout, /^warning: .*spec\.nodeSelector: ignored/m);
+  assert.match(r.stdout, /^warning: .*spec\.tolerations: ignored/m);
+  const json = JSON.parse(podctl(['validate', file, '-o', 'json']).stdout) as { valid: boolean; findings: { field: string; severity: string }[] };
+  assert.equal(json.valid, false);
+  assert.deepEqual(json.findings.map((f) => `${f.severity} ${f.field}`).sort(), ['error spec.volumes[0].persistentVolumeClaim', 'warning spec.nodeSelector', 'warning spec.tolerations']);
+});
