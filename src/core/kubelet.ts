@@ -32,6 +32,12 @@ export interface KubeletOptions {
   rootDir?: string;
   /** Privileged containers run only when set (the kubelet's old --allow-privileged). */
   allowPrivileged?: boolean;
+  /**
+   * Whether housekeeping kills pods of this agent that no source wants. Only
+   * watch has sources that can drop a pod; a foreground run knows only its
+   * own files and must never remove what another run started. Default: agent is watch.
+   */
+  removeOrphans?: boolean;
   metrics?: Metrics;
   /** Wraps each pod worker's unit of work (watch --trace). */
   trace?: WorkerTrace;
@@ -230,8 +236,9 @@ export class Kubelet {
     const started = this.clock.now();
     const result: HousekeepingResult = { removedPods: [], removedContainers: 0, durationMs: 0 };
     const selector = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
+    const removeOrphans = this.opts.removeOrphans ?? this.runtimeManager.agent === 'watch';
     const [sandboxes, containers] = await Promise.all([
-      this.opts.runtime.listPodSandbox({ labelSelector: { ...selector, [AGENT_LABEL]: this.runtimeManager.agent } }),
+      removeOrphans ? this.opts.runtime.listPodSandbox({ labelSelector: { ...selector, [AGENT_LABEL]: this.runtimeManager.agent } }) : Promise.resolve([]),
       this.opts.runtime.listContainers({ labelSelector: selector }),
     ]);
     const orphans = new Map<string, { name: string; namespace: string }>();

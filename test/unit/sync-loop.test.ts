@@ -61,6 +61,23 @@ describe('syncLoop on the fake runtime', () => {
     assert.equal(fake.sandboxes().length, 0);
   });
 
+  test('a run\'s housekeeping never removes pods another run started', async () => {
+    const clock = new FakeClock();
+    const detached = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
+    const foreground = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
+    await detached.syncPod(pod('detached'), 'create');
+    foreground.addOrUpdatePod(pod('mine'));
+    await foreground.workers.waitIdle();
+    const r = await foreground.housekeeping();
+    assert.deepEqual(r.removedPods, []);
+    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['detached', 'mine']);
+    for (const [k, name] of [[detached, 'detached'], [foreground, 'mine']] as const) {
+      await k.syncTerminatingPod(pod(name), 0);
+      await k.syncTerminatedPod(pod(name));
+    }
+    assert.equal(fake.sandboxes().length, 0);
+  });
+
   test('while the runtime is down nothing is dispatched; when it recovers every pod is synced again', async () => {
     const clock = new FakeClock();
     const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
