@@ -12,6 +12,7 @@ import { FileSource, HttpSource, PodConfigMerger } from '../core/config/index.js
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { SyncLoop } from '../core/loop.js';
+import { acquireStateLock } from '../core/lock.js';
 import { Metrics } from '../core/metrics.js';
 import type { SourceObjects } from '../core/objects.js';
 import { startStatusServer } from '../core/status/server.js';
@@ -63,6 +64,8 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
       if (i <= 0) throw new PodctlError(`--manifest-url-header "${h}": expected "Name: value"`, { exitCode: 2 });
       headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
     }
+    // One owner per state dir, before anything else is touched.
+    const lock = acquireStateLock(flags['root-dir']);
     const metrics = new Metrics();
     // --trace: the trace is stdout; what watch says otherwise goes to stderr, or is said by the trace.
     const tracer = tracerFor(flags, () => pleg, (line) => this.log(line));
@@ -206,5 +209,6 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
     loop.stop();
     await kubelet.workers.waitIdle();
     client.close();
+    lock.release();
   }
 }
