@@ -12,9 +12,11 @@ import {
   mountTable,
   VolumeError,
   VolumeManager,
+  volumeObjectsFrom,
   type PodVolumes,
   type VolumeObjects,
 } from '../../src/core/volumes/index.js';
+import { parseManifestText } from '../../src/core/pod/index.js';
 import { container, makePod } from '../support/builders.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -422,8 +424,9 @@ test('item paths: absolute, .. and ..-prefixed elements are refused', async (t) 
   for (const [path, re] of [
     ['../escape', /must not contain '\.\.'/],
     ['a/../../b', /must not contain '\.\.'/],
-    ['/etc/passwd', /must be a relative path/],
+    ['/etc/passwd', /invalid path: must be relative path: \/etc\/passwd$/],
     ['..data', /must not start with '\.\.'/],
+    ['..2026_01_01_00_00_00.x/f', /must not start with '\.\.'/],
   ] as const) {
     const pod = podWith([{ name: 'cfg', configMap: { name: 'cfg', items: [{ key: 'a', path }] } }], { uid: `path-${n++}` });
     await rejectsVolume(vm.setUpPodVolumes(pod, []), 'cfg', 'FailedMount', re);
@@ -624,4 +627,46 @@ test('tearDown removes the volumes under a still-mounted tmpfs only after unmoun
   await vm.tearDown('uid-vol');
   assert.deepEqual(await mountsUnder(root), []);
   assert.equal(existsSync(join(root, 'pods', 'uid-vol')), false);
+});
+
+test('volumeObjectsFrom: the ConfigMaps and Secrets of a parsed manifest feed the volumes (stringData included)', async (t) => {
+  const { root } = setup(t);
+  const text = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {greeting: hello}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: default}
+stringData: {password: pw}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg, namespace: other}
+data: {greeting: elsewhere}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    volumeMounts: [{name: cfg, mountPath: /cfg}, {name: creds, mountPath: /creds}]
+  volumes:
+  - {name: cfg, configMap: {name: cfg}}
+  - {name: creds, secret: {secretName: creds}}
+`;
+  const parsed = parseManifestText(text, { kind: 'file', path: '/m/pod.yaml', display: 'pod.yaml' }, { nodeName: 'node-a' });
+  assert.deepEqual(parsed.problems.filter((p) => p.severity === 'error'), []);
+  const vm = new VolumeManager({ rootDir: root, objects: volumeObjectsFrom(parsed), node: NODE });
+  const pod = parsed.pods[0]!.pod;
+  const vols = await vm.setUpPodVolumes(pod, []);
+  assert.equal(read(join(vols.dirs.get('cfg')!.hostPath, 'greeting')), 'hello');
+  assert.equal(read(join(vols.dirs.get('creds')!.hostPath, 'password')), 'pw');
+  const mounts = await vm.containerMounts(pod, pod.spec!.containers[0]!, vols, {});
+  assert.deepEqual(mounts.map((m) => [m.containerPath, m.readonly]), [['/cfg', true], ['/creds', true]]);
+  await vm.tearDown(pod.metadata!.uid!);
+  assert.deepEqual(await mountsUnder(root), []);
 });

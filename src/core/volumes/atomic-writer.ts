@@ -15,22 +15,22 @@ export const DATA_DIR_NAME = '..data';
 const DATA_DIR_TMP_NAME = '..data_tmp';
 
 /**
- * Checks a key-to-path item path as the API and AtomicWriter do: relative, no '..' element,
- * and no element starting with '..' (that prefix is reserved for the writer's own entries).
+ * Checks a key-to-path item path as AtomicWriter's validatePath (same words): relative, no '..' element, and a
+ * first element not starting with '..' (that prefix is reserved for ..data and the timestamped directories).
  * Returns the cleaned path.
  */
 export function cleanItemPath(p: string): string {
-  if (p === '') throw new PayloadError('invalid path "": must not be empty');
-  if (p.startsWith('/')) throw new PayloadError(`invalid path "${p}": must be a relative path`);
-  if (p.length > 4096) throw new PayloadError(`invalid path "${p.slice(0, 32)}...": longer than 4096 characters`);
+  if (p === '') throw new PayloadError('invalid path: must not be empty: ""');
+  if (p.startsWith('/')) throw new PayloadError(`invalid path: must be relative path: ${p}`);
+  if (p.length > 4096) throw new PayloadError('invalid path: must be less than or equal to 4096 characters');
   const parts = p.split('/');
-  if (parts.includes('..')) throw new PayloadError(`invalid path "${p}": must not contain '..'`);
   for (const part of parts) {
-    if (part.length > 255) throw new PayloadError(`invalid path "${p}": an element is longer than 255 characters`);
-    if (part.startsWith('..')) throw new PayloadError(`invalid path "${p}": must not start with '..'`);
+    if (part === '..') throw new PayloadError(`invalid path: must not contain '..': ${p}`);
+    if (part.length > 255) throw new PayloadError('invalid path: filenames must be less than or equal to 255 characters');
   }
+  if (parts[0]!.startsWith('..') && parts[0]!.length > 2) throw new PayloadError(`invalid path: must not start with '..': ${p}`);
   const clean = posix.normalize(p).replace(/\/+$/, '');
-  if (clean === '.' || clean === '') throw new PayloadError(`invalid path "${p}": names no file`);
+  if (clean === '.' || clean === '') throw new PayloadError(`invalid path: names no file: ${p}`);
   return clean;
 }
 

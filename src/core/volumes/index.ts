@@ -7,3 +7,4 @@ export { DEFAULT_MODE } from './payload.js';
 export { expandSubPathExpr, prepareSubPath } from './subpath.js';
 export { mountTable, mountsUnder, isMountPoint, type MountEntry } from './mount.js';
 export { setVolumeOwnership } from './ownership.js';
+export { volumeObjectsFrom } from './objects.js';
