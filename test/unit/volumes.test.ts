@@ -1,10 +1,11 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, constants as fsc, readFileSync, readdirSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, renameSync, lstatSync, mkdirSync, openSync, constants as fsc, readFileSync, readdirSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IConfigMap, IContainer, IDownwardAPIVolumeFile, IPod, ISecret, IVolume } from 'kubernetes-models/v1';
 import {
+  openInside,
   expandSubPathExpr,
   formatMap,
   goQuote,
@@ -537,17 +538,26 @@ test('subPath: stays inside the volume through symlinks; missing directories are
   symlinkSync('../../../../../../../..', join(scratch, 'up'));
   const mountsOf = (volumeMounts: IContainer['volumeMounts'], env: Record<string, string> = {}) => vm.containerMounts(pod, container('app', { volumeMounts }), vols, env);
 
-  const ok = await mountsOf([
+  writeFileSync(join(scratch, 'real', 'marker'), 'inside');
+  const specs = [
     { name: 'scratch', mountPath: '/a', subPath: 'real' },
     { name: 'scratch', mountPath: '/b', subPath: 'inside-link' },
     { name: 'scratch', mountPath: '/c', subPath: 'new/deeper' },
     { name: 'config', mountPath: '/etc/a', subPath: 'a' },
-  ]);
+  ];
+  const ok = await mountsOf(specs);
+  // The runtime gets a bind of the checked path under volume-subpaths, which no container can swap.
   const hostPaths = ok.map((m) => m.hostPath ?? '');
-  assert.deepEqual(hostPaths.slice(0, 3).map((p) => p.slice(scratch.length)), ['/real', '/real', '/new/deeper']);
+  const podDir = join(vols.dirs.get('scratch')!.hostPath, '..', '..', '..');
+  assert.deepEqual(hostPaths, [0, 1, 2, 3].map((i) => join(podDir, 'volume-subpaths', specs[i]!.name, 'app', String(i))));
+  for (const p of hostPaths) assert.equal((await mountedAt(p)).length, 1, p);
+  assert.equal(read(join(hostPaths[0]!, 'marker')), 'inside');
+  assert.equal(read(join(hostPaths[1]!, 'marker')), 'inside');
+  assert.equal(statSync(hostPaths[2]!).ino, statSync(join(scratch, 'new', 'deeper')).ino);
   assert.equal(mode(join(scratch, 'new', 'deeper')), 0o777, 'created with the volume root mode');
   assert.equal(read(hostPaths[3]!), 'A');
-  assert.ok(hostPaths[3]!.startsWith(vols.dirs.get('config')!.hostPath));
+  await mountsOf(specs);
+  for (const p of hostPaths) assert.equal((await mountedAt(p)).length, 1, 'a second call reuses the bind');
 
   for (const [subPath, re] of [
     ['etc-link', /not within volume path/],
@@ -572,8 +582,8 @@ test('subPathExpr: $(VAR) from the container environment', async (t) => {
   const scratch = vols.dirs.get('scratch')!.hostPath;
   const c = container('app', { volumeMounts: [{ name: 'scratch', mountPath: '/logs', subPathExpr: 'logs/$(POD_NAME)' }] });
   const [m] = await vm.containerMounts(pod, c, vols, { POD_NAME: 'web-1' });
-  assert.equal(m!.hostPath, join(scratch, 'logs', 'web-1'));
-  assert.ok(statSync(m!.hostPath!).isDirectory());
+  assert.ok(statSync(join(scratch, 'logs', 'web-1')).isDirectory());
+  assert.equal(statSync(m!.hostPath!).ino, statSync(join(scratch, 'logs', 'web-1')).ino);
   await rejectsVolume(vm.containerMounts(pod, c, vols, {}), 'scratch', 'CreateContainerConfigError', /missing value for POD_NAME/);
   const esc = container('app', { volumeMounts: [{ name: 'scratch', mountPath: '/x', subPathExpr: '$(UP)/x' }] });
   await rejectsVolume(vm.containerMounts(pod, esc, vols, { UP: '..' }), 'scratch', 'CreateContainerConfigError', /must not contain '\.\.'/);
@@ -610,7 +620,7 @@ test('tearDown never follows a symlink out of the pod directory', async (t) => {
   await assert.rejects(vm.tearDown('../x'), /invalid pod UID/);
 });
 
-test('tearDown removes the volumes under a still-mounted tmpfs only after unmounting it', async (t) => {
+test('tearDown unmounts subPath binds, tmpfs volumes and propagated mounts before removing anything', async (t) => {
   const { root, objects, vm } = setup(t);
   objects.addSecret('s', { k: 'v' });
   const pod = podWith([
@@ -623,7 +633,9 @@ test('tearDown removes the volumes under a still-mounted tmpfs only after unmoun
   mkdirSync(nested);
   execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', nested]);
   writeFileSync(join(nested, 'f'), 'x');
-  assert.equal((await mountsUnder(root)).length, 2);
+  const c = container('app', { volumeMounts: [{ name: 'scratch', mountPath: '/n', subPath: 'nested' }] });
+  await vm.containerMounts(pod, c, vols, {});
+  assert.equal((await mountsUnder(root)).length, 3);
   await vm.tearDown('uid-vol');
   assert.deepEqual(await mountsUnder(root), []);
   assert.equal(existsSync(join(root, 'pods', 'uid-vol')), false);
@@ -669,4 +681,14 @@ spec:
   assert.deepEqual(mounts.map((m) => [m.containerPath, m.readonly]), [['/cfg', true], ['/creds', true]]);
   await vm.tearDown(pod.metadata!.uid!);
   assert.deepEqual(await mountsUnder(root), []);
+});
+
+test('openInside refuses a directory swapped for a symlink after the subPath check', async (t) => {
+  const { root } = setup(t);
+  const vol = join(root, 'vol');
+  mkdirSync(join(vol, 'a', 'b'), { recursive: true });
+  closeSync(openInside(vol, 'a/b'));
+  renameSync(join(vol, 'a'), join(vol, 'a.old'));
+  symlinkSync('/etc', join(vol, 'a'));
+  assert.throws(() => openInside(vol, 'a/b'), /"a" changed into a symlink/);
 });

@@ -9,7 +9,7 @@ import { PayloadError, setUpError, VolumeError } from './errors.js';
 import { isMountPoint, mountsUnder, mountTmpfs, unmount } from './mount.js';
 import { setVolumeOwnership } from './ownership.js';
 import { configMapPayload, DEFAULT_MODE, downwardAPIPayload, secretPayload } from './payload.js';
-import { expandSubPathExpr, prepareSubPath } from './subpath.js';
+import { bindSubPath, expandSubPathExpr } from './subpath.js';
 import type { NodeInfo, PodVolumeDir, PodVolumes, VolumeKind, VolumeObjects } from './types.js';
 
 /** The kubelet's plugin directory names under pods/<uid>/volumes. */
@@ -120,6 +120,11 @@ export class VolumeManager {
 
   volumesDir(uid: string): string {
     return join(this.podDir(uid), 'volumes');
+  }
+
+  /** Where subPath mounts are bound for the runtime, as the kubelet's volume-subpaths/<volume>/<container>/<index>. */
+  subPathTarget(uid: string, volume: string, container: string, index: number): string {
+    return join(this.podDir(uid), 'volume-subpaths', volume, container, String(index));
   }
 
   /**
@@ -245,7 +250,7 @@ export class VolumeManager {
   /** The CRI mounts of one container's volumeMounts. */
   async containerMounts(_pod: IPod, container: IContainer, volumes: PodVolumes, env: Record<string, string>): Promise<MountInput[]> {
     const mounts: MountInput[] = [];
-    for (const m of container.volumeMounts ?? []) {
+    for (const [index, m] of (container.volumeMounts ?? []).entries()) {
       const fail = (detail: string) => new VolumeError(m.name, 'CreateContainerConfigError', detail);
       const vol = volumes.dirs.get(m.name);
       if (!vol) throw fail(`cannot find volume "${m.name}" to mount into container "${container.name}"`);
@@ -266,7 +271,7 @@ export class VolumeManager {
       let subPath = m.subPath ?? '';
       try {
         if (m.subPathExpr) subPath = expandSubPathExpr(m.subPathExpr, env);
-        if (subPath) hostPath = await prepareSubPath(vol.hostPath, subPath);
+        if (subPath) hostPath = await bindSubPath(vol.hostPath, subPath, this.subPathTarget(volumes.uid, m.name, container.name, index));
       } catch (err) {
         throw fail(`failed to prepare subPath for volumeMount "${m.name}" of container "${container.name}": ${(err as Error).message}`);
       }
@@ -284,29 +289,36 @@ export class VolumeManager {
   }
 
   /**
-   * Unmounts every mount under the pod's volumes directory (tmpfs of memory volumes, and anything a container
-   * propagated there), then removes the directory. Refuses, removing nothing, if a mount stays or the path
-   * is not the real directory under rootDir (a symlink would lead out of it).
+   * Unmounts every mount under the pod's volume-subpaths and volumes directories (subPath binds, tmpfs of memory
+   * volumes, anything a container propagated there), then removes them. Refuses, removing nothing more, if a mount
+   * stays or a directory is not the real one under rootDir (a symlink would lead out of it).
    */
   async tearDown(uid: string): Promise<void> {
     const podDir = this.podDir(uid);
-    const volumesDir = this.volumesDir(uid);
+    let rootReal: string;
     try {
-      await lstat(volumesDir);
+      rootReal = await realpath(this.rootDir);
     } catch {
-      await rmdir(podDir).catch(() => undefined);
       return;
     }
-    const real = await realpath(volumesDir);
-    if (real !== join(await realpath(this.rootDir), 'pods', uid, 'volumes')) {
-      throw new Error(`refusing to tear down ${volumesDir}: it resolves to ${real}, outside ${this.rootDir}`);
+    for (const sub of ['volume-subpaths', 'volumes']) {
+      const dir = join(podDir, sub);
+      try {
+        await lstat(dir);
+      } catch {
+        continue;
+      }
+      const real = await realpath(dir);
+      if (real !== join(rootReal, 'pods', uid, sub)) {
+        throw new Error(`refusing to tear down ${dir}: it resolves to ${real}, outside ${this.rootDir}`);
+      }
+      for (const mp of await mountsUnder(real)) await unmount(mp);
+      const left = await mountsUnder(real);
+      if (left.length) throw new Error(`refusing to remove ${dir}: still mounted: ${left.join(', ')}`);
+      // rm unlinks symlinks without following them.
+      await rm(real, { recursive: true, force: true });
     }
-    for (const mp of await mountsUnder(real)) await unmount(mp);
-    const left = await mountsUnder(real);
-    if (left.length) throw new Error(`refusing to remove ${volumesDir}: still mounted: ${left.join(', ')}`);
-    // rm unlinks symlinks without following them.
-    await rm(real, { recursive: true, force: true });
-    // The pod directory goes too when nothing else (of the lead's) lives there.
+    // The pod directory goes too when nothing else (of the caller's) lives there.
     await rmdir(podDir).catch(() => undefined);
   }
 }

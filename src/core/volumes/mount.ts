@@ -55,6 +55,11 @@ export async function mountTmpfs(dir: string, sizeBytes?: number): Promise<void>
   await runTool('mount', ['-t', 'tmpfs', ...opts, 'tmpfs', dir]);
 }
 
+/** A bind mount; no canonicalization, so a /proc/<pid>/fd/<n> source reaches the kernel as is. */
+export async function bindMount(source: string, target: string): Promise<void> {
+  await runTool('mount', ['--no-canonicalize', '--bind', source, target]);
+}
+
 export async function unmount(dir: string): Promise<void> {
   await runTool('umount', [dir]);
 }

@@ -1,6 +1,8 @@
-import { chmod, lstat, mkdir, realpath, stat } from 'node:fs/promises';
-import { isAbsolute, join } from 'node:path';
+import { closeSync, constants as fsc, fstatSync, openSync } from 'node:fs';
+import { chmod, lstat, mkdir, realpath, stat, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative } from 'node:path';
 import { PayloadError } from './errors.js';
+import { bindMount, isMountPoint, unmount } from './mount.js';
 
 /**
  * The kubelet's expansion of subPathExpr: $(VAR) from the container's environment, $$ for a literal $,
@@ -87,4 +89,62 @@ export async function prepareSubPath(volumePath: string, subPath: string): Promi
   const real = await realpath(cur);
   if (!within(base, real)) throw new PayloadError(`subpath "${real}" not within volume path "${base}"`);
   return real;
+}
+
+/** Linux O_PATH (the same value on x86, arm and riscv): a handle to a file without opening its content. */
+const O_PATH = 0o10000000;
+
+/**
+ * Opens rel under base one element at a time without following any symlink (an openat walk through
+ * /proc/self/fd), so a directory swapped for a symlink after prepareSubPath checked it is refused.
+ * Returns an O_PATH descriptor; the caller closes it.
+ */
+export function openInside(base: string, rel: string): number {
+  let fd = openSync(base, O_PATH | fsc.O_NOFOLLOW | fsc.O_DIRECTORY);
+  try {
+    for (const part of rel.split('/')) {
+      if (part === '' || part === '.') continue;
+      if (part === '..') throw new PayloadError(`unable to provision SubPath: must not contain '..'`);
+      const next = openSync(`/proc/self/fd/${fd}/${part}`, O_PATH | fsc.O_NOFOLLOW);
+      closeSync(fd);
+      fd = next;
+      if (fstatSync(fd).isSymbolicLink()) throw new PayloadError(`subpath element "${part}" changed into a symlink`);
+    }
+    return fd;
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
+/**
+ * The kubelet's answer to a container racing its own subPath (swapping a checked directory for a symlink before
+ * the runtime mounts it): the checked path is opened without following symlinks and bind-mounted, through its
+ * descriptor, at target; the runtime then mounts target, which no container can change. Reuses a bind already
+ * at target when it is the same file. Returns target.
+ */
+export async function bindSubPath(volumePath: string, subPath: string, target: string): Promise<string> {
+  const real = await prepareSubPath(volumePath, subPath);
+  const base = await realpath(volumePath);
+  const fd = openInside(base, relative(base, real));
+  try {
+    const src = fstatSync(fd);
+    if (await isMountPoint(target)) {
+      const cur = await stat(target);
+      if (cur.dev === src.dev && cur.ino === src.ino) return target;
+      await unmount(target);
+    }
+    await mkdir(dirname(target), { recursive: true, mode: 0o750 });
+    try {
+      await lstat(target);
+    } catch {
+      if (src.isDirectory()) await mkdir(target, { mode: 0o750 });
+      else await writeFile(target, '', { mode: 0o640 });
+    }
+    // --no-canonicalize: mount(8) must hand the kernel the descriptor's magic link, not a path resolved anew.
+    await bindMount(`/proc/${process.pid}/fd/${fd}`, target);
+    return target;
+  } finally {
+    closeSync(fd);
+  }
 }
