@@ -233,6 +233,8 @@ test('a failing volume does not stop the others; the first failure is thrown', a
   await rejectsVolume(vm.setUpPodVolumes(pod, []), 'claim', 'FailedMount', /persistentVolumeClaim volumes are not supported: podctl runs pods on a single host/);
   assert.ok(existsSync(join(root, 'pods', 'uid-vol', 'volumes', 'kubernetes.io~empty-dir', 'scratch')));
   await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: 'eph', ephemeral: {} }], { uid: 'u5' }), []), 'eph', 'FailedMount', /ephemeral volumes are not supported/);
+  await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: '../../x', emptyDir: {} }], { uid: 'u5b' }), []), '../../x', 'FailedMount', /invalid volume name/);
+  assert.equal(existsSync(join(root, 'pods', 'x')), false);
 });
 
 test('refresh: a ConfigMap change swaps ..data atomically; an unchanged one touches nothing', async (t) => {

@@ -2,6 +2,7 @@ import { chmod, lstat, mkdir, open, realpath, rm, rmdir, stat, statfs } from 'no
 import { join } from 'node:path';
 import type { IContainer, IHostPathVolumeSource, IPod, IVolume } from 'kubernetes-models/v1';
 import type { MountInput } from '../cri/types.js';
+import { isDNS1123Label } from '../pod/names.js';
 import { bytes } from '../util/quantity.js';
 import { writePayload, type Payload } from './atomic-writer.js';
 import type { Allocatable } from './downward.js';
@@ -154,6 +155,8 @@ export class VolumeManager {
   }
 
   private async setUpVolume(pod: IPod, uid: string, v: IVolume): Promise<PodVolumeDir> {
+    // The name becomes a path element: only what the API server accepts (a DNS label) gets that far.
+    if (!isDNS1123Label(v.name)) throw setUpError(v.name, `invalid volume name ${JSON.stringify(v.name)}: must be a DNS-1123 label`);
     const kind = volumeKind(v);
     if (!SUPPORTED.has(kind)) {
       throw setUpError(v.name, `${kind || 'a volume without a source'} volumes are not supported: podctl runs pods on a single host without a cluster (use emptyDir or hostPath)`);
@@ -269,6 +272,8 @@ export class VolumeManager {
       }
       let hostPath = vol.hostPath;
       let subPath = m.subPath ?? '';
+      // Both names are path elements of the subPath bind target.
+      if (!isDNS1123Label(container.name)) throw fail(`invalid container name ${JSON.stringify(container.name)}: must be a DNS-1123 label`);
       try {
         if (m.subPathExpr) subPath = expandSubPathExpr(m.subPathExpr, env);
         if (subPath) hostPath = await bindSubPath(vol.hostPath, subPath, this.subPathTarget(volumes.uid, m.name, container.name, index));
