@@ -199,7 +199,7 @@ test('configMap items: chosen keys at nested paths with per-item and default mod
 });
 
 test('configMap and secret: optional versus required objects and keys', async (t) => {
-  const { objects, vm } = setup(t);
+  const { root, objects, vm } = setup(t);
   objects.addConfigMap('cfg', { a: 'A' });
   const vols = await vm.setUpPodVolumes(
     podWith([
@@ -215,6 +215,7 @@ test('configMap and secret: optional versus required objects and keys', async (t
 
   await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: 'c', configMap: { name: 'nope' } }], { uid: 'u2' }), []), 'c', 'FailedMount', /: configmap "nope" not found$/);
   await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: 's', secret: { secretName: 'nope' } }], { uid: 'u3' }), []), 's', 'FailedMount', /: secret "nope" not found$/);
+  assert.deepEqual(await mountsUnder(join(root, 'pods', 'u3')), [], 'no tmpfs for a secret that is not there');
   await rejectsVolume(
     vm.setUpPodVolumes(podWith([{ name: 'k', configMap: { name: 'cfg', items: [{ key: 'missing', path: 'm' }] } }], { uid: 'u4' }), []),
     'k',

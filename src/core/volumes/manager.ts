@@ -182,11 +182,13 @@ export class VolumeManager {
       return { hostPath: dir, kind, readOnly: false };
     }
 
+    // Collected before mounting, as the kubelet: a missing object leaves no empty tmpfs behind.
+    const payload = await this.payload(pod, v, kind);
     if (TMPFS_KINDS.has(kind as VolumeKind) && !(await isMountPoint(await realpath(dir)))) {
       await mountTmpfs(dir);
       await chmod(dir, 0o777);
     }
-    await writePayload(dir, await this.payload(pod, v, kind), { fsGroup });
+    await writePayload(dir, payload, { fsGroup });
     if (fsGroup !== undefined) await setVolumeOwnership(dir, fsGroup, true);
     return { hostPath: dir, kind, readOnly: true };
   }
