@@ -187,7 +187,7 @@ test('configMap items: chosen keys at nested paths with per-item and default mod
   const { objects, vm } = setup(t);
   objects.addConfigMap('cfg', { a: 'A', b: 'B', c: 'C' });
   const vols = await vm.setUpPodVolumes(
-    podWith([{ name: 'config', configMap: { name: 'cfg', defaultMode: 0o400, items: [{ key: 'a', path: 'dir/sub/a.txt', mode: 0o600 }, { key: 'b', path: 'b.txt' }] } }]),
+    podWith([{ name: 'config', configMap: { name: 'cfg', defaultMode: 0o400, items: [{ key: 'a', path: 'dir/sub/a.txt', mode: 0o600 }, { key: 'b', path: 'b.txt' }, { key: 'c', path: 'c.sh', mode: 0o4755 }] } }]),
     [],
   );
   const dir = vols.dirs.get('config')!.hostPath;
@@ -196,6 +196,7 @@ test('configMap items: chosen keys at nested paths with per-item and default mod
   assert.equal(mode(join(dir, 'dir', 'sub', 'a.txt')), 0o600);
   assert.equal(mode(join(dir, 'b.txt')), 0o400);
   assert.equal(existsSync(join(dir, 'c')), false);
+  assert.equal(mode(join(dir, 'c.sh')), 0o755, 'permission bits only: never setuid');
 });
 
 test('configMap and secret: optional versus required objects and keys', async (t) => {

@@ -46,7 +46,8 @@ function timestamp(d: Date): string {
 }
 
 function fileMode(mode: number, opts: WriteOptions): number {
-  return (mode & 0o7777) | (opts.fsGroup === undefined ? 0 : 0o440);
+  // Permission bits only, as Go's os.Chmod with a numeric mode: never setuid, setgid or sticky on a file.
+  return (mode & 0o777) | (opts.fsGroup === undefined ? 0 : 0o440);
 }
 
 function dirMode(opts: WriteOptions): number {
