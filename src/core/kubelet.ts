@@ -7,6 +7,8 @@ import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
 import { EventRecorder } from './events.js';
 import { ObjectStore } from './objects.js';
+import { VolumeManager } from './volumes/index.js';
+import { cpus, totalmem } from 'node:os';
 import type { Metrics } from './metrics.js';
 import { EventedPleg } from './pleg/evented.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
@@ -95,6 +97,7 @@ export class Kubelet {
     this.opts = opts;
     this.clock = opts.clock;
     this.events = new EventRecorder(opts.clock);
+    const node = { nodeName: opts.nodeName, hostIP: opts.hostIP, cpuCores: cpus().length, memoryBytes: totalmem() };
     this.runtimeManager = new RuntimeManager({
       runtime: opts.runtime,
       images: opts.images,
@@ -106,6 +109,8 @@ export class Kubelet {
       hostIP: opts.hostIP,
       objects: this.objects,
       allowPrivileged: opts.allowPrivileged,
+      node,
+      volumes: opts.rootDir ? new VolumeManager({ rootDir: opts.rootDir, objects: this.objects, node }) : undefined,
     });
     this.prober = new ProberManager({
       clock: opts.clock,

@@ -47,7 +47,7 @@ test('trace: each branch of the loop, each worker\'s outcome, steps and its own 
   const exitCode = (e: PodLifecycleEvent): number | undefined => pleg.cache.get(e.id)?.containers.find((c: RuntimeContainerStatus) => c.id === e.data)?.exitCode;
   const tracer = new Tracer({ clock, emit: (e) => events.push(e), quiet: true, exitCode });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000, observer: tracer.observeCall });
-  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'trace-unit', trace: tracer });
+  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'trace-unit', trace: tracer, removeOrphans: true });
   tracer.attach(kubelet);
   const pleg = kubelet.createPleg();
   const loop = new SyncLoop({ kubelet, pleg, clock, trace: tracer });

@@ -13,12 +13,12 @@ import {
   mountTable,
   VolumeError,
   VolumeManager,
-  volumeObjectsFrom,
   type PodVolumes,
   type VolumeObjects,
 } from '../../src/core/volumes/index.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { container, makePod } from '../support/builders.js';
+import { ObjectStore } from '../../src/core/objects.js';
 import { scratchDir } from '../support/e2e.js';
 
 const NODE = { nodeName: 'node-a', cpuCores: 4, memoryBytes: 8 * 2 ** 30, ephemeralStorageBytes: 100 * 2 ** 30 };
@@ -645,7 +645,7 @@ test('tearDown unmounts subPath binds, tmpfs volumes and propagated mounts befor
   assert.equal(existsSync(join(root, 'pods', 'uid-vol')), false);
 });
 
-test('volumeObjectsFrom: the ConfigMaps and Secrets of a parsed manifest feed the volumes (stringData included)', async (t) => {
+test('the kubelet\'s object store of a parsed manifest feeds the volumes (stringData included)', async (t) => {
   const { root } = setup(t);
   const text = `apiVersion: v1
 kind: ConfigMap
@@ -676,7 +676,7 @@ spec:
 `;
   const parsed = parseManifestText(text, { kind: 'file', path: '/m/pod.yaml', display: 'pod.yaml' }, { nodeName: 'node-a' });
   assert.deepEqual(parsed.problems.filter((p) => p.severity === 'error'), []);
-  const vm = new VolumeManager({ rootDir: root, objects: volumeObjectsFrom(parsed), node: NODE });
+  const vm = new VolumeManager({ rootDir: root, objects: objectStoreOf(parsed), node: NODE });
   const pod = parsed.pods[0]!.pod;
   const vols = await vm.setUpPodVolumes(pod, []);
   assert.equal(read(join(vols.dirs.get('cfg')!.hostPath, 'greeting')), 'hello');
@@ -696,3 +696,9 @@ test('openInside refuses a directory swapped for a symlink after the subPath che
   symlinkSync('/etc', join(vol, 'a'));
   assert.throws(() => openInside(vol, 'a/b'), /"a" changed into a symlink/);
 });
+
+function objectStoreOf(set: { configMaps: IConfigMap[]; secrets: ISecret[] }): ObjectStore {
+  const store = new ObjectStore();
+  store.set('file', set);
+  return store;
+}

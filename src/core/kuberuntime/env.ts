@@ -1,5 +1,6 @@
 import type { IConfigMap, IContainer, IObjectFieldSelector, IPod, IResourceFieldSelector, ISecret } from 'kubernetes-models/v1';
-import { bytes, milliCPU } from '../util/quantity.js';
+import { errorMessage } from '../errors.js';
+import { resourceFieldValue, volumeFieldValue } from '../volumes/downward.js';
 import { StartContainerError } from './images.js';
 
 /** Where configMapKeyRef, secretKeyRef and envFrom read from. */
@@ -78,21 +79,9 @@ function decodeSecret(secret: ISecret, key: string): string | undefined {
   return v === undefined ? undefined : Buffer.from(v, 'base64').toString('utf8');
 }
 
-const bracketed = /^metadata\.(labels|annotations)\['(.*)'\]$/;
-
-/** The value of a downward API field of the pod (env form: labels and annotations by key only). */
+/** The value of a downward API field of the pod; spec and status fields exist for env only. */
 export function podFieldValue(ctx: Pick<EnvContext, 'pod' | 'podIPs' | 'hostIP'>, ref: IObjectFieldSelector): string {
-  const m = ctx.pod.metadata!;
-  const path = ref.fieldPath;
-  const b = bracketed.exec(path);
-  if (b) return (b[1] === 'labels' ? m.labels : m.annotations)?.[b[2]!] ?? '';
-  switch (path) {
-    case 'metadata.name':
-      return m.name ?? '';
-    case 'metadata.namespace':
-      return m.namespace ?? 'default';
-    case 'metadata.uid':
-      return m.uid ?? '';
+  switch (ref.fieldPath) {
     case 'spec.nodeName':
       return ctx.pod.spec?.nodeName ?? '';
     case 'spec.serviceAccountName':
@@ -102,36 +91,23 @@ export function podFieldValue(ctx: Pick<EnvContext, 'pod' | 'podIPs' | 'hostIP'>
     case 'status.podIPs':
       return ctx.podIPs.join(',');
     case 'status.hostIP':
-      return ctx.hostIP ?? '';
     case 'status.hostIPs':
       return ctx.hostIP ?? '';
-    default:
-      throw configError(`unsupported fieldPath: ${path}`);
+  }
+  try {
+    return volumeFieldValue(ctx.pod, ref.fieldPath);
+  } catch (err) {
+    throw configError(`unsupported fieldPath: ${ref.fieldPath}: ${errorMessage(err)}`);
   }
 }
 
-/**
- * A container's request or limit in units of the divisor (rounded up), the
- * node's allocatable standing in for an unset limit, as the kubelet does.
- */
-export function resourceFieldValue(pod: IPod, defaultContainer: string, ref: IResourceFieldSelector, node: NodeAllocatable): string {
-  const name = ref.containerName || defaultContainer;
-  const c = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((x) => x.name === name);
-  if (!c) throw configError(`resourceFieldRef: container "${name}" is not in the pod`);
-  const [kind, resource] = ref.resource.split('.') as ['limits' | 'requests', string];
-  const own = (kind === 'limits' ? c.resources?.limits : (c.resources?.requests ?? c.resources?.limits))?.[resource];
-  if (resource === 'cpu') {
-    const milli = own !== undefined ? milliCPU(own)! : kind === 'limits' ? node.cpuCores * 1000 : 0;
-    const divisor = ref.divisor !== undefined ? milliCPU(ref.divisor)! : 1000;
-    return String(Math.ceil(milli / divisor));
+/** A container's request or limit in divisor units: the same rule as downwardAPI volumes, defaulting to this container. */
+function envResourceValue(pod: IPod, container: string, ref: IResourceFieldSelector, node: NodeAllocatable): string {
+  try {
+    return resourceFieldValue(pod, { ...ref, containerName: ref.containerName || container }, { ephemeralStorageBytes: 0, ...node });
+  } catch (err) {
+    throw configError(errorMessage(err));
   }
-  if (resource === 'memory' || resource === 'ephemeral-storage') {
-    const fallback = resource === 'memory' ? node.memoryBytes : (node.ephemeralStorageBytes ?? 0);
-    const value = own !== undefined ? bytes(own)! : kind === 'limits' ? fallback : 0;
-    const divisor = ref.divisor !== undefined ? bytes(ref.divisor)! : 1;
-    return String(Math.ceil(value / divisor));
-  }
-  throw configError(`unsupported resource in resourceFieldRef: ${ref.resource}`);
 }
 
 /**
@@ -178,7 +154,7 @@ export function makeEnvironmentVariables(ctx: EnvContext): ResolvedEnv {
     } else if (e.valueFrom.fieldRef) {
       value = podFieldValue(ctx, e.valueFrom.fieldRef);
     } else if (e.valueFrom.resourceFieldRef) {
-      value = resourceFieldValue(ctx.pod, ctx.container.name, e.valueFrom.resourceFieldRef, ctx.node);
+      value = envResourceValue(ctx.pod, ctx.container.name, e.valueFrom.resourceFieldRef, ctx.node);
     } else if (e.valueFrom.configMapKeyRef) {
       const ref = e.valueFrom.configMapKeyRef;
       const cm = ctx.objects.configMap(ns, ref.name ?? '');

@@ -15,6 +15,7 @@ import { containerConfig, managedHostsFile, podLogDirectory, podSandboxConfig } 
 import { ImagePuller, StartContainerError } from './images.js';
 import { runHandler, type Handler } from '../prober/handlers.js';
 import { makeEnvironmentVariables, type EnvObjects, type NodeAllocatable } from './env.js';
+import type { PodVolumes, VolumeManager } from '../volumes/index.js';
 import * as L from './labels.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from './types.js';
 
@@ -61,17 +62,7 @@ export interface RuntimeManagerOptions {
   /** Privileged containers run only when set (the kubelet's old --allow-privileged). */
   allowPrivileged?: boolean;
   /** Sets up and tears down pod volumes (needs a root dir). */
-  volumes?: PodVolumeManager;
-}
-
-/** What SyncPod needs of the volume manager (src/core/volumes). */
-export interface PodVolumeManager {
-  setUpPodVolumes(pod: IPod, podIPs: string[]): Promise<PodVolumesLike>;
-  containerMounts(pod: IPod, container: IContainer, volumes: PodVolumesLike, env: Record<string, string>): Promise<T.MountInput[]>;
-  tearDown(uid: string): Promise<void>;
-}
-export interface PodVolumesLike {
-  uid: string;
+  volumes?: VolumeManager;
 }
 
 const NO_OBJECTS: EnvObjects = { configMap: () => undefined, secret: () => undefined };
@@ -108,7 +99,7 @@ export class RuntimeManager {
   private readonly objects: EnvObjects;
   private readonly node: NodeAllocatable;
   private readonly allowPrivileged: boolean;
-  private readonly volumes?: PodVolumeManager;
+  private readonly volumes?: VolumeManager;
   /** The host's resolv.conf and /etc/hosts, read once: pods merge dnsConfig into the first and host-network pods copy the second. */
   private hostFiles?: Promise<{ resolvConf: string; etcHosts: string }>;
   readonly agent: string;
@@ -244,13 +235,14 @@ export class RuntimeManager {
         return result;
       }
     }
-    let podVolumes: PodVolumesLike | undefined;
+    let podVolumes: PodVolumes | undefined;
     if (starting && (pod.spec?.volumes ?? []).length > 0) {
       try {
         if (!this.volumes) throw new Error('volumes need a state directory (--root-dir)');
         podVolumes = await this.volumes.setUpPodVolumes(pod, status.ips);
       } catch (err) {
-        const message = `MountVolume.SetUp failed: ${errorMessage(err)}`;
+        // VolumeErrors already speak the kubelet's words ("MountVolume.SetUp failed for volume ...").
+        const message = errorMessage(err).startsWith('MountVolume') ? errorMessage(err) : `MountVolume.SetUp failed: ${errorMessage(err)}`;
         this.events.record(podRef(pod), 'Warning', 'FailedMount', message);
         fail({ action: 'CreatePodSandbox', target: pod.metadata!.name!, error: message, reason: 'FailedMount' });
         return result;
@@ -325,7 +317,7 @@ export class RuntimeManager {
     sandboxId: string,
     sandboxConfig: T.PodSandboxConfigInput,
     status: RuntimePodStatus,
-    podVolumes?: PodVolumesLike,
+    podVolumes?: PodVolumes,
   ): Promise<void> {
     const previous = status.containers.find((c) => c.name === container.name);
     const last = lastExited(status, container.name);

@@ -7,4 +7,3 @@ export { DEFAULT_MODE } from './payload.js';
 export { bindSubPath, expandSubPathExpr, openInside, prepareSubPath } from './subpath.js';
 export { mountTable, mountsUnder, isMountPoint, type MountEntry } from './mount.js';
 export { setVolumeOwnership } from './ownership.js';
-export { volumeObjectsFrom } from './objects.js';
