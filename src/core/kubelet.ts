@@ -294,6 +294,12 @@ export class Kubelet {
     const status = this.updateStatus(pod, after);
     if (result.retryAfterMs !== undefined) this.workers.requeueAfter(uid, result.retryAfterMs);
     if (result.error) throw new Error(result.error);
+    if (oomMayStillShow(after, this.clock.now())) {
+      // containerd 1.6 records an OOM kill from an event that can land just after the exit:
+      // look once more before the pod's status is final, or it keeps reason Error.
+      this.workers.requeueAfter(uid, OOM_SETTLE_MS);
+      return false;
+    }
     return isTerminalPhase(status.phase) && !after.containers.some((c) => c.state === 'running');
   }
 
@@ -327,6 +333,13 @@ export class Kubelet {
       } else reasons?.delete(name);
     }
   }
+}
+
+const OOM_SETTLE_MS = 500;
+
+/** A SIGKILL exit the runtime may still relabel OOMKilled (within 2 s of it). */
+function oomMayStillShow(status: RuntimePodStatus, now: number): boolean {
+  return status.containers.some((c) => c.state === 'exited' && c.exitCode === 137 && c.reason === 'Error' && c.finishedAt !== undefined && now - c.finishedAt < 2000);
 }
 
 /** What changes in a status that a person would want to hear about. */

@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { realClock } from '../../src/core/clock.js';
 import type { CriClient } from '../../src/core/cri/client.js';
@@ -120,6 +120,126 @@ test('a missing required ConfigMap keeps the container waiting with CreateContai
   await remove(p);
 });
 
+test('volumes: configMap, secret (mode), downwardAPI, projected, emptyDir on disk and in memory, hostPath show their files in the container', async () => {
+  const hostDir = `${dirs.dir}/host-data`;
+  mkdirSync(hostDir, { recursive: true });
+  writeFileSync(`${hostDir}/marker`, 'from-the-host\n');
+  const set = manifests(
+    'vols',
+    `apiVersion: v1
+kind: ConfigMap
+metadata: {name: vol-config, namespace: '{{ns}}'}
+data: {greeting: hello, other: x}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: vol-secret, namespace: '{{ns}}'}
+stringData: {token: t0p}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: vols, namespace: '{{ns}}', labels: {app: vols}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: busybox:1.36
+    command:
+    - sh
+    - -c
+    - >-
+      cat /cfg/greeting; echo;
+      cat /cfg-items/renamed; echo;
+      stat -L -c %a /sec/token;
+      cat /sec/token; echo;
+      cat /down/name; echo;
+      cat /down/labels; echo;
+      cat /proj/greeting /proj/token /proj/ns; echo;
+      echo written > /scratch/f && cat /scratch/f;
+      awk '$2=="/mem" {print $3}' /proc/mounts;
+      cat /host/marker
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+    - {name: cfg-items, mountPath: /cfg-items}
+    - {name: sec, mountPath: /sec}
+    - {name: down, mountPath: /down}
+    - {name: proj, mountPath: /proj}
+    - {name: scratch, mountPath: /scratch}
+    - {name: mem, mountPath: /mem}
+    - {name: host, mountPath: /host, readOnly: true}
+  volumes:
+  - {name: cfg, configMap: {name: vol-config}}
+  - {name: cfg-items, configMap: {name: vol-config, items: [{key: greeting, path: renamed}]}}
+  - {name: sec, secret: {secretName: vol-secret, defaultMode: 0400}}
+  - name: down
+    downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}, {path: labels, fieldRef: {fieldPath: metadata.labels}}]}
+  - name: proj
+    projected:
+      sources:
+      - configMap: {name: vol-config, items: [{key: greeting, path: greeting}]}
+      - secret: {name: vol-secret, items: [{key: token, path: token}]}
+      - downwardAPI: {items: [{path: ns, fieldRef: {fieldPath: metadata.namespace}}]}
+  - {name: scratch, emptyDir: {}}
+  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 8Mi}}
+  - {name: host, hostPath: {path: ${hostDir}, type: Directory}}
+`,
+  );
+  const p = set.pods[0]!.pod;
+  loop.addPods([p]);
+  const done = await waitFor(p, finished);
+  assert.equal(done.phase, 'Succeeded', JSON.stringify(done.containerStatuses));
+  assert.deepEqual(containerLogLines(logRoot, p, 'app'), [
+    'hello',
+    'hello',
+    '400',
+    't0p',
+    'vols',
+    'app="vols"',
+    `hellot0p${E2E_NAMESPACE}`,
+    'written',
+    'tmpfs',
+    'from-the-host',
+  ]);
+  const volumesDir = `${dirs.dir}/root/pods/${p.metadata!.uid}`;
+  await remove(p);
+  assert.equal(existsSync(volumesDir), false, 'volumes go with the pod');
+  assert.equal(readFileSync(`${hostDir}/marker`, 'utf8'), 'from-the-host\n', 'a hostPath is never removed');
+});
+
+test('a subPath that leads out of its volume through a symlink is refused', async () => {
+  const p = pod(
+    'subpath-escape',
+    `  initContainers:
+  - {name: plant, image: busybox:1.36, command: [ln, -s, /etc, /work/evil], volumeMounts: [{name: work, mountPath: /work}]}
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+    volumeMounts: [{name: work, mountPath: /escaped, subPath: evil}]
+  volumes:
+  - {name: work, emptyDir: {}}
+`,
+  );
+  loop.addPods([p]);
+  const s = await waitFor(p, (x) => app(x).state?.waiting?.reason === 'CreateContainerConfigError');
+  assert.match(app(s).state!.waiting!.message!, /subPath|subpath/);
+  const created = await client.listContainers({ labelSelector: { [POD_UID_LABEL]: p.metadata!.uid!, 'io.kubernetes.container.name': 'app' } });
+  assert.equal(created.length, 0, 'the container is never created');
+  await remove(p);
+});
+
+test('a volume that cannot be set up leaves the pod Pending with a FailedMount event, and nothing created', async () => {
+  const p = pod('bad-volume', `  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"], volumeMounts: [{name: cfg, mountPath: /cfg}]}\n  volumes:\n  - {name: cfg, configMap: {name: not-there}}\n`);
+  loop.addPods([p]);
+  for (let i = 0; i < 100 && !kubelet.events.eventsFor(p.metadata!.uid!).some((e) => e.reason === 'FailedMount'); i++) await new Promise((r) => setTimeout(r, 100));
+  const ev = kubelet.events.eventsFor(p.metadata!.uid!).find((e) => e.reason === 'FailedMount');
+  assert.match(ev?.message ?? '', /^MountVolume\.SetUp failed for volume "cfg" : configmap "not-there" not found/);
+  const s = kubelet.statuses.get(p.metadata!.uid!);
+  assert.equal(s?.phase, 'Pending');
+  assert.equal((await client.listPodSandbox({ labelSelector: { [POD_UID_LABEL]: p.metadata!.uid! } })).length, 0);
+  await remove(p);
+});
+
 test('a memory limit is enforced: allocating past it is OOMKilled; qosClass as Kubernetes computes it', async () => {
   const oom = pod(
     'oom',
@@ -213,7 +333,11 @@ test('networking: a hostNetwork pod sees the host interfaces; a hostPort reaches
   );
   loop.addPods([hostNet, server]);
   await waitFor(hostNet, finished);
-  assert.deepEqual(containerLogLines(logRoot, hostNet, 'app').sort(), readdirSync('/sys/class/net').sort());
+  // Other pods' veth interfaces come and go; the host's own ones, and the bridge only the host namespace has, stay.
+  const seen = containerLogLines(logRoot, hostNet, 'app');
+  const stable = readdirSync('/sys/class/net').filter((i) => !i.startsWith('veth'));
+  assert.deepEqual(seen.filter((i) => !i.startsWith('veth')).sort(), stable.sort());
+  assert.ok(seen.includes('podctl0'), 'the pod network bridge is visible, as only in the host namespace');
 
   const ready = await waitFor(server, (x) => app(x).ready === true);
   let body = '';

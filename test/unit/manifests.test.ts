@@ -292,3 +292,22 @@ spec:
     'error doc1 spec.containers[0].volumeMounts[0].mountPropagation: Bidirectional mount propagation needs a privileged container',
   ]);
 });
+
+test('integers are read as Kubernetes reads manifests (YAML 1.1): a leading 0 is octal, so defaultMode 0400 is 256', () => {
+  const text = `apiVersion: v1
+kind: Pod
+metadata: {name: modes}
+spec:
+  containers:
+  - {name: app, image: busybox:1.36, volumeMounts: [{name: s, mountPath: /s}], ports: [{containerPort: 8080}]}
+  volumes:
+  - name: s
+    secret: {secretName: x, defaultMode: 0400, items: [{key: k, path: k, mode: 0644}]}
+`;
+  const { pods, problems } = parseManifestText(text, src, opts);
+  assert.deepEqual(problems, []);
+  const secret = pods[0]!.pod.spec!.volumes![0]!.secret!;
+  assert.equal(secret.defaultMode, 0o400);
+  assert.equal(secret.items![0]!.mode, 0o644);
+  assert.equal(pods[0]!.pod.spec!.containers[0]!.ports![0]!.containerPort, 8080, 'decimals stay decimal');
+});

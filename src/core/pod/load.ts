@@ -10,6 +10,36 @@ import type { LoadedPod, ManifestProblem, Pod, PodSource } from './types.js';
 import { staticPodUID } from './uid.js';
 import { validateDocument } from './validate.js';
 
+/**
+ * Integers as Kubernetes reads manifests (YAML 1.1, through go-yaml): a
+ * leading 0 means octal, so `defaultMode: 0400` is 256, not 400 as YAML 1.2
+ * (js-yaml's default) would have it, which would make a secret group-writable.
+ */
+const yaml11Int = new yaml.Type('tag:yaml.org,2002:int', {
+  kind: 'scalar',
+  resolve: (data: string | null) => data !== null && /^[-+]?(0|[1-9][0-9_]*|0[0-7_]+|0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+)$/.test(data),
+  construct: (data: string) => {
+    const clean = data.replace(/_/g, '');
+    const sign = clean.startsWith('-') ? -1 : 1;
+    const digits = clean.replace(/^[-+]/, '');
+    if (/^0[0-7]+$/.test(digits)) return sign * parseInt(digits.slice(1), 8);
+    if (digits.startsWith('0o')) return sign * parseInt(digits.slice(2), 8);
+    if (digits.startsWith('0x')) return sign * parseInt(digits.slice(2), 16);
+    if (digits.startsWith('0b')) return sign * parseInt(digits.slice(2), 2);
+    return sign * parseInt(digits, 10);
+  },
+  predicate: (v: unknown) => typeof v === 'number' && Number.isInteger(v),
+  represent: (v: object) => String(v),
+});
+
+// js-yaml exports its built-in types at run time; @types/js-yaml does not declare them.
+const builtin = (yaml as unknown as { types: Record<'null' | 'bool' | 'float' | 'str' | 'seq' | 'map', yaml.Type> }).types;
+
+export const MANIFEST_SCHEMA = new yaml.Schema({
+  implicit: [builtin.null, builtin.bool, yaml11Int, builtin.float],
+  explicit: [builtin.str, builtin.seq, builtin.map],
+});
+
 export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
 export const CONFIG_HASH_ANNOTATION = 'kubernetes.io/config.hash';
 export const CONFIG_SEEN_ANNOTATION = 'kubernetes.io/config.seen';
@@ -72,7 +102,7 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
   const out: ParsedManifest = { pods: [], configMaps: [], secrets: [], problems: [] };
   let docs: unknown[];
   try {
-    docs = yaml.loadAll(text, undefined, { filename: file, json: true });
+    docs = yaml.loadAll(text, undefined, { filename: file, json: true, schema: MANIFEST_SCHEMA });
   } catch (err) {
     const e = err as yaml.YAMLException;
     // Count the documents before the error, so the message can name the one at fault.
