@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
-import { PodView } from '../core/podview/index.js';
+import { PodctlError } from '../core/errors.js';
+import { PodView, defaultContainer, findRuntimePod, type RuntimePod } from '../core/podview/index.js';
 import { hostIP } from './node.js';
 import { connect, type GlobalFlags } from './runtime.js';
 
@@ -21,4 +22,33 @@ export async function openPodView(flags: GlobalFlags & { 'root-dir': string }): 
   const statusSocket = join(flags['root-dir'], 'podctl.sock');
   const view = new PodView({ runtime: client, images: client, clock: realClock, statusSocket, hostIP: hostIP() });
   return { view, client, statusSocket };
+}
+
+/** The pod, or the one-line "not found" error (exit 1). */
+export async function requirePod(view: PodView, namespace: string, name: string): Promise<RuntimePod> {
+  const pod = await findRuntimePod(view, namespace, name);
+  if (!pod) throw new PodctlError(`pod "${name}" not found in namespace ${namespace}`);
+  return pod;
+}
+
+export function containerNames(pod: RuntimePod): string[] {
+  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers].map((c) => c.name);
+}
+
+/**
+ * The container a command acts on: -c when given (it must exist), else
+ * kubectl's default, with kubectl's note when the pod has more than one.
+ */
+export function chooseContainer(pod: RuntimePod, name: string | undefined, flag = '-c'): string {
+  const names = containerNames(pod);
+  if (name !== undefined) {
+    if (!names.includes(name)) {
+      throw new PodctlError(`${flag} ${name}: no such container in pod "${pod.runtime.name}"; choose one of: ${names.join(', ')}`);
+    }
+    return name;
+  }
+  const chosen = defaultContainer(pod);
+  if (!chosen) throw new PodctlError(`pod "${pod.runtime.name}" has no containers`);
+  if (pod.spec.containers.length > 1) process.stderr.write(`Defaulted container "${chosen}" out of: ${names.join(', ')}\n`);
+  return chosen;
 }

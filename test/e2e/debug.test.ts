@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { PodList } from 'kubernetes-models/v1';
 import { realClock } from '../../src/core/clock.js';
@@ -150,5 +151,112 @@ test('get pods -w prints the pod again when its container restarts', async () =>
     w.interrupt();
     await w.done;
   }
+  await removePod(p);
+});
+
+test('logs -p prints the previous instance; logs the current one; a pod with no previous instance says so', async () => {
+  const p = shPod('flappy', 'read u _ < /proc/uptime; echo "out $u"; echo "err line" >&2; exit 1');
+  loop.addPods([p]);
+  await waitFor(p, (s) => app(s).restartCount >= 1 && !app(s).state?.running, 30_000);
+  const current = await cli(['logs', 'flappy', '-n', NS]);
+  const previous = await cli(['logs', 'flappy', '-n', NS, '-p']);
+  assert.equal(current.code, 0, current.stderr);
+  assert.equal(previous.code, 0, previous.stderr);
+  // stdout and stderr are two pipes: their relative order in the file is the runtime's.
+  const [err, cur] = current.stdout.trimEnd().split('\n').sort();
+  assert.match(cur!, /^out \d+\.\d+$/);
+  assert.equal(err, 'err line', 'stderr lines are printed too, as kubectl prints them');
+  const prev = previous.stdout.trimEnd().split('\n').sort()[1]!;
+  assert.match(prev, /^out \d+\.\d+$/);
+  assert.ok(Number(prev.slice(4)) < Number(cur!.slice(4)), `previous (${prev}) ran before current (${cur})`);
+  await removePod(p);
+
+  const fresh = shPod('fresh', 'echo hi; sleep 3600');
+  loop.addPods([fresh]);
+  await waitFor(fresh, running, 30_000);
+  const none = await cli(['logs', 'fresh', '-n', NS, '-p']);
+  assert.equal(none.code, 1);
+  assert.equal(none.stderr, 'Error: previous terminated container "app" in pod "fresh" not found\n');
+  const bad = await cli(['logs', 'fresh', '-n', NS, '-c', 'nope']);
+  assert.equal(bad.code, 1);
+  assert.equal(bad.stderr, 'Error: -c nope: no such container in pod "fresh"; choose one of: app\n');
+  const missing = await cli(['logs', 'no-such-pod', '-n', NS]);
+  assert.equal(missing.code, 1);
+  assert.equal(missing.stderr, `Error: pod "no-such-pod" not found in namespace ${NS}\n`);
+  await removePod(fresh);
+});
+
+test('logs --tail 2, --since 10s, --timestamps (the CRI times), a long line joined from partial records', async () => {
+  const script = 'for i in 1 2 3 4 5; do echo line $i; done; head -c 40000 /dev/zero | tr "\\\\0" x; echo; sleep 12; echo late 1; echo late 2; sleep 3600';
+  const p = shPod('chatty', script);
+  loop.addPods([p]);
+  await waitFor(p, running, 30_000);
+  const all = async () => (await cli(['logs', 'chatty', '-n', NS])).stdout;
+  for (let i = 0; i < 50 && !(await all()).includes('xxx'); i++) await new Promise((r) => setTimeout(r, 100));
+
+  const whole = (await all()).split('\n');
+  assert.deepEqual(whole.slice(0, 5), ['line 1', 'line 2', 'line 3', 'line 4', 'line 5']);
+  assert.equal(whole[5], 'x'.repeat(40000), 'the runtime split the long line into partial records; logs joins them');
+
+  const tail = await cli(['logs', 'chatty', '-n', NS, '--tail', '2']);
+  assert.deepEqual(tail.stdout.split('\n'), ['line 5', 'x'.repeat(40000), '']);
+
+  const stamped = await cli(['logs', 'chatty', '-n', NS, '--timestamps', '--tail', '5']);
+  const id = (await client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': 'chatty', 'io.kubernetes.pod.namespace': NS } }))[0]!.id;
+  const status = await client.containerStatus(id);
+  const fileTimes = readFileSync(status.status!.logPath, 'utf8').split('\n').filter((l) => / F line \d$/.test(l)).map((l) => l.split(' ')[0]);
+  const printed = stamped.stdout.trimEnd().split('\n').slice(0, 4);
+  assert.deepEqual(
+    printed.map((l) => l.split(' ')[0]),
+    fileTimes.slice(1, 5),
+    'each line carries the timestamp the runtime recorded',
+  );
+  assert.match(printed[0]!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z line 2$/);
+
+  const late = await w8(async () => (await all()).includes('late 2'), 30_000);
+  assert.ok(late);
+  const since = await cli(['logs', 'chatty', '-n', NS, '--since', '10s']);
+  assert.equal(since.stdout, 'late 1\nlate 2\n', 'the lines older than 10 s are left out');
+  await removePod(p);
+});
+
+async function w8(cond: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await cond()) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+test('logs -f follows the container across a restart, and ends when the pod is gone', async () => {
+  const p = shPod('restarter', 'read u _ < /proc/uptime; echo "instance $u"; sleep 2; exit 1');
+  loop.addPods([p]);
+  await waitFor(p, running, 30_000);
+  const f = start(['logs', 'restarter', '-n', NS, '-f', '--prefix']);
+  try {
+    await f.waitFor(/\[pod\/restarter\/app\] instance [\d.]+\n[^]*\[pod\/restarter\/app\] instance [\d.]+\n/, 30_000);
+    const lines = f.stdout().trimEnd().split('\n');
+    assert.equal(new Set(lines).size, lines.length, 'each instance printed once');
+    await removePod(p);
+    const end = await Promise.race([f.done, new Promise<undefined>((r) => setTimeout(() => r(undefined), 15_000))]);
+    assert.ok(end, 'follow ended by itself once the pod was removed');
+    assert.equal(end.code, 0, end.stderr);
+  } finally {
+    f.interrupt();
+    await f.done;
+  }
+});
+
+test('logs --all-containers prefixes each line with its container', async () => {
+  const p = pod('duo', '  - {name: one, image: busybox:1.36, command: [sh, -c, "echo from one; sleep 3600"]}\n  - {name: two, image: busybox:1.36, command: [sh, -c, "echo from two; sleep 3600"]}\n');
+  loop.addPods([p]);
+  await waitFor(p, running, 30_000);
+  assert.ok(await w8(async () => (await cli(['logs', 'duo', '-n', NS, '-c', 'two'])).stdout === 'from two\n', 10_000));
+  const r = await cli(['logs', 'duo', '-n', NS, '--all-containers']);
+  assert.equal(r.stdout, '[pod/duo/one] from one\n[pod/duo/two] from two\n');
+  const d = await cli(['logs', 'duo', '-n', NS]);
+  assert.equal(d.stdout, 'from one\n');
+  assert.equal(d.stderr, 'Defaulted container "one" out of: one, two\n');
   await removePod(p);
 });

@@ -83,7 +83,7 @@ export function specFromRuntime(sandbox: T.PodSandbox | undefined, runtime: Runt
 }
 
 /** Whether the kubelet would start this exited container again under the pod's restartPolicy. */
-function wouldRestart(spec: IPodSpec, container: IContainer | undefined, kind: RuntimeContainerStatus['kind'], exitCode: number | undefined): boolean {
+export function wouldRestart(spec: IPodSpec, container: IContainer | undefined, kind: RuntimeContainerStatus['kind'], exitCode: number | undefined): boolean {
   if (kind === 'sidecar' || container?.restartPolicy === 'Always') return true;
   const policy = spec.restartPolicy ?? 'Always';
   if (kind === 'init') return policy !== 'Never' && exitCode !== 0;
@@ -215,4 +215,36 @@ export class PodView {
   async get(namespace: string, name: string): Promise<ViewedPod | undefined> {
     return (await this.list({ namespace, name }))[0];
   }
+}
+
+/** One pod as the runtime holds it, for the commands that act on its containers (logs, exec, delete, describe). */
+export interface RuntimePod {
+  sandbox: T.PodSandbox;
+  /** Every sandbox of the pod, newest first. */
+  sandboxes: T.PodSandbox[];
+  runtime: RuntimePodStatus;
+  spec: IPodSpec;
+}
+
+/** Finds a pod podctl made by namespace and name; undefined when the runtime has none. */
+export async function findRuntimePod(view: PodView, namespace: string, name: string): Promise<RuntimePod | undefined> {
+  const byUid = await view.sandboxesByPod({ namespace, name });
+  // Two UIDs under one name happen while a pod is replaced: the newest sandbox wins.
+  const lists = [...byUid.values()].sort((a, b) => b[0]!.createdAt - a[0]!.createdAt);
+  const sandboxes = lists[0];
+  if (!sandboxes) return undefined;
+  const runtime = await view.runtimeStatus(sandboxes[0]!);
+  return { sandbox: sandboxes[0]!, sandboxes, runtime, spec: specFromRuntime(sandboxes[0], runtime) };
+}
+
+/** The newest instance of a container, if it was ever created. */
+export function newestInstance(pod: RuntimePod, container: string): RuntimeContainerStatus | undefined {
+  return pod.runtime.containers.filter((c) => c.name === container).sort(newerFirst)[0];
+}
+
+/** kubectl's default container: the annotation kubectl.kubernetes.io/default-container, else the first. */
+export function defaultContainer(pod: RuntimePod): string | undefined {
+  const named = pod.sandbox.annotations['kubectl.kubernetes.io/default-container'];
+  if (named && pod.spec.containers.some((c) => c.name === named)) return named;
+  return pod.spec.containers[0]?.name;
 }
