@@ -1,6 +1,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { PodList } from 'kubernetes-models/v1';
 import { realClock } from '../../src/core/clock.js';
@@ -8,7 +10,7 @@ import type { CriClient } from '../../src/core/cri/client.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { E2E_NAMESPACE, e2eClient, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
+import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
 
 /**
  * The debugging commands against pods an in-process kubelet keeps (agent
@@ -21,6 +23,7 @@ let loop: SyncLoop;
 const logRoot = scratchDir('e2e-debug-logs');
 const rootDir = scratchDir('e2e-debug-root');
 const NS = E2E_NAMESPACE;
+const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js');
 
 const cli = (args: string[], timeoutMs?: number) => podctlAsync([...args, '--root-dir', rootDir.dir], { timeoutMs });
 const start = (args: string[]) => startPodctl([...args, '--root-dir', rootDir.dir]);
@@ -258,5 +261,88 @@ test('logs --all-containers prefixes each line with its container', async () => 
   const d = await cli(['logs', 'duo', '-n', NS]);
   assert.equal(d.stdout, 'from one\n');
   assert.equal(d.stderr, 'Defaulted container "one" out of: one, two\n');
+  await removePod(p);
+});
+
+test("exec: ExecSync's exit code is podctl's, stdout and stderr apart; -i streams stdin; a stopped container is one line", async () => {
+  const p = pod('shell', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n  - {name: side, image: busybox:1.36, command: [sleep, "3600"]}\n');
+  loop.addPods([p]);
+  await waitFor(p, running, 30_000);
+
+  const three = await cli(['exec', 'shell', '-n', NS, '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+  assert.equal(three.code, 3);
+  assert.equal(three.stdout, 'out\n');
+  assert.equal(three.stderr, 'Defaulted container "app" out of: app, side\nerr\n');
+
+  const side = await cli(['exec', 'shell', '-n', NS, '-c', 'side', '--', 'sh', '-c', 'echo $((6*7))']);
+  assert.equal(side.code, 0, side.stderr);
+  assert.equal(side.stdout, '42\n');
+
+  const piped = await podctlWithInput(['exec', '-i', 'shell', '-n', NS, '-c', 'app', '--', 'sh'], 'echo from stdin $((2+3)); exit 5\n');
+  assert.equal(piped.stdout, 'from stdin 5\n', piped.stderr);
+  assert.equal(piped.code, 5, piped.stderr);
+
+  const none = await cli(['exec', 'shell', '-n', NS]);
+  assert.equal(none.code, 2);
+  assert.match(none.stderr, /^Error: no command given; put it after --/);
+
+  const missing = await cli(['exec', 'ghost', '-n', NS, '--', 'true']);
+  assert.equal(missing.code, 1);
+  assert.equal(missing.stderr, `Error: pod "ghost" not found in namespace ${NS}\n`);
+  await removePod(p);
+
+  const done = shPod('finished', 'exit 0', 'Never');
+  loop.addPods([done]);
+  await waitFor(done, (s) => s.phase === 'Succeeded', 30_000);
+  const stopped = await cli(['exec', 'finished', '-n', NS, '--', 'true']);
+  assert.equal(stopped.code, 1);
+  assert.equal(stopped.stderr, 'Error: container "app" in pod "finished" is not running: exited (exit 0); see `podctl logs finished -c app`\n');
+  await removePod(done);
+});
+
+/** podctl with stdin written and kept open until it exits (the remote command ends the session, not EOF). */
+function podctlWithInput(args: string[], input: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, args[0]!, '--root-dir', rootDir.dir, ...args.slice(1)], { env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdin.write(input);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}
+
+test('exec -it under a pseudo-terminal (script): a shell with a tty, its exit code returned', async () => {
+  const p = shPod('interactive', 'sleep 3600');
+  loop.addPods([p]);
+  await waitFor(p, running, 30_000);
+  const command = [process.execPath, BIN, 'exec', '-it', 'interactive', '-n', NS, '--root-dir', rootDir.dir, '--', 'sh'].map((a) => `'${a}'`).join(' ');
+  // script gives podctl a pty as its stdin and stdout; -e returns the child's exit code.
+  const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const until = async (re: RegExp) => {
+    const end = Date.now() + 20_000;
+    while (!re.test(out)) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${re}; output: ${JSON.stringify(out)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const exited = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? -1)));
+  try {
+    await until(/\/ # /); // busybox's prompt
+    child.stdin.write('tty; echo in-$((6*7))\r');
+    await until(/in-42/);
+    assert.match(out, /\/dev\/pts\/\d+/, 'the remote shell has a terminal');
+    child.stdin.write('exit 7\r');
+    assert.equal(await exited, 7);
+  } finally {
+    child.kill('SIGKILL');
+  }
   await removePod(p);
 });
