@@ -1,7 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { PodList } from 'kubernetes-models/v1';
@@ -9,6 +9,8 @@ import { realClock } from '../../src/core/clock.js';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { SyncLoop } from '../../src/core/loop.js';
+import { Metrics } from '../../src/core/metrics.js';
+import { startStatusServer } from '../../src/core/status/server.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
 
@@ -343,6 +345,87 @@ test('exec -it under a pseudo-terminal (script): a shell with a tty, its exit co
     assert.equal(await exited, 7);
   } finally {
     child.kill('SIGKILL');
+  }
+  await removePod(p);
+});
+
+/** Pods made by a kubelet with no sync loop: nothing restarts them, as after `podctl run --detach`. */
+let staticKubelet: Kubelet | undefined;
+async function startUnmanaged(p: IPod): Promise<void> {
+  staticKubelet ??= new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, nodeName: 'e2e', agent: 'debug-e2e-static' });
+  await staticKubelet.syncPod(p, 'create');
+}
+
+// On SIGTERM it says so, takes 3 s to clean up, then says it exited cleanly.
+const SLOW_STOP = `trap 'echo got TERM; sleep 3; echo clean exit; exit 0' TERM; echo ready; sleep 3600 & wait`;
+
+test('delete pod honours the grace period: the pod\'s own gives time to clean up; --force ends it with SIGKILL after the 2 s minimum', async () => {
+  const slow = shPod('slow-stop', SLOW_STOP);
+  const hasty = shPod('hasty-stop', SLOW_STOP);
+  for (const p of [slow, hasty]) {
+    p.spec!.terminationGracePeriodSeconds = 10;
+    await startUnmanaged(p);
+  }
+  const logOf = (p: IPod) => join(logRoot.dir, `${NS}_${p.metadata!.name}_${p.metadata!.uid}`, 'app', '0.log');
+  const read = (p: IPod) => (existsSync(logOf(p)) ? readFileSync(logOf(p), 'utf8') : '');
+  assert.ok(await w8(async () => read(slow).includes('ready') && read(hasty).includes('ready'), 20_000), 'both pods run');
+
+  const graceful = await cli(['delete', 'pod', 'slow-stop', '-n', NS]);
+  assert.equal(graceful.code, 0, graceful.stderr);
+  assert.equal(graceful.stdout, 'pod "slow-stop" deleted\n');
+  assert.match(read(slow), / F got TERM\n.* F clean exit\n/, 'the container had its 10 s to finish');
+
+  const forced = await cli(['delete', 'pod/hasty-stop', '-n', NS, '--force']);
+  assert.equal(forced.code, 0, forced.stderr);
+  assert.match(read(hasty), / F got TERM\n/);
+  assert.doesNotMatch(read(hasty), /clean exit/, 'killed before its clean-up could finish');
+
+  for (const name of ['slow-stop', 'hasty-stop']) {
+    assert.deepEqual(await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': NS } }), [], `${name} has no sandbox left`);
+    assert.deepEqual(await client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': NS } }), [], `${name} has no container left`);
+  }
+});
+
+test('delete: a pod that does not exist is one line and exit 1 (after the others are deleted); -f FILE deletes what the file defines', async () => {
+  const a = shPod('del-a', 'sleep 3600');
+  await startUnmanaged(a);
+  const r = await cli(['delete', 'pod', 'no-such-pod', 'del-a', '-n', NS, '--grace-period', '1']);
+  assert.equal(r.code, 1);
+  assert.equal(r.stdout, 'pod "del-a" deleted\n');
+  assert.equal(r.stderr, `Error: pod "no-such-pod" not found in namespace ${NS}\n`);
+
+  const b = shPod('del-b', 'sleep 3600');
+  await startUnmanaged(b);
+  const file = join(rootDir.dir, 'del-b.yaml');
+  writeFileSync(file, `apiVersion: v1\nkind: Pod\nmetadata: {name: del-b, namespace: ${NS}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`);
+  const byFile = await cli(['delete', '-f', file, '--grace-period', '1']);
+  assert.equal(byFile.code, 0, byFile.stderr);
+  assert.equal(byFile.stdout, 'pod "del-b" deleted\n');
+  assert.equal((await cli(['get', 'pods', 'del-b', '-n', NS])).code, 1, 'gone');
+  const usage = await cli(['delete', 'deployment', 'x']);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /"deployment": expected pod NAME… or pod\/NAME/);
+});
+
+test('delete a pod the running watch keeps from a file: deleted, with a warning that the file brings it back (and it does)', async () => {
+  const p = shPod('kept', 'sleep 3600');
+  loop.addPods([p]);
+  await waitFor(p, running, 30_000);
+  // The in-process loop with the status server watch serves: what `delete` asks is the same /pods.
+  const server = await startStatusServer(join(rootDir.dir, 'podctl.sock'), {
+    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statuses.get(q.metadata!.uid!) })),
+    health: () => ({ ok: true, checks: [] }),
+    metrics: new Metrics(),
+  });
+  try {
+    const first = app(kubelet.statuses.get(p.metadata!.uid!)!).containerID;
+    const r = await cli(['delete', 'pod', 'kept', '-n', NS, '--grace-period', '1']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'pod "kept" deleted\n');
+    assert.equal(r.stderr, 'Warning: the running watch keeps pod "kept" from /e2e/kept.yaml and will start it again; remove it from /e2e/kept.yaml (or the file) to delete it for good\n');
+    await waitFor(p, (s) => running(s) && app(s).containerID !== first, 30_000);
+  } finally {
+    server.close();
   }
   await removePod(p);
 });
