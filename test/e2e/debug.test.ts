@@ -429,3 +429,67 @@ test('delete a pod the running watch keeps from a file: deleted, with a warning 
   }
   await removePod(p);
 });
+
+test('describe pod in CrashLoopBackOff: events, the timeline and the one-line reason with the last log line; without a watch, the timeline and a note', async () => {
+  const p = shPod('crashloop', 'echo starting; echo crashing now; exit 1');
+  loop.addPods([p]);
+  await waitFor(p, (s) => app(s).state?.waiting?.reason === 'CrashLoopBackOff' && app(s).restartCount >= 2, 40_000);
+  const watchDir = scratchDir('e2e-debug-watch');
+  const server = await startStatusServer(join(watchDir.dir, 'podctl.sock'), {
+    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statuses.get(q.metadata!.uid!) })),
+    health: () => ({ ok: true, checks: [] }),
+    metrics: new Metrics(),
+    events: () => kubelet.events.all(),
+  });
+  try {
+    const r = await podctlAsync(['describe', 'pod', 'crashloop', '-n', NS, '--root-dir', watchDir.dir]);
+    assert.equal(r.code, 0, r.stderr);
+    const out = r.stdout;
+    assert.match(out, /^Status:\s+Running \(CrashLoopBackOff\)$/m);
+    assert.match(out, /^Seen By:\s+the running watch$/m);
+    assert.match(out, /^Why:\s+container app is in CrashLoopBackOff: exited with code 1, \d+ exits so far; next start (in \d+ s|due now); last log line: "crashing now"$/m);
+    assert.match(out, /^\s+State:\s+Waiting\n\s+Reason:\s+CrashLoopBackOff$/m);
+    assert.match(out, /^\s+Last State:\s+Terminated\n\s+Reason:\s+Error\n\s+Exit Code:\s+1$/m);
+    assert.match(out, /^\s+Restart Count:\s+[2-9]$/m);
+    const timeline = out.slice(out.indexOf('Timeline:'), out.indexOf('Events:'));
+    assert.match(timeline, /sandbox created/);
+    assert.match(timeline, /! app: exited with code 1/);
+    assert.match(timeline, /app: instance 0 \(no longer in the runtime\) wrote its first line/);
+    assert.match(timeline, /! app: BackOff: back-off \d+s restarting failed container=app/);
+    assert.match(timeline, /app: next start, when its CrashLoopBackOff ends/);
+    const events = out.slice(out.indexOf('Events:'));
+    assert.match(events, /^\s+Type\s+Reason\s+Age\s+From\s+Message$/m);
+    assert.match(events, /^\s+Normal\s+Started\s+\S+ \(x\d+ over \S+\)\s+kubelet\s+\[app\] Started container app$/m);
+    assert.match(events, /^\s+Warning\s+BackOff\s+.*kubelet\s+\[app\] back-off \d+s restarting failed container=app/m);
+
+    const bare = await cli(['describe', 'pod/crashloop', '-n', NS]);
+    assert.equal(bare.code, 0, bare.stderr);
+    assert.match(bare.stdout, /^Seen By:\s+the runtime \(no watch answers/m);
+    assert.match(bare.stdout, /^Why:\s+container app is in CrashLoopBackOff: exited with code 1/m);
+    assert.match(bare.stdout, /! app: exited with code 1/);
+    assert.match(bare.stdout, /^Events:\s+<none> \(events need a running `podctl watch`/m);
+  } finally {
+    server.close();
+    watchDir.cleanup();
+  }
+  await removePod(p);
+});
+
+test('describe: a Failed pod says which container failed and why it stays so; a running pod has no Why; a missing pod is one line', async () => {
+  const failed = shPod('failing', 'echo bye; exit 2', 'Never');
+  const ok = shPod('fine', 'sleep 3600');
+  loop.addPods([failed, ok]);
+  await waitFor(failed, (s) => s.phase === 'Failed', 30_000);
+  await waitFor(ok, running, 30_000);
+  const r = await cli(['describe', 'pod', 'failing', '-n', NS]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^Why:\s+pod Failed: container app exited with code 2 and restartPolicy Never does not start it again; last log line: "bye"; /m);
+  const fine = await cli(['describe', 'pod', 'fine', '-n', NS]);
+  assert.doesNotMatch(fine.stdout, /^Why:/m);
+  assert.match(fine.stdout, /^\s+State:\s+Running$/m);
+  const missing = await cli(['describe', 'pod', 'nope', '-n', NS]);
+  assert.equal(missing.code, 1);
+  assert.equal(missing.stderr, `Error: pod "nope" not found in namespace ${NS}\n`);
+  await removePod(failed);
+  await removePod(ok);
+});
