@@ -91,3 +91,18 @@ export function podTable(pods: IPod[], opts: PodTableOptions = {}): string {
     opts,
   );
 }
+
+/** Sizes as crictl prints them: 4.26MB, 812kB (decimal units). */
+export function humanBytes(n: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return i === 0 ? `${v}B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)}${units[i]}`;
+}
+
+/** crictl's truncated IDs (13 characters, without a sha256: prefix). */
+export const shortId = (id: string): string => id.replace(/^sha256:/, '').slice(0, 13);

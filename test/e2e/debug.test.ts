@@ -493,3 +493,87 @@ test('describe: a Failed pod says which container failed and why it stays so; a 
   await removePod(failed);
   await removePod(ok);
 });
+
+test('get containers, get images, inspect, stats: crictl-style views of the same pod', async () => {
+  const p = pod('viewed', '  - {name: app, image: busybox:1.36, command: [sh, -c, "while :; do :; done"]}\n  - {name: idle, image: busybox:1.36, command: [sleep, "3600"]}\n');
+  loop.addPods([p]);
+  await waitFor(p, running, 30_000);
+  const ids = Object.fromEntries(kubelet.statuses.get(p.metadata!.uid!)!.containerStatuses!.map((c) => [c.name, c.containerID!.replace(/^.*:\/\//, '')]));
+
+  const ps = await cli(['get', 'containers', '--pod', 'viewed', '-n', NS]);
+  assert.equal(ps.code, 0, ps.stderr);
+  const rows = ps.stdout.trimEnd().split('\n');
+  assert.match(rows[0]!, /^CONTAINER\s+IMAGE\s+CREATED\s+STATE\s+NAME\s+ATTEMPT\s+POD ID\s+POD$/);
+  assert.deepEqual(rows.slice(1).map((r) => r.split(/\s{3,}/)).map((c) => [c[0], c[1], c[3], c[4], c[5], c[7]]).sort((a, b) => a[3]!.localeCompare(b[3]!)), [
+    [ids.app!.slice(0, 13), 'busybox:1.36', 'Running', 'app', '0', 'viewed'],
+    [ids.idle!.slice(0, 13), 'busybox:1.36', 'Running', 'idle', '0', 'viewed'],
+  ]);
+  const quiet = await cli(['get', 'containers', '--pod', 'viewed', '-n', NS, '-q']);
+  assert.deepEqual(quiet.stdout.trim().split('\n').sort(), [ids.app, ids.idle].sort());
+
+  const images = await podctlAsync(['get', 'images']);
+  assert.match(images.stdout, /^IMAGE\s+TAG\s+IMAGE ID\s+SIZE\n/);
+  assert.match(images.stdout, /\ndocker\.io\/library\/busybox\s+1\.36\s+[0-9a-f]{13}\s+[\d.]+[kM]B\n/);
+
+  const byName = JSON.parse((await cli(['inspect', 'container', 'viewed/idle', '-n', NS])).stdout);
+  assert.equal(byName.status.id, ids.idle);
+  assert.equal(byName.status.state, 'CONTAINER_RUNNING');
+  assert.equal(byName.status.labels['io.kubernetes.container.name'], 'idle');
+  assert.equal(typeof byName.info.info, 'object', "the runtime's verbose info is expanded JSON");
+  const byPrefix = JSON.parse((await cli(['inspect', 'container', ids.idle!.slice(0, 12)])).stdout);
+  assert.equal(byPrefix.status.id, ids.idle);
+  const sandbox = JSON.parse((await cli(['inspect', 'pod', 'viewed', '-n', NS])).stdout);
+  assert.equal(sandbox.status.metadata.name, 'viewed');
+  assert.equal(sandbox.status.state, 'SANDBOX_READY');
+  const missing = await cli(['inspect', 'container', 'ffffffffffffffffff']);
+  assert.equal(missing.code, 1);
+  assert.equal(missing.stderr, 'Error: container "ffffffffffffffffff" not found\n');
+
+  const stats = await cli(['stats', '--pod', 'viewed', '-n', NS, '--interval', '1500']);
+  assert.equal(stats.code, 0, stats.stderr);
+  const lines = stats.stdout.trimEnd().split('\n');
+  assert.match(lines[0]!, /^CONTAINER\s+NAME\s+CPU %\s+MEM\s+DISK\s+INODES$/);
+  const cpu = Object.fromEntries(lines.slice(1).map((l) => l.split(/\s{3,}/)).map((c) => [c[1], Number(c[2])]));
+  assert.ok(cpu['viewed/app']! > 20, `the busy loop uses CPU: ${stats.stdout}`);
+  assert.ok(cpu['viewed/idle']! < 5, `sleep does not: ${stats.stdout}`);
+  await removePod(p);
+});
+
+test('events: from the running watch (-w prints new ones as they come); without a watch, what the runtime implies, with a note', async () => {
+  const p = shPod('eventful', 'sleep 3600');
+  loop.addPods([p]);
+  await waitFor(p, running, 30_000);
+  const bare = await cli(['events', '-n', NS, '--for', 'pod/eventful']);
+  assert.equal(bare.code, 0, bare.stderr);
+  assert.match(bare.stderr, /^note: no watch answers/);
+  assert.match(bare.stdout, /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\n/);
+  assert.match(bare.stdout, /\n\S+\s+Normal\s+Created\s+pod\/eventful\s+\[app\] Created container app\n/);
+  assert.match(bare.stdout, /\n\S+\s+Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app\n/);
+
+  const watchDir = scratchDir('e2e-debug-events');
+  const server = await startStatusServer(join(watchDir.dir, 'podctl.sock'), {
+    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statuses.get(q.metadata!.uid!) })),
+    health: () => ({ ok: true, checks: [] }),
+    metrics: new Metrics(),
+    events: () => kubelet.events.all(),
+  });
+  const w = startPodctl(['events', '-n', NS, '--for', 'eventful', '-w', '--root-dir', watchDir.dir]);
+  try {
+    await w.waitFor(/Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app\n/, 15_000);
+    const id = app(kubelet.statuses.get(p.metadata!.uid!)!).containerID!.replace(/^.*:\/\//, '');
+    await client.stopContainer(id, 0);
+    // The restart repeats Created and Started: the watch's recorder counts them, -w prints them again.
+    await w.waitFor(/Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app \(x2\)\n/, 30_000);
+    const json = JSON.parse((await podctlAsync(['events', '-n', NS, '-o', 'json', '--root-dir', watchDir.dir])).stdout);
+    assert.equal(json.kind, 'EventList');
+    const started = json.items.find((e: { reason: string; involvedObject: { name: string } }) => e.reason === 'Started' && e.involvedObject.name === 'eventful');
+    assert.equal(started.count, 2);
+    assert.equal(started.involvedObject.fieldPath, 'spec.containers{app}');
+  } finally {
+    w.interrupt();
+    await w.done;
+    server.close();
+    watchDir.cleanup();
+  }
+  await removePod(p);
+});

@@ -2,7 +2,7 @@ import { dirname } from 'node:path';
 import type { IContainerStatus, IPod } from 'kubernetes-models/v1';
 import { containerLogFiles, readLogFile, restartCountOfLog } from '../logs/index.js';
 import { getFromStatusSocket } from '../status/client.js';
-import { newerFirst, type RuntimeContainerStatus } from '../kuberuntime/types.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
 import { crashBackoffMs, type RuntimePod } from './index.js';
 
 /** A kubelet event as describe shows it (from the watch's /events, a v1 EventList). */
@@ -23,25 +23,64 @@ interface V1Event {
   count?: number;
   firstTimestamp?: string;
   lastTimestamp?: string;
-  involvedObject?: { fieldPath?: string };
+  involvedObject?: { fieldPath?: string; namespace?: string; name?: string; uid?: string };
+}
+
+/** An event with the pod it is about. */
+export interface PodEventRow extends DescribedEvent {
+  namespace: string;
+  pod: string;
+  uid: string;
+}
+
+function fromV1(e: V1Event): PodEventRow {
+  return {
+    namespace: e.involvedObject?.namespace ?? '',
+    pod: e.involvedObject?.name ?? '',
+    uid: e.involvedObject?.uid ?? '',
+    type: e.type ?? 'Normal',
+    reason: e.reason ?? '',
+    message: e.message ?? '',
+    count: e.count ?? 1,
+    first: Date.parse(e.firstTimestamp ?? '') || 0,
+    last: Date.parse(e.lastTimestamp ?? '') || 0,
+    container: /\{(.+)\}$/.exec(e.involvedObject?.fieldPath ?? '')?.[1],
+  };
+}
+
+/** The running watch's events (all pods, or one pod's by UID); undefined when no watch answers. */
+export async function fetchEvents(socket: string, uid?: string): Promise<PodEventRow[] | undefined> {
+  try {
+    const list = await getFromStatusSocket<{ items: V1Event[] }>(socket, uid ? `/events?uid=${encodeURIComponent(uid)}` : '/events');
+    return list.items.map(fromV1);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The pod's events from the running watch; undefined when no watch answers. */
 export async function fetchPodEvents(socket: string, uid: string): Promise<DescribedEvent[] | undefined> {
-  try {
-    const list = await getFromStatusSocket<{ items: V1Event[] }>(socket, `/events?uid=${encodeURIComponent(uid)}`);
-    return list.items.map((e) => ({
-      type: e.type ?? 'Normal',
-      reason: e.reason ?? '',
-      message: e.message ?? '',
-      count: e.count ?? 1,
-      first: Date.parse(e.firstTimestamp ?? '') || 0,
-      last: Date.parse(e.lastTimestamp ?? '') || 0,
-      container: /\{(.+)\}$/.exec(e.involvedObject?.fieldPath ?? '')?.[1],
-    }));
-  } catch {
-    return undefined;
+  const rows = await fetchEvents(socket, uid);
+  return rows?.map(({ namespace: _n, pod: _p, uid: _u, ...e }) => e);
+}
+
+/**
+ * Without a watch, the events the runtime's records still imply: each
+ * container instance it holds Created, Started and (when it exited) died,
+ * as the PLEG names it (ContainerDied).
+ */
+export function eventsFromRuntime(runtime: RuntimePodStatus): PodEventRow[] {
+  const out: PodEventRow[] = [];
+  const base = { namespace: runtime.namespace, pod: runtime.name, uid: runtime.uid, count: 1 };
+  for (const c of runtime.containers) {
+    const at = (t: number) => ({ first: t, last: t });
+    out.push({ ...base, ...at(c.createdAt), container: c.name, type: 'Normal', reason: 'Created', message: `Created container ${c.name}` });
+    if (c.startedAt) out.push({ ...base, ...at(c.startedAt), container: c.name, type: 'Normal', reason: 'Started', message: `Started container ${c.name}` });
+    if (c.state === 'exited' && c.finishedAt) {
+      out.push({ ...base, ...at(c.finishedAt), container: c.name, type: c.exitCode ? 'Warning' : 'Normal', reason: 'ContainerDied', message: `Container ${c.name} ${exitText(c.exitCode, c.reason)}` });
+    }
   }
+  return out;
 }
 
 export interface TimelineEntry {
@@ -53,7 +92,9 @@ export interface TimelineEntry {
   future?: boolean;
 }
 
-const exitText = (code: number | undefined, reason?: string) => `exited with code ${code ?? '?'}${reason && reason !== 'Error' && reason !== 'Completed' ? ` (${reason})` : ''}`;
+function exitText(code: number | undefined, reason?: string): string {
+  return `exited with code ${code ?? '?'}${reason && reason !== 'Error' && reason !== 'Completed' ? ` (${reason})` : ''}`;
+}
 
 /**
  * The pod's lifecycle in time order, from what the runtime records (sandboxes
