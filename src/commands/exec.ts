@@ -1,11 +1,10 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { chooseContainer, namespaceFlag, openPodView, podViewFlags, requirePod } from '../cli/podview.js';
+import { chooseContainer, namespaceFlag, openPodView, podArg, podViewFlags, requirePod } from '../cli/podview.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError } from '../core/errors.js';
 import { streamExec } from '../core/exec/stream.js';
 import { newestInstance } from '../core/podview/index.js';
-import { podArg } from './logs.js';
 
 export class Exec extends PodctlCommand {
   static override summary = "Run a command in a pod's container; podctl exits with the command's exit code.";

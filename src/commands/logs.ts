@@ -2,16 +2,11 @@ import { open } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { chooseContainer, containerNames, namespaceFlag, openPodView, podViewFlags, requirePod } from '../cli/podview.js';
+import { chooseContainer, containerNames, namespaceFlag, openPodView, podArg, podViewFlags, requirePod } from '../cli/podview.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError } from '../core/errors.js';
 import { CriLogParser, followContainerLog, readLogFile, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';
 import { findRuntimePod, newestInstance, wouldRestart, type PodView, type RuntimePod } from '../core/podview/index.js';
-
-/** `pod/NAME` or `NAME`, as kubectl takes it. */
-export function podArg(arg: string): string {
-  return arg.startsWith('pod/') ? arg.slice(4) : arg.startsWith('pods/') ? arg.slice(5) : arg;
-}
 
 /** Reads a file's whole lines and the offset after the last one, so following starts exactly there. */
 async function readWhole(path: string): Promise<{ records: LogRecord[]; offset: number }> {
