@@ -2,35 +2,107 @@ import Table from 'cli-table3';
 import type { IPod } from 'kubernetes-models/v1';
 import { displayStatus, readyColumn, restartsColumn } from './render.js';
 
-function age(from: string | undefined, now: number): string {
-  if (!from) return '<unknown>';
-  const s = Math.max(0, Math.floor((now - Date.parse(from)) / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.floor(s / 60)}m`;
-  if (s < 172_800) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86_400)}d`;
+/** kubectl's HumanDuration: "45s", "3m20s", "25m", "5h12m", "30h", "3d4h", "40d". */
+export function humanDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < -1) return '<invalid>';
+  if (seconds < 0) return '0s';
+  if (seconds < 120) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
+  if (minutes < 180) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
+  if (hours < 48) return `${hours}h`;
+  if (hours < 192) return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
+  const days = Math.floor(hours / 24);
+  return days % 365 === 0 ? `${Math.floor(days / 365)}y` : `${Math.floor(days / 365)}y${days % 365}d`;
 }
 
-/** kubectl get pods' columns (NAMESPACE with -A; IP, NODE with -o wide). */
-export function podTable(pods: IPod[], opts: { allNamespaces?: boolean; wide?: boolean; now?: number } = {}): string {
-  const now = opts.now ?? Date.now();
-  const head = [...(opts.allNamespaces ? ['NAMESPACE'] : []), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(opts.wide ? ['IP', 'NODE'] : [])];
+export function age(from: string | number | undefined, now: number): string {
+  if (from === undefined) return '<unknown>';
+  const t = typeof from === 'number' ? from : Date.parse(from);
+  return Number.isNaN(t) ? '<unknown>' : humanDuration(now - t);
+}
+
+/** kubectl's RESTARTS: the count, and how long ago the last restart was ("3 (40s ago)"). */
+export function restartsCell(pod: IPod, now: number): string {
+  const count = restartsColumn(pod.status);
+  let last: number | undefined;
+  for (const c of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
+    const finished = c.lastState?.terminated?.finishedAt;
+    const t = finished ? Date.parse(finished) : NaN;
+    if (!Number.isNaN(t) && (last === undefined || t > last)) last = t;
+  }
+  return count > 0 && last !== undefined ? `${count} (${humanDuration(now - last)} ago)` : String(count);
+}
+
+export interface PlainTableOptions {
+  noHeaders?: boolean;
+}
+
+/** kubectl's and crictl's table look: no borders, three spaces between columns. */
+export function plainTable(head: string[], rows: string[][], opts: PlainTableOptions = {}): string {
   const table = new Table({
-    head,
+    head: opts.noHeaders ? [] : head,
     chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '   ' },
     style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
   });
-  for (const p of pods) {
-    const m = p.metadata!;
-    table.push([
-      ...(opts.allNamespaces ? [m.namespace ?? 'default'] : []),
-      m.name ?? '',
-      readyColumn(p, p.status),
-      displayStatus(p, p.status),
-      String(restartsColumn(p.status)),
-      age(p.status?.startTime ?? m.annotations?.['kubernetes.io/config.seen'], now),
-      ...(opts.wide ? [p.status?.podIP ?? '<none>', p.spec?.nodeName ?? '<none>'] : []),
-    ]);
-  }
-  return table.toString();
+  for (const r of rows) table.push(r);
+  // cli-table3 pads the last column: trailing blanks would break scripts' exact matches.
+  return table
+    .toString()
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .join('\n');
 }
+
+export interface PodTableOptions extends PlainTableOptions {
+  allNamespaces?: boolean;
+  wide?: boolean;
+  now?: number;
+}
+
+export function podTableHead(opts: PodTableOptions): string[] {
+  return [...(opts.allNamespaces ? ['NAMESPACE'] : []), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(opts.wide ? ['IP', 'NODE', 'CONTAINERS'] : [])];
+}
+
+export function podRow(p: IPod, opts: PodTableOptions): string[] {
+  const now = opts.now ?? Date.now();
+  const m = p.metadata!;
+  const containers = [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].map((c) => c.name).join(',');
+  return [
+    ...(opts.allNamespaces ? [m.namespace ?? 'default'] : []),
+    m.name ?? '',
+    readyColumn(p, p.status),
+    displayStatus(p, p.status),
+    restartsCell(p, now),
+    age(m.creationTimestamp ?? p.status?.startTime ?? m.annotations?.['kubernetes.io/config.seen'], now),
+    ...(opts.wide ? [p.status?.podIP ?? '<none>', p.spec?.nodeName ?? '<none>', containers || '<none>'] : []),
+  ];
+}
+
+/** kubectl get pods' columns (NAMESPACE with -A; IP, NODE, CONTAINERS with -o wide). */
+export function podTable(pods: IPod[], opts: PodTableOptions = {}): string {
+  return plainTable(
+    podTableHead(opts),
+    pods.map((p) => podRow(p, opts)),
+    opts,
+  );
+}
+
+/** Sizes as crictl prints them: 4.26MB, 812kB (decimal units). */
+export function humanBytes(n: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return i === 0 ? `${v}B` : `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)}${units[i]}`;
+}
+
+/** crictl's truncated IDs (13 characters, without a sha256: prefix). */
+export const shortId = (id: string): string => id.replace(/^sha256:/, '').slice(0, 13);

@@ -24,7 +24,7 @@ export class Watch extends PodctlCommand {
 every 20 s) and the runtime as it moves (PLEG relist): adds, updates and removes pods, restarts crashed
 containers with backoff, cleans up pods no source wants. One line per pod state change. SIGTERM or Ctrl-C stops
 the loop and leaves the pods running, as the kubelet does; --cleanup-on-exit terminates them instead.
-While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock (mode 0600).`;
+While it runs, GET /healthz, /pods, /events and /metrics answer on <root-dir>/podctl.sock (mode 0600).`;
   static override examples = [
     '<%= config.bin %> watch manifests/',
     '<%= config.bin %> watch manifests/ --manifest-url http://127.0.0.1:8080/pods.yaml',
@@ -186,6 +186,7 @@ While it runs, GET /healthz, /pods and /metrics answer on <root-dir>/podctl.sock
         };
       },
       metrics,
+      events: () => kubelet.events.all(),
     });
     loop.start();
     sources.forEach((s) => s.start());

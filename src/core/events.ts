@@ -83,3 +83,23 @@ export class EventRecorder {
 export function containerFieldPath(container: string, kind: 'init' | 'sidecar' | 'app' = 'app'): string {
   return kind === 'app' ? `spec.containers{${container}}` : `spec.initContainers{${container}}`;
 }
+
+/** A kubelet event as a v1 Event, as the watch serves them on /events and kubectl would print them. */
+export function toV1Event(e: PodEvent, host?: string): Record<string, unknown> {
+  const first = new Date(e.firstTimestamp).toISOString();
+  const last = new Date(e.lastTimestamp).toISOString();
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name: `${e.name}.${e.firstTimestamp.toString(16)}.${e.reason}`, namespace: e.namespace },
+    involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: e.namespace, name: e.name, uid: e.uid, ...(e.container ? { fieldPath: containerFieldPath(e.container) } : {}) },
+    reason: e.reason,
+    message: e.message,
+    type: e.type,
+    count: e.count,
+    firstTimestamp: first,
+    lastTimestamp: last,
+    source: { component: 'kubelet', ...(host ? { host } : {}) },
+    reportingComponent: 'kubelet',
+  };
+}

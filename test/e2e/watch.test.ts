@@ -163,7 +163,7 @@ test('the status socket of a running watch: /healthz, /pods as a v1 PodList with
     const got = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', join(dir.dir, 'root')]);
     assert.equal(got.code, 0, got.stderr);
     const fromGet = JSON.parse(got.stdout) as { kind: string; items: { metadata: { name: string }; status: unknown }[] };
-    assert.equal(fromGet.kind, 'List');
+    assert.equal(fromGet.kind, 'PodList');
     const direct = JSON.parse((await get(socket, '/pods')).body) as { items: { metadata: { name: string }; status: { phase: string; containerStatuses: { name: string; ready: boolean; containerID: string }[] } }[] };
     const pick = (items: typeof direct.items) => items.filter((p) => p.metadata.name === 'status').map((p) => ({ phase: p.status.phase, containers: p.status.containerStatuses.map((c) => [c.name, c.ready, c.containerID]) }));
     assert.deepEqual(pick(fromGet.items as typeof direct.items), pick(direct.items));

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { CriClient } from '../../src/core/cri/client.js';
 import { embeddedEndpoint } from '../../src/core/embedded/index.js';
@@ -92,4 +92,71 @@ export function containerLogLines(logRoot: string, p: IPod, container: string, r
     }
   }
   return lines;
+}
+
+/** Runs the podctl CLI without blocking the event loop (an in-process kubelet keeps syncing meanwhile). */
+export function podctlAsync(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const p = startPodctl(args, opts);
+  return p.done;
+}
+
+export interface RunningPodctl {
+  pid: number;
+  /** Output so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once stdout matches. */
+  waitFor(pattern: RegExp, timeoutMs: number): Promise<string>;
+  /** SIGINT, as Ctrl-C. */
+  interrupt(): void;
+  done: Promise<{ code: number; stdout: string; stderr: string }>;
+}
+
+/** Starts the podctl CLI in the background (follow and watch modes); the caller interrupts it. */
+export function startPodctl(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): RunningPodctl {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  const waiters = new Set<() => void>();
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (const w of waiters) w();
+  });
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 180_000);
+  const done = new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      for (const w of waiters) w();
+      resolve({ code: code ?? -1, stdout: out, stderr: err });
+    });
+  });
+  return {
+    pid: child.pid!,
+    stdout: () => out,
+    stderr: () => err,
+    interrupt: () => child.kill('SIGINT'),
+    done,
+    waitFor: (pattern, timeoutMs) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const m = out.match(pattern);
+          if (m) {
+            waiters.delete(check);
+            clearTimeout(t);
+            resolve(m[0]);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            waiters.delete(check);
+            clearTimeout(t);
+            reject(new Error(`podctl ${args.join(' ')} ended before printing ${pattern}; stdout: ${out}; stderr: ${err}`));
+          }
+        };
+        const t = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`timed out waiting for ${pattern} from podctl ${args.join(' ')}; stdout: ${out}; stderr: ${err}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      }),
+  };
 }

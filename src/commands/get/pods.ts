@@ -1,68 +1,120 @@
-import { join } from 'node:path';
-import { request } from 'node:http';
 import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
-import { PodctlCommand } from '../../cli/base.js';
 import yaml from 'js-yaml';
-import { podTable } from '../../cli/table.js';
+import { PodctlCommand } from '../../cli/base.js';
+import { namespaceFlag, openPodView, podViewFlags } from '../../cli/podview.js';
+import { plainTable, podRow, podTable, podTableHead, type PodTableOptions } from '../../cli/table.js';
 import { PodctlError } from '../../core/errors.js';
+import type { PodQuery, ViewedPod } from '../../core/podview/index.js';
 
-function fetchPods(socket: string): Promise<IPod[]> {
-  return new Promise((resolve, reject) => {
-    request({ socketPath: socket, path: '/pods' }, (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => {
-        try {
-          resolve((JSON.parse(body) as { items: IPod[] }).items);
-        } catch (err) {
-          reject(err);
-        }
-      });
-    })
-      .on('error', reject)
-      .end();
-  });
+type Output = 'table' | 'wide' | 'json' | 'yaml' | 'name';
+
+function renderOne(pod: IPod, output: Output, opts: PodTableOptions): string {
+  if (output === 'json') return JSON.stringify(pod, null, 2);
+  if (output === 'yaml') return `---\n${yaml.dump(pod, { noRefs: true, lineWidth: 120 }).trimEnd()}`;
+  if (output === 'name') return `pod/${pod.metadata!.name}`;
+  return plainTable([], [podRow(pod, opts)], { noHeaders: true });
 }
 
 export class GetPods extends PodctlCommand {
-  static override summary = "List the pods a running `podctl watch` keeps, with kubectl's columns.";
-  static override description = 'Reads the status socket of the running watch (<root-dir>/podctl.sock), so what it prints is what the loop sees: the same v1 PodList as its /pods endpoint.';
-  static override examples = ['<%= config.bin %> get pods', '<%= config.bin %> get pods -A -o wide', '<%= config.bin %> get pods web -o yaml', '<%= config.bin %> get pods -o name'];
+  static override summary = "List podctl's pods with kubectl's columns, whether or not `podctl watch` runs.";
+  static override description = `Asks the running watch first (<root-dir>/podctl.sock, its /pods: the status its loop keeps, with probe
+results), and reads every other pod podctl made from the runtime by podctl's labels. For a pod read from the
+runtime, readiness that comes from a readiness probe is unknown (shown not ready) and a note says so.
+-o json prints a v1 PodList (a v1 Pod with NAME); -w prints a row whenever a pod changes, until Ctrl-C.`;
+  static override examples = [
+    '<%= config.bin %> get pods',
+    '<%= config.bin %> get pods -A -o wide',
+    '<%= config.bin %> get pods web -o yaml',
+    '<%= config.bin %> get pods -n lab -o name',
+    '<%= config.bin %> get pods --no-headers | wc -l',
+    '<%= config.bin %> get pods -w',
+  ];
   static override args = { name: Args.string({ description: 'Only this pod.' }) };
   static override flags = {
-    namespace: Flags.string({ char: 'n', summary: 'Namespace.', default: 'default' }),
+    ...podViewFlags,
+    namespace: namespaceFlag,
     'all-namespaces': Flags.boolean({ char: 'A', summary: 'Pods of every namespace.' }),
     output: Flags.string({ char: 'o', summary: 'Output format.', options: ['table', 'wide', 'json', 'yaml', 'name'], default: 'table' }),
-    'root-dir': Flags.string({ summary: 'State directory of the watch to ask.', default: '/var/lib/podctl', env: 'PODCTL_ROOT_DIR' }),
+    'no-headers': Flags.boolean({ summary: 'Print the table without its header line.' }),
+    watch: Flags.boolean({ char: 'w', summary: 'After the listing, print each pod again whenever it changes.' }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(GetPods);
-    const socket = join(flags['root-dir'], 'podctl.sock');
-    let pods: IPod[];
+    const output = flags.output as Output;
+    const query: PodQuery = { namespace: flags['all-namespaces'] ? undefined : flags.namespace, name: args.name };
+    const { view, client } = await openPodView(flags);
+    const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', noHeaders: flags['no-headers'] };
     try {
-      pods = await fetchPods(socket);
-    } catch (err) {
-      throw new PodctlError(`no podctl watch answers on ${socket} (${(err as Error).message})`, { hint: 'start one with `podctl watch DIR`, or pass --root-dir' });
+      const viewed = await view.list(query);
+      if (args.name && viewed.length === 0 && !flags.watch) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
+      this.print(viewed, output, tableOpts, !!args.name, flags['all-namespaces'] ? 'any' : flags.namespace);
+      if (flags.watch) await this.follow(() => view.list(query), viewed, output, tableOpts);
+    } finally {
+      client.close();
     }
-    pods = pods.filter((p) => (flags['all-namespaces'] || p.metadata?.namespace === flags.namespace) && (!args.name || p.metadata?.name === args.name));
-    if (args.name && pods.length === 0) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
-    const sorted = pods.sort((a, b) => `${a.metadata!.namespace}/${a.metadata!.name}`.localeCompare(`${b.metadata!.namespace}/${b.metadata!.name}`));
-    if (flags.output === 'json' || flags.output === 'yaml') {
-      // One named pod prints as a Pod; a listing is always a List, as kubectl prints it.
-      const doc = args.name ? sorted[0] : { apiVersion: 'v1', kind: 'List', metadata: {}, items: sorted };
-      this.log(flags.output === 'json' ? JSON.stringify(doc, null, 2) : yaml.dump(doc, { noRefs: true, lineWidth: 120 }));
+  }
+
+  private print(viewed: ViewedPod[], output: Output, opts: PodTableOptions, single: boolean, nsLabel: string): void {
+    const pods = viewed.map((v) => v.pod);
+    if (output === 'json' || output === 'yaml') {
+      // One named pod prints as a Pod; a listing is a v1 PodList.
+      const doc = single ? pods[0] : { apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '' }, items: pods };
+      this.log(output === 'json' ? JSON.stringify(doc, null, 2) : yaml.dump(doc, { noRefs: true, lineWidth: 120 }).trimEnd());
       return;
     }
-    if (flags.output === 'name') {
-      for (const p of sorted) this.log(`pod/${p.metadata!.name}`);
+    if (output === 'name') {
+      for (const p of pods) this.log(`pod/${p.metadata!.name}`);
       return;
     }
-    if (sorted.length === 0) {
-      process.stderr.write(`No resources found in ${flags['all-namespaces'] ? 'any' : flags.namespace} namespace.\n`);
+    if (pods.length === 0) {
+      process.stderr.write(`No resources found in ${nsLabel} namespace.\n`);
       return;
     }
-    this.log(podTable(sorted, { allNamespaces: flags['all-namespaces'], wide: flags.output === 'wide' }));
+    this.log(podTable(pods, opts));
+    const unknown = viewed.filter((v) => v.readinessUnknown.length);
+    if (unknown.length) {
+      const names = unknown.map((v) => `${v.pod.metadata!.name} (${v.readinessUnknown.join(', ')})`).join('; ');
+      process.stderr.write(`note: no running watch knows the readiness probes of ${names}: shown not ready\n`);
+    }
+  }
+
+  /** Polls the view each second and prints a pod again when its row (or object) changes. */
+  private async follow(list: () => Promise<ViewedPod[]>, first: ViewedPod[], output: Output, opts: PodTableOptions): Promise<void> {
+    const key = (p: IPod) => p.metadata!.uid!;
+    // The row without AGE (and the restart's "ago"): what changes by itself is not a change.
+    const fingerprint = (p: IPod) => (output === 'table' || output === 'wide' ? JSON.stringify(podRow(p, { ...opts, now: 0 }).filter((_, i) => podTableHead(opts)[i] !== 'AGE').map((c) => c.replace(/ \(.* ago\)$/, ''))) : JSON.stringify(p.status));
+    const last = new Map(first.map((v) => [key(v.pod), { pod: v.pod, print: fingerprint(v.pod) }]));
+    let stopped = false;
+    const stop = () => (stopped = true);
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    while (!stopped) {
+      await new Promise((r) => setTimeout(r, 1000));
+      if (stopped) break;
+      let now: ViewedPod[];
+      try {
+        now = await list();
+      } catch (err) {
+        process.stderr.write(`${(err as Error).message}\n`);
+        continue;
+      }
+      const present = new Set<string>();
+      for (const v of now) {
+        present.add(key(v.pod));
+        const print = fingerprint(v.pod);
+        if (last.get(key(v.pod))?.print === print) continue;
+        last.set(key(v.pod), { pod: v.pod, print });
+        this.log(renderOne(v.pod, output, opts));
+      }
+      for (const [uid, { pod }] of last) {
+        if (present.has(uid)) continue;
+        last.delete(uid);
+        // Gone from the runtime: one last row saying so (STATUS shows the phase when no container has a reason).
+        const gone: IPod = { ...pod, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
+        this.log(renderOne(gone, output, opts));
+      }
+    }
   }
 }

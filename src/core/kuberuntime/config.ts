@@ -60,7 +60,7 @@ export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, ag
     dnsConfig,
     portMappings,
     labels: L.sandboxLabels(id, pod.metadata?.labels, agent),
-    annotations: { ...(pod.metadata?.annotations ?? {}) },
+    annotations: { ...(pod.metadata?.annotations ?? {}), [L.POD_SPEC_ANNOTATION]: canonicalJSON(spec) },
     linux: {
       cgroupParent: '',
       securityContext: {

@@ -23,6 +23,8 @@ export const CONTAINER_PORTS_ANNOTATION = 'io.kubernetes.container.ports';
 export const CONTAINER_PRESTOP_HANDLER_ANNOTATION = 'io.kubernetes.container.preStopHandler';
 /** A compact copy of the container spec, so that a changed hash can be explained field by field. */
 export const CONTAINER_SPEC_ANNOTATION = 'io.podctl.container.spec';
+/** A copy of the pod spec on its sandbox, so debugging commands rebuild the v1 Pod without the agent that made it. */
+export const POD_SPEC_ANNOTATION = 'io.podctl.pod.spec';
 /** Whether the container is an init container, a sidecar or an app container. */
 export const CONTAINER_KIND_ANNOTATION = 'io.podctl.container.kind';
 

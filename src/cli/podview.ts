@@ -1,0 +1,59 @@
+import { join } from 'node:path';
+import { Flags } from '@oclif/core';
+import { realClock } from '../core/clock.js';
+import type { CriClient } from '../core/cri/client.js';
+import { PodctlError } from '../core/errors.js';
+import { PodView, defaultContainer, findRuntimePod, type RuntimePod } from '../core/podview/index.js';
+import { hostIP } from './node.js';
+import { connect, type GlobalFlags } from './runtime.js';
+
+export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
+
+/** Flags of the commands that find pods: the watch to ask first, and the namespace. */
+export const podViewFlags = {
+  'root-dir': Flags.string({ summary: 'State directory of the watch to ask first (its podctl.sock); without one, the runtime is read.', default: DEFAULT_ROOT_DIR, env: 'PODCTL_ROOT_DIR' }),
+};
+
+export const namespaceFlag = Flags.string({ char: 'n', summary: 'Namespace.', default: 'default' });
+
+/** A PodView on the resolved runtime, preferring the watch under --root-dir. */
+export async function openPodView(flags: GlobalFlags & { 'root-dir': string }): Promise<{ view: PodView; client: CriClient; statusSocket: string }> {
+  const { client } = await connect(flags);
+  const statusSocket = join(flags['root-dir'], 'podctl.sock');
+  const view = new PodView({ runtime: client, images: client, clock: realClock, statusSocket, hostIP: hostIP() });
+  return { view, client, statusSocket };
+}
+
+/** `pod/NAME` or `NAME`, as kubectl takes a pod argument. */
+export function podArg(arg: string): string {
+  return arg.replace(/^pods?\//, '');
+}
+
+/** The pod, or the one-line "not found" error (exit 1). */
+export async function requirePod(view: PodView, namespace: string, name: string): Promise<RuntimePod> {
+  const pod = await findRuntimePod(view, namespace, name);
+  if (!pod) throw new PodctlError(`pod "${name}" not found in namespace ${namespace}`);
+  return pod;
+}
+
+export function containerNames(pod: RuntimePod): string[] {
+  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers].map((c) => c.name);
+}
+
+/**
+ * The container a command acts on: -c when given (it must exist), else
+ * kubectl's default, with kubectl's note when the pod has more than one.
+ */
+export function chooseContainer(pod: RuntimePod, name: string | undefined, flag = '-c'): string {
+  const names = containerNames(pod);
+  if (name !== undefined) {
+    if (!names.includes(name)) {
+      throw new PodctlError(`${flag} ${name}: no such container in pod "${pod.runtime.name}"; choose one of: ${names.join(', ')}`);
+    }
+    return name;
+  }
+  const chosen = defaultContainer(pod);
+  if (!chosen) throw new PodctlError(`pod "${pod.runtime.name}" has no containers`);
+  if (pod.spec.containers.length > 1) process.stderr.write(`Defaulted container "${chosen}" out of: ${names.join(', ')}\n`);
+  return chosen;
+}

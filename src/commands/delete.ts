@@ -1,0 +1,82 @@
+import { hostname } from 'node:os';
+import { Args, Flags } from '@oclif/core';
+import { PodctlCommand } from '../cli/base.js';
+import { loadPodsFromArgs } from '../cli/manifests.js';
+import { namespaceFlag, openPodView, podViewFlags } from '../cli/podview.js';
+import { PodctlError, errorMessage } from '../core/errors.js';
+import { findRuntimePod } from '../core/podview/index.js';
+import { deleteGracePeriod, deleteRuntimePod, watchSourceOf } from '../core/podview/delete.js';
+
+export class Delete extends PodctlCommand {
+  static override summary = 'Delete pods gracefully, as the kubelet terminates them (preStop, SIGTERM, the grace period, SIGKILL).';
+  static override description = `Stops each container with the pod's terminationGracePeriodSeconds (or --grace-period; --force is
+--grace-period=0, where the kubelet's minimum of 2 s still applies), then removes its containers and sandbox.
+Names the pods as arguments (pod NAME…, pod/NAME) or by manifest (-f FILE…). A pod the running watch keeps
+from a file or URL comes back: podctl says so and what to change. A pod that does not exist is an error (exit 1)
+after the others are deleted.`;
+  static override examples = [
+    '<%= config.bin %> delete pod web',
+    '<%= config.bin %> delete pod web db -n lab --grace-period 5',
+    '<%= config.bin %> delete pod/web --force',
+    '<%= config.bin %> delete -f pods.yaml',
+  ];
+  static override strict = false;
+  static override args = { resource: Args.string({ description: 'pod (or pods), then the names; or pod/NAME.', ignoreStdin: true }) };
+  static override flags = {
+    ...podViewFlags,
+    namespace: namespaceFlag,
+    filename: Flags.string({ char: 'f', summary: 'Delete the pods this manifest (file or directory) defines.', multiple: true }),
+    'grace-period': Flags.integer({ summary: 'Seconds each container gets to stop (-1: the pod\'s own).', default: -1, min: -1 }),
+    force: Flags.boolean({ summary: 'No grace: --grace-period=0.' }),
+  };
+
+  async run(): Promise<void> {
+    const { argv, flags } = await this.parse(Delete);
+    const words = argv as string[];
+    const targets: { namespace: string; name: string }[] = [];
+    if (flags.filename?.length) {
+      if (words.length) throw new PodctlError('give pod names or -f FILE, not both', { exitCode: 2 });
+      const set = await loadPodsFromArgs(flags.filename, hostname());
+      for (const p of set.pods) targets.push({ namespace: p.pod.metadata!.namespace ?? 'default', name: p.pod.metadata!.name! });
+    } else {
+      for (const [i, w] of words.entries()) {
+        const slash = /^pods?\/(.+)$/.exec(w);
+        if (slash) targets.push({ namespace: flags.namespace, name: slash[1]! });
+        else if (i === 0 && (w === 'pod' || w === 'pods' || w === 'po')) continue;
+        else if (words[0] === 'pod' || words[0] === 'pods' || words[0] === 'po') targets.push({ namespace: flags.namespace, name: w });
+        else throw new PodctlError(`"${w}": expected pod NAME… or pod/NAME (podctl deletes pods only)`, { exitCode: 2 });
+      }
+      if (targets.length === 0) throw new PodctlError('no pod named', { hint: 'e.g. `podctl delete pod web`, or -f FILE', exitCode: 2 });
+    }
+    const override = flags.force ? 0 : flags['grace-period'];
+    const { view, client } = await openPodView(flags);
+    const failures: string[] = [];
+    try {
+      for (const t of targets) {
+        try {
+          const pod = await findRuntimePod(view, t.namespace, t.name);
+          if (!pod) {
+            failures.push(`pod "${t.name}" not found in namespace ${t.namespace}`);
+            continue;
+          }
+          await deleteRuntimePod(view, pod, deleteGracePeriod(view, pod, override));
+          this.log(`pod "${t.name}" deleted`);
+          const kept = (await view.fromWatch(t))?.[0];
+          const source = kept && watchSourceOf(kept);
+          if (source) {
+            const how = source.kind === 'file' ? `remove it from ${source.where} (or the file) to delete it for good` : `remove it from what ${source.where} serves to delete it for good`;
+            process.stderr.write(`Warning: the running watch keeps pod "${t.name}" from ${source.where} and will start it again; ${how}\n`);
+          }
+        } catch (err) {
+          failures.push(`pod "${t.name}": ${errorMessage(err)}`);
+        }
+      }
+    } finally {
+      client.close();
+    }
+    if (failures.length) {
+      for (const f of failures.slice(0, -1)) process.stderr.write(`Error: ${f}\n`);
+      throw new PodctlError(failures.at(-1)!);
+    }
+  }
+}

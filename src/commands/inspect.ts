@@ -1,0 +1,75 @@
+import { Args } from '@oclif/core';
+import { PodctlCommand } from '../cli/base.js';
+import { namespaceFlag, podViewFlags } from '../cli/podview.js';
+import { connect } from '../cli/runtime.js';
+import { PodctlError } from '../core/errors.js';
+import * as L from '../core/kuberuntime/labels.js';
+
+/** The verbose info map's values are JSON documents as strings: print them as JSON. */
+function expandInfo(info: Record<string, string> | undefined): Record<string, unknown> | undefined {
+  if (!info) return undefined;
+  return Object.fromEntries(
+    Object.entries(info).map(([k, v]) => {
+      try {
+        return [k, JSON.parse(v) as unknown];
+      } catch {
+        return [k, v];
+      }
+    }),
+  );
+}
+
+/** The one ID that `wanted` names in full or as a unique prefix. */
+function resolveId(kind: string, wanted: string, ids: string[]): string {
+  if (ids.includes(wanted)) return wanted;
+  const matches = ids.filter((id) => id.startsWith(wanted));
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length > 1) throw new PodctlError(`${kind} ID prefix "${wanted}" is ambiguous: ${matches.length} ${kind}s match`, { hint: 'give more characters' });
+  throw new PodctlError(`${kind} "${wanted}" not found`);
+}
+
+export class Inspect extends PodctlCommand {
+  static override summary = "The runtime's raw status of a pod sandbox or a container, as JSON (crictl inspectp / inspect).";
+  static override description = `pod: a sandbox ID (or unique prefix), or the name of a podctl pod in -n NAMESPACE (its newest sandbox).
+container: a container ID (or unique prefix), or POD/CONTAINER for the newest instance of a podctl pod's container.
+Prints the verbose CRI status response, with the runtime's info documents expanded.`;
+  static override examples = [
+    '<%= config.bin %> inspect pod web',
+    '<%= config.bin %> inspect pod 3f2a9c1d',
+    '<%= config.bin %> inspect container web/app',
+    '<%= config.bin %> inspect container 9be1c0d4e5f6 | jq .status.state',
+  ];
+  static override args = {
+    kind: Args.string({ description: 'pod or container.', required: true, options: ['pod', 'container'], ignoreStdin: true }),
+    id: Args.string({ description: 'ID, unique ID prefix, or name.', required: true, ignoreStdin: true }),
+  };
+  static override flags = { ...podViewFlags, namespace: namespaceFlag };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(Inspect);
+    const { client } = await connect(flags);
+    try {
+      let doc: { status?: unknown; info?: Record<string, string> };
+      if (args.kind === 'pod') {
+        const byName = await client.listPodSandbox({ labelSelector: { [L.POD_NAME_LABEL]: args.id, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE } });
+        const id = byName.length ? byName.sort((a, b) => b.createdAt - a.createdAt)[0]!.id : resolveId('pod sandbox', args.id, (await client.listPodSandbox()).map((s) => s.id));
+        doc = await client.podSandboxStatus(id, true);
+      } else {
+        let id: string;
+        const slash = args.id.indexOf('/');
+        if (slash > 0) {
+          const [pod, name] = [args.id.slice(0, slash), args.id.slice(slash + 1)];
+          const list = await client.listContainers({ labelSelector: { [L.POD_NAME_LABEL]: pod, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.CONTAINER_NAME_LABEL]: name } });
+          if (!list.length) throw new PodctlError(`container "${name}" of pod "${pod}" not found in namespace ${flags.namespace}`);
+          id = list.sort((a, b) => b.createdAt - a.createdAt)[0]!.id;
+        } else {
+          id = resolveId('container', args.id, (await client.listContainers()).map((c) => c.id));
+        }
+        doc = await client.containerStatus(id, true);
+      }
+      this.log(JSON.stringify({ ...doc, info: expandInfo(doc.info) }, null, 2));
+    } finally {
+      client.close();
+    }
+  }
+}

@@ -1,0 +1,141 @@
+import { open } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Args, Flags } from '@oclif/core';
+import { PodctlCommand } from '../cli/base.js';
+import { chooseContainer, containerNames, namespaceFlag, openPodView, podArg, podViewFlags, requirePod } from '../cli/podview.js';
+import { parseDuration } from '../core/cri/endpoint.js';
+import { PodctlError } from '../core/errors.js';
+import { CriLogParser, followContainerLog, readLogFile, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';
+import { findRuntimePod, newestInstance, wouldRestart, type PodView, type RuntimePod } from '../core/podview/index.js';
+
+/** Reads a file's whole lines and the offset after the last one, so following starts exactly there. */
+async function readWhole(path: string): Promise<{ records: LogRecord[]; offset: number }> {
+  let fh;
+  try {
+    fh = await open(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], offset: 0 };
+    throw err;
+  }
+  try {
+    const data = await fh.readFile();
+    const end = data.lastIndexOf(0x0a) + 1;
+    return { records: new CriLogParser().push(data.subarray(0, end).toString('utf8')), offset: end };
+  } finally {
+    await fh.close();
+  }
+}
+
+export class Logs extends PodctlCommand {
+  static override summary = 'Print the logs of a container in a pod, from the CRI log files.';
+  static override description = `Reads the files the runtime writes (<log-root>/<namespace>_<name>_<uid>/<container>/<restartCount>.log,
+the path each container's CRI status names), joining partial lines. -p prints the previous instance (the file of
+restartCount - 1). -f follows the container across restarts (moving on to the next instance's file) and log
+rotation, until Ctrl-C, the pod is gone, or the container exited for good. Every line goes to stdout, as kubectl
+prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
+  static override examples = [
+    '<%= config.bin %> logs web',
+    '<%= config.bin %> logs web -c sidecar --tail 20',
+    '<%= config.bin %> logs web -p',
+    '<%= config.bin %> logs web -f --since 10m',
+    '<%= config.bin %> logs web --all-containers --prefix --timestamps',
+  ];
+  static override args = { pod: Args.string({ description: 'Pod name (or pod/NAME).', required: true }) };
+  static override flags = {
+    ...podViewFlags,
+    namespace: namespaceFlag,
+    container: Flags.string({ char: 'c', summary: 'Container (default: the pod\'s default container).' }),
+    follow: Flags.boolean({ char: 'f', summary: 'Keep printing lines as they are written, across restarts and rotation.' }),
+    previous: Flags.boolean({ char: 'p', summary: 'The previous instance of the container (before its last restart).' }),
+    timestamps: Flags.boolean({ summary: "Prefix each line with the runtime's timestamp (RFC3339Nano)." }),
+    tail: Flags.integer({ summary: 'Only the last N lines (-1: all).', default: -1 }),
+    since: Flags.string({ summary: 'Only lines newer than this duration, e.g. 10s, 5m, 1h.' }),
+    'all-containers': Flags.boolean({ summary: "Every container's logs (init containers first)." }),
+    prefix: Flags.boolean({ summary: 'Prefix each line with [pod/NAME/CONTAINER].' }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(Logs);
+    if (flags.previous && flags.follow) throw new PodctlError('--previous and --follow cannot be combined: a previous instance writes no more', { exitCode: 2 });
+    if (flags['all-containers'] && flags.container) throw new PodctlError('--all-containers and --container cannot be combined', { exitCode: 2 });
+    const name = podArg(args.pod);
+    const sel: LogSelection = {
+      tail: flags.tail,
+      sinceMs: flags.since ? Date.now() - parseDuration(flags.since, '--since') : undefined,
+    };
+    const { view, client } = await openPodView(flags);
+    try {
+      const pod = await requirePod(view, flags.namespace, name);
+      const containers = flags['all-containers'] ? containerNames(pod) : [chooseContainer(pod, flags.container)];
+      const prefixOf = (c: string) => (flags.prefix || (flags['all-containers'] && containers.length > 1) ? `[pod/${name}/${c}] ` : '');
+      const write = (c: string, records: LogRecord[]) => {
+        if (!records.length) return;
+        const p = prefixOf(c);
+        process.stdout.write(records.map((r) => `${p}${flags.timestamps ? `${r.time} ` : ''}${r.text}\n`).join(''));
+      };
+      const files = containers.map((c) => ({ container: c, path: this.logFile(pod, c, flags.previous, flags['all-containers']) }));
+      if (!flags.follow) {
+        for (const f of files) if (f.path) write(f.container, selectRecords(await readLogFile(f.path), sel));
+        return;
+      }
+      let interrupted = false;
+      const onSignal = () => (interrupted = true);
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      const done = this.stopWhen(view, flags.namespace, name, pod.runtime.uid, () => interrupted);
+      await Promise.all(
+        files.map(async (f) => {
+          if (!f.path) return;
+          const first = await readWhole(f.path);
+          write(f.container, selectRecords(first.records, sel));
+          await followContainerLog({
+            path: f.path,
+            fromOffset: first.offset,
+            onRecords: (records) => write(f.container, records),
+            shouldStop: () => done(f.container),
+          });
+        }),
+      );
+    } finally {
+      client.close();
+    }
+  }
+
+  /** The log file of the container's newest (or previous) instance; undefined with --all-containers when it never started. */
+  private logFile(pod: RuntimePod, container: string, previous: boolean, lenient: boolean): string | undefined {
+    const newest = newestInstance(pod, container);
+    if (!newest?.logPath) {
+      if (lenient) return undefined;
+      const waiting = newest ? 'has no log file' : 'is waiting to start';
+      throw new PodctlError(`container "${container}" in pod "${pod.runtime.name}" ${waiting}`);
+    }
+    if (!previous) return newest.logPath;
+    if (newest.restartCount === 0) {
+      if (lenient) return undefined;
+      throw new PodctlError(`previous terminated container "${container}" in pod "${pod.runtime.name}" not found`);
+    }
+    return join(dirname(newest.logPath), `${newest.restartCount - 1}.log`);
+  }
+
+  /**
+   * When following ends: Ctrl-C, the pod gone (or replaced), or the container
+   * exited and its restartPolicy will not start it again. The runtime is asked
+   * at most once a second, whichever container asks.
+   */
+  private stopWhen(view: PodView, namespace: string, name: string, uid: string, interrupted: () => boolean): (container: string) => Promise<boolean> {
+    let checkedAt = 0;
+    let current: RuntimePod | undefined;
+    return async (container) => {
+      if (interrupted()) return true;
+      if (Date.now() - checkedAt >= 1000) {
+        checkedAt = Date.now();
+        current = await findRuntimePod(view, namespace, name).catch(() => current);
+      }
+      if (!current || current.runtime.uid !== uid || !current.runtime.sandboxes.some((s) => s.state === 'ready')) return true;
+      const newest = newestInstance(current, container);
+      if (newest?.state !== 'exited') return false;
+      const spec = [...(current.spec.initContainers ?? []), ...current.spec.containers].find((c) => c.name === container);
+      return !wouldRestart(current.spec, spec, newest.kind, newest.exitCode);
+    };
+  }
+}

@@ -1,0 +1,121 @@
+import WebSocket from 'ws';
+
+/**
+ * The Kubernetes remote-command protocol over WebSocket, as the CRI streaming
+ * server (the URL an Exec call returns) speaks it. containerd 1.6 answers
+ * "v4.channel.k8s.io" (and the older "channel.k8s.io"); it refuses
+ * "v5.channel.k8s.io", so a client cannot half-close stdin there. Every
+ * binary frame starts with its channel number.
+ */
+export const EXEC_PROTOCOL = 'v4.channel.k8s.io';
+
+export const Channel = {
+  Stdin: 0,
+  Stdout: 1,
+  Stderr: 2,
+  /** v4: a metav1.Status as JSON once the command ended. */
+  Error: 3,
+  Resize: 4,
+} as const;
+
+export interface TerminalSize {
+  width: number;
+  height: number;
+}
+
+export interface ExecStreams {
+  stdin?: NodeJS.ReadableStream;
+  stdout: NodeJS.WritableStream;
+  stderr?: NodeJS.WritableStream;
+  /** The terminal's size now, and a way to hear when it changes (returns the unsubscribe). */
+  size?: () => TerminalSize;
+  onResize?: (listener: () => void) => () => void;
+}
+
+interface Status {
+  status?: string;
+  message?: string;
+  reason?: string;
+  details?: { causes?: { reason?: string; message?: string }[] };
+}
+
+export class ExecStreamError extends Error {}
+
+/** The exit code a v4 status carries: 0 on Success, the ExitCode cause on NonZeroExitCode; an error otherwise. */
+export function exitCodeFromStatus(text: string): number {
+  let status: Status;
+  try {
+    status = JSON.parse(text) as Status;
+  } catch {
+    throw new ExecStreamError(text.trim() || 'the runtime ended the exec without a status');
+  }
+  if (status.status === 'Success') return 0;
+  if (status.reason === 'NonZeroExitCode') {
+    const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
+    const code = Number(cause?.message);
+    if (Number.isInteger(code)) return code;
+  }
+  throw new ExecStreamError(status.message || `exec failed: ${text}`);
+}
+
+/** Sends stdin and resizes, prints stdout and stderr, and resolves with the remote command's exit code. */
+export function streamExec(url: string, io: ExecStreams): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, [EXEC_PROTOCOL]);
+    let exitCode: number | undefined;
+    let failure: Error | undefined;
+    const cleanups: (() => void)[] = [];
+    const send = (channel: number, data: Buffer) => {
+      if (ws.readyState === WebSocket.OPEN) ws.send(Buffer.concat([Buffer.from([channel]), data]));
+    };
+    const sendSize = () => {
+      const s = io.size?.();
+      if (s) send(Channel.Resize, Buffer.from(JSON.stringify({ Width: s.width, Height: s.height })));
+    };
+
+    ws.on('open', () => {
+      if (ws.protocol !== EXEC_PROTOCOL) {
+        failure = new ExecStreamError(`the runtime's streaming server answered protocol "${ws.protocol}", not ${EXEC_PROTOCOL}`);
+        ws.close();
+        return;
+      }
+      sendSize();
+      if (io.onResize) cleanups.push(io.onResize(sendSize));
+      if (io.stdin) {
+        const onData = (d: Buffer | string) => send(Channel.Stdin, Buffer.isBuffer(d) ? d : Buffer.from(d));
+        io.stdin.on('data', onData);
+        cleanups.push(() => io.stdin!.off('data', onData));
+      }
+    });
+    ws.on('message', (data: Buffer) => {
+      if (data.length === 0) return;
+      const body = data.subarray(1);
+      switch (data[0]) {
+        case Channel.Stdout:
+          if (body.length) io.stdout.write(body);
+          break;
+        case Channel.Stderr:
+          if (body.length) (io.stderr ?? io.stdout).write(body);
+          break;
+        case Channel.Error:
+          try {
+            exitCode = exitCodeFromStatus(body.toString('utf8'));
+          } catch (err) {
+            failure = err as Error;
+          }
+          break;
+      }
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      failure = new ExecStreamError(`the runtime's streaming server refused the exec: HTTP ${res.statusCode}`);
+      ws.terminate();
+    });
+    ws.on('error', (err) => (failure ??= err));
+    ws.on('close', () => {
+      for (const c of cleanups) c();
+      if (failure) reject(failure);
+      else if (exitCode === undefined) reject(new ExecStreamError('the exec stream closed before the command reported its exit'));
+      else resolve(exitCode);
+    });
+  });
+}

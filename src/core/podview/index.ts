@@ -1,0 +1,250 @@
+import type { IContainer, IPod, IPodSpec } from 'kubernetes-models/v1';
+import type { Clock } from '../clock.js';
+import type { ImageService, RuntimeService } from '../cri/client.js';
+import type * as T from '../cri/types.js';
+import * as L from '../kuberuntime/labels.js';
+import { RuntimeManager } from '../kuberuntime/manager.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
+import { getFromStatusSocket } from '../status/client.js';
+import { generatePodStatus, type WaitingReason } from '../status/generate.js';
+import { CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
+
+/** Where a pod's view came from: the running watch's status socket, or the runtime read by podctl's labels. */
+export type PodViewSource = 'watch' | 'runtime';
+
+export interface ViewedPod {
+  /** A v1 Pod with its status. */
+  pod: IPod;
+  source: PodViewSource;
+  /** Containers whose readiness comes from a probe only a running agent knows (runtime view only). */
+  readinessUnknown: string[];
+}
+
+export interface PodQuery {
+  /** Undefined: every namespace. */
+  namespace?: string;
+  name?: string;
+}
+
+export interface PodViewOptions {
+  runtime: RuntimeService;
+  images: ImageService;
+  clock: Clock;
+  /** The running watch's status socket (<root-dir>/podctl.sock); skipped when absent or silent. */
+  statusSocket?: string;
+  runtimeName?: string;
+  hostIP?: string;
+}
+
+/**
+ * The crash backoff the runtime manager imposes after an instance with this
+ * restartCount exited: none for the first exit, then 10 s doubling to 5 min.
+ */
+export function crashBackoffMs(restartCount: number): number {
+  if (restartCount <= 0) return 0;
+  return Math.min(CONTAINER_BACKOFF_INITIAL_MS * 2 ** Math.min(restartCount - 1, 30), CONTAINER_BACKOFF_MAX_MS);
+}
+
+function parseJSON<V>(text: string | undefined): V | undefined {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as V;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Labels the pod had, without the keys the kubelet and podctl add to its sandbox. */
+function podLabels(labels: Record<string, string>): Record<string, string> | undefined {
+  const own = Object.entries(labels).filter(([k]) => !k.startsWith('io.kubernetes.') && !k.startsWith('io.podctl.'));
+  return own.length ? Object.fromEntries(own) : undefined;
+}
+
+/**
+ * The pod spec as recorded on its newest sandbox; for sandboxes made before
+ * the copy existed, rebuilt from each container's spec annotation.
+ */
+export function specFromRuntime(sandbox: T.PodSandbox | undefined, runtime: RuntimePodStatus): IPodSpec {
+  const recorded = parseJSON<IPodSpec>(sandbox?.annotations[L.POD_SPEC_ANNOTATION]);
+  if (recorded?.containers) return recorded;
+  // Containers in the order they were first created, which is spec order.
+  const byName = new Map<string, RuntimeContainerStatus[]>();
+  for (const c of runtime.containers) byName.set(c.name, [...(byName.get(c.name) ?? []), c]);
+  const groups = [...byName.values()].map((list) => list.sort(newerFirst)).sort((a, b) => a.at(-1)!.createdAt - b.at(-1)!.createdAt);
+  const toSpec = (c: RuntimeContainerStatus): IContainer => parseJSON<IContainer>(c.specJSON) ?? { name: c.name, image: c.image };
+  const inits = groups.filter((g) => g[0]!.kind !== 'app').map((g) => toSpec(g[0]!));
+  const grace = runtime.containers.find((c) => c.terminationGracePeriod !== undefined)?.terminationGracePeriod;
+  return {
+    containers: groups.filter((g) => g[0]!.kind === 'app').map((g) => toSpec(g[0]!)),
+    ...(inits.length ? { initContainers: inits } : {}),
+    ...(grace === undefined ? {} : { terminationGracePeriodSeconds: grace }),
+    hostNetwork: runtime.sandboxes[0]?.hostNetwork || undefined,
+  };
+}
+
+/** Whether the kubelet would start this exited container again under the pod's restartPolicy. */
+export function wouldRestart(spec: IPodSpec, container: IContainer | undefined, kind: RuntimeContainerStatus['kind'], exitCode: number | undefined): boolean {
+  if (kind === 'sidecar' || container?.restartPolicy === 'Always') return true;
+  const policy = spec.restartPolicy ?? 'Always';
+  if (kind === 'init') return policy !== 'Never' && exitCode !== 0;
+  return policy === 'Always' || (policy === 'OnFailure' && exitCode !== 0);
+}
+
+/**
+ * Why an exited container waits, as the kubelet's reasonCache would say it:
+ * CrashLoopBackOff with the delay its backoff would impose.
+ */
+export function inferWaiting(pod: IPod, runtime: RuntimePodStatus, name: string): WaitingReason | undefined {
+  const spec = pod.spec!;
+  const newest = runtime.containers.filter((c) => c.name === name).sort(newerFirst)[0];
+  if (!newest || newest.state !== 'exited') return undefined;
+  if (!runtime.sandboxes.some((s) => s.state === 'ready')) return undefined;
+  const container = [...(spec.initContainers ?? []), ...spec.containers].find((c) => c.name === name);
+  if (!wouldRestart(spec, container, newest.kind, newest.exitCode)) return undefined;
+  // A first exit is restarted at once: the agent shows it terminated until then.
+  if (newest.restartCount === 0) return undefined;
+  const delay = Math.round(crashBackoffMs(newest.restartCount) / 1000);
+  const m = pod.metadata!;
+  return { reason: 'CrashLoopBackOff', message: `back-off ${delay}s restarting failed container=${name} pod=${m.name}_${m.namespace}(${m.uid})` };
+}
+
+/** A v1 Pod with status from what the runtime records under podctl's labels. */
+export function podFromRuntime(
+  sandbox: T.PodSandbox | undefined,
+  runtime: RuntimePodStatus,
+  opts: { now: number; runtimeName?: string; hostIP?: string },
+): ViewedPod {
+  const spec = specFromRuntime(sandbox, runtime);
+  const annotations = { ...(sandbox?.annotations ?? {}) };
+  delete annotations[L.POD_SPEC_ANNOTATION];
+  const oldest = runtime.sandboxes.at(-1)?.createdAt;
+  const pod: IPod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: runtime.name,
+      namespace: runtime.namespace,
+      uid: runtime.uid,
+      ...(oldest ? { creationTimestamp: new Date(oldest).toISOString() } : {}),
+      labels: podLabels(sandbox?.labels ?? {}),
+      annotations: Object.keys(annotations).length ? annotations : undefined,
+    },
+    spec,
+  };
+  // Readiness probes run in the agent: without it, a probed container's readiness is unknown (not ready).
+  const probed = new Set(spec.containers.filter((c) => c.readinessProbe).map((c) => c.name));
+  const idToName = new Map(runtime.containers.map((c) => [c.id, c.name]));
+  const status = generatePodStatus({
+    pod,
+    runtime,
+    waitingReason: (name) => inferWaiting(pod, runtime, name),
+    ready: (id) => (probed.has(idToName.get(id) ?? '') ? false : undefined),
+    now: opts.now,
+    runtimeName: opts.runtimeName,
+    hostIP: opts.hostIP,
+  });
+  return { pod: { ...pod, status }, source: 'runtime', readinessUnknown: [...probed] };
+}
+
+const byNamespaceAndName = (a: ViewedPod, b: ViewedPod) =>
+  `${a.pod.metadata!.namespace}/${a.pod.metadata!.name}`.localeCompare(`${b.pod.metadata!.namespace}/${b.pod.metadata!.name}`);
+
+/**
+ * The pods podctl runs, as v1 Pods with status, whether or not `watch` runs:
+ * the watch's own /pods when it answers (its status knows probes and the
+ * reasons of its last sync), and every other podctl pod read from the runtime.
+ */
+export class PodView {
+  readonly manager: RuntimeManager;
+
+  constructor(private readonly opts: PodViewOptions) {
+    this.manager = new RuntimeManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, logRoot: '' });
+  }
+
+  private matches(q: PodQuery, namespace: string | undefined, name: string | undefined): boolean {
+    return (q.namespace === undefined || namespace === q.namespace) && (q.name === undefined || name === q.name);
+  }
+
+  /** The watch's pods, or undefined when no watch answers on the socket. */
+  async fromWatch(q: PodQuery = {}): Promise<IPod[] | undefined> {
+    if (!this.opts.statusSocket) return undefined;
+    try {
+      const list = await getFromStatusSocket<{ items: IPod[] }>(this.opts.statusSocket, '/pods');
+      return list.items.filter((p) => this.matches(q, p.metadata?.namespace, p.metadata?.name));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** podctl's sandboxes matching the query, grouped by pod UID, newest sandbox first. */
+  async sandboxesByPod(q: PodQuery = {}): Promise<Map<string, T.PodSandbox[]>> {
+    const selector: Record<string, string> = { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
+    if (q.namespace !== undefined) selector[L.POD_NAMESPACE_LABEL] = q.namespace;
+    if (q.name !== undefined) selector[L.POD_NAME_LABEL] = q.name;
+    const sandboxes = await this.opts.runtime.listPodSandbox({ labelSelector: selector });
+    const byUid = new Map<string, T.PodSandbox[]>();
+    for (const s of sandboxes) {
+      const uid = s.labels[L.POD_UID_LABEL];
+      if (!uid) continue;
+      byUid.set(uid, [...(byUid.get(uid) ?? []), s]);
+    }
+    for (const list of byUid.values()) list.sort((a, b) => b.createdAt - a.createdAt);
+    return byUid;
+  }
+
+  /** The runtime's view of one pod (every sandbox and container instance podctl made for it). */
+  async runtimeStatus(sandbox: T.PodSandbox): Promise<RuntimePodStatus> {
+    const l = sandbox.labels;
+    return this.manager.getPodStatus(l[L.POD_UID_LABEL]!, l[L.POD_NAME_LABEL]!, l[L.POD_NAMESPACE_LABEL]!);
+  }
+
+  async list(q: PodQuery = {}): Promise<ViewedPod[]> {
+    const [watched, sandboxes] = await Promise.all([this.fromWatch(q), this.sandboxesByPod(q)]);
+    const result: ViewedPod[] = (watched ?? []).map((pod) => ({ pod, source: 'watch', readinessUnknown: [] }));
+    const seen = new Set(result.map((v) => v.pod.metadata!.uid));
+    const now = this.opts.clock.now();
+    const fromRuntime = await Promise.all(
+      [...sandboxes.entries()]
+        .filter(([uid]) => !seen.has(uid))
+        .map(async ([, list]) => podFromRuntime(list[0], await this.runtimeStatus(list[0]!), { now, runtimeName: this.opts.runtimeName, hostIP: this.opts.hostIP })),
+    );
+    return [...result, ...fromRuntime].sort(byNamespaceAndName);
+  }
+
+  /** One pod by namespace and name; undefined when podctl runs no such pod. */
+  async get(namespace: string, name: string): Promise<ViewedPod | undefined> {
+    return (await this.list({ namespace, name }))[0];
+  }
+}
+
+/** One pod as the runtime holds it, for the commands that act on its containers (logs, exec, delete, describe). */
+export interface RuntimePod {
+  sandbox: T.PodSandbox;
+  /** Every sandbox of the pod, newest first. */
+  sandboxes: T.PodSandbox[];
+  runtime: RuntimePodStatus;
+  spec: IPodSpec;
+}
+
+/** Finds a pod podctl made by namespace and name; undefined when the runtime has none. */
+export async function findRuntimePod(view: PodView, namespace: string, name: string): Promise<RuntimePod | undefined> {
+  const byUid = await view.sandboxesByPod({ namespace, name });
+  // Two UIDs under one name happen while a pod is replaced: the newest sandbox wins.
+  const lists = [...byUid.values()].sort((a, b) => b[0]!.createdAt - a[0]!.createdAt);
+  const sandboxes = lists[0];
+  if (!sandboxes) return undefined;
+  const runtime = await view.runtimeStatus(sandboxes[0]!);
+  return { sandbox: sandboxes[0]!, sandboxes, runtime, spec: specFromRuntime(sandboxes[0], runtime) };
+}
+
+/** The newest instance of a container, if it was ever created. */
+export function newestInstance(pod: RuntimePod, container: string): RuntimeContainerStatus | undefined {
+  return pod.runtime.containers.filter((c) => c.name === container).sort(newerFirst)[0];
+}
+
+/** kubectl's default container: the annotation kubectl.kubernetes.io/default-container, else the first. */
+export function defaultContainer(pod: RuntimePod): string | undefined {
+  const named = pod.sandbox.annotations['kubectl.kubernetes.io/default-container'];
+  if (named && pod.spec.containers.some((c) => c.name === named)) return named;
+  return pod.spec.containers[0]?.name;
+}

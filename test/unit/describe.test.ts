@@ -1,0 +1,67 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import { EventRecorder } from '../../src/core/events.js';
+import { FakeClock } from '../../src/core/clock.js';
+import { Metrics } from '../../src/core/metrics.js';
+import { fetchPodEvents, nextStart, whyNotRunning } from '../../src/core/podview/describe.js';
+import { startStatusServer } from '../../src/core/status/server.js';
+import { makePod } from '../support/builders.js';
+import { scratchDir } from '../support/e2e.js';
+
+const NOW = Date.parse('2026-01-01T00:01:00Z');
+const withStatus = (pod: IPod, status: IPodStatus): IPod => ({ ...pod, status });
+const cs = (extra: object) => ({ name: 'app', image: 'busybox:1.36', imageID: '', ready: false, restartCount: 0, ...extra });
+
+test('why: CrashLoopBackOff names the exit code, the exits, when it starts next and the last log line', () => {
+  const pod = withStatus(makePod(), {
+    phase: 'Running',
+    containerStatuses: [
+      cs({
+        restartCount: 2,
+        state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 20s restarting failed container=app' } },
+        lastState: { terminated: { exitCode: 1, reason: 'Error', finishedAt: '2026-01-01T00:00:50Z' } },
+      }),
+    ],
+  });
+  assert.equal(
+    whyNotRunning(pod, () => 'crashing now', NOW),
+    'container app is in CrashLoopBackOff: exited with code 1, 3 exits so far; next start in 10 s; last log line: "crashing now"',
+  );
+  assert.equal(nextStart(pod.status!.containerStatuses![0]!), Date.parse('2026-01-01T00:01:10Z'));
+  assert.match(whyNotRunning(pod, () => undefined, NOW + 60_000)!, /next start due now; no output$/);
+});
+
+test('why: image pulls, Failed and Succeeded pods, unknown readiness; nothing for a ready pod', () => {
+  const pull = withStatus(makePod(), { phase: 'Pending', containerStatuses: [cs({ state: { waiting: { reason: 'ImagePullBackOff', message: 'not found' } } })] });
+  assert.match(whyNotRunning(pull, () => undefined, NOW)!, /^container app cannot start: image "busybox:1.36" could not be pulled \(not found\)/);
+  const failed = withStatus(makePod({ restartPolicy: 'Never' }), { phase: 'Failed', containerStatuses: [cs({ state: { terminated: { exitCode: 2 } } })] });
+  assert.match(whyNotRunning(failed, () => 'bye', NOW)!, /^pod Failed: container app exited with code 2 and restartPolicy Never does not start it again; last log line: "bye"/);
+  const done = withStatus(makePod({ restartPolicy: 'OnFailure' }), { phase: 'Succeeded', containerStatuses: [cs({ state: { terminated: { exitCode: 0 } } })] });
+  assert.match(whyNotRunning(done, () => undefined, NOW)!, /^pod Succeeded: its containers ran to completion \(restartPolicy OnFailure\)/);
+  const unready = withStatus(makePod(), { phase: 'Running', containerStatuses: [cs({ state: { running: {} } })] });
+  assert.match(whyNotRunning(unready, () => undefined, NOW, ['app'])!, /readiness probe's result is unknown: no running watch probes it/);
+  assert.match(whyNotRunning(unready, () => undefined, NOW)!, /runs but is not ready/);
+  const ready = withStatus(makePod(), { phase: 'Running', containerStatuses: [cs({ ready: true, state: { running: {} } })] });
+  assert.equal(whyNotRunning(ready, () => undefined, NOW), undefined);
+});
+
+test('the status server serves the kubelet events as a v1 EventList, one pod with ?uid=', async () => {
+  const clock = new FakeClock(NOW);
+  const events = new EventRecorder(clock);
+  events.record({ uid: 'u1', namespace: 'default', name: 'web' }, 'Warning', 'BackOff', 'back-off 10s', 'app');
+  events.record({ uid: 'u1', namespace: 'default', name: 'web' }, 'Warning', 'BackOff', 'back-off 10s', 'app');
+  events.record({ uid: 'u2', namespace: 'default', name: 'db' }, 'Normal', 'Started', 'Started container db', 'db');
+  const dir = scratchDir('unit-events');
+  const socket = join(dir.dir, 'podctl.sock');
+  const server = await startStatusServer(socket, { pods: () => [], health: () => ({ ok: true, checks: [] }), metrics: new Metrics(), events: () => events.all() });
+  try {
+    const got = await fetchPodEvents(socket, 'u1');
+    assert.deepEqual(got, [{ type: 'Warning', reason: 'BackOff', message: 'back-off 10s', count: 2, first: NOW, last: NOW, container: 'app' }]);
+    assert.equal(await fetchPodEvents(join(dir.dir, 'none.sock'), 'u1'), undefined);
+  } finally {
+    server.close();
+    dir.cleanup();
+  }
+});
