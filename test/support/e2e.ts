@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { CriClient } from '../../src/core/cri/client.js';
+import { CriLogParser } from '../../src/core/logs/index.js';
 import { embeddedEndpoint } from '../../src/core/embedded/index.js';
 import type { Kubelet } from '../../src/core/kubelet.js';
 import { MANAGED_BY_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
@@ -80,18 +81,7 @@ export function containerLogLines(logRoot: string, p: IPod, container: string, r
   } catch {
     return [];
   }
-  const lines: string[] = [];
-  let partial = '';
-  for (const raw of text.split('\n')) {
-    const match = /^\S+ (?:stdout|stderr) ([FP]) (.*)$/.exec(raw);
-    if (!match) continue;
-    partial += match[2];
-    if (match[1] === 'F') {
-      lines.push(partial);
-      partial = '';
-    }
-  }
-  return lines;
+  return new CriLogParser().push(text).map((r) => r.text);
 }
 
 /** Runs the podctl CLI without blocking the event loop (an in-process kubelet keeps syncing meanwhile). */

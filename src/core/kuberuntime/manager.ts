@@ -8,6 +8,7 @@ import type { ImageService, RuntimeService } from '../cri/client.js';
 import { ignoreNotFound } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
+import { readLogTail } from '../logs/index.js';
 import { EventRecorder, type PodRef } from '../events.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
 import { computePodActions, noProbeFailures, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
@@ -603,40 +604,6 @@ async function readHead(path: string, max: number): Promise<string> {
   } catch {
     return '';
   }
-}
-
-/** The messages of the last lines of a CRI log file (partial lines joined), bounded in bytes and lines. */
-export async function readLogTail(path: string, maxBytes: number, maxLines: number): Promise<string> {
-  let text: string;
-  try {
-    const fh = await open(path, 'r');
-    try {
-      const { size } = await fh.stat();
-      // Read a little more than kept: CRI prefixes take room too.
-      const want = Math.min(size, maxBytes * 4 + 4096);
-      const buf = Buffer.alloc(want);
-      await fh.read(buf, 0, want, size - want);
-      text = buf.toString();
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    return '';
-  }
-  const lines: string[] = [];
-  let partial = '';
-  for (const raw of text.split('\n')) {
-    const m = /^\S+ (?:stdout|stderr) ([FP]) (.*)$/.exec(raw);
-    if (!m) continue;
-    partial += m[2];
-    if (m[1] === 'F') {
-      lines.push(partial);
-      partial = '';
-    }
-  }
-  let out = lines.slice(-maxLines).join('\n');
-  if (Buffer.byteLength(out) > maxBytes) out = Buffer.from(out).subarray(-maxBytes).toString();
-  return out;
 }
 
 export function podRef(pod: IPod): PodRef {

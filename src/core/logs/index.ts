@@ -210,3 +210,28 @@ export async function followContainerLog(opts: FollowOptions): Promise<void> {
     await fh?.close();
   }
 }
+
+/** The messages of the last lines of a CRI log file (partial lines joined), bounded in bytes and lines. */
+export async function readLogTail(path: string, maxBytes: number, maxLines: number): Promise<string> {
+  let text: string;
+  try {
+    const fh = await open(path, 'r');
+    try {
+      const { size } = await fh.stat();
+      // Read a little more than kept: CRI prefixes take room too.
+      const want = Math.min(size, maxBytes * 4 + 4096);
+      const buf = Buffer.alloc(want);
+      await fh.read(buf, 0, want, size - want);
+      text = buf.toString();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return '';
+  }
+  // The first line read may start mid-record; the parser skips what is not a whole CRI line.
+  const lines = new CriLogParser().push(`${text}\n`).map((r) => r.text);
+  let out = lines.slice(-maxLines).join('\n');
+  if (Buffer.byteLength(out) > maxBytes) out = Buffer.from(out).subarray(-maxBytes).toString();
+  return out;
+}
