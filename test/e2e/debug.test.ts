@@ -386,6 +386,20 @@ test('delete pod honours the grace period: the pod\'s own gives time to clean up
   }
 });
 
+test('delete pod runs the preStop hook before SIGTERM, also from a process that only knows the pod from the runtime', async () => {
+  const p = shPod('with-prestop', SLOW_STOP);
+  p.spec!.terminationGracePeriodSeconds = 10;
+  p.spec!.containers[0]!.lifecycle = { preStop: { exec: { command: ['sh', '-c', 'echo prestop ran > /proc/1/fd/1'] } } };
+  await startUnmanaged(p);
+  const log = join(logRoot.dir, `${NS}_with-prestop_${p.metadata!.uid}`, 'app', '0.log');
+  const read = () => (existsSync(log) ? readFileSync(log, 'utf8') : '');
+  assert.ok(await w8(async () => read().includes('ready'), 20_000), 'the pod runs');
+  const r = await cli(['delete', 'pod', 'with-prestop', '-n', NS]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(read(), / F prestop ran\n.* F got TERM\n.* F clean exit\n/, 'preStop, then SIGTERM, then the clean-up within the grace period');
+  assert.deepEqual(await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': 'with-prestop', 'io.kubernetes.pod.namespace': NS } }), []);
+});
+
 test('delete: a pod that does not exist is one line and exit 1 (after the others are deleted); -f FILE deletes what the file defines', async () => {
   const a = shPod('del-a', 'sleep 3600');
   await startUnmanaged(a);
