@@ -12,7 +12,7 @@ import { SyncLoop } from '../../src/core/loop.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { startStatusServer } from '../../src/core/status/server.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
+import { E2E_ENDPOINT, E2E_NAMESPACE, podctlAsync, scratchDir, startE2ENode, startPodctl, waitForStatus, type E2ENode } from '../support/e2e.js';
 
 /**
  * The debugging commands against pods an in-process kubelet keeps (agent
@@ -40,24 +40,7 @@ function pod(name: string, yamlContainers: string, restartPolicy = 'Always'): IP
 const shPod = (name: string, script: string, restartPolicy = 'Always') =>
   pod(name, `  - {name: app, image: busybox:1.36, command: [sh, -c, ${JSON.stringify(script)}]}\n`, restartPolicy);
 
-function waitFor(p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<IPodStatus> {
-  return new Promise((resolve, reject) => {
-    const current = kubelet.statuses.get(p.metadata!.uid!);
-    if (current && cond(current)) return resolve(current);
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`timed out; last status of ${p.metadata!.name}: ${JSON.stringify(kubelet.statuses.get(p.metadata!.uid!)?.containerStatuses)}`));
-    }, timeoutMs);
-    const stop = kubelet.observe({
-      onStatus: ({ pod: q, status }) => {
-        if (q.metadata!.uid !== p.metadata!.uid || !cond(status)) return;
-        clearTimeout(timer);
-        stop();
-        resolve(status);
-      },
-    });
-  });
-}
+const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<IPodStatus> => waitForStatus(kubelet, p, cond, timeoutMs);
 
 const app = (s: IPodStatus) => s.containerStatuses![0]!;
 const running = (s: IPodStatus) => s.phase === 'Running' && s.containerStatuses!.every((c) => c.state?.running);
@@ -67,19 +50,15 @@ async function removePod(p: IPod): Promise<void> {
   await kubelet.workers.waitIdle();
 }
 
+let node: E2ENode;
+
 before(async () => {
-  client = e2eClient();
-  await removeE2EPods(client);
-  kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, nodeName: 'e2e', agent: 'debug-e2e' });
-  loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
-  loop.start();
+  node = await startE2ENode({ logRoot: logRoot.dir, agent: 'debug-e2e' });
+  ({ client, kubelet, loop } = node);
 });
 
 after(async () => {
-  loop.stop();
-  await kubelet.workers.waitIdle();
-  await removeE2EPods(client);
-  client.close();
+  await node.stop();
   logRoot.cleanup();
   rootDir.cleanup();
 });

@@ -2,13 +2,12 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
-import { realClock } from '../../src/core/clock.js';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
 import { POD_UID_LABEL } from '../../src/core/kuberuntime/labels.js';
-import { SyncLoop } from '../../src/core/loop.js';
+import type { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText, type ParsedManifest } from '../../src/core/pod/index.js';
-import { containerLogLines, E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir, waitForStatus } from '../support/e2e.js';
+import { containerLogLines, E2E_NAMESPACE, podctl, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
 
 let client: CriClient;
 let kubelet: Kubelet;
@@ -32,37 +31,16 @@ const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs = 30_000) 
 const app = (s: IPodStatus) => s.containerStatuses![0]!;
 const finished = (s: IPodStatus) => s.phase === 'Succeeded' || s.phase === 'Failed';
 
-/** Removes the pods through the loop and waits until they are gone from the runtime. */
-async function remove(...pods: IPod[]): Promise<void> {
-  const left = new Set(pods.map((p) => p.metadata!.uid!));
-  const done = new Promise<void>((resolve) => {
-    const stop = kubelet.observe({
-      onTerminated: (p) => {
-        left.delete(p.metadata!.uid!);
-        if (left.size === 0) {
-          stop();
-          resolve();
-        }
-      },
-    });
-  });
-  loop.removePods([...left]);
-  await done;
-}
+let node: E2ENode;
+const remove = (...pods: IPod[]) => node.remove(...pods);
 
 before(async () => {
-  client = e2eClient();
-  await removeE2EPods(client);
-  kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot, rootDir: `${dirs.dir}/root`, nodeName: 'e2e', agent: 'e2e-spec', hostIP: '127.0.0.1' });
-  loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
-  loop.start();
+  node = await startE2ENode({ logRoot, rootDir: `${dirs.dir}/root`, agent: 'e2e-spec', hostIP: '127.0.0.1' });
+  ({ client, kubelet, loop } = node);
 });
 
 after(async () => {
-  loop.stop();
-  await kubelet.workers.waitIdle();
-  await removeE2EPods(client);
-  client.close();
+  await node.stop();
   dirs.cleanup();
 });
 

@@ -2,14 +2,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { displayStatus } from '../../src/cli/render.js';
-import { realClock } from '../../src/core/clock.js';
 import type { CriClient, RuntimeService } from '../../src/core/cri/client.js';
 import type * as T from '../../src/core/cri/types.js';
-import { Kubelet } from '../../src/core/kubelet.js';
-import { SyncLoop } from '../../src/core/loop.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import type { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { runtimeId } from '../../src/core/prober/index.js';
-import { containerLogLines, E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir, waitForStatus } from '../support/e2e.js';
+import { containerLogLines, E2E_NAMESPACE, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
 
 let client: CriClient;
 let kubelet: Kubelet;
@@ -54,37 +53,16 @@ const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs = 30_000) 
 const cs = (s: IPodStatus, name = 'app') => [...(s.containerStatuses ?? []), ...(s.initContainerStatuses ?? [])].find((c) => c.name === name)!;
 const ready = (s: IPodStatus, type = 'Ready') => s.conditions?.find((c) => c.type === type)?.status;
 
-/** Removes the pods through the loop and waits until they are gone from the runtime. */
-async function remove(...pods: IPod[]): Promise<void> {
-  const left = new Set(pods.map((p) => p.metadata!.uid!));
-  const done = new Promise<void>((resolve) => {
-    const stop = kubelet.observe({
-      onTerminated: (p) => {
-        left.delete(p.metadata!.uid!);
-        if (left.size === 0) {
-          stop();
-          resolve();
-        }
-      },
-    });
-  });
-  loop.removePods([...left]);
-  await done;
-}
+let node: E2ENode;
+const remove = (...pods: IPod[]) => node.remove(...pods);
 
 before(async () => {
-  client = e2eClient();
-  await removeE2EPods(client);
-  kubelet = new Kubelet({ runtime: observed(client), images: client, clock: realClock, logRoot, rootDir: `${dirs.dir}/root`, nodeName: 'e2e', agent: 'e2e-probes' });
-  loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
-  loop.start();
+  node = await startE2ENode({ logRoot, rootDir: `${dirs.dir}/root`, agent: 'e2e-probes' }, observed);
+  ({ client, kubelet, loop } = node);
 });
 
 after(async () => {
-  loop.stop();
-  await kubelet.workers.waitIdle();
-  await removeE2EPods(client);
-  client.close();
+  await node.stop();
   dirs.cleanup();
 });
 

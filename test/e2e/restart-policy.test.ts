@@ -1,14 +1,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
-import { realClock } from '../../src/core/clock.js';
-import type { CriClient } from '../../src/core/cri/client.js';
-import { Kubelet } from '../../src/core/kubelet.js';
-import { SyncLoop } from '../../src/core/loop.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import type { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir, waitForStatus } from '../support/e2e.js';
+import { E2E_NAMESPACE, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
 
-let client: CriClient;
 let kubelet: Kubelet;
 let loop: SyncLoop;
 const logRoot = scratchDir('e2e-restart-logs');
@@ -25,19 +22,15 @@ const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number) =
 
 const app = (s: IPodStatus) => s.containerStatuses![0]!;
 
+let node: E2ENode;
+
 before(async () => {
-  client = e2eClient();
-  await removeE2EPods(client);
-  kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, nodeName: 'e2e' });
-  loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
-  loop.start();
+  node = await startE2ENode({ logRoot: logRoot.dir, agent: 'e2e-restart' });
+  ({ kubelet, loop } = node);
 });
 
 after(async () => {
-  loop.stop();
-  await kubelet.workers.waitIdle();
-  await removeE2EPods(client);
-  client.close();
+  await node.stop();
   logRoot.cleanup();
 });
 

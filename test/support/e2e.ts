@@ -6,7 +6,10 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { CriClient } from '../../src/core/cri/client.js';
 import { CriLogParser } from '../../src/core/logs/index.js';
 import { embeddedEndpoint } from '../../src/core/embedded/index.js';
-import type { Kubelet } from '../../src/core/kubelet.js';
+import { realClock } from '../../src/core/clock.js';
+import type { RuntimeService } from '../../src/core/cri/client.js';
+import { Kubelet, type KubeletOptions } from '../../src/core/kubelet.js';
+import { SyncLoop } from '../../src/core/loop.js';
 import { MANAGED_BY_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 
 /** The endpoint end-to-end tests run against: the embedded containerd unless told otherwise. */
@@ -148,5 +151,51 @@ export function startPodctl(args: string[], opts: { env?: NodeJS.ProcessEnv; tim
         waiters.add(check);
         check();
       }),
+  };
+}
+
+/** An in-process kubelet and its sync loop on the e2e runtime (the e2e namespace cleared first). */
+export interface E2ENode {
+  client: CriClient;
+  kubelet: Kubelet;
+  loop: SyncLoop;
+  /** Removes the pods through the loop and resolves once they are gone from the runtime. */
+  remove(...pods: IPod[]): Promise<void>;
+  /** Stops the loop and removes every pod of the e2e namespace. */
+  stop(): Promise<void>;
+}
+
+export async function startE2ENode(opts: Omit<KubeletOptions, 'runtime' | 'images' | 'clock' | 'nodeName'>, wrap?: (c: CriClient) => RuntimeService): Promise<E2ENode> {
+  const client = e2eClient();
+  await removeE2EPods(client);
+  const kubelet = new Kubelet({ runtime: wrap ? wrap(client) : client, images: client, clock: realClock, nodeName: 'e2e', ...opts });
+  const loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
+  loop.start();
+  return {
+    client,
+    kubelet,
+    loop,
+    async remove(...pods: IPod[]) {
+      const left = new Set(pods.map((p) => p.metadata!.uid!));
+      const done = new Promise<void>((resolve) => {
+        const stop = kubelet.observe({
+          onTerminated: (p) => {
+            left.delete(p.metadata!.uid!);
+            if (left.size === 0) {
+              stop();
+              resolve();
+            }
+          },
+        });
+      });
+      loop.removePods([...left]);
+      await done;
+    },
+    async stop() {
+      loop.stop();
+      await kubelet.workers.waitIdle();
+      await removeE2EPods(client);
+      client.close();
+    },
   };
 }
