@@ -1,6 +1,6 @@
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import type { IContainerStatus, IPod, IPodStatus } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
@@ -181,6 +181,8 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
     const byPod = (name: string) => fake.containers().find((c) => c.labels['io.kubernetes.pod.name'] === name)!;
     const mount = byPod('msg-file').mounts.find((m) => m.containerPath === '/dev/termination-log');
     assert.ok(mount, 'a host file is mounted at terminationMessagePath');
+    assert.equal(statSync(`${dirs.dir}/root`).mode & 0o777, 0o700, 'the state dir is private to its user');
+    assert.equal(statSync(`${dirs.dir}/root/pods/${file.metadata!.uid}`).mode & 0o777, 0o750);
     writeFileSync(mount.hostPath!, 'bye: disk full');
     fake.exitContainer(byPod('msg-file').id, 3);
     fake.exitContainer(byPod('msg-logs').id, 1);

@@ -403,9 +403,7 @@ export class RuntimeManager {
   private async etcHostsMount(pod: IPod, container: IContainer, podIPs: string[]): Promise<T.MountInput | undefined> {
     if (!this.rootDir) return undefined;
     if ((container.volumeMounts ?? []).some((m) => m.mountPath === '/etc/hosts')) return undefined;
-    const dir = this.podDir(pod.metadata!.uid!);
-    await mkdir(dir, { recursive: true, mode: 0o750 });
-    const file = join(dir, 'etc-hosts');
+    const file = join(await this.ensurePodDir(pod.metadata!.uid!), 'etc-hosts');
     await writeFile(file, managedHostsFile(pod, podIPs, (await this.readHostFiles()).etcHosts), { mode: 0o644 });
     return { containerPath: '/etc/hosts', hostPath: file, readonly: false };
   }
@@ -433,7 +431,7 @@ export class RuntimeManager {
   /** Creates the empty host file the container's termination message is written to (0666: any user may write). */
   private async terminationMessageFile(pod: IPod, container: IContainer, restartCount: number): Promise<string | undefined> {
     if (!this.rootDir) return undefined;
-    const dir = join(this.podDir(pod.metadata!.uid!), 'containers', container.name);
+    const dir = join(await this.ensurePodDir(pod.metadata!.uid!), 'containers', container.name);
     await mkdir(dir, { recursive: true, mode: 0o750 });
     const file = join(dir, `${restartCount}-${randomBytes(4).toString('hex')}`);
     await writeFile(file, '', { mode: 0o666 });
@@ -443,6 +441,14 @@ export class RuntimeManager {
 
   private podDir(uid: string): string {
     return join(this.rootDir!, 'pods', uid);
+  }
+
+  /** The state dir is private to the user running podctl: created 0700 before anything goes in it. */
+  private async ensurePodDir(uid: string): Promise<string> {
+    await mkdir(this.rootDir!, { recursive: true, mode: 0o700 });
+    const dir = this.podDir(uid);
+    await mkdir(dir, { recursive: true, mode: 0o750 });
+    return dir;
   }
 
   /**

@@ -137,6 +137,7 @@ export class VolumeManager {
     const uid = safeUID(pod.metadata?.uid);
     const podDir = this.podDir(uid);
     // The pod's directories hold secrets' mount points and configuration: not for other users of the host.
+    await mkdir(this.rootDir, { recursive: true, mode: 0o700 });
     await ensureDir(podDir, 0o750);
     if (((await stat(podDir)).mode & 0o777) !== 0o750) await chmod(podDir, 0o750);
     await ensureDir(this.volumesDir(uid), 0o750);
