@@ -102,6 +102,8 @@ export interface RunningPodctl {
   waitFor(pattern: RegExp, timeoutMs: number): Promise<string>;
   /** SIGINT, as Ctrl-C. */
   interrupt(): void;
+  /** Any signal, to this process only (by its PID), e.g. SIGKILL for crash tests. */
+  kill(signal: NodeJS.Signals): void;
   done: Promise<{ code: number; stdout: string; stderr: string }>;
 }
 
@@ -129,6 +131,7 @@ export function startPodctl(args: string[], opts: { env?: NodeJS.ProcessEnv; tim
     stdout: () => out,
     stderr: () => err,
     interrupt: () => child.kill('SIGINT'),
+    kill: (signal) => child.kill(signal),
     done,
     waitFor: (pattern, timeoutMs) =>
       new Promise((resolve, reject) => {
