@@ -369,7 +369,7 @@ export class RuntimeManager {
       throw new StartContainerError('RunContainerError', errorMessage(err));
     }
     this.events.record(podRef(pod), 'Normal', 'Started', `Started container ${container.name}`, container.name);
-    await this.pruneDeadContainers(status, container.name);
+    await this.pruneDeadContainers(status, container.name, { neverStarted: true });
     const postStart = container.lifecycle?.postStart;
     if (postStart) {
       const failure = await this.runHook(postStart, pod, container, id, sandboxId, POST_START_TIMEOUT_SECONDS);
@@ -483,10 +483,18 @@ export class RuntimeManager {
     return res?.status?.network?.ip || undefined;
   }
 
-  /** Keeps only the newest dead instance of a container (MaxPerPodContainer 1). */
-  private async pruneDeadContainers(status: RuntimePodStatus, name: string): Promise<void> {
-    const dead = status.containers.filter((c) => c.name === name && c.state === 'exited').sort(newerFirst);
-    for (const old of dead.slice(1)) {
+  /**
+   * Keeps only the newest dead instance of a container (MaxPerPodContainer 1),
+   * and removes instances that were created but never started (a start that
+   * failed, or a create the runtime finished after podctl's deadline): called
+   * once a newer instance runs, they would otherwise stay for ever.
+   */
+  private async pruneDeadContainers(status: RuntimePodStatus, name: string, opts: { neverStarted?: boolean } = {}): Promise<void> {
+    const instances = status.containers.filter((c) => c.name === name);
+    const dead = instances.filter((c) => c.state === 'exited').sort(newerFirst);
+    // Only the pod's own lane, right after a start, knows no start of these is still under way.
+    const neverStarted = opts.neverStarted ? instances.filter((c) => c.state === 'created') : [];
+    for (const old of [...dead.slice(1), ...neverStarted]) {
       await ignoreNotFound(this.runtime.removeContainer(old.id));
     }
   }
