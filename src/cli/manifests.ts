@@ -1,6 +1,8 @@
 import type { IPod } from 'kubernetes-models/v1';
 import { formatProblem, loadManifests, type ManifestSet } from '../core/pod/index.js';
 import { PodctlError } from '../core/errors.js';
+import { getFromStatusSocket } from '../core/status/client.js';
+import { join } from 'node:path';
 
 /** Loads the manifests named on the command line; warnings go to stderr. */
 export async function loadPodsFromArgs(paths: string[], nodeName: string): Promise<ManifestSet> {
@@ -21,15 +23,23 @@ export async function readStdin(): Promise<string> {
 
 /**
  * The kubelet's admission, for what one node can check before running
- * anything: two pods may not claim the same host port, and privileged
- * containers need --allow-privileged.
+ * anything: two pods may not claim the same host port, privileged
+ * containers need --allow-privileged, and a pod a running watch keeps is
+ * left to it.
  */
-export function admitPods(pods: IPod[], opts: { allowPrivileged?: boolean } = {}): { admitted: IPod[]; rejected: { pod: IPod; message: string }[] } {
+export function admitPods(
+  pods: IPod[],
+  opts: { allowPrivileged?: boolean; keptByWatch?: { pods: Set<string>; rootDir: string } } = {},
+): { admitted: IPod[]; rejected: { pod: IPod; message: string }[] } {
   const claimed = new Map<string, string>();
   const admitted: IPod[] = [];
   const rejected: { pod: IPod; message: string }[] = [];
   for (const pod of pods) {
     const name = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+    if (opts.keptByWatch?.pods.has(name)) {
+      rejected.push({ pod, message: `the watch on ${opts.keptByWatch.rootDir} keeps this pod; change its manifest there, or stop that watch first` });
+      continue;
+    }
     const privileged = [...(pod.spec!.initContainers ?? []), ...pod.spec!.containers].find((c) => c.securityContext?.privileged);
     if (privileged && !opts.allowPrivileged) {
       rejected.push({ pod, message: `container ${privileged.name} is privileged; pass --allow-privileged to run privileged containers` });
@@ -45,4 +55,17 @@ export function admitPods(pods: IPod[], opts: { allowPrivileged?: boolean } = {}
     admitted.push(pod);
   }
   return { admitted, rejected };
+}
+
+/**
+ * The pods a running watch keeps on this state dir (namespace/name): run and
+ * sync-once leave them to it rather than fight over them (and kill them on exit).
+ */
+export async function podsKeptByWatch(rootDir: string): Promise<Set<string>> {
+  try {
+    const list = await getFromStatusSocket<{ items: IPod[] }>(join(rootDir, 'podctl.sock'), '/pods', 1000);
+    return new Set(list.items.map((p) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name}`));
+  } catch {
+    return new Set();
+  }
 }

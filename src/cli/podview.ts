@@ -4,10 +4,8 @@ import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
 import { PodView, defaultContainer, findRuntimePod, type RuntimePod } from '../core/podview/index.js';
-import { hostIP } from './node.js';
+import { DEFAULT_ROOT_DIR, hostIP } from './node.js';
 import { connect, type GlobalFlags } from './runtime.js';
-
-export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
 
 /** Flags of the commands that find pods: the watch to ask first, and the namespace. */
 export const podViewFlags = {

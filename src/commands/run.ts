@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
-import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
+import { admitPods, loadPodsFromArgs, podsKeptByWatch } from '../cli/manifests.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
 import { planFlags, printPlan } from '../cli/plan.js';
 import { eventLine, eventWorthALine, renderResultTable, statusLine } from '../cli/render.js';
@@ -56,7 +56,10 @@ changes nothing.`;
     const kubelet = buildKubelet(client, flags, version.runtimeName, { trace: tracer });
     tracer?.attach(kubelet);
     kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets });
-    const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), { allowPrivileged: flags['allow-privileged'] });
+    const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), {
+      allowPrivileged: flags['allow-privileged'],
+      keptByWatch: { pods: await podsKeptByWatch(flags['root-dir']), rootDir: flags['root-dir'] },
+    });
     for (const r of rejected) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import ora from 'ora';
 import { PodctlCommand } from '../cli/base.js';
-import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
+import { admitPods, loadPodsFromArgs, podsKeptByWatch } from '../cli/manifests.js';
 import { buildKubelet, nodeFlags } from '../cli/node.js';
 import { planFlags, printPlan } from '../cli/plan.js';
 import { podWithStatus, renderObjects, renderResultTable, type ResultRow } from '../cli/render.js';
@@ -50,7 +50,10 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
       const version = await client.version();
       const kubelet = buildKubelet(client, flags, version.runtimeName);
       kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets });
-      const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), { allowPrivileged: flags['allow-privileged'] });
+      const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), {
+      allowPrivileged: flags['allow-privileged'],
+      keptByWatch: { pods: await podsKeptByWatch(flags['root-dir']), rootDir: flags['root-dir'] },
+    });
       const spinner = process.stderr.isTTY && flags.output === 'table' ? ora({ text: `Running ${admitted.length} pod(s)…`, stream: process.stderr }).start() : undefined;
       const running = new Set<string>();
       const results = await runOnce(kubelet, admitted, {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { podSandboxConfig } from '../../src/core/kuberuntime/config.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { E2E_NAMESPACE, e2eClient, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
+import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
 
 /**
  * podctl keeps no state the runtime cannot rebuild: watch killed with SIGKILL
@@ -146,4 +146,23 @@ test('watch killed with SIGKILL at random points while syncing and terminating c
   assert.deepEqual(await client.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': E2E_NAMESPACE } }), []);
   w.interrupt();
   assert.equal((await w.done).code, 0);
+});
+
+test('run and sync-once from another shell leave a pod the running watch keeps to it, instead of fighting over it', async () => {
+  write('shared');
+  const w = startWatch();
+  const before = (await converged(['shared'], [])).get('shared')!.runningIds;
+  const file = join(manifests, 'shared.yaml');
+  const run = podctl(['run', '--detach', file, '--root-dir', root, '--log-root', logs]);
+  assert.equal(run.code, 1, run.stderr);
+  assert.match(run.stderr, new RegExp(`${E2E_NAMESPACE}/shared: rejected at admission: the watch on ${root.replaceAll('/', '\\/')} keeps this pod`));
+  // sync-once reports every pod in its table, this one as rejected.
+  const once = podctl(['sync-once', file, '--root-dir', root, '--log-root', logs]);
+  assert.equal(once.code, 1, once.stderr);
+  assert.match(once.stdout.replace(/\s+/g, ' '), /rejected at admission: the watch on .* keeps this pod/);
+  assert.deepEqual((await podState('shared')).runningIds, before, 'the watch\'s container was not touched');
+  unlink('shared');
+  await converged([], ['shared']);
+  w.interrupt();
+  await w.done;
 });

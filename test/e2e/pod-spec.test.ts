@@ -86,6 +86,13 @@ spec:
   const [line] = containerLogLines(logRoot, p, 'app');
   assert.match(line ?? '', new RegExp(`^name=env-demo ns=${E2E_NAMESPACE} tier=web ip=10\\.\\d+\\.\\d+\\.\\d+ mode=fast pass=s3cret cfg=3 greeting=hello env-demo \\$\\(NOT\\) \\$\\(MISSING\\) arg=env-demo-arg$`));
   assert.equal(line!.split(' ')[3], `ip=${done.podIP}`);
+  // What podctl shows of the pod names the Secret, never its value (as Kubernetes shows a pod).
+  for (const args of [['get', 'pods', 'env-demo', '-o', 'yaml'], ['describe', 'pod', 'env-demo']]) {
+    const r = podctl([...args, '-n', E2E_NAMESPACE, '--root-dir', `${dirs.dir}/no-watch`]);
+    assert.equal(r.code, 0, r.stderr);
+    if (args[0] === 'get') assert.match(r.stdout, /secretKeyRef:\s+key: PASSWORD\s+name: app-secret/);
+    assert.doesNotMatch(r.stdout + r.stderr, /s3cret/, `${args.join(' ')} shows no secret value`);
+  }
   await remove(p);
 });
 
