@@ -195,7 +195,7 @@ test('a subPath that leads out of its volume through a symlink is refused', asyn
   const p = pod(
     'subpath-escape',
     `  initContainers:
-  - {name: plant, image: busybox:1.36, command: [ln, -s, /etc, /work/evil], volumeMounts: [{name: work, mountPath: /work}]}
+  - {name: plant, image: busybox:1.36, command: [ln, -s, /etc, /shared/evil], volumeMounts: [{name: work, mountPath: /shared}]}
   containers:
   - name: app
     image: busybox:1.36

@@ -174,27 +174,31 @@ export async function startE2ENode(opts: Omit<KubeletOptions, 'runtime' | 'image
   const kubelet = new Kubelet({ runtime: wrap ? wrap(client) : client, images: client, clock: realClock, nodeName: 'e2e', ...opts });
   const loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
   loop.start();
+  const remove = async (...pods: IPod[]): Promise<void> => {
+    const left = new Set(pods.map((p) => p.metadata!.uid!));
+    const done = new Promise<void>((resolve) => {
+      const stop = kubelet.observe({
+        onTerminated: (p) => {
+          left.delete(p.metadata!.uid!);
+          if (left.size === 0) {
+            stop();
+            resolve();
+          }
+        },
+      });
+    });
+    loop.removePods([...left]);
+    await done;
+  };
   return {
     client,
     kubelet,
     loop,
-    async remove(...pods: IPod[]) {
-      const left = new Set(pods.map((p) => p.metadata!.uid!));
-      const done = new Promise<void>((resolve) => {
-        const stop = kubelet.observe({
-          onTerminated: (p) => {
-            left.delete(p.metadata!.uid!);
-            if (left.size === 0) {
-              stop();
-              resolve();
-            }
-          },
-        });
-      });
-      loop.removePods([...left]);
-      await done;
-    },
+    remove,
     async stop() {
+      // Through the kubelet first, so that volumes are torn down even when a test failed half-way.
+      const left = [...kubelet.pods.values()];
+      if (left.length) await Promise.race([remove(...left), new Promise((r) => setTimeout(r, 30_000).unref())]);
       loop.stop();
       await kubelet.workers.waitIdle();
       await removeE2EPods(client);
