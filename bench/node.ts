@@ -1,0 +1,133 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import { realClock } from '../src/core/clock.js';
+import { CriClient, type CallObserver } from '../src/core/cri/client.js';
+import { ignoreNotFound } from '../src/core/cri/errors.js';
+import { embeddedEndpoint } from '../src/core/embedded/index.js';
+import { Kubelet } from '../src/core/kubelet.js';
+import { POD_NAMESPACE_LABEL } from '../src/core/kuberuntime/labels.js';
+import { SyncLoop } from '../src/core/loop.js';
+import type { Pleg } from '../src/core/pleg/evented.js';
+import type { GenericPleg, PodLifecycleEvent } from '../src/core/pleg/generic.js';
+import { allContainersRunning } from '../src/core/runonce.js';
+import { BENCH_AGENT, BENCH_NAMESPACE } from './lib.js';
+
+/** The real runtime the benchmarks use: the embedded containerd unless PODCTL_BENCH_ENDPOINT says otherwise. */
+export const REAL_ENDPOINT = process.env.PODCTL_BENCH_ENDPOINT ?? embeddedEndpoint();
+
+export function criClient(endpoint: string, observer?: CallObserver): CriClient {
+  return new CriClient({ runtimeEndpoint: endpoint, timeoutMs: 60_000, pullTimeoutMs: 120_000, observer });
+}
+
+/** Stops and removes every sandbox in the bench namespace (a few at a time). */
+export async function removeBenchPods(client: CriClient, namespace = BENCH_NAMESPACE): Promise<number> {
+  const sandboxes = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: namespace } });
+  const queue = [...sandboxes];
+  const worker = async () => {
+    for (let s = queue.shift(); s; s = queue.shift()) {
+      await ignoreNotFound(client.stopPodSandbox(s.id));
+      await ignoreNotFound(client.removePodSandbox(s.id));
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  return sandboxes.length;
+}
+
+export interface InProcessNodeOptions {
+  client: CriClient;
+  plegKind?: 'generic' | 'evented';
+  relistPeriodMs?: number;
+  onPlegEvent?: (e: PodLifecycleEvent) => void;
+  /** After each generic relist: its duration. */
+  onRelist?: (durationMs: number) => void;
+}
+
+/**
+ * A Kubelet, a PLEG and a SyncLoop in this process, wired as `podctl watch`
+ * wires them, under the bench agent so housekeeping leaves others' pods alone.
+ */
+export class InProcessNode {
+  readonly kubelet: Kubelet;
+  readonly pleg: Pleg;
+  readonly loop: SyncLoop;
+  private readonly logRoot: string;
+
+  constructor(opts: InProcessNodeOptions) {
+    this.logRoot = mkdtempSync(join(tmpdir(), 'podctl-bench-logs-'));
+    this.kubelet = new Kubelet({ runtime: opts.client, images: opts.client, clock: realClock, logRoot: this.logRoot, nodeName: 'bench', agent: BENCH_AGENT });
+    this.pleg =
+      opts.plegKind === 'evented'
+        ? this.kubelet.createEventedPleg({ relistPeriodMs: opts.relistPeriodMs })
+        : this.kubelet.createPleg({ relistPeriodMs: opts.relistPeriodMs, ...(opts.onRelist ? { onRelist: opts.onRelist } : {}) });
+    this.loop = new SyncLoop({ kubelet: this.kubelet, pleg: this.pleg, clock: realClock, onPlegEvent: opts.onPlegEvent });
+  }
+
+  get generic(): GenericPleg | undefined {
+    return 'relist' in this.pleg ? (this.pleg as GenericPleg) : undefined;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  /** Adds the pods; resolves with the time from the ADD to each pod's first status with every container running. */
+  addAndWaitRunning(pods: IPod[], timeoutMs = 120_000): Promise<Map<string, number>> {
+    const started = performance.now();
+    const done = new Map<string, number>();
+    const want = new Set(pods.map((p) => p.metadata!.uid!));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        unobserve();
+        reject(new Error(`${want.size - done.size} of ${want.size} pod(s) not running after ${timeoutMs} ms`));
+      }, timeoutMs);
+      const unobserve = this.kubelet.observe({
+        onStatus: ({ pod, status }) => {
+          const uid = pod.metadata!.uid!;
+          if (!want.has(uid) || done.has(uid) || !allContainersRunning(pod, status)) return;
+          done.set(uid, performance.now() - started);
+          if (done.size === want.size) {
+            clearTimeout(timer);
+            unobserve();
+            resolve(done);
+          }
+        },
+      });
+      this.loop.addPods(pods);
+    });
+  }
+
+  /** Terminates and removes the pods through the kubelet, waiting until each is gone. */
+  removeAndWait(uids: string[], timeoutMs = 120_000): Promise<void> {
+    const left = new Set(uids.filter((u) => this.kubelet.pods.has(u)));
+    if (left.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        unobserve();
+        resolve();
+      }, timeoutMs);
+      const unobserve = this.kubelet.observe({
+        onTerminated: (pod) => {
+          left.delete(pod.metadata!.uid!);
+          if (left.size === 0) {
+            clearTimeout(timer);
+            unobserve();
+            resolve();
+          }
+        },
+      });
+      this.loop.removePods([...left], 0);
+    });
+  }
+
+  status(uid: string): IPodStatus | undefined {
+    return this.kubelet.statuses.get(uid);
+  }
+
+  async stop(): Promise<void> {
+    this.loop.stop();
+    await this.kubelet.workers.waitIdle();
+    rmSync(this.logRoot, { recursive: true, force: true });
+  }
+}

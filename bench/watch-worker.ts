@@ -1,0 +1,116 @@
+/**
+ * The "watch process" of the scale benchmarks: a child process holding a
+ * Kubelet, a generic PLEG and a SyncLoop wired as `podctl watch` wires them,
+ * driven over IPC so that its CPU, RSS and heap are its own (the runtime it
+ * talks to lives in another process). Run with --expose-gc.
+ */
+import { randomUUID } from 'node:crypto';
+import { BUSYBOX, SLEEP_COMMAND, benchPod } from './lib.js';
+import { InProcessNode, criClient } from './node.js';
+
+export interface WorkerInit {
+  endpoint: string;
+  relistPeriodMs: number;
+  namespace: string;
+}
+
+export type WorkerRequest =
+  | { cmd: 'converge'; pods: number; containersPerPod: number }
+  | { cmd: 'steady'; seconds: number }
+  | { cmd: 'relists'; count: number }
+  | { cmd: 'memory' };
+
+export interface RelistSample {
+  ms: number;
+  calls: Record<string, number>;
+  events: number;
+}
+
+export interface SteadySample {
+  seconds: number;
+  /** CPU time (user + system) of this process per wall second, as a fraction of one core. */
+  cpu: number;
+  relistMs: number[];
+  calls: Record<string, number>;
+  syncs: number;
+}
+
+export interface MemorySample {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+}
+
+const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
+const calls: Record<string, number> = {};
+const client = criClient(init.endpoint, (c) => void (calls[c.method] = (calls[c.method] ?? 0) + 1));
+let relists: number[] = [];
+const node = new InProcessNode({ client, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => relists.push(d) });
+let syncs = 0;
+node.kubelet.observe({ onSyncResult: () => syncs++ });
+node.start();
+
+function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) out[k] = v - (before[k] ?? 0);
+  return out;
+}
+
+function memory(): MemorySample {
+  (globalThis as { gc?: () => void }).gc?.();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external };
+}
+
+async function handle(req: WorkerRequest): Promise<unknown> {
+  switch (req.cmd) {
+    case 'converge': {
+      const containers = Array.from({ length: req.containersPerPod }, (_, i) => ({ name: `c${i}`, image: BUSYBOX, command: SLEEP_COMMAND }));
+      const pods = Array.from({ length: req.pods }, (_, i) => benchPod(`scale-${i}`, randomUUID(), { containers, namespace: init.namespace }));
+      const started = performance.now();
+      const times = await node.addAndWaitRunning(pods, 30 * 60_000);
+      return { ms: performance.now() - started, perPod: [...times.values()] };
+    }
+    case 'steady': {
+      relists = [];
+      syncs = 0;
+      const before = { ...calls };
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, req.seconds * 1000));
+      const cpu = process.cpuUsage(cpu0);
+      const wall = (performance.now() - t0) / 1000;
+      return { seconds: wall, cpu: (cpu.user + cpu.system) / 1e6 / wall, relistMs: relists, calls: diff(calls, before), syncs } satisfies SteadySample;
+    }
+    case 'relists': {
+      // The loop stops so that nothing but these relists runs; pods are left as they are.
+      node.loop.stop();
+      const pleg = node.generic!;
+      // A relist or a sync under way would be counted in the first sample.
+      await new Promise((r) => setTimeout(r, init.relistPeriodMs + 200));
+      await node.kubelet.workers.waitIdle();
+      await pleg.relist();
+      const out: RelistSample[] = [];
+      for (let i = 0; i < req.count; i++) {
+        const before = { ...calls };
+        const t0 = performance.now();
+        const events = await pleg.relist();
+        out.push({ ms: performance.now() - t0, calls: diff(calls, before), events: events.length });
+      }
+      return out;
+    }
+    case 'memory':
+      return memory();
+  }
+}
+
+process.on('message', (msg: { id: number; req: WorkerRequest }) => {
+  handle(msg.req).then(
+    (result) => process.send!({ id: msg.id, result }),
+    (err: unknown) => process.send!({ id: msg.id, error: err instanceof Error ? err.message : String(err) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));
+process.send!({ id: 0, result: 'ready' });
+
