@@ -17,10 +17,10 @@ export async function scaleReal(ctx: BenchContext): Promise<BenchResult> {
     const removed = await removeBenchPods(client);
     ctx.log(`  removed ${removed} pod(s)`);
   });
-  let result: { converge: { ms: number; perPod: number[] }; steady: SteadySample; memory: MemorySample; noChange: RelistSample[] };
+  let result: { converge: { ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }; steady: SteadySample; memory: MemorySample; noChange: RelistSample[] };
   try {
     ctx.log(`  ${pods} busybox pods on ${version.runtimeName} ${version.runtimeVersion}: converging`);
-    const converge = await worker.request<{ ms: number; perPod: number[] }>({ cmd: 'converge', pods, containersPerPod: 1 });
+    const converge = await worker.request<{ ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }>({ cmd: 'converge', pods, containersPerPod: 1 });
     ctx.log(`  converged in ${ms(converge.ms)}; steady state for ${steadySeconds} s`);
     const steady = await worker.request<SteadySample>({ cmd: 'steady', seconds: steadySeconds });
     const memory = await worker.request<MemorySample>({ cmd: 'memory' });
@@ -36,7 +36,7 @@ export async function scaleReal(ctx: BenchContext): Promise<BenchResult> {
   const rows: Row[] = [
     {
       name: `${pods} pods: converge from zero to all Running`,
-      value: `${ms(result.converge.ms)} (per pod: median ${ms(perPod.median)}, p90 ${ms(perPod.p90)})`,
+      value: `${ms(result.converge.ms)} (per pod: median ${ms(perPod.median)}, p90 ${ms(perPod.p90)}); then ${ms(result.converge.settleMs)} until quiet`,
       about: 'All pods added at once to the SyncLoop of the watch worker: to the last one\'s first status with its container running.',
     },
     {

@@ -40,6 +40,7 @@ export interface MemorySample {
   heapUsed: number;
   heapTotal: number;
   external: number;
+  arrayBuffers: number;
 }
 
 const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
@@ -49,7 +50,29 @@ let relists: number[] = [];
 const node = new InProcessNode({ client, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => relists.push(d) });
 let syncs = 0;
 node.kubelet.observe({ onSyncResult: () => syncs++ });
+let lastEventAt = performance.now();
+node.pleg.watch(() => (lastEventAt = performance.now()));
 node.start();
+let loopStopped = false;
+
+/** The generic PLEG's relist in progress, if any (private to it; read here only to wait for it). */
+function relisting(): boolean {
+  return (node.generic as unknown as { relisting: boolean }).relisting;
+}
+
+async function sleep(msec: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, msec));
+}
+
+/** After convergence the PLEG still reports every start and the pods sync again: wait until that is over. */
+async function settle(): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    await node.kubelet.workers.waitIdle();
+    if (performance.now() - lastEventAt > 3 * init.relistPeriodMs && !relisting()) return performance.now() - t0;
+    await sleep(200);
+  }
+}
 
 function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
   const out: Record<string, number> = {};
@@ -60,7 +83,7 @@ function diff(after: Record<string, number>, before: Record<string, number>): Re
 function memory(): MemorySample {
   (globalThis as { gc?: () => void }).gc?.();
   const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external };
+  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
 }
 
 async function handle(req: WorkerRequest): Promise<unknown> {
@@ -70,7 +93,9 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       const pods = Array.from({ length: req.pods }, (_, i) => benchPod(`scale-${i}`, randomUUID(), { containers, namespace: init.namespace }));
       const started = performance.now();
       const times = await node.addAndWaitRunning(pods, 30 * 60_000);
-      return { ms: performance.now() - started, perPod: [...times.values()] };
+      const convergeMs = performance.now() - started;
+      const settleMs = await settle();
+      return { ms: convergeMs, perPod: [...times.values()], settleMs, rssAfterSettle: process.memoryUsage().rss };
     }
     case 'steady': {
       relists = [];
@@ -85,12 +110,15 @@ async function handle(req: WorkerRequest): Promise<unknown> {
     }
     case 'relists': {
       // The loop stops so that nothing but these relists runs; pods are left as they are.
-      node.loop.stop();
       const pleg = node.generic!;
-      // A relist or a sync under way would be counted in the first sample.
-      await new Promise((r) => setTimeout(r, init.relistPeriodMs + 200));
-      await node.kubelet.workers.waitIdle();
-      await pleg.relist();
+      if (!loopStopped) {
+        loopStopped = true;
+        node.loop.stop();
+        // A relist or a sync under way would be counted in the first sample.
+        while (relisting()) await sleep(20);
+        await node.kubelet.workers.waitIdle();
+        await pleg.relist();
+      }
       const out: RelistSample[] = [];
       for (let i = 0; i < req.count; i++) {
         const before = { ...calls };
