@@ -18,6 +18,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --only NAME[,NAME]]
   --quick   fewer runs and smaller scales (a smoke run of a few minutes)
   --only    run just these: ${Object.keys(BENCHMARKS).join(', ')}
   --no-report  leave BENCHMARKS.md as it is
+  --report-only  regenerate BENCHMARKS.md from bench/results/*.json and exit
 Benchmarks never fail on time: misses are printed as findings.`;
 
 function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: boolean } {
@@ -26,6 +27,10 @@ function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: bo
     const a = argv[i]!;
     if (a === '--quick') out.quick = true;
     else if (a === '--no-report') out.report = false;
+    else if (a === '--report-only') {
+      console.log(`wrote ${writeReport()}`);
+      process.exit(0);
+    }
     else if (a === '--only' || a.startsWith('--only=')) {
       const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
       const names = (value ?? '').split(',').filter(Boolean);

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import Table from 'cli-table3';
 import type { IContainer, IPod } from 'kubernetes-models/v1';
@@ -45,6 +45,8 @@ export interface MachineInfo {
   platform: string;
   runtime?: string;
   date: string;
+  /** 1, 5 and 15 minute load averages when the benchmark ended: others' work on a shared machine shows here. */
+  loadavg: number[];
 }
 
 export interface BenchResult {
@@ -113,6 +115,7 @@ export function machineInfo(runtime?: string): MachineInfo {
     platform: `${process.platform} ${readOsRelease()}`,
     runtime,
     date: new Date().toISOString(),
+    loadavg: loadavg().map((l) => Math.round(l * 100) / 100),
   };
 }
 

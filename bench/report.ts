@@ -26,7 +26,12 @@ export function writeReport(): string {
   }
   const allFindings: string[] = [];
   for (const r of results) {
-    out.push(`## ${r.title}`, '', `\`bench/results/${r.name}.json\`: ${r.machine.date.slice(0, 16).replace('T', ' ')} UTC, ${r.quick ? '**quick mode**' : 'full mode'}, ${Math.round(r.durationS)} s${r.machine.runtime ? `, runtime ${r.machine.runtime}` : ''}.`, '');
+    out.push(
+      `## ${r.title}`,
+      '',
+      `\`bench/results/${r.name}.json\`: ${r.machine.date.slice(0, 16).replace('T', ' ')} UTC, ${r.quick ? '**quick mode**' : 'full mode'}, ${Math.round(r.durationS)} s${r.machine.runtime ? `, runtime ${r.machine.runtime}` : ''}, load average at the end ${(r.machine.loadavg ?? []).join(' / ')}.`,
+      '',
+    );
     out.push('| measurement | value | target | met |', '| --- | --- | --- | --- |');
     for (const row of r.rows) out.push(`| ${cell(row.name)} | ${cell(row.value)} | ${cell(row.target ?? '')} | ${row.met === undefined ? '' : row.met ? 'met' : '**missed**'} |`);
     out.push('', 'What each row measures:', '');
