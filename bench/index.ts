@@ -66,6 +66,7 @@ async function main(): Promise<void> {
 
   const ctx: BenchContext = { quick: args.quick, log };
   for (const name of args.only) {
+    if (interrupted) break;
     log(`\n== ${name}${args.quick ? ' (quick)' : ''}`);
     try {
       const result = await BENCHMARKS[name]!(ctx);
@@ -74,11 +75,13 @@ async function main(): Promise<void> {
       for (const f of result.findings) log(`  finding: ${f}`);
       log(`  wrote ${writeResult(result)} (${result.durationS.toFixed(0)} s)`);
     } catch (err) {
+      if (interrupted) break;
       log(`${name} could not run: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     } finally {
       await runCleanups(log);
     }
   }
+  if (interrupted) return;
   if (args.report) log(`\nwrote ${writeReport()}`);
   // Lingering gRPC channels must not keep the process alive.
   process.exit(0);

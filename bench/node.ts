@@ -42,6 +42,8 @@ export interface InProcessNodeOptions {
   onPlegEvent?: (e: PodLifecycleEvent) => void;
   /** After each generic relist: its duration. */
   onRelist?: (durationMs: number) => void;
+  /** Container logs; default a temp directory that stop() removes. */
+  logRoot?: string;
 }
 
 /**
@@ -53,9 +55,11 @@ export class InProcessNode {
   readonly pleg: Pleg;
   readonly loop: SyncLoop;
   private readonly logRoot: string;
+  private readonly ownsLogRoot: boolean;
 
   constructor(opts: InProcessNodeOptions) {
-    this.logRoot = mkdtempSync(join(tmpdir(), 'podctl-bench-logs-'));
+    this.ownsLogRoot = opts.logRoot === undefined;
+    this.logRoot = opts.logRoot ?? mkdtempSync(join(tmpdir(), 'podctl-bench-logs-'));
     this.kubelet = new Kubelet({ runtime: opts.client, images: opts.client, clock: realClock, logRoot: this.logRoot, nodeName: 'bench', agent: BENCH_AGENT });
     this.pleg =
       opts.plegKind === 'evented'
@@ -128,6 +132,6 @@ export class InProcessNode {
   async stop(): Promise<void> {
     this.loop.stop();
     await this.kubelet.workers.waitIdle();
-    rmSync(this.logRoot, { recursive: true, force: true });
+    if (this.ownsLogRoot) rmSync(this.logRoot, { recursive: true, force: true });
   }
 }

@@ -20,7 +20,7 @@ export async function scaleReal(ctx: BenchContext): Promise<BenchResult> {
   let result: { converge: { ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }; steady: SteadySample; memory: MemorySample; noChange: RelistSample[] };
   try {
     ctx.log(`  ${pods} busybox pods on ${version.runtimeName} ${version.runtimeVersion}: converging`);
-    const converge = await worker.request<{ ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }>({ cmd: 'converge', pods, containersPerPod: 1 });
+    const converge = await worker.request<{ ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }>({ cmd: 'converge', pods, containersPerPod: 1, timeoutMs: 10 * 60_000 });
     ctx.log(`  converged in ${ms(converge.ms)}; steady state for ${steadySeconds} s`);
     const steady = await worker.request<SteadySample>({ cmd: 'steady', seconds: steadySeconds });
     const memory = await worker.request<MemorySample>({ cmd: 'memory' });

@@ -12,10 +12,12 @@ export interface WorkerInit {
   endpoint: string;
   relistPeriodMs: number;
   namespace: string;
+  /** Container logs (the parent removes it). */
+  logRoot: string;
 }
 
 export type WorkerRequest =
-  | { cmd: 'converge'; pods: number; containersPerPod: number }
+  | { cmd: 'converge'; pods: number; containersPerPod: number; wave?: number; timeoutMs: number }
   | { cmd: 'steady'; seconds: number }
   | { cmd: 'relists'; count: number }
   | { cmd: 'memory' };
@@ -47,11 +49,28 @@ const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
 const calls: Record<string, number> = {};
 const client = criClient(init.endpoint, (c) => void (calls[c.method] = (calls[c.method] ?? 0) + 1));
 let relists: number[] = [];
-const node = new InProcessNode({ client, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => relists.push(d) });
+const node = new InProcessNode({ client, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => {
+    relists.push(d);
+    relistsDone++;
+  }, logRoot: init.logRoot });
 let syncs = 0;
-node.kubelet.observe({ onSyncResult: () => syncs++ });
-let lastEventAt = performance.now();
-node.pleg.watch(() => (lastEventAt = performance.now()));
+const syncErrors = new Map<string, number>();
+node.kubelet.observe({
+  onSyncResult: () => syncs++,
+  onSyncError: (_pod, err) => {
+    const key = (err instanceof Error ? err.message : String(err)).replace(/[0-9a-f]{64}/g, '<id>').slice(0, 160);
+    syncErrors.set(key, (syncErrors.get(key) ?? 0) + 1);
+  },
+});
+if (process.env.PODCTL_BENCH_DEBUG) {
+  setInterval(() => {
+    const m = process.memoryUsage();
+    console.error(`worker: rss ${Math.round(m.rss / 1e6)} MB heap ${Math.round(m.heapUsed / 1e6)} MB, running statuses ${[...node.kubelet.statuses.values()].filter((st) => st.phase === 'Running').length}, relists ${relists.length}, sync errors ${JSON.stringify([...syncErrors])}`);
+  }, 5000).unref();
+}
+let eventsSeen = 0;
+let relistsDone = 0;
+node.pleg.watch(() => eventsSeen++);
 node.start();
 let loopStopped = false;
 
@@ -65,11 +84,18 @@ async function sleep(msec: number): Promise<void> {
 }
 
 /** After convergence the PLEG still reports every start and the pods sync again: wait until that is over. */
-async function settle(): Promise<number> {
+async function settle(deadline: number): Promise<number> {
   const t0 = performance.now();
   for (;;) {
-    await node.kubelet.workers.waitIdle();
-    if (performance.now() - lastEventAt > 3 * init.relistPeriodMs && !relisting()) return performance.now() - t0;
+    // Quiet: two whole relists with no event, and no pod worker busy.
+    const events = eventsSeen;
+    const target = relistsDone + 2;
+    while (relistsDone < target && performance.now() < deadline) await sleep(50);
+    const idle = await Promise.race([node.kubelet.workers.waitIdle().then(() => true), sleep(Math.max(0, deadline - performance.now())).then(() => false)]);
+    if (idle && relistsDone >= target && eventsSeen === events) return performance.now() - t0;
+    if (performance.now() > deadline) {
+      throw new Error(`not quiet after ${Math.round(performance.now() - t0)} ms: ${relisting() ? `a relist under way since the last one completed ${Math.round(Date.now() - (node.generic?.lastRelistAt ?? 0))} ms ago` : 'pod workers still busy'}`);
+    }
     await sleep(200);
   }
 }
@@ -92,10 +118,18 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       const containers = Array.from({ length: req.containersPerPod }, (_, i) => ({ name: `c${i}`, image: BUSYBOX, command: SLEEP_COMMAND }));
       const pods = Array.from({ length: req.pods }, (_, i) => benchPod(`scale-${i}`, randomUUID(), { containers, namespace: init.namespace }));
       const started = performance.now();
-      const times = await node.addAndWaitRunning(pods, 30 * 60_000);
-      const convergeMs = performance.now() - started;
-      const settleMs = await settle();
-      return { ms: convergeMs, perPod: [...times.values()], settleMs, rssAfterSettle: process.memoryUsage().rss };
+      const deadline = started + req.timeoutMs;
+      const wave = req.wave ?? req.pods;
+      const perPod: number[] = [];
+      let settleMs = 0;
+      let convergeMs = 0;
+      for (let i = 0; i < pods.length; i += wave) {
+        const times = await node.addAndWaitRunning(pods.slice(i, i + wave), Math.max(1, deadline - performance.now()));
+        perPod.push(...times.values());
+        convergeMs = performance.now() - started;
+        settleMs = await settle(deadline);
+      }
+      return { ms: convergeMs, perPod, settleMs, rssAfterSettle: process.memoryUsage().rss };
     }
     case 'steady': {
       relists = [];

@@ -1,4 +1,6 @@
 import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WorkerInit, WorkerRequest } from './watch-worker.js';
 
@@ -10,11 +12,17 @@ export interface WorkerHandle {
 }
 
 /** Forks the watch worker (see watch-worker.ts) and waits until it is ready. */
-export async function startWorker(init: WorkerInit): Promise<WorkerHandle> {
+export async function startWorker(opts: Omit<WorkerInit, 'logRoot'>): Promise<WorkerHandle> {
+  const init: WorkerInit = { ...opts, logRoot: mkdtempSync(join(tmpdir(), 'podctl-bench-logs-')) };
   const child = fork(join(import.meta.dirname, 'watch-worker.js'), [JSON.stringify(init)], { execArgv: ['--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let next = 1;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      rmSync(init.logRoot, { recursive: true, force: true });
+      resolve();
+    }),
+  );
   const ready = new Promise<void>((resolve, reject) => {
     pending.set(0, { resolve: () => resolve(), reject });
   });
