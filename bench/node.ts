@@ -84,7 +84,7 @@ export class InProcessNode {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         unobserve();
-        reject(new Error(`${want.size - done.size} of ${want.size} pod(s) not running after ${timeoutMs} ms`));
+        reject(new Error(`${want.size - done.size} of ${want.size} pod(s) not running after ${Math.round(timeoutMs / 1000)} s`));
       }, timeoutMs);
       const unobserve = this.kubelet.observe({
         onStatus: ({ pod, status }) => {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, RESULTS_DIR, type BenchResult } from './lib.js';
-import { DIAGNOSES, PREAMBLE } from './findings.js';
+import { ALL_AT_ONCE_DIAGNOSIS, DIAGNOSES, PREAMBLE } from './findings.js';
 
 const ORDER = ['start-latency', 'detection', 'scale-fake', 'scale-real', 'cli-startup'];
 
@@ -39,6 +39,7 @@ export function writeReport(): string {
     if (r.notes.length) out.push('', ...r.notes.map((n) => `- ${n}`));
     out.push('');
     for (const f of r.findings) allFindings.push(`**${r.name}**: ${f}`);
+    if (Object.keys((r.data.allAtOnce as Record<string, string> | undefined) ?? {}).length) allFindings.push(`**${r.name}, all at once** (diagnosis): ${ALL_AT_ONCE_DIAGNOSIS}`);
     for (const row of r.rows) {
       const d = row.met === false ? DIAGNOSES[`${r.name}:${row.name.replace(/^\d+ pods: /, '')}`] : undefined;
       if (d) allFindings.push(`**${r.name}, ${row.name}** (diagnosis): ${d}`);

@@ -123,7 +123,7 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
         value: `${(r.steady.cpu * 100).toFixed(1)}% of one core over ${r.steady.seconds.toFixed(0)} s (relists: median ${ms(steadyRelist.median)}, ${r.steady.syncs} pod syncs)`,
         target: big ? '< 5% of one core' : undefined,
         met: big ? r.steady.cpu < 0.05 : undefined,
-        about: 'process.cpuUsage() of the worker over the window right after convergence: relists every 1 s, housekeeping every 2 s, sync ticks, and the pods\' 60 s periodic resync when the window is longer than 60 s.',
+        about: 'process.cpuUsage() of the worker over the window that starts once the pods are quiet after convergence: relists every 1 s, housekeeping every 2 s, sync ticks, and the pods\' 60 s periodic resync when the window is longer than 60 s.',
       },
       {
         name: `${p}: memory of the watch process`,
@@ -133,7 +133,9 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
         about: 'process.memoryUsage() of the worker after the steady window and a forced GC.',
       },
     );
-    if (allAtOnce[r.pods]) findings.push(`${r.pods} pods added at once did not converge: ${allAtOnce[r.pods]}. In waves of ${r.wave} they did, in ${ms(r.convergeMs)}; the other rows of this scale come from that run.`);
+    if (allAtOnce[r.pods]) {
+      findings.push(`${r.pods} pods added at once did not converge: ${allAtOnce[r.pods]}. In waves of ${r.wave} they did, in ${ms(r.convergeMs)}; the other rows of this scale come from that run.`);
+    }
     if (big && nc.median >= 100) findings.push(`5,000 pods: a no-change relist takes ${ms(nc.median)} (target < 100 ms).`);
     if (big && statusCalls > 0) findings.push(`5,000 pods: no-change relists made ${statusCalls} status calls (target: none).`);
     if (big && r.steady.cpu >= 0.05) {
