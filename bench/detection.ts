@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { FakeRuntime } from '../src/core/cri/fake/index.js';
 import type { CriClient } from '../src/core/cri/client.js';
 import { BUSYBOX, benchPod, machineInfo, ms, onCleanup, stats, until, type BenchContext, type BenchResult, type Row, type Stats } from './lib.js';
-import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods } from './node.js';
+import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods, sweepBenchPods } from './node.js';
 
 interface Samples {
   /** From the container's exit (its finishedAt) to the PLEG emitting ContainerDied. */
@@ -84,7 +84,7 @@ export async function detection(ctx: BenchContext): Promise<BenchResult> {
   const began = Date.now();
   const client = criClient(REAL_ENDPOINT);
   const version = await client.version();
-  const sweep = onCleanup('detection pods', async () => void (await removeBenchPods(client).catch(() => undefined)));
+  const sweep = onCleanup('detection pods', async () => void (await sweepBenchPods()));
   await removeBenchPods(client);
   const real = { batches: ctx.quick ? 1 : 6, perBatch: ctx.quick ? 5 : 10, minSeconds: 3 };
   ctx.log(`  generic PLEG, 1 s relist, containerd: ${real.batches * real.perBatch} exits`);

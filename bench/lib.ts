@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -180,11 +180,15 @@ export interface Timed {
   stderr: string;
 }
 
+/** Processes timeProcess started that have not exited: stopped first on Ctrl-C. */
+const activeChildren = new Set<ChildProcess>();
+
 /** Runs a process and times it from spawn to exit (wall clock). */
 export function timeProcess(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<Timed> {
   return new Promise((resolve) => {
     const started = performance.now();
     const child = spawn(cmd, args, { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    activeChildren.add(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -196,6 +200,7 @@ export function timeProcess(cmd: string, args: string[], opts: { env?: NodeJS.Pr
     });
     child.on('exit', (code) => {
       const elapsed = performance.now() - started;
+      activeChildren.delete(child);
       clearTimeout(timer);
       // Output may still be draining; the time is taken at exit.
       child.on('close', () => resolve({ ms: elapsed, code, stdout, stderr }));
@@ -218,6 +223,17 @@ export function onCleanup(label: string, fn: () => Promise<void> | void): () => 
 }
 
 export async function runCleanups(log: (line: string) => void): Promise<void> {
+  // A `podctl run` still under way would make a pod after the sweep.
+  await Promise.all(
+    [...activeChildren].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
   while (cleanups.length) {
     const { label, fn } = cleanups.pop()!;
     try {

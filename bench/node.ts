@@ -21,18 +21,45 @@ export function criClient(endpoint: string, observer?: CallObserver): CriClient 
   return new CriClient({ runtimeEndpoint: endpoint, timeoutMs: 60_000, pullTimeoutMs: 120_000, observer });
 }
 
-/** Stops and removes every sandbox in the bench namespace (a few at a time). */
+/**
+ * Stops and removes every sandbox in the bench namespace (a few at a time).
+ * A container caught starting (a worker stopped mid-sync) cannot be removed
+ * yet: such sandboxes are tried again, up to five rounds a second apart.
+ */
 export async function removeBenchPods(client: CriClient, namespace = BENCH_NAMESPACE): Promise<number> {
-  const sandboxes = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: namespace } });
-  const queue = [...sandboxes];
-  const worker = async () => {
-    for (let s = queue.shift(); s; s = queue.shift()) {
-      await ignoreNotFound(client.stopPodSandbox(s.id));
-      await ignoreNotFound(client.removePodSandbox(s.id));
-    }
-  };
-  await Promise.all([worker(), worker(), worker(), worker()]);
-  return sandboxes.length;
+  let removed = 0;
+  let lastError: unknown;
+  for (let round = 0; round < 5; round++) {
+    const sandboxes = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: namespace } });
+    if (sandboxes.length === 0) return removed;
+    if (round > 0) await new Promise((r) => setTimeout(r, 1000));
+    const queue = [...sandboxes];
+    const worker = async () => {
+      for (let s = queue.shift(); s; s = queue.shift()) {
+        try {
+          await ignoreNotFound(client.stopPodSandbox(s.id));
+          await ignoreNotFound(client.removePodSandbox(s.id));
+          removed++;
+        } catch (err) {
+          lastError = err;
+        }
+      }
+    };
+    await Promise.all([worker(), worker(), worker(), worker()]);
+  }
+  const left = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: namespace } });
+  if (left.length) throw new Error(`${left.length} sandbox(es) of namespace ${namespace} could not be removed: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+  return removed;
+}
+
+/** The sweep cleanups run: a connection of its own, since the benchmark's may be closed when it is interrupted. */
+export async function sweepBenchPods(): Promise<number> {
+  const client = criClient(REAL_ENDPOINT);
+  try {
+    return await removeBenchPods(client);
+  } finally {
+    client.close();
+  }
 }
 
 export interface InProcessNodeOptions {

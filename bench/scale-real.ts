@@ -1,5 +1,5 @@
 import { BENCH_NAMESPACE, mb, machineInfo, ms, onCleanup, stats, type BenchContext, type BenchResult, type Row } from './lib.js';
-import { REAL_ENDPOINT, criClient, removeBenchPods } from './node.js';
+import { REAL_ENDPOINT, criClient, removeBenchPods, sweepBenchPods } from './node.js';
 import type { MemorySample, RelistSample, SteadySample } from './watch-worker.js';
 import { startWorker } from './worker-client.js';
 
@@ -14,7 +14,7 @@ export async function scaleReal(ctx: BenchContext): Promise<BenchResult> {
   const worker = await startWorker({ endpoint: REAL_ENDPOINT, relistPeriodMs: 1000, namespace: BENCH_NAMESPACE });
   const done = onCleanup('scale-real worker and pods', async () => {
     await worker.stop();
-    const removed = await removeBenchPods(client);
+    const removed = await sweepBenchPods();
     ctx.log(`  removed ${removed} pod(s)`);
   });
   let result: { converge: { ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }; steady: SteadySample; memory: MemorySample; noChange: RelistSample[] };

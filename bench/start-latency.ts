@@ -6,7 +6,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { errorMessage } from '../src/core/errors.js';
 import { containerConfig, podLogDirectory, podSandboxConfig } from '../src/core/kuberuntime/config.js';
 import { BENCH_NAMESPACE, BUSYBOX, PODCTL_BIN, benchPod, machineInfo, ms, msStats, onCleanup, podYaml, stats, timeProcess, type BenchContext, type BenchResult, type Row } from './lib.js';
-import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods } from './node.js';
+import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods, sweepBenchPods } from './node.js';
 import { PodmanPeer } from './podman.js';
 
 /** Sandboxes of the floor script carry their own agent, so no in-process loop ever takes them for its own. */
@@ -23,7 +23,7 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
   const version = await client.version();
   const scratch = mkdtempSync(join(tmpdir(), 'podctl-bench-start-'));
   const cleanup = onCleanup('start-latency pods', async () => {
-    await removeBenchPods(client).catch(() => undefined);
+    await sweepBenchPods();
     rmSync(scratch, { recursive: true, force: true });
   });
   await removeBenchPods(client);
