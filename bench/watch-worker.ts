@@ -1,0 +1,178 @@
+/**
+ * The "watch process" of the scale benchmarks: a child process holding a
+ * Kubelet, a generic PLEG and a SyncLoop wired as `podctl watch` wires them,
+ * driven over IPC so that its CPU, RSS and heap are its own (the runtime it
+ * talks to lives in another process). Run with --expose-gc.
+ */
+import { randomUUID } from 'node:crypto';
+import { BUSYBOX, SLEEP_COMMAND, benchPod } from './lib.js';
+import { InProcessNode, criClient } from './node.js';
+
+export interface WorkerInit {
+  endpoint: string;
+  relistPeriodMs: number;
+  namespace: string;
+  /** Container logs (the parent removes it). */
+  logRoot: string;
+}
+
+export type WorkerRequest =
+  | { cmd: 'converge'; pods: number; containersPerPod: number; wave?: number; timeoutMs: number }
+  | { cmd: 'steady'; seconds: number }
+  | { cmd: 'relists'; count: number }
+  | { cmd: 'memory' };
+
+export interface RelistSample {
+  ms: number;
+  calls: Record<string, number>;
+  events: number;
+}
+
+export interface SteadySample {
+  seconds: number;
+  /** CPU time (user + system) of this process per wall second, as a fraction of one core. */
+  cpu: number;
+  relistMs: number[];
+  calls: Record<string, number>;
+  syncs: number;
+}
+
+export interface MemorySample {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
+const calls: Record<string, number> = {};
+const client = criClient(init.endpoint, (c) => void (calls[c.method] = (calls[c.method] ?? 0) + 1));
+let relists: number[] = [];
+const node = new InProcessNode({ client, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => {
+    relists.push(d);
+    relistsDone++;
+  }, logRoot: init.logRoot });
+let syncs = 0;
+const syncErrors = new Map<string, number>();
+node.kubelet.observe({
+  onSyncResult: () => syncs++,
+  onSyncError: (_pod, err) => {
+    const key = (err instanceof Error ? err.message : String(err)).replace(/[0-9a-f]{64}/g, '<id>').slice(0, 160);
+    syncErrors.set(key, (syncErrors.get(key) ?? 0) + 1);
+  },
+});
+if (process.env.PODCTL_BENCH_DEBUG) {
+  setInterval(() => {
+    const m = process.memoryUsage();
+    console.error(`worker: rss ${Math.round(m.rss / 1e6)} MB heap ${Math.round(m.heapUsed / 1e6)} MB, running statuses ${[...node.kubelet.statuses.values()].filter((st) => st.phase === 'Running').length}, relists ${relists.length}, sync errors ${JSON.stringify([...syncErrors])}`);
+  }, 5000).unref();
+}
+let eventsSeen = 0;
+let relistsDone = 0;
+node.pleg.watch(() => eventsSeen++);
+node.start();
+let loopStopped = false;
+
+/** The generic PLEG's relist in progress, if any (private to it; read here only to wait for it). */
+function relisting(): boolean {
+  return (node.generic as unknown as { relisting: boolean }).relisting;
+}
+
+async function sleep(msec: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, msec));
+}
+
+/** After convergence the PLEG still reports every start and the pods sync again: wait until that is over. */
+async function settle(deadline: number): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    // Quiet: two whole relists with no event, and no pod worker busy.
+    const events = eventsSeen;
+    const target = relistsDone + 2;
+    while (relistsDone < target && performance.now() < deadline) await sleep(50);
+    const idle = await Promise.race([node.kubelet.workers.waitIdle().then(() => true), sleep(Math.max(0, deadline - performance.now())).then(() => false)]);
+    if (idle && relistsDone >= target && eventsSeen === events) return performance.now() - t0;
+    if (performance.now() > deadline) {
+      throw new Error(`not quiet after ${Math.round(performance.now() - t0)} ms: ${relisting() ? `a relist under way since the last one completed ${Math.round(Date.now() - (node.generic?.lastRelistAt ?? 0))} ms ago` : 'pod workers still busy'}`);
+    }
+    await sleep(200);
+  }
+}
+
+function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) out[k] = v - (before[k] ?? 0);
+  return out;
+}
+
+function memory(): MemorySample {
+  (globalThis as { gc?: () => void }).gc?.();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+}
+
+async function handle(req: WorkerRequest): Promise<unknown> {
+  switch (req.cmd) {
+    case 'converge': {
+      const containers = Array.from({ length: req.containersPerPod }, (_, i) => ({ name: `c${i}`, image: BUSYBOX, command: SLEEP_COMMAND }));
+      const pods = Array.from({ length: req.pods }, (_, i) => benchPod(`scale-${i}`, randomUUID(), { containers, namespace: init.namespace }));
+      const started = performance.now();
+      const deadline = started + req.timeoutMs;
+      const wave = req.wave ?? req.pods;
+      const perPod: number[] = [];
+      let settleMs = 0;
+      let convergeMs = 0;
+      for (let i = 0; i < pods.length; i += wave) {
+        const times = await node.addAndWaitRunning(pods.slice(i, i + wave), Math.max(1, deadline - performance.now()));
+        perPod.push(...times.values());
+        convergeMs = performance.now() - started;
+        settleMs = await settle(deadline);
+      }
+      return { ms: convergeMs, perPod, settleMs, rssAfterSettle: process.memoryUsage().rss };
+    }
+    case 'steady': {
+      relists = [];
+      syncs = 0;
+      const before = { ...calls };
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, req.seconds * 1000));
+      const cpu = process.cpuUsage(cpu0);
+      const wall = (performance.now() - t0) / 1000;
+      return { seconds: wall, cpu: (cpu.user + cpu.system) / 1e6 / wall, relistMs: relists, calls: diff(calls, before), syncs } satisfies SteadySample;
+    }
+    case 'relists': {
+      // The loop stops so that nothing but these relists runs; pods are left as they are.
+      const pleg = node.generic!;
+      if (!loopStopped) {
+        loopStopped = true;
+        node.loop.stop();
+        // A relist or a sync under way would be counted in the first sample.
+        while (relisting()) await sleep(20);
+        await node.kubelet.workers.waitIdle();
+        await pleg.relist();
+      }
+      const out: RelistSample[] = [];
+      for (let i = 0; i < req.count; i++) {
+        const before = { ...calls };
+        const t0 = performance.now();
+        const events = await pleg.relist();
+        out.push({ ms: performance.now() - t0, calls: diff(calls, before), events: events.length });
+      }
+      return out;
+    }
+    case 'memory':
+      return memory();
+  }
+}
+
+process.on('message', (msg: { id: number; req: WorkerRequest }) => {
+  handle(msg.req).then(
+    (result) => process.send!({ id: msg.id, result }),
+    (err: unknown) => process.send!({ id: msg.id, error: err instanceof Error ? err.message : String(err) }),
+  );
+});
+process.on('disconnect', () => process.exit(0));
+process.send!({ id: 0, result: 'ready' });
+
