@@ -4,6 +4,7 @@ import { renderRows, runCleanups, writeResult, type BenchContext, type BenchResu
 import { writeReport } from './report.js';
 import { scaleFake } from './scale-fake.js';
 import { scaleReal } from './scale-real.js';
+import { soak } from './soak.js';
 import { startLatency } from './start-latency.js';
 
 const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = {
@@ -12,17 +13,20 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
   detection,
   'scale-fake': scaleFake,
   'scale-real': scaleReal,
+  // Long (30 min): run it on its own, `npm run bench -- --only soak`.
+  soak,
 };
 
 const USAGE = `usage: npm run bench [-- --quick] [-- --only NAME[,NAME]]
   --quick   fewer runs and smaller scales (a smoke run of a few minutes)
-  --only    run just these: ${Object.keys(BENCHMARKS).join(', ')}
+  --only    run just these: ${Object.keys(BENCHMARKS).join(', ')} (soak, 30 min, runs only when named)
   --no-report  leave BENCHMARKS.md as it is
   --report-only  regenerate BENCHMARKS.md from bench/results/*.json and exit
 Benchmarks never fail on time: misses are printed as findings.`;
 
 function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: boolean } {
-  const out = { quick: false, only: Object.keys(BENCHMARKS), report: true };
+  // The soak takes 30 minutes: only when asked for by name.
+  const out = { quick: false, only: Object.keys(BENCHMARKS).filter((n) => n !== 'soak'), report: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') out.quick = true;

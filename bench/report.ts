@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { REPO_ROOT, RESULTS_DIR, type BenchResult } from './lib.js';
 import { ALL_AT_ONCE_DIAGNOSIS, DIAGNOSES, PREAMBLE } from './findings.js';
 
-const ORDER = ['start-latency', 'detection', 'scale-fake', 'scale-real', 'cli-startup'];
+const ORDER = ['start-latency', 'detection', 'scale-fake', 'scale-real', 'cli-startup', 'soak'];
 
 function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
