@@ -311,3 +311,8 @@ spec:
   assert.equal(secret.items![0]!.mode, 0o644);
   assert.equal(pods[0]!.pod.spec!.containers[0]!.ports![0]!.containerPort, 8080, 'decimals stay decimal');
 });
+
+test('a Pod without a spec is an error naming spec, not a crash (found by the fuzz test)', () => {
+  assert.deepEqual(problemsOf('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\n'), ['error doc1 spec: required; expected the pod spec with at least one container']);
+  assert.deepEqual(parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\nspec: null\n', src, opts).pods, []);
+});

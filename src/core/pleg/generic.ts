@@ -5,6 +5,10 @@ import { errorMessage } from '../errors.js';
 import * as L from '../kuberuntime/labels.js';
 import type { RuntimePodStatus } from '../kuberuntime/types.js';
 import { PodCache } from './cache.js';
+import { forEachLimited } from '../util/concurrency.js';
+
+/** Pods a relist inspects at once. */
+export const RELIST_INSPECT_CONCURRENCY = 16;
 
 export type PodLifecycleEventType = 'ContainerStarted' | 'ContainerDied' | 'ContainerRemoved' | 'ContainerChanged' | 'PodSync';
 
@@ -183,20 +187,20 @@ export class GenericPleg {
       // Refresh the cache only for pods that changed: O(changes) status calls.
       this.reinspect = new Map();
       const livePods = new Set([...current.values()].map((s) => s.uid));
-      await Promise.all(
-        [...changedPods].map(async ([uid, pod]) => {
-          if (!livePods.has(uid)) {
-            this.cache.delete(uid);
-            return;
-          }
-          try {
-            this.cache.set(uid, await this.opts.inspect(uid, pod.name, pod.namespace), started);
-          } catch (err) {
-            this.reinspect.set(uid, pod);
-            this.opts.onError?.(new Error(`PLEG: cannot inspect pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`));
-          }
-        }),
-      );
+      // A bounded pool: thousands of changed pods inspected all at once flood the runtime's connection
+      // until no call completes (5,000 new pods stalled a relist for good); the kubelet inspects one at a time.
+      await forEachLimited([...changedPods], RELIST_INSPECT_CONCURRENCY, async ([uid, pod]) => {
+        if (!livePods.has(uid)) {
+          this.cache.delete(uid);
+          return;
+        }
+        try {
+          this.cache.set(uid, await this.opts.inspect(uid, pod.name, pod.namespace), started);
+        } catch (err) {
+          this.reinspect.set(uid, pod);
+          this.opts.onError?.(new Error(`PLEG: cannot inspect pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`));
+        }
+      });
       this.cache.updateTime(started);
       this.lastRelistAt = this.opts.clock.now();
       this.lastRelistDurationMs = this.lastRelistAt - started;

@@ -128,6 +128,7 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     if (p) err(`metadata.annotations[${JSON.stringify(k)}]`, `invalid annotation key: ${p}`);
   }
 
+  if (doc.spec === undefined || doc.spec === null) err('spec', 'required; expected the pod spec with at least one container');
   const containers = Array.isArray(spec.containers) ? (spec.containers as IContainer[]) : [];
   const inits = Array.isArray(spec.initContainers) ? (spec.initContainers as IContainer[]) : [];
   if (Array.isArray(spec.containers) && containers.length === 0) err('spec.containers', 'expected at least one container');
