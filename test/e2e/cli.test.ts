@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+
 import { podctl } from '../support/e2e.js';
 
 test('podctl info on the embedded runtime shows RuntimeReady and NetworkReady true', () => {
@@ -48,4 +49,11 @@ test('--help lists every command with a description, and each command has exampl
     assert.equal(h.code, 0, cmd);
     assert.match(h.stdout, /EXAMPLES/, `${cmd} has examples`);
   }
+});
+
+test('podctl --version prints name/version platform-arch node-version, from package.json (without loading oclif)', () => {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { name: string; version: string };
+  const r = podctl(['--version']);
+  assert.equal(r.code, 0);
+  assert.equal(r.stdout, `${pkg.name}/${pkg.version} ${process.platform}-${process.arch} node-${process.version}\n`);
 });
