@@ -1,5 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
@@ -7,6 +9,7 @@ import { FakeRuntime } from '../../src/core/cri/fake/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
+import type { SourceObjects } from '../../src/core/objects.js';
 import { runOnce } from '../../src/core/runonce.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -199,4 +202,31 @@ describe('the generic PLEG on 1,000 fake pods', () => {
     clock.advance(3 * 60_000 + 1);
     assert.equal(pleg.healthy().ok, false);
   });
+});
+
+test('SyncPod refreshes configMap volumes of a running pod when the ConfigMap changes, without restarting it', async () => {
+  const clock = new FakeClock();
+  const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  const dirs = scratchDir('unit-volume-refresh');
+  try {
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: `${dirs.dir}/logs`, rootDir: `${dirs.dir}/root`, nodeName: 'unit' });
+    const cm = (value: string): SourceObjects => ({ configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'default' }, data: { mode: value } }], secrets: [] });
+    kubelet.objects.set('file', cm('fast'));
+    const p = pod('cm-refresh', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"], volumeMounts: [{name: cfg, mountPath: /cfg}]}\n  volumes:\n  - {name: cfg, configMap: {name: settings}}\n');
+    await kubelet.syncPod(p, 'create');
+    const hostFile = join(`${dirs.dir}/root`, 'pods', p.metadata!.uid!, 'volumes', 'kubernetes.io~configmap', 'cfg', 'mode');
+    assert.equal(readFileSync(hostFile, 'utf8'), 'fast');
+    const id = fake.containers()[0]!.id;
+    kubelet.objects.set('file', cm('slow'));
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(readFileSync(hostFile, 'utf8'), 'slow', 'the new content is in the volume');
+    assert.deepEqual(fake.containers().map((c) => [c.id, c.state]), [[id, 'CONTAINER_RUNNING']], 'the container kept running');
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+  } finally {
+    client.close();
+    await fake.stop();
+    dirs.cleanup();
+  }
 });

@@ -236,8 +236,9 @@ export class RuntimeManager {
         return result;
       }
     }
+    // Every sync, as the kubelet: a ConfigMap or Secret that changed reaches the volumes of a running pod too.
     let podVolumes: PodVolumes | undefined;
-    if (starting && (pod.spec?.volumes ?? []).length > 0) {
+    if ((pod.spec?.volumes ?? []).length > 0) {
       try {
         if (!this.volumes) throw new Error('volumes need a state directory (--root-dir)');
         podVolumes = await this.volumes.setUpPodVolumes(pod, status.ips);
