@@ -111,4 +111,8 @@ export const ALL_AT_ONCE_DIAGNOSIS = [
   'That relist never completed: from about 125 s on no call reached the runtime any more, the worker sat at 0% CPU with a 690 MB heap, and',
   'the 60 s call deadlines did not free it; a stuck relist also stops the PLEG (unhealthy after 3 minutes). The kubelet updates its cache',
   'pod by pod; bounding the inspection concurrency in GenericPleg.relist (and the number of pod workers syncing at once) is the fix to try.',
+  'Since then the relist inspects 16 pods at a time, and a first relist of 3,000 seeded pods takes about 9 s (1,000: about 3 s: linear),',
+  'yet 5,000 pods added at once still stalled in a later run (a relist under way for over 120 s): the relist alone is not the cause. What',
+  'remains to try is bounding the pod workers syncing at once (5,000 lanes each making CRI calls together) and looking at the client',
+  'channel itself under that many concurrent streams.',
 ].join(' ');
