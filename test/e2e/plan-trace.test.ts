@@ -162,6 +162,13 @@ test('watch --trace -o json: config ADD, PLEG ContainerDied, the restart, config
     const file = join(manifests, 'traced.yaml');
     writeFileSync(file, podYaml('traced'));
     const app = await eventually('app to run', async () => (await containers()).find((c) => c.state === 'CONTAINER_RUNNING'));
+    // Kill only once the sync that PLEG's ContainerStarted triggers has run: a kill before it
+    // lets that sync restart the container ahead of the ContainerDied event (a CI run saw this).
+    await eventually('the sync after ContainerStarted', async () => {
+      const lines = out.slice(0, out.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l) as TraceEvent);
+      const started = lines.findIndex((e) => e.type === 'pleg' && e.event === 'ContainerStarted' && e.container === 'app' && e.pod.name === 'traced');
+      return started >= 0 && lines.slice(started + 1).some((e) => e.type === 'worker' && e.pod.name === 'traced') ? true : undefined;
+    });
     const pid = (JSON.parse((await client.containerStatus(app.id, true)).info.info ?? '{}') as { pid?: number }).pid;
     assert.ok(pid && pid > 1);
     process.kill(pid, 'SIGKILL');
