@@ -10,6 +10,7 @@ import type { RuntimeServiceClient } from './generated/runtime/v1/RuntimeService
 import type { ImageServiceClient } from './generated/runtime/v1/ImageService.js';
 import type * as T from './types.js';
 import type * as G from './generated-calls.js';
+import { decodeContainerSummaries, decodePodSandboxSummaries, type ContainerSummary, type PodSandboxSummary } from './summaries.js';
 
 /** The runtime half of the CRI, as the core uses it. */
 export interface RuntimeService {
@@ -27,6 +28,9 @@ export interface RuntimeService {
   stopContainer(containerId: string, timeoutSeconds: number): Promise<void>;
   removeContainer(containerId: string): Promise<void>;
   listContainers(filter?: T.ContainerFilterInput): Promise<T.Container[]>;
+  /** ListPodSandbox and ListContainers without annotations (or image specs): for relists, cheap at any scale. */
+  listPodSandboxSummaries(filter?: T.PodSandboxFilterInput): Promise<PodSandboxSummary[]>;
+  listContainerSummaries(filter?: T.ContainerFilterInput): Promise<ContainerSummary[]>;
   containerStatus(containerId: string, verbose?: boolean): Promise<T.ContainerStatusResponse>;
   execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<T.ExecSyncResponse>;
   exec(request: T.ExecRequestInput): Promise<T.ExecResponse>;
@@ -145,7 +149,7 @@ export class CriClient implements RuntimeService, ImageService {
     this.images.close();
   }
 
-  private call<Req, Res>(client: grpc.Client, method: string, request: Req, timeoutMs = this.opts.timeoutMs): Promise<Res> {
+  private call<Req, Res>(client: grpc.Client, method: string, request: Req, timeoutMs = this.opts.timeoutMs, deserialize?: (buf: Buffer) => Res): Promise<Res> {
     const endpoint = client === this.images ? this.imageEndpoint : this.endpoint;
     const started = performance.now();
     // Bound to the caller's async context, so an observer can tell which unit of work made the call.
@@ -156,7 +160,7 @@ export class CriClient implements RuntimeService, ImageService {
       observe(err);
       return Promise.reject(err);
     }
-    const fn = (client as unknown as Record<string, UnaryFn<Req, Res>>)[method]!;
+    const fn: UnaryFn<Req, Res> = deserialize ? this.withDeserializer(client, method, deserialize) : (client as unknown as Record<string, UnaryFn<Req, Res>>)[method]!;
     return new Promise<Res>((resolve, reject) => {
       fn.call(client, request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
         if (err) {
@@ -169,6 +173,13 @@ export class CriClient implements RuntimeService, ImageService {
         resolve(res as Res);
       });
     });
+  }
+
+  /** The generated method's path and request encoding, with another response decoder. */
+  private withDeserializer<Req, Res>(client: grpc.Client, method: string, deserialize: (buf: Buffer) => Res): UnaryFn<Req, Res> {
+    const def = (client.constructor as unknown as { service: grpc.ServiceDefinition }).service[method]!;
+    return (request, metadata, options, callback) =>
+      client.makeUnaryRequest(def.path, def.requestSerialize as (req: Req) => Buffer, deserialize, request, metadata, options, callback);
   }
 
   private rt<M extends keyof RuntimeCalls>(method: M, request: RuntimeCalls[M][0], timeoutMs?: number): Promise<RuntimeCalls[M][1]> {
@@ -209,6 +220,10 @@ export class CriClient implements RuntimeService, ImageService {
     return res.items;
   }
 
+  async listPodSandboxSummaries(filter?: T.PodSandboxFilterInput): Promise<PodSandboxSummary[]> {
+    return this.call(this.runtime, 'ListPodSandbox', { filter }, undefined, decodePodSandboxSummaries);
+  }
+
   async createContainer(podSandboxId: string, config: T.ContainerConfigInput, sandboxConfig: T.PodSandboxConfigInput): Promise<string> {
     const res = await this.rt('CreateContainer', { podSandboxId, config, sandboxConfig });
     return res.containerId;
@@ -230,6 +245,10 @@ export class CriClient implements RuntimeService, ImageService {
   async listContainers(filter?: T.ContainerFilterInput): Promise<T.Container[]> {
     const res = await this.rt('ListContainers', { filter });
     return res.containers;
+  }
+
+  async listContainerSummaries(filter?: T.ContainerFilterInput): Promise<ContainerSummary[]> {
+    return this.call(this.runtime, 'ListContainers', { filter }, undefined, decodeContainerSummaries);
   }
 
   containerStatus(containerId: string, verbose = false): Promise<T.ContainerStatusResponse> {

@@ -44,3 +44,4 @@ export type { ContainerState__Output as ContainerState } from './generated/runti
 export type { PodSandboxState__Output as PodSandboxState } from './generated/runtime/v1/PodSandboxState.js';
 export type { ContainerEventType__Output as ContainerEventType } from './generated/runtime/v1/ContainerEventType.js';
 export type { NamespaceMode__Output as NamespaceMode } from './generated/runtime/v1/NamespaceMode.js';
+export type { PodSandboxSummary, ContainerSummary } from './summaries.js';

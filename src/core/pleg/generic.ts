@@ -154,8 +154,8 @@ export class GenericPleg {
     try {
       const selector = this.opts.labelSelector ?? { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
       const [sandboxes, containers] = await Promise.all([
-        this.opts.runtime.listPodSandbox({ labelSelector: selector }),
-        this.opts.runtime.listContainers({ labelSelector: selector }),
+        this.opts.runtime.listPodSandboxSummaries({ labelSelector: selector }),
+        this.opts.runtime.listContainerSummaries({ labelSelector: selector }),
       ]);
       const current = new Map<string, Seen>();
       for (const s of sandboxes) {

@@ -1,0 +1,125 @@
+import protobuf from 'protobufjs/minimal.js';
+import type * as T from './types.js';
+
+/**
+ * ListPodSandbox and ListContainers answers decoded without annotations or
+ * image specs. A relist compares ids, states and labels only, and at
+ * thousands of pods the annotations (specs, hashes, preStop handlers) are most
+ * of the bytes: the generic decoder spent over half of every relist on them.
+ * Field numbers are those of runtime/v1/api.proto.
+ */
+export type PodSandboxSummary = Omit<T.PodSandbox, 'annotations'>;
+export type ContainerSummary = Omit<T.Container, 'annotations' | 'image'>;
+
+const { Reader, util } = protobuf;
+type ProtoReader = protobuf.Reader;
+
+const WIRE_VARINT = 0;
+const WIRE_LENGTH = 2;
+
+const SANDBOX_STATES: readonly T.PodSandboxState[] = ['SANDBOX_READY', 'SANDBOX_NOTREADY'];
+const CONTAINER_STATES: readonly T.ContainerState[] = ['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN'];
+
+/** Nanosecond timestamps exceed 2^53; like the generic decoder (longs: Number), precision past that is dropped. */
+function int64(r: ProtoReader): number {
+  const v = r.int64() as unknown;
+  if (typeof v === 'number') return v;
+  const { low, high } = v as { low: number; high: number };
+  return new util.LongBits(low >>> 0, high >>> 0).toNumber(false);
+}
+
+/** A map<string, string> entry, added to `into`. */
+function mapEntry(r: ProtoReader, into: Record<string, string>): void {
+  const end = r.uint32() + r.pos;
+  let key = '';
+  let value = '';
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag >>> 3 === 1 && (tag & 7) === WIRE_LENGTH) key = r.string();
+    else if (tag >>> 3 === 2 && (tag & 7) === WIRE_LENGTH) value = r.string();
+    else r.skipType(tag & 7);
+  }
+  into[key] = value;
+}
+
+/** Reads a length-delimited submessage with `field`, skipping unknown fields. */
+function message<M>(r: ProtoReader, init: M, field: (r: ProtoReader, m: M, no: number, wire: number) => boolean): M {
+  const end = r.uint32() + r.pos;
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (!field(r, init, tag >>> 3, tag & 7)) r.skipType(tag & 7);
+  }
+  return init;
+}
+
+function enumName<E>(names: readonly E[], n: number): E {
+  return names[n] ?? (String(n) as E);
+}
+
+function sandbox(r: ProtoReader): PodSandboxSummary {
+  return message<PodSandboxSummary>(r, { id: '', metadata: null, state: 'SANDBOX_READY', createdAt: 0, labels: {}, runtimeHandler: '' }, (r, s, no, wire) => {
+    if (no === 1 && wire === WIRE_LENGTH) s.id = r.string();
+    else if (no === 2 && wire === WIRE_LENGTH)
+      s.metadata = message<T.PodSandboxMetadata>(r, { name: '', uid: '', namespace: '', attempt: 0 }, (r, m, no, wire) => {
+        if (no === 1 && wire === WIRE_LENGTH) m.name = r.string();
+        else if (no === 2 && wire === WIRE_LENGTH) m.uid = r.string();
+        else if (no === 3 && wire === WIRE_LENGTH) m.namespace = r.string();
+        else if (no === 4 && wire === WIRE_VARINT) m.attempt = r.uint32();
+        else return false;
+        return true;
+      });
+    else if (no === 3 && wire === WIRE_VARINT) s.state = enumName(SANDBOX_STATES, r.int32());
+    else if (no === 4 && wire === WIRE_VARINT) s.createdAt = int64(r);
+    else if (no === 5 && wire === WIRE_LENGTH) mapEntry(r, s.labels);
+    else if (no === 7 && wire === WIRE_LENGTH) s.runtimeHandler = r.string();
+    else return false;
+    return true;
+  });
+}
+
+function container(r: ProtoReader): ContainerSummary {
+  return message<ContainerSummary>(
+    r,
+    { id: '', podSandboxId: '', metadata: null, imageRef: '', state: 'CONTAINER_CREATED', createdAt: 0, labels: {}, imageId: '' },
+    (r, c, no, wire) => {
+      if (no === 1 && wire === WIRE_LENGTH) c.id = r.string();
+      else if (no === 2 && wire === WIRE_LENGTH) c.podSandboxId = r.string();
+      else if (no === 3 && wire === WIRE_LENGTH)
+        c.metadata = message<T.ContainerMetadata>(r, { name: '', attempt: 0 }, (r, m, no, wire) => {
+          if (no === 1 && wire === WIRE_LENGTH) m.name = r.string();
+          else if (no === 2 && wire === WIRE_VARINT) m.attempt = r.uint32();
+          else return false;
+          return true;
+        });
+      else if (no === 5 && wire === WIRE_LENGTH) c.imageRef = r.string();
+      else if (no === 6 && wire === WIRE_VARINT) c.state = enumName(CONTAINER_STATES, r.int32());
+      else if (no === 7 && wire === WIRE_VARINT) c.createdAt = int64(r);
+      else if (no === 8 && wire === WIRE_LENGTH) mapEntry(r, c.labels);
+      else if (no === 10 && wire === WIRE_LENGTH) c.imageId = r.string();
+      else return false;
+      return true;
+    },
+  );
+}
+
+/** A whole response: `repeated <item> = 1`. */
+function list<I>(buf: Uint8Array, item: (r: ProtoReader) => I): I[] {
+  const r = Reader.create(buf);
+  const out: I[] = [];
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    if (tag >>> 3 === 1 && (tag & 7) === WIRE_LENGTH) out.push(item(r));
+    else r.skipType(tag & 7);
+  }
+  return out;
+}
+
+/** Decodes a ListPodSandboxResponse into summaries. */
+export function decodePodSandboxSummaries(buf: Uint8Array): PodSandboxSummary[] {
+  return list(buf, sandbox);
+}
+
+/** Decodes a ListContainersResponse into summaries. */
+export function decodeContainerSummaries(buf: Uint8Array): ContainerSummary[] {
+  return list(buf, container);
+}
