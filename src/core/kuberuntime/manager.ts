@@ -556,8 +556,8 @@ export class RuntimeManager {
   }
 
   /** Keeps the newest dead instance per pod and container name; returns how many were removed. */
-  async removeDeadContainers(containers: T.Container[], keepPod: (uid: string) => boolean): Promise<number> {
-    const groups = new Map<string, T.Container[]>();
+  async removeDeadContainers(containers: T.ContainerSummary[], keepPod: (uid: string) => boolean): Promise<number> {
+    const groups = new Map<string, T.ContainerSummary[]>();
     for (const c of containers) {
       if (c.state !== 'CONTAINER_EXITED') continue;
       const uid = c.labels[L.POD_UID_LABEL];
