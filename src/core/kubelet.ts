@@ -13,6 +13,7 @@ import type { Metrics } from './metrics.js';
 import { EventedPleg } from './pleg/evented.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
+import type { PodCache } from './pleg/cache.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
 import type { WorkerTrace } from './trace.js';
@@ -92,6 +93,12 @@ export class Kubelet {
   private readonly addedAt = new Map<string, number>();
   private readonly observers = new Set<SyncObserver>();
   private readonly opts: KubeletOptions;
+  /** The PLEG's pod cache, once a PLEG is made: a sync starts from it when it is fresh enough. */
+  private podCache?: PodCache;
+  /** When each pod's last sync ended: cache data must come from a relist begun after it. */
+  private readonly lastSyncEnd = new Map<string, number>();
+  /** Pods whose next sync must read the runtime (what it waits for shows in no list). */
+  private readonly readRuntimeNext = new Set<string>();
 
   constructor(opts: KubeletOptions) {
     this.opts = opts;
@@ -136,7 +143,7 @@ export class Kubelet {
 
   /** A generic PLEG over this kubelet's runtime, inspecting changed pods as SyncPod does. */
   createPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void } = {}): GenericPleg {
-    return new GenericPleg({
+    const pleg = new GenericPleg({
       runtime: this.opts.runtime,
       clock: this.clock,
       inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
@@ -146,6 +153,8 @@ export class Kubelet {
       },
       ...opts,
     });
+    this.podCache = pleg.cache;
+    return pleg;
   }
 
   /** An evented PLEG over the generic one (the generic relists as a safety net, and takes over on UNIMPLEMENTED). */
@@ -204,6 +213,25 @@ export class Kubelet {
     return status;
   }
 
+  /**
+   * The runtime view a sync starts from. As the kubelet's podCache.GetNewerThan: the PLEG's
+   * cache once a relist has begun since this pod's last sync ended (a relist re-reads every pod
+   * whose sandboxes or containers changed, so an unchanged entry is still true); the runtime
+   * otherwise. A periodic resync or a sync after a PLEG event then makes no CRI call at all.
+   */
+  private async statusForSync(pod: IPod): Promise<RuntimePodStatus> {
+    const uid = pod.metadata!.uid!;
+    const mustRead = this.readRuntimeNext.delete(uid);
+    const cached = this.podCache?.get(uid);
+    const freshness = this.podCache?.freshness(uid);
+    const lastSync = this.lastSyncEnd.get(uid);
+    if (!mustRead && cached && freshness !== undefined && lastSync !== undefined && freshness > lastSync) {
+      this.runtimeStatuses.set(uid, cached);
+      return cached;
+    }
+    return this.getRuntimeStatus(pod);
+  }
+
   /** Computes and records the v1 status from a runtime view. */
   updateStatus(pod: IPod, runtime: RuntimePodStatus): IPodStatus {
     const uid = pod.metadata!.uid!;
@@ -243,8 +271,8 @@ export class Kubelet {
     const selector = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
     const removeOrphans = this.opts.removeOrphans ?? this.runtimeManager.agent === 'watch';
     const [sandboxes, containers] = await Promise.all([
-      removeOrphans ? this.opts.runtime.listPodSandbox({ labelSelector: { ...selector, [AGENT_LABEL]: this.runtimeManager.agent } }) : Promise.resolve([]),
-      this.opts.runtime.listContainers({ labelSelector: selector }),
+      removeOrphans ? this.opts.runtime.listPodSandboxSummaries({ labelSelector: { ...selector, [AGENT_LABEL]: this.runtimeManager.agent } }) : Promise.resolve([]),
+      this.opts.runtime.listContainerSummaries({ labelSelector: selector }),
     ]);
     const orphans = new Map<string, { name: string; namespace: string }>();
     for (const s of sandboxes) {
@@ -278,8 +306,16 @@ export class Kubelet {
 
   /** SyncPod at the kubelet level: returns true once the pod is terminal. */
   async syncPod(pod: IPod, _type: UpdateType): Promise<boolean> {
+    try {
+      return await this.syncPodOnce(pod);
+    } finally {
+      this.lastSyncEnd.set(pod.metadata!.uid!, this.clock.now());
+    }
+  }
+
+  private async syncPodOnce(pod: IPod): Promise<boolean> {
     const uid = pod.metadata!.uid!;
-    const before = await this.getRuntimeStatus(pod);
+    const before = await this.statusForSync(pod);
     const current = this.updateStatus(pod, before);
     if (isTerminalPhase(current.phase) && !before.containers.some((c) => c.state === 'running')) {
       // A finished pod keeps its containers for logs but releases its sandbox.
@@ -297,6 +333,8 @@ export class Kubelet {
     if (oomMayStillShow(after, this.clock.now())) {
       // containerd 1.6 records an OOM kill from an event that can land just after the exit:
       // look once more before the pod's status is final, or it keeps reason Error.
+      // The reason is in ContainerStatus only, never in a list: read the runtime.
+      this.readRuntimeNext.add(uid);
       this.workers.requeueAfter(uid, OOM_SETTLE_MS);
       return false;
     }
@@ -317,6 +355,8 @@ export class Kubelet {
     this.pods.delete(uid);
     this.statuses.delete(uid);
     this.runtimeStatuses.delete(uid);
+    this.lastSyncEnd.delete(uid);
+    this.readRuntimeNext.delete(uid);
     this.waiting.delete(uid);
     this.addedAt.delete(uid);
     this.events.forget(uid);
