@@ -396,11 +396,14 @@ describe('label selector filtering', () => {
     withFake({}, async (fake, client) => {
       const tiers = ['a', 'b', 'c'];
       const zones = ['x', 'y'];
-      fake.seed({ pods: 60, containersPerPod: 1, labels: (i) => ({ tier: tiers[i % 3]!, zone: zones[Math.floor(i / 3) % 2]!, ...(i % 5 === 0 ? { canary: 'yes' } : {}) }) });
+      const uid = 'io.kubernetes.pod.uid';
+      fake.seed({ pods: 60, containersPerPod: 1, labels: (i) => ({ tier: tiers[i % 3]!, zone: zones[Math.floor(i / 3) % 2]!, [uid]: `u${i % 7}`, ...(i % 5 === 0 ? { canary: 'yes' } : {}) }) });
+      // Removed ones leave the pod UID index too.
+      for (const s of fake.sandboxes().filter((_, i) => i % 9 === 0)) await client.removePodSandbox(s.id);
       const all = fake.sandboxes();
       await fc.assert(
         fc.asyncProperty(
-          fc.record({ tier: fc.constantFrom(...tiers, 'z'), zone: fc.constantFrom(...zones), canary: fc.constant('yes') }, { requiredKeys: [] }),
+          fc.record({ tier: fc.constantFrom(...tiers, 'z'), zone: fc.constantFrom(...zones), canary: fc.constant('yes'), [uid]: fc.constantFrom('u0', 'u3', 'u9') }, { requiredKeys: [] }),
           async (selector: Record<string, string>) => {
             const expected = all.filter((s) => Object.entries(selector).every(([k, v]) => s.labels[k] === v)).map((s) => s.id);
             assert.deepEqual(

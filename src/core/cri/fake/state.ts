@@ -186,6 +186,38 @@ export function rfc3339Nano(ms: number): string {
   return `${iso.slice(0, 19)}${frac ? `.${frac}` : ''}Z`;
 }
 
+/** The label every per-pod list of the kubelet selects on. */
+const POD_UID_KEY = 'io.kubernetes.pod.uid';
+
+/**
+ * Records by their pod UID label, in creation order: containerd answers a
+ * per-pod list in microseconds whatever the number of pods, and a scan per
+ * call made the fake quadratic at thousands of pods.
+ */
+class PodUidIndex<R extends { readonly labels: Labels }> {
+  private readonly byUid = new Map<string, Set<R>>();
+
+  add(r: R): void {
+    const uid = r.labels[POD_UID_KEY];
+    if (uid === undefined) return;
+    let set = this.byUid.get(uid);
+    if (!set) this.byUid.set(uid, (set = new Set()));
+    set.add(r);
+  }
+
+  delete(r: R): void {
+    const uid = r.labels[POD_UID_KEY];
+    const set = uid === undefined ? undefined : this.byUid.get(uid);
+    if (!set) return;
+    set.delete(r);
+    if (set.size === 0) this.byUid.delete(uid!);
+  }
+
+  get(uid: string): Iterable<R> {
+    return this.byUid.get(uid) ?? [];
+  }
+}
+
 function selectorMatches(labels: Labels, selector: Labels, keys: readonly string[]): boolean {
   for (const k of keys) if (labels[k] !== selector[k]) return false;
   return true;
@@ -208,6 +240,8 @@ export class RuntimeState {
   private readonly containerMap = new Map<string, ContainerRecord>();
   private readonly sandboxNames = new Map<string, string>();
   private readonly containerNames = new Map<string, string>();
+  private readonly sandboxesByUid = new PodUidIndex<SandboxRecord>();
+  private readonly containersByUid = new PodUidIndex<ContainerRecord>();
   private readonly exitTimers = new Map<string, TimerHandle>();
   private ipCounter = 1;
   private seedCounter = 0;
@@ -274,6 +308,7 @@ export class RuntimeState {
     );
     this.sandboxNames.set(name, id);
     this.sandboxMap.set(id, s);
+    this.sandboxesByUid.add(s);
     if (this.opts.sandboxEvents) {
       this.emit('CONTAINER_CREATED_EVENT', id, s);
       this.emit('CONTAINER_STARTED_EVENT', id, s);
@@ -305,6 +340,7 @@ export class RuntimeState {
     if (s.state === 'SANDBOX_READY') this.stopPodSandbox(id);
     for (const c of [...s.containers]) this.removeContainer(c.id);
     this.sandboxMap.delete(id);
+    this.sandboxesByUid.delete(s);
     this.sandboxNames.delete(s.reservedName);
     if (this.opts.sandboxEvents) this.emit('CONTAINER_DELETED_EVENT', id, undefined);
   }
@@ -352,6 +388,8 @@ export class RuntimeState {
     if (filter?.id) {
       const s = this.sandboxMap.get(filter.id);
       if (s) consider(s);
+    } else if (selector[POD_UID_KEY] !== undefined) {
+      for (const s of this.sandboxesByUid.get(selector[POD_UID_KEY])) consider(s);
     } else {
       for (const s of this.sandboxMap.values()) consider(s);
     }
@@ -407,6 +445,7 @@ export class RuntimeState {
     );
     this.containerNames.set(name, id);
     this.containerMap.set(id, c);
+    this.containersByUid.add(c);
     s.containers.push(c);
     this.emit('CONTAINER_CREATED_EVENT', id, s);
     return id;
@@ -501,6 +540,7 @@ export class RuntimeState {
     if (c.state === 'CONTAINER_RUNNING') this.exit(c, 137, '', '');
     this.clearExitTimer(id);
     this.containerMap.delete(id);
+    this.containersByUid.delete(c);
     this.containerNames.delete(c.reservedName);
     const list = c.sandbox.containers;
     const at = list.indexOf(c);
@@ -556,7 +596,7 @@ export class RuntimeState {
     const keys = Object.keys(selector);
     const sandboxId = filter?.podSandboxId ?? '';
     const out: ContainerRecord[] = [];
-    this.forCandidates(filter?.id ?? '', sandboxId, (c) => {
+    this.forCandidates(filter?.id ?? '', sandboxId, selector[POD_UID_KEY], (c) => {
       if (state !== undefined && c.state !== state) return;
       if (sandboxId && c.sandbox.id !== sandboxId) return;
       if (keys.length > 0 && !selectorMatches(c.labels, selector, keys)) return;
@@ -581,13 +621,15 @@ export class RuntimeState {
   }
 
   /** Narrows by id or sandbox first, so filtered lists do not walk every container. */
-  private forCandidates(id: string, sandboxId: string, fn: (c: ContainerRecord) => void): void {
+  private forCandidates(id: string, sandboxId: string, podUid: string | undefined, fn: (c: ContainerRecord) => void): void {
     if (id) {
       const c = this.containerMap.get(id);
       if (c) fn(c);
     } else if (sandboxId) {
       const s = this.sandboxMap.get(sandboxId);
       if (s) for (const c of s.containers) fn(c);
+    } else if (podUid !== undefined) {
+      for (const c of this.containersByUid.get(podUid)) fn(c);
     } else {
       for (const c of this.containerMap.values()) fn(c);
     }
@@ -618,7 +660,7 @@ export class RuntimeState {
     const sandboxId = filter?.podSandboxId ?? '';
     const now = this.opts.clock.now();
     const out: ContainerStats[] = [];
-    this.forCandidates(filter?.id ?? '', sandboxId, (c) => {
+    this.forCandidates(filter?.id ?? '', sandboxId, selector[POD_UID_KEY], (c) => {
       if (c.state !== 'CONTAINER_RUNNING') return;
       if (sandboxId && c.sandbox.id !== sandboxId) return;
       if (keys.length > 0 && !selectorMatches(c.labels, selector, keys)) return;
@@ -688,6 +730,7 @@ export class RuntimeState {
       const s = new SandboxRecord(id, metadata, reserved, now, this.nextIp(), labels, EMPTY, '', '', SEED_NAMESPACES);
       this.sandboxNames.set(reserved, id);
       this.sandboxMap.set(id, s);
+      this.sandboxesByUid.add(s);
       for (let j = 0; j < n.containersPerPod; j++) {
         const cname = `c${j}`;
         const cid = newId();
@@ -711,6 +754,7 @@ export class RuntimeState {
         c.startedAt = now;
         this.containerNames.set(creserved, cid);
         this.containerMap.set(cid, c);
+        this.containersByUid.add(c);
         s.containers.push(c);
       }
     }
