@@ -1,0 +1,26 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { closestCommand } from '../../src/hooks/command-not-found.js';
+import { podctl } from '../support/e2e.js';
+
+const IDS = ['get:pods', 'get:containers', 'get:images', 'plan', 'sync-once', 'run', 'runtime:up', 'logs'];
+
+test('closestCommand: compares as many words as the command has; nothing when nothing is close', () => {
+  assert.equal(closestCommand('gett:pods', IDS), 'get:pods');
+  assert.equal(closestCommand('get:podz:web', IDS), 'get:pods');
+  assert.equal(closestCommand('plna:x.yaml', IDS), 'plan');
+  assert.equal(closestCommand('sync-onec', IDS), 'sync-once');
+  assert.equal(closestCommand('runtime:upp', IDS), 'runtime:up');
+  assert.equal(closestCommand('frobnicate', IDS), undefined);
+  assert.equal(closestCommand('x', []), undefined);
+});
+
+test('a mistyped command is a usage error: exit 2, the suggestion with the rest of the line, off a terminal too', () => {
+  const r = podctl(['gett', 'pods', '-A']);
+  assert.equal(r.code, 2);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, 'podctl: "gett pods" is not a podctl command.\nDid you mean "podctl get pods -A"?\nRun "podctl help" for the list of commands.\n');
+  const none = podctl(['frobnicate']);
+  assert.equal(none.code, 2);
+  assert.equal(none.stderr, 'podctl: "frobnicate" is not a podctl command.\nRun "podctl help" for the list of commands.\n');
+});
