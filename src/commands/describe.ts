@@ -6,6 +6,8 @@ import { age, plainTable } from '../cli/table.js';
 import { displayStatus } from '../cli/render.js';
 import { PodctlError } from '../core/errors.js';
 import { readLogFile } from '../core/logs/index.js';
+import { podFieldValue } from '../core/kuberuntime/env.js';
+import { resourceFieldValue } from '../core/volumes/downward.js';
 import { findRuntimePod, newestInstance } from '../core/podview/index.js';
 import { fetchPodEvents, podTimeline, whyNotRunning, type DescribedEvent, type TimelineEntry } from '../core/podview/describe.js';
 
@@ -48,7 +50,7 @@ function stateLines(lines: string[], label: string, state: IContainerState | und
   }
 }
 
-function containerSection(lines: string[], c: IContainer, s: IContainerStatus | undefined, readinessUnknown: boolean): void {
+function containerSection(lines: string[], pod: IPod, c: IContainer, s: IContainerStatus | undefined, readinessUnknown: boolean): void {
   lines.push(`  ${c.name}:`);
   const kvc = (label: string, value: string | undefined) => kv(lines, '    ', 14, label, value);
   kvc('Container ID', s?.containerID);
@@ -64,10 +66,55 @@ function containerSection(lines: string[], c: IContainer, s: IContainerStatus | 
   if (c.livenessProbe) kvc('Liveness', probeLine(c.livenessProbe));
   if (c.readinessProbe) kvc('Readiness', probeLine(c.readinessProbe));
   if (c.startupProbe) kvc('Startup', probeLine(c.startupProbe));
-  const env = (c.env ?? []).map((e) => `      ${e.name}:  ${e.value ?? (e.valueFrom ? '<set from a reference>' : '')}`);
+  if (c.envFrom?.length) lines.push('    Environment Variables from:', ...envFromLines(c));
+  const env = envLines(pod, c);
   lines.push(`    Environment:${env.length ? '' : '     <none>'}`, ...env);
   const mounts = (c.volumeMounts ?? []).map((m) => `      ${m.mountPath} from ${m.name} (${m.readOnly ? 'ro' : 'rw'}${m.subPath ? `, path "${m.subPath}"` : ''})`);
   lines.push(`    Mounts:${mounts.length ? '' : '          <none>'}`, ...mounts);
+}
+
+/** kubectl's Environment lines: values as written, references named (never a secret's value), fields resolved. */
+export function envLines(pod: IPod, c: IContainer): string[] {
+  const out: string[] = [];
+  for (const e of c.env ?? []) {
+    const from = e.valueFrom;
+    if (!from) {
+      (e.value ?? '').split('\n').forEach((line, i) => out.push(i ? `        ${line}` : `      ${e.name}:  ${line}`));
+    } else if (from.fieldRef) {
+      let value = '';
+      try {
+        value = podFieldValue({ pod, podIPs: (pod.status?.podIPs ?? []).map((ip) => ip.ip), hostIP: pod.status?.hostIP }, from.fieldRef);
+      } catch {
+        // An unsupported path shows empty, as kubectl's resolver leaves it.
+      }
+      out.push(`      ${e.name}:  ${value} (${from.fieldRef.apiVersion ?? 'v1'}:${from.fieldRef.fieldPath})`);
+    } else if (from.resourceFieldRef) {
+      const ref = from.resourceFieldRef;
+      let value = '';
+      try {
+        // The container's own resources only, as kubectl: an unset limit reads 0, i.e. the node's allocatable.
+        value = resourceFieldValue(pod, { ...ref, containerName: ref.containerName || c.name }, { cpuCores: 0, memoryBytes: 0, ephemeralStorageBytes: 0 });
+      } catch {
+        value = '';
+      }
+      if (value === '0' && (ref.resource === 'limits.cpu' || ref.resource === 'limits.memory')) value = 'node allocatable';
+      out.push(`      ${e.name}:  ${value} (${ref.resource})`);
+    } else if (from.secretKeyRef) {
+      out.push(`      ${e.name}:  <set to the key '${from.secretKeyRef.key}' in secret '${from.secretKeyRef.name ?? ''}'>  Optional: ${from.secretKeyRef.optional === true}`);
+    } else if (from.configMapKeyRef) {
+      out.push(`      ${e.name}:  <set to the key '${from.configMapKeyRef.key}' of config map '${from.configMapKeyRef.name ?? ''}'>  Optional: ${from.configMapKeyRef.optional === true}`);
+    }
+  }
+  return out;
+}
+
+/** kubectl's "Environment Variables from" lines. */
+export function envFromLines(c: IContainer): string[] {
+  return (c.envFrom ?? []).map((e) => {
+    const ref = e.configMapRef ?? e.secretRef;
+    const kind = e.configMapRef ? 'ConfigMap' : 'Secret';
+    return `      ${ref?.name ?? ''}  ${kind}${e.prefix ? ` with prefix '${e.prefix}'` : ''}  Optional: ${ref?.optional === true}`;
+  });
 }
 
 function clock(ms: number): string {
@@ -136,10 +183,10 @@ records still give the timeline and the output says events need a watch.`;
     const inits = pod.spec?.initContainers ?? [];
     if (inits.length) {
       lines.push('Init Containers:');
-      for (const c of inits) containerSection(lines, c, s?.initContainerStatuses?.find((x) => x.name === c.name), readinessUnknown.includes(c.name));
+      for (const c of inits) containerSection(lines, pod, c, s?.initContainerStatuses?.find((x) => x.name === c.name), readinessUnknown.includes(c.name));
     }
     lines.push('Containers:');
-    for (const c of pod.spec?.containers ?? []) containerSection(lines, c, s?.containerStatuses?.find((x) => x.name === c.name), readinessUnknown.includes(c.name));
+    for (const c of pod.spec?.containers ?? []) containerSection(lines, pod, c, s?.containerStatuses?.find((x) => x.name === c.name), readinessUnknown.includes(c.name));
     lines.push('Conditions:');
     lines.push(
       ...plainTable(

@@ -7,6 +7,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { fetchPodEvents, nextStart, whyNotRunning } from '../../src/core/podview/describe.js';
 import { startStatusServer } from '../../src/core/status/server.js';
+import { envFromLines, envLines } from '../../src/commands/describe.js';
 import { makePod } from '../support/builders.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -64,4 +65,47 @@ test('the status server serves the kubelet events as a v1 EventList, one pod wit
     server.close();
     dir.cleanup();
   }
+});
+
+test('describe Environment: values as written, references named and never resolved for secrets, fields and resources resolved as kubectl', () => {
+  const pod: IPod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'lab', uid: 'u-1', labels: { app: 'web' } },
+    spec: {
+      nodeName: 'node-a',
+      containers: [
+        {
+          name: 'app',
+          image: 'busybox:1.36',
+          resources: { limits: { memory: '64Mi' } },
+          env: [
+            { name: 'PLAIN', value: 'one\ntwo' },
+            { name: 'POD', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
+            { name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+            { name: 'APP', valueFrom: { fieldRef: { fieldPath: "metadata.labels['app']" } } },
+            { name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+            { name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
+            { name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'password' } } },
+            { name: 'MODE', valueFrom: { configMapKeyRef: { name: 'settings', key: 'mode', optional: true } } },
+          ],
+          envFrom: [{ configMapRef: { name: 'settings' } }, { secretRef: { name: 'creds', optional: true }, prefix: 'DB_' }],
+        },
+      ],
+    },
+    status: { podIP: '10.88.0.7', podIPs: [{ ip: '10.88.0.7' }] },
+  };
+  const c = pod.spec!.containers[0]!;
+  assert.deepEqual(envLines(pod, c), [
+    '      PLAIN:  one',
+    '        two',
+    '      POD:  web (v1:metadata.name)',
+    '      IP:  10.88.0.7 (v1:status.podIP)',
+    '      APP:  web (v1:metadata.labels[\'app\'])',
+    '      MEM:  64 (limits.memory)',
+    '      CPU:  node allocatable (limits.cpu)',
+    "      PASSWORD:  <set to the key 'password' in secret 'creds'>  Optional: false",
+    "      MODE:  <set to the key 'mode' of config map 'settings'>  Optional: true",
+  ]);
+  assert.deepEqual(envFromLines(c), ['      settings  ConfigMap  Optional: false', "      creds  Secret with prefix 'DB_'  Optional: true"]);
 });
