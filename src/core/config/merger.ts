@@ -1,11 +1,18 @@
 import type { IPod } from 'kubernetes-models/v1';
 import { canonicalJSON } from '../kuberuntime/hash.js';
 import type { PodUpdate } from '../loop.js';
-import { CONFIG_HASH_ANNOTATION } from '../pod/index.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION } from '../pod/index.js';
 
 /** What decides UPDATE rather than RECONCILE: the content, not when it was seen. */
 function contentKey(pod: IPod): string {
   return pod.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] ?? canonicalJSON({ spec: pod.spec, labels: pod.metadata?.labels });
+}
+
+/** The pod with the first-seen time of the one it replaces: a local annotation, never a change (kubelet's checkAndUpdatePod). */
+function keepFirstSeen(pod: IPod, old: IPod): IPod {
+  const seen = old.metadata?.annotations?.[CONFIG_SEEN_ANNOTATION];
+  if (seen === undefined || pod.metadata?.annotations?.[CONFIG_SEEN_ANNOTATION] === seen) return pod;
+  return { ...pod, metadata: { ...pod.metadata, annotations: { ...pod.metadata?.annotations, [CONFIG_SEEN_ANNOTATION]: seen } } };
 }
 
 /**
@@ -35,12 +42,19 @@ export class PodConfigMerger {
         this.onConflict?.(source, pod, owner);
         continue;
       }
-      next.set(uid, pod);
       const old = previous.get(uid);
-      if (!old) adds.push(pod);
-      else if (pod.metadata?.deletionTimestamp && !old.metadata?.deletionTimestamp) deletes.push(pod);
-      else if (contentKey(old) !== contentKey(pod)) updates.push(pod);
-      else if (canonicalJSON(old) !== canonicalJSON(pod)) reconciles.push(pod);
+      if (!old) {
+        next.set(uid, pod);
+        adds.push(pod);
+        continue;
+      }
+      // A re-read of an unchanged file only moves the seen time: keep the object, emit nothing.
+      const current = keepFirstSeen(pod, old);
+      next.set(uid, current);
+      if (current.metadata?.deletionTimestamp && !old.metadata?.deletionTimestamp) deletes.push(current);
+      else if (contentKey(old) !== contentKey(current)) updates.push(current);
+      else if (canonicalJSON(old) !== canonicalJSON(current)) reconciles.push(current);
+      else next.set(uid, old);
     }
     const removes = [...previous].filter(([uid]) => !next.has(uid)).map(([, pod]) => pod);
     this.bySource.set(source, next);
