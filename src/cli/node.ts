@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
 import { hostname, networkInterfaces } from 'node:os';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
@@ -31,11 +33,21 @@ export function hostIP(): string | undefined {
   return undefined;
 }
 
+/**
+ * The agent a watch records on its pods: "watch" on the default root dir, and one per other root
+ * dir, so that a second watch (on another root dir, which its lock allows) never takes the
+ * first one's pods for orphans and removes them.
+ */
+export function watchAgent(rootDir: string): string {
+  const dir = resolve(rootDir);
+  return dir === DEFAULT_ROOT_DIR ? 'watch' : `watch-${createHash('sha256').update(dir).digest('hex').slice(0, 10)}`;
+}
+
 export function buildKubelet(
   client: CriClient,
   flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean },
   runtimeName?: string,
-  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace'>> = {},
+  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans'>> = {},
 ): Kubelet {
   return new Kubelet({
     ...extra,

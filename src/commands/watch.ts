@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
-import { buildKubelet, nodeFlags } from '../cli/node.js';
+import { buildKubelet, nodeFlags, watchAgent } from '../cli/node.js';
 import { eventLine, eventWorthALine, statusLine } from '../cli/render.js';
 import { podTable } from '../cli/table.js';
 import { connect } from '../cli/runtime.js';
@@ -75,7 +75,7 @@ While it runs, GET /healthz, /pods, /events and /metrics answer on <root-dir>/po
       tracer?.observeCall(call);
     });
     const version = await client.version();
-    const kubelet = buildKubelet(client, flags, version.runtimeName, { agent: 'watch', metrics, trace: tracer });
+    const kubelet = buildKubelet(client, flags, version.runtimeName, { agent: watchAgent(flags['root-dir']), removeOrphans: true, metrics, trace: tracer });
     tracer?.attach(kubelet);
     const stamp = () => new Date().toISOString().slice(11, 19);
     const relistPeriodMs = parseDuration(flags['pleg-relist-period'], '--pleg-relist-period');

@@ -11,6 +11,7 @@ import { SyncLoop } from '../../src/core/loop.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { startStatusServer } from '../../src/core/status/server.js';
+import { DEFAULT_ROOT_DIR, watchAgent } from '../../src/cli/node.js';
 import { scratchDir } from '../support/e2e.js';
 import { getUnix as get } from '../support/http.js';
 
@@ -55,6 +56,32 @@ describe('syncLoop on the fake runtime', () => {
     assert.deepEqual(r.removedPods, ['default/stale-watch']);
     assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['from-run', 'wanted']);
     for (const k of [run, watch]) for (const name of ['from-run', 'wanted']) {
+      await k.syncTerminatingPod(pod(name), 0);
+      await k.syncTerminatedPod(pod(name));
+    }
+    assert.equal(fake.sandboxes().length, 0);
+  });
+
+  test('two watches on different root dirs: neither takes the other\'s pods for orphans', async () => {
+    const clock = new FakeClock();
+    assert.equal(watchAgent(DEFAULT_ROOT_DIR), 'watch');
+    assert.equal(watchAgent(`${DEFAULT_ROOT_DIR}/`), 'watch', 'the same directory spelled differently');
+    assert.notEqual(watchAgent('/srv/a'), watchAgent('/srv/b'));
+    assert.match(watchAgent('/srv/a'), /^watch-[0-9a-f]{10}$/, 'a valid label value');
+    const a = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: watchAgent('/srv/a'), removeOrphans: true });
+    const b = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: watchAgent('/srv/b'), removeOrphans: true });
+    a.addOrUpdatePod(pod('of-a'));
+    b.addOrUpdatePod(pod('of-b'));
+    await a.workers.waitIdle();
+    await b.workers.waitIdle();
+    assert.deepEqual((await a.housekeeping()).removedPods, []);
+    assert.deepEqual((await b.housekeeping()).removedPods, []);
+    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['of-a', 'of-b']);
+    // A pod of its own that no source wants is still an orphan to each.
+    await b.syncPod(pod('stale-b'), 'create');
+    assert.deepEqual((await b.housekeeping()).removedPods, ['default/stale-b']);
+    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['of-a', 'of-b']);
+    for (const [k, name] of [[a, 'of-a'], [b, 'of-b']] as const) {
       await k.syncTerminatingPod(pod(name), 0);
       await k.syncTerminatedPod(pod(name));
     }
