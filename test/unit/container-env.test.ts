@@ -111,7 +111,7 @@ describe('container environment (makeEnvironmentVariables)', () => {
     const fromMissing = pod(`  containers:\n  - name: app\n    image: busybox:1.36\n    envFrom:\n    - secretRef: {name: absent}\n`);
     assert.throws(() => makeEnvironmentVariables(ctx(fromMissing)), /secret "absent" not found/);
     const optional = pod(
-      `  containers:\n  - name: app\n    image: busybox:1.36\n    envFrom:\n    - secretRef: {name: absent, optional: true}\n    env:\n    - {name: X, valueFrom: {configMapKeyRef: {name: nope, key: k, optional: true}}}\n    - {name: Y, valueFrom: {secretKeyRef: {name: creds, key: NOKEY, optional: true}}}\n    - {name: Z, value: z}\n`,
+      `  containers:\n  - name: app\n    image: busybox:1.36\n    envFrom:\n    - secretRef: {name: absent, optional: true}\n    env:\n    - {name: X, valueFrom: {configMapKeyRef: {name: nope, key: k, optional: true}}}\n    - {name: W, valueFrom: {secretKeyRef: {name: creds, key: NOKEY, optional: true}}}\n    - {name: Z, value: z}\n`,
     );
     assert.deepEqual(asMap(makeEnvironmentVariables(ctx(optional))), { Z: 'z' });
   });

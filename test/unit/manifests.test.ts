@@ -317,6 +317,30 @@ spec:
   assert.equal(pods[0]!.pod.spec!.containers[0]!.ports![0]!.containerPort, 8080, 'decimals stay decimal');
 });
 
+test('booleans are read as Kubernetes reads manifests (YAML 1.1): readOnly: yes is true, and an unquoted no where a string belongs is an error that says to quote it', () => {
+  const text = (value: string) => `apiVersion: v1
+kind: Pod
+metadata: {name: norway}
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    env: [{name: COUNTRY, value: ${value}}]
+    volumeMounts: [{name: d, mountPath: /d, readOnly: yes}, {name: d, mountPath: /e, readOnly: Off}]
+  volumes: [{name: d, emptyDir: {}}]
+`;
+  const quoted = parseManifestText(text('"no"'), src, opts);
+  assert.deepEqual(quoted.problems, []);
+  const c = quoted.pods[0]!.pod.spec!.containers[0]!;
+  assert.equal(c.env![0]!.value, 'no');
+  assert.deepEqual(c.volumeMounts!.map((m) => m.readOnly), [true, false]);
+  assert.deepEqual(problemsOf(text('no')), [
+    'error doc1 spec.containers[0].env[0].value: expected a string, got the boolean false (YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value)',
+  ]);
+  assert.deepEqual(problemsOf(text('8080')), ['error doc1 spec.containers[0].env[0].value: expected a string, got the number 8080 (quote the value to keep it a string)']);
+  assert.equal(parseManifestText(text('yesterday'), src, opts).pods[0]!.pod.spec!.containers[0]!.env![0]!.value, 'yesterday', 'only whole words are booleans');
+});
+
 test('a Pod without a spec is an error naming spec, not a crash (found by the fuzz test)', () => {
   assert.deepEqual(problemsOf('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\n'), ['error doc1 spec: required; expected the pod spec with at least one container']);
   assert.deepEqual(parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\nspec: null\n', src, opts).pods, []);

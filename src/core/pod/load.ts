@@ -32,11 +32,26 @@ const yaml11Int = new yaml.Type('tag:yaml.org,2002:int', {
   represent: (v: object) => String(v),
 });
 
+/**
+ * YAML 1.1 booleans, as the kubelet's YAML reader (go-yaml v2) resolves them:
+ * `readOnly: yes` is true there, and `value: no` is a boolean where a string
+ * belongs (an error on a cluster, so an error here too, not a silent "no").
+ */
+const YAML11_TRUE = new Set(['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON']);
+const YAML11_FALSE = new Set(['n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF']);
+const yaml11Bool = new yaml.Type('tag:yaml.org,2002:bool', {
+  kind: 'scalar',
+  resolve: (data: string | null) => data !== null && (YAML11_TRUE.has(data) || YAML11_FALSE.has(data)),
+  construct: (data: string) => YAML11_TRUE.has(data),
+  predicate: (v: unknown) => typeof v === 'boolean',
+  represent: (v: object) => String(v),
+});
+
 // js-yaml exports its built-in types at run time; @types/js-yaml does not declare them.
-const builtin = (yaml as unknown as { types: Record<'null' | 'bool' | 'float' | 'str' | 'seq' | 'map', yaml.Type> }).types;
+const builtin = (yaml as unknown as { types: Record<'null' | 'float' | 'str' | 'seq' | 'map', yaml.Type> }).types;
 
 export const MANIFEST_SCHEMA = new yaml.Schema({
-  implicit: [builtin.null, builtin.bool, yaml11Int, builtin.float],
+  implicit: [builtin.null, yaml11Bool, yaml11Int, builtin.float],
   explicit: [builtin.str, builtin.seq, builtin.map],
 });
 

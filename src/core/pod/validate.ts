@@ -31,7 +31,25 @@ export function jsonPointerToPath(pointer: string): string {
   return out;
 }
 
-function ajvMessage(e: AjvError): { field: string; message: string } {
+/** The value at a JSON pointer of the document. */
+function valueAt(doc: unknown, pointer: string): unknown {
+  let v = doc;
+  for (const raw of pointer.split('/').slice(1)) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[raw.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return v;
+}
+
+/** Why YAML gave a boolean or a number where a string belongs, and the fix. */
+function unquotedHint(expected: unknown, actual: unknown): string {
+  if (expected !== 'string') return '';
+  if (typeof actual === 'boolean') return `, got the boolean ${actual} (YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value)`;
+  if (typeof actual === 'number') return `, got the number ${actual} (quote the value to keep it a string)`;
+  return '';
+}
+
+function ajvMessage(e: AjvError, doc: unknown): { field: string; message: string } {
   const field = jsonPointerToPath(e.instancePath);
   switch (e.keyword) {
     case 'required': {
@@ -39,7 +57,7 @@ function ajvMessage(e: AjvError): { field: string; message: string } {
       return { field: field ? `${field}.${missing}` : missing, message: 'required field is missing' };
     }
     case 'type':
-      return { field, message: `expected ${e.params.type === 'integer' ? 'an integer' : `a ${String(e.params.type)}`}` };
+      return { field, message: `expected ${e.params.type === 'integer' ? 'an integer' : `a ${String(e.params.type)}`}${unquotedHint(e.params.type, valueAt(doc, e.instancePath))}` };
     case 'enum':
       return { field, message: `expected one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` };
     case 'format':
@@ -62,7 +80,7 @@ function schemaProblems(kind: string, doc: Record<string, unknown>): FieldProble
     if (!Array.isArray(errors)) return [{ field: '', message: `schema validation failed: ${(err as Error).message}`, severity: 'error' }];
     const seen = new Set<string>();
     return errors
-      .map(ajvMessage)
+      .map((e) => ajvMessage(e, doc))
       .filter((p) => !seen.has(`${p.field}|${p.message}`) && seen.add(`${p.field}|${p.message}`))
       .map((p) => ({ ...p, severity: 'error' as const }));
   }
