@@ -331,51 +331,63 @@ test('exec -it under a pseudo-terminal (script): a shell with a tty, its exit co
 /** Pods made by a kubelet with no sync loop: nothing restarts them, as after `podctl run --detach`. */
 let staticKubelet: Kubelet | undefined;
 async function startUnmanaged(p: IPod): Promise<void> {
-  staticKubelet ??= new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, nodeName: 'e2e', agent: 'debug-e2e-static' });
+  staticKubelet ??= new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, rootDir: join(rootDir.dir, 'static'), nodeName: 'e2e', agent: 'debug-e2e-static' });
   await staticKubelet.syncPod(p, 'create');
 }
 
-// On SIGTERM it says so, takes 3 s to clean up, then says it exited cleanly.
-const SLOW_STOP = `trap 'echo got TERM; sleep 3; echo clean exit; exit 0' TERM; echo ready; sleep 3600 & wait`;
+// On SIGTERM it says so, takes 3 s to clean up, then says it exited cleanly; all of it into /out/log
+// (stdout of PID 1 too), since the pod's log directory goes with the pod.
+const SLOW_STOP = `exec >>/out/log 2>&1; trap 'echo got TERM; sleep 3; echo clean exit; exit 0' TERM; echo ready; sleep 3600 & wait`;
+
+/** Mounts a host directory at /out, which outlives the pod; returns the host path of /out/log. */
+function withHostOut(p: IPod): string {
+  const host = join(rootDir.dir, 'out', p.metadata!.name!);
+  p.spec!.volumes = [...(p.spec!.volumes ?? []), { name: 'out', hostPath: { path: host, type: 'DirectoryOrCreate' } }];
+  const c = p.spec!.containers[0]!;
+  c.volumeMounts = [...(c.volumeMounts ?? []), { name: 'out', mountPath: '/out' }];
+  return join(host, 'log');
+}
 
 test('delete pod honours the grace period: the pod\'s own gives time to clean up; --force ends it with SIGKILL after the 2 s minimum', async () => {
   const slow = shPod('slow-stop', SLOW_STOP);
   const hasty = shPod('hasty-stop', SLOW_STOP);
+  const outs = new Map<IPod, string>();
   for (const p of [slow, hasty]) {
     p.spec!.terminationGracePeriodSeconds = 10;
+    outs.set(p, withHostOut(p));
     await startUnmanaged(p);
   }
-  const logOf = (p: IPod) => join(logRoot.dir, `${NS}_${p.metadata!.name}_${p.metadata!.uid}`, 'app', '0.log');
-  const read = (p: IPod) => (existsSync(logOf(p)) ? readFileSync(logOf(p), 'utf8') : '');
+  const read = (p: IPod) => (existsSync(outs.get(p)!) ? readFileSync(outs.get(p)!, 'utf8') : '');
   assert.ok(await w8(async () => read(slow).includes('ready') && read(hasty).includes('ready'), 20_000), 'both pods run');
 
   const graceful = await cli(['delete', 'pod', 'slow-stop', '-n', NS]);
   assert.equal(graceful.code, 0, graceful.stderr);
   assert.equal(graceful.stdout, 'pod "slow-stop" deleted\n');
-  assert.match(read(slow), / F got TERM\n.* F clean exit\n/, 'the container had its 10 s to finish');
+  assert.match(read(slow), /^got TERM\nclean exit\n/m, 'the container had its 10 s to finish');
 
   const forced = await cli(['delete', 'pod/hasty-stop', '-n', NS, '--force']);
   assert.equal(forced.code, 0, forced.stderr);
-  assert.match(read(hasty), / F got TERM\n/);
+  assert.match(read(hasty), /^got TERM\n/m);
   assert.doesNotMatch(read(hasty), /clean exit/, 'killed before its clean-up could finish');
 
   for (const name of ['slow-stop', 'hasty-stop']) {
     assert.deepEqual(await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': NS } }), [], `${name} has no sandbox left`);
     assert.deepEqual(await client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': NS } }), [], `${name} has no container left`);
   }
+  for (const p of [slow, hasty]) assert.equal(existsSync(join(logRoot.dir, `${NS}_${p.metadata!.name}_${p.metadata!.uid}`)), false, 'the log directory went with the pod');
 });
 
 test('delete pod runs the preStop hook before SIGTERM, also from a process that only knows the pod from the runtime', async () => {
   const p = shPod('with-prestop', SLOW_STOP);
   p.spec!.terminationGracePeriodSeconds = 10;
-  p.spec!.containers[0]!.lifecycle = { preStop: { exec: { command: ['sh', '-c', 'echo prestop ran > /proc/1/fd/1'] } } };
+  p.spec!.containers[0]!.lifecycle = { preStop: { exec: { command: ['sh', '-c', 'echo prestop ran >> /proc/1/fd/1'] } } };
+  const log = withHostOut(p);
   await startUnmanaged(p);
-  const log = join(logRoot.dir, `${NS}_with-prestop_${p.metadata!.uid}`, 'app', '0.log');
   const read = () => (existsSync(log) ? readFileSync(log, 'utf8') : '');
   assert.ok(await w8(async () => read().includes('ready'), 20_000), 'the pod runs');
   const r = await cli(['delete', 'pod', 'with-prestop', '-n', NS]);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(read(), / F prestop ran\n.* F got TERM\n.* F clean exit\n/, 'preStop, then SIGTERM, then the clean-up within the grace period');
+  assert.match(read(), /^prestop ran\ngot TERM\nclean exit\n/m, 'preStop, then SIGTERM, then the clean-up within the grace period');
   assert.deepEqual(await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': 'with-prestop', 'io.kubernetes.pod.namespace': NS } }), []);
 });
 

@@ -8,7 +8,7 @@ import type { Kubelet } from '../../src/core/kubelet.js';
 import type { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { runtimeId } from '../../src/core/prober/index.js';
-import { containerLogLines, E2E_NAMESPACE, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
+import { containerLogLines, E2E_NAMESPACE, logFileLines, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
 
 let client: CriClient;
 let kubelet: Kubelet;
@@ -19,6 +19,8 @@ const logRoot = `${dirs.dir}/logs`;
 /** What the kubelet asked of the runtime when stopping and removing containers, observed on the real calls. */
 const stops: { id: string; timeout: number; at: number }[] = [];
 const removed = new Map<string, T.ContainerStatus | undefined>();
+/** Each removed container's log, as it was just before the removal (the pod's log directory goes with the pod). */
+const logsAtRemoval = new Map<string, string[]>();
 
 /** The real client, with StopContainer and RemoveContainer observed (the end state of a removed container stays readable). */
 function observed(c: CriClient): RuntimeService {
@@ -32,7 +34,9 @@ function observed(c: CriClient): RuntimeService {
       }
       if (prop === 'removeContainer') {
         return async (id: string) => {
-          removed.set(id, (await target.containerStatus(id).catch(() => undefined))?.status ?? undefined);
+          const status = (await target.containerStatus(id).catch(() => undefined))?.status ?? undefined;
+          removed.set(id, status);
+          if (status?.logPath) logsAtRemoval.set(id, logFileLines(status.logPath));
           return target.removeContainer(id);
         };
       }
@@ -204,13 +208,14 @@ test('postStart writes a file the container reads; preStop runs before SIGTERM; 
 `,
   );
   loop.addPods([hooks, stubborn]);
-  await waitFor(hooks, (s) => cs(s).state?.running !== undefined);
+  const hooksRunning = await waitFor(hooks, (s) => cs(s).state?.running !== undefined);
   const stubbornRunning = await waitFor(stubborn, (s) => cs(s).state?.running !== undefined);
   for (let i = 0; i < 40 && !containerLogLines(logRoot, hooks, 'app').includes('written-by-poststart'); i++) await new Promise((r) => setTimeout(r, 250));
   assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), ['written-by-poststart'], 'the main process read what postStart wrote');
 
   await remove(hooks, stubborn);
-  assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), ['written-by-poststart', 'prestop-ran', 'got-sigterm'], 'preStop before SIGTERM');
+  assert.deepEqual(logsAtRemoval.get(runtimeId(cs(hooksRunning).containerID)!), ['written-by-poststart', 'prestop-ran', 'got-sigterm'], 'preStop before SIGTERM');
+  assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), [], 'the log directory went with the pod');
 
   const id = runtimeId(cs(stubbornRunning).containerID)!;
   const stop = stops.find((s) => s.id === id);

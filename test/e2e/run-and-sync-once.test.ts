@@ -153,8 +153,14 @@ test('an invalid manifest is rejected with file, document and field, and nothing
 test('run in the foreground: SIGTERM terminates its pods gracefully, removes them and exits 0', async () => {
   const { spawn } = await import('node:child_process');
   const file = join(dir.dir, 'fg.yaml');
-  // A shell that traps TERM proves the container got SIGTERM before any SIGKILL.
-  writeFileSync(file, podYaml('fg', [{ name: 'app', command: ['sh', '-c', "trap 'echo got-sigterm; exit 0' TERM; while true; do sleep 0.2; done"] }]));
+  // A shell that traps TERM proves the container got SIGTERM before any SIGKILL. It says so in a host
+  // directory too, since the pod's log directory goes with the pod.
+  const hostOut = join(dir.dir, 'fg-out');
+  writeFileSync(
+    file,
+    podYaml('fg', [{ name: 'app', command: ['sh', '-c', "trap 'echo got-sigterm | tee /out/said; exit 0' TERM; while true; do sleep 0.2; done"] }]) +
+      `    volumeMounts: [{name: out, mountPath: /out}]\n  volumes: [{name: out, hostPath: {path: ${hostOut}, type: DirectoryOrCreate}}]\n`,
+  );
   const child = spawn(process.execPath, [join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js'), 'run', file, ...common], {
     env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT },
   });
@@ -171,6 +177,6 @@ test('run in the foreground: SIGTERM terminates its pods gracefully, removes the
   assert.equal(view.sandboxes.length, 0, 'sandbox removed');
   assert.equal(view.containers.length, 0, 'containers removed');
   const { readdirSync, readFileSync } = await import('node:fs');
-  const podDir = readdirSync(logRoot.dir).find((d) => d.startsWith(`${E2E_NAMESPACE}_fg_`))!;
-  assert.match(readFileSync(join(logRoot.dir, podDir, 'app', '0.log'), 'utf8'), /stdout F got-sigterm/);
+  assert.equal(readFileSync(join(hostOut, 'said'), 'utf8'), 'got-sigterm\n');
+  assert.deepEqual(readdirSync(logRoot.dir).filter((d) => d.startsWith(`${E2E_NAMESPACE}_fg_`)), [], 'the log directory went with the pod');
 });

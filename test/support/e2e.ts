@@ -78,9 +78,14 @@ export function waitForStatus(kubelet: Kubelet, p: IPod, cond: (s: IPodStatus) =
 /** The messages of a container instance's CRI log (partial lines joined); [] when there is none yet. */
 export function containerLogLines(logRoot: string, p: IPod, container: string, restartCount = 0): string[] {
   const m = p.metadata!;
+  return logFileLines(join(logRoot, `${m.namespace}_${m.name}_${m.uid}`, container, `${restartCount}.log`));
+}
+
+/** The lines of a CRI log file; none when it does not exist. */
+export function logFileLines(path: string): string[] {
   let text: string;
   try {
-    text = readFileSync(join(logRoot, `${m.namespace}_${m.name}_${m.uid}`, container, `${restartCount}.log`), 'utf8');
+    text = readFileSync(path, 'utf8');
   } catch {
     return [];
   }

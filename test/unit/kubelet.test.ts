@@ -1,12 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../src/core/cri/fake/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
+import { podLogDirectory } from '../../src/core/kuberuntime/config.js';
 import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import type { SourceObjects } from '../../src/core/objects.js';
@@ -287,7 +288,10 @@ describe('a sync starts from the PLEG cache when a relist began after its last s
     assert.ok(total() > calls);
     assert.equal(app().restartCount, 1, 'and restarts nothing twice');
 
+    const logDir = podLogDirectory(logs.dir, p);
+    assert.ok(existsSync(logDir));
     await kubelet.syncTerminatingPod(p, 0);
     await kubelet.syncTerminatedPod(p);
+    assert.equal(existsSync(logDir), false, 'the log directory goes with the pod');
   });
 });

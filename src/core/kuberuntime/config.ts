@@ -9,7 +9,7 @@ import { canonicalJSON, hashContainer } from './hash.js';
 import * as L from './labels.js';
 
 /** Where a pod's logs live: <logRoot>/<namespace>_<name>_<uid>. */
-export function podLogDirectory(logRoot: string, pod: IPod): string {
+export function podLogDirectory(logRoot: string, pod: Pick<IPod, 'metadata'>): string {
   const m = pod.metadata!;
   return join(logRoot, `${m.namespace}_${m.name}_${m.uid}`);
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { IContainer, ILifecycleHandler, IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
@@ -593,6 +593,14 @@ export class RuntimeManager {
     }
     if (this.volumes && status.uid) await this.volumes.tearDown(status.uid);
     if (this.rootDir && status.uid) await rm(this.podDir(status.uid), { recursive: true, force: true });
+    // The logs go with the pod, as the kubelet's container GC removes a deleted pod's log directory:
+    // this process's log root, and where the containers' log paths say (another process may have
+    // started the pod with another --log-root). Only a directory named for this very pod.
+    if (status.uid && status.name) {
+      const own = podLogDirectory(this.logRoot, { metadata: { uid: status.uid, name: status.name, namespace: status.namespace } });
+      const dirs = new Set([own, ...status.containers.flatMap((c) => (c.logPath ? [dirname(dirname(c.logPath))] : []))]);
+      for (const dir of dirs) if (basename(dir) === basename(own)) await rm(dir, { recursive: true, force: true });
+    }
   }
 }
 
