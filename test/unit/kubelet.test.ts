@@ -153,6 +153,52 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
       await kubelet.syncTerminatedPod(p);
     }
   });
+
+  const total = () => Object.values(fake.calls()).reduce((a, b) => a + b, 0);
+
+  test('the PLEG cache: resync after a relist: no CRI call; a change is seen once relisted; right after its own restart a sync reads the runtime', async () => {
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+    const pleg = kubelet.createPleg();
+    const p = pod('cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+    const app = () => kubelet.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!;
+    await kubelet.syncPod(p, 'create');
+    assert.ok(app().state?.running);
+
+    // No relist since the last sync: the runtime is read.
+    let calls = total();
+    await kubelet.syncPod(p, 'sync');
+    assert.ok(total() > calls, 'a sync with no newer relist reads the runtime');
+
+    clock.advance(1);
+    await pleg.relist();
+    calls = total();
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(total(), calls, 'a periodic resync after a relist makes no CRI call');
+    assert.ok(app().state?.running);
+
+    // The container dies; the relist re-reads the pod and the sync restarts it from the cache.
+    fake.exitContainer(fake.containers().find((c) => c.state === 'CONTAINER_RUNNING')!.id, 1);
+    clock.advance(1);
+    await pleg.relist();
+    calls = total();
+    const before = fake.calls();
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(app().restartCount, 1);
+    assert.ok(app().state?.running, 'restarted, and the status after the restart is read from the runtime');
+    assert.equal(fake.calls()['CreateContainer']! - (before['CreateContainer'] ?? 0), 1);
+
+    // Right after its own writes, no relist has seen them: the next sync reads the runtime again.
+    calls = total();
+    await kubelet.syncPod(p, 'sync');
+    assert.ok(total() > calls);
+    assert.equal(app().restartCount, 1, 'and restarts nothing twice');
+
+    const logDir = podLogDirectory(logs.dir, p);
+    assert.ok(existsSync(logDir));
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+    assert.equal(existsSync(logDir), false, 'the log directory goes with the pod');
+  });
 });
 
 describe('the generic PLEG on 1,000 fake pods', () => {
@@ -230,68 +276,4 @@ test('SyncPod refreshes configMap volumes of a running pod when the ConfigMap ch
     await fake.stop();
     dirs.cleanup();
   }
-});
-
-describe('a sync starts from the PLEG cache when a relist began after its last sync', () => {
-  let fake: FakeRuntime;
-  let client: CriClient;
-  let clock: FakeClock;
-  const logs = scratchDir('unit-cache-logs');
-
-  before(async () => {
-    clock = new FakeClock();
-    fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
-    client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-  });
-  after(async () => {
-    client.close();
-    await fake.stop();
-    logs.cleanup();
-  });
-
-  const total = () => Object.values(fake.calls()).reduce((a, b) => a + b, 0);
-
-  test('resync after a relist: no CRI call; a change is seen once relisted; right after its own restart a sync reads the runtime', async () => {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
-    const pleg = kubelet.createPleg();
-    const p = pod('cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
-    const app = () => kubelet.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!;
-    await kubelet.syncPod(p, 'create');
-    assert.ok(app().state?.running);
-
-    // No relist since the last sync: the runtime is read.
-    let calls = total();
-    await kubelet.syncPod(p, 'sync');
-    assert.ok(total() > calls, 'a sync with no newer relist reads the runtime');
-
-    clock.advance(1);
-    await pleg.relist();
-    calls = total();
-    await kubelet.syncPod(p, 'sync');
-    assert.equal(total(), calls, 'a periodic resync after a relist makes no CRI call');
-    assert.ok(app().state?.running);
-
-    // The container dies; the relist re-reads the pod and the sync restarts it from the cache.
-    fake.exitContainer(fake.containers().find((c) => c.state === 'CONTAINER_RUNNING')!.id, 1);
-    clock.advance(1);
-    await pleg.relist();
-    calls = total();
-    const before = fake.calls();
-    await kubelet.syncPod(p, 'sync');
-    assert.equal(app().restartCount, 1);
-    assert.ok(app().state?.running, 'restarted, and the status after the restart is read from the runtime');
-    assert.equal(fake.calls()['CreateContainer']! - (before['CreateContainer'] ?? 0), 1);
-
-    // Right after its own writes, no relist has seen them: the next sync reads the runtime again.
-    calls = total();
-    await kubelet.syncPod(p, 'sync');
-    assert.ok(total() > calls);
-    assert.equal(app().restartCount, 1, 'and restarts nothing twice');
-
-    const logDir = podLogDirectory(logs.dir, p);
-    assert.ok(existsSync(logDir));
-    await kubelet.syncTerminatingPod(p, 0);
-    await kubelet.syncTerminatedPod(p);
-    assert.equal(existsSync(logDir), false, 'the log directory goes with the pod');
-  });
 });
