@@ -1,3 +1,4 @@
+import { createInterface } from 'node:readline/promises';
 import type { Hook } from '@oclif/core';
 import { distance } from 'fastest-levenshtein';
 
@@ -19,7 +20,20 @@ export function closestCommand(typed: string, ids: readonly string[]): string | 
   return best.d <= Math.max(2, Math.floor(best.id.length / 3)) ? best.id : undefined;
 }
 
-/** An unknown command is a usage error (exit 2), with a suggestion on any output, not only a terminal. */
+/** Asks on the terminal whether to run the suggestion; no by default. */
+async function confirm(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * An unknown command is a usage error (exit 2) with the closest command as a
+ * suggestion, on any output; on a terminal podctl offers to run it.
+ */
 const hook: Hook.CommandNotFound = async function (opts) {
   const sep = opts.config.topicSeparator;
   const show = (id: string) => id.replaceAll(':', sep);
@@ -29,10 +43,14 @@ const hook: Hook.CommandNotFound = async function (opts) {
   const words = opts.id.split(':');
   const n = suggestion ? suggestion.split(':').length : 1;
   const rest = [...words.slice(n), ...(opts.argv ?? [])];
-  const lines = [`${opts.config.bin}: "${words.slice(0, n).join(' ')}" is not a ${opts.config.bin} command.`];
-  if (suggestion) lines.push(`Did you mean "${[opts.config.bin, show(suggestion), ...rest].join(' ')}"?`);
-  lines.push(`Run "${opts.config.bin} help" for the list of commands.`);
-  process.stderr.write(`${lines.join('\n')}\n`);
+  process.stderr.write(`${opts.config.bin}: "${words.slice(0, n).join(' ')}" is not a ${opts.config.bin} command.\n`);
+  const didYouMean = suggestion && `Did you mean "${[opts.config.bin, show(suggestion), ...rest].join(' ')}"?`;
+  if (didYouMean && process.stdin.isTTY && process.stderr.isTTY) {
+    if (await confirm(didYouMean)) return this.config.runCommand(suggestion, rest);
+  } else if (didYouMean) {
+    process.stderr.write(`${didYouMean}\n`);
+  }
+  process.stderr.write(`Run "${opts.config.bin} help" for the list of commands.\n`);
   this.exit(2);
 };
 

@@ -30,20 +30,26 @@ function underPty(args: string[], prompt: RegExp, answer: string, env: NodeJS.Pr
   );
 }
 
-test('a mistyped command: "did you mean" on a terminal, and the suggestion runs when accepted; without one, exit 127', async () => {
-  const yes = await underPty(['gett', 'pods', '-n', 'podctl-nowhere', '--root-dir', '/nonexistent'], /Did you mean .*get pods.*\?/, 'y\r');
-  assert.match(yes.out, /gett pods.* is not a podctl command/);
+test('a mistyped command: "did you mean" on a terminal, and the suggestion runs when accepted; declined or without a terminal, exit 2', async () => {
+  const yes = await underPty(['gett', 'pods', '-n', 'podctl-nowhere', '--root-dir', '/nonexistent'], /Did you mean "podctl get pods -n podctl-nowhere --root-dir \/nonexistent"\? \[y\/N\]/, 'y\r');
+  assert.match(yes.out, /"gett pods" is not a podctl command/);
   assert.match(yes.out, /No resources found in podctl-nowhere namespace\./, 'the suggested command ran with the same arguments');
   assert.equal(yes.code, 0);
+  const no = await underPty(['lgos'], /Did you mean "podctl logs"\? \[y\/N\]/, 'n\r');
+  assert.equal(no.code, 2);
+  assert.match(no.out, /Run "podctl help" for the list of commands\./);
   const piped = podctl(['lgos']);
-  assert.equal(piped.code, 127);
-  assert.match(piped.stderr, /lgos is not a podctl command/);
+  assert.equal(piped.code, 2);
+  assert.equal(piped.stderr, 'podctl: "lgos" is not a podctl command.\nDid you mean "podctl logs"?\nRun "podctl help" for the list of commands.\n');
 });
 
-test('NO_COLOR: no colour codes even on a terminal', async () => {
-  const r = await underPty(['lgos'], /Did you mean/, 'n\r', { NO_COLOR: '1' });
-  assert.match(r.out, /lgos is not a podctl command/);
+test('NO_COLOR: no colour codes even on a terminal, where help has them otherwise', async () => {
   const sgrColour = new RegExp(`${String.fromCharCode(27)}\\[(3\\d|9\\d|1)m`);
+  const coloured = await underPty(['help'], /^$/, '');
+  assert.match(coloured.out, /USAGE/);
+  assert.match(coloured.out, sgrColour, 'on a terminal help is styled');
+  const r = await underPty(['help'], /^$/, '', { NO_COLOR: '1' });
+  assert.match(r.out, /USAGE/);
   assert.doesNotMatch(r.out, sgrColour, JSON.stringify(r.out));
 });
 
