@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
+import { watchAgent } from '../../src/cli/node.js';
 import { podSandboxConfig } from '../../src/core/kuberuntime/config.js';
+import { POD_UID_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
 
@@ -20,6 +22,9 @@ const root = join(dirs.dir, 'root');
 const logs = join(dirs.dir, 'logs');
 const running = new Set<RunningPodctl>();
 
+/** The node name the watches here run with: a pod's UID derives from it, as the kubelet's static pods. */
+const NODE = 'e2e';
+
 function podYaml(name: string): string {
   return `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n  volumes:\n  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 1Mi}}\n`;
 }
@@ -27,7 +32,7 @@ const write = (name: string) => writeFileSync(join(manifests, `${name}.yaml`), p
 const unlink = (name: string) => rmSync(join(manifests, `${name}.yaml`), { force: true });
 
 function startWatch(): RunningPodctl {
-  const w = startPodctl(['watch', manifests, '--root-dir', root, '--log-root', logs, '--pleg', 'generic', '--pleg-relist-period', '200ms', '--file-check-frequency', '1s']);
+  const w = startPodctl(['watch', manifests, '--root-dir', root, '--log-root', logs, '--node-name', NODE, '--pleg', 'generic', '--pleg-relist-period', '200ms', '--file-check-frequency', '1s']);
   running.add(w);
   void w.done.then(() => running.delete(w));
   return w;
@@ -111,12 +116,17 @@ test('watch killed with SIGKILL at random points while syncing and terminating c
   const steadyId = start.get('steady')!.runningIds[0]!;
 
   // A sandbox left half-created (killed between RunPodSandbox and CreateContainer): made by hand, as podctl would have.
-  const half = parseManifestText(podYaml('half'), { kind: 'file', path: join(manifests, 'half.yaml') }, { nodeName: 'e2e' }).pods[0]!.pod;
+  const half = parseManifestText(podYaml('half'), { kind: 'file', path: join(manifests, 'half.yaml') }, { nodeName: NODE }).pods[0]!.pod;
   await crash(w);
-  await client.runPodSandbox(podSandboxConfig(half, 0, logs, 'watch'));
+  const halfSandbox = await client.runPodSandbox(podSandboxConfig(half, 0, logs, watchAgent(root)));
   write('half');
   w = startWatch();
   await converged(['steady', 'half'], []);
+  assert.deepEqual(
+    (await client.listPodSandbox({ labelSelector: { [POD_UID_LABEL]: half.metadata!.uid! } })).map((s) => s.id),
+    [halfSandbox],
+    'the half-made sandbox is the pod\'s: found and completed, not leaked beside a new one',
+  );
 
   // New pods, and watch killed somewhere in their sync.
   const kills = [40, 150, 320, 600];
