@@ -157,22 +157,32 @@ export class GenericPleg {
         this.opts.runtime.listPodSandboxSummaries({ labelSelector: selector }),
         this.opts.runtime.listContainerSummaries({ labelSelector: selector }),
       ]);
+      // At steady state nearly every record is as it was: keep the previous one (no allocation
+      // for thousands of records a second, which the garbage collector otherwise pays for).
       const current = new Map<string, Seen>();
+      const livePods = new Set<string>();
+      const keep = (id: string, uid: string, state: PlegState, make: () => Seen) => {
+        const before = this.previous.get(id);
+        current.set(id, before && before.uid === uid && before.state === state ? before : make());
+        livePods.add(uid);
+      };
       for (const s of sandboxes) {
         const uid = s.labels[L.POD_UID_LABEL] ?? s.metadata?.uid;
         if (!uid) continue;
-        current.set(s.id, { uid, namespace: s.metadata?.namespace ?? '', name: s.metadata?.name ?? '', state: s.state === 'SANDBOX_READY' ? 'running' : 'exited' });
+        const state = s.state === 'SANDBOX_READY' ? 'running' : 'exited';
+        keep(s.id, uid, state, () => ({ uid, namespace: s.metadata?.namespace ?? '', name: s.metadata?.name ?? '', state }));
       }
       for (const c of containers) {
         const uid = c.labels[L.POD_UID_LABEL];
         if (!uid) continue;
-        current.set(c.id, {
+        const state = containerState(c.state);
+        keep(c.id, uid, state, () => ({
           uid,
           namespace: c.labels[L.POD_NAMESPACE_LABEL] ?? '',
           name: c.labels[L.POD_NAME_LABEL] ?? '',
           containerName: c.labels[L.CONTAINER_NAME_LABEL] ?? c.metadata?.name,
-          state: containerState(c.state),
-        });
+          state,
+        }));
       }
       const events: PodLifecycleEvent[] = [];
       const changedPods = new Map<string, { name: string; namespace: string }>(this.reinspect);
@@ -186,7 +196,6 @@ export class GenericPleg {
 
       // Refresh the cache only for pods that changed: O(changes) status calls.
       this.reinspect = new Map();
-      const livePods = new Set([...current.values()].map((s) => s.uid));
       // A bounded pool: thousands of changed pods inspected all at once flood the runtime's connection
       // until no call completes (5,000 new pods stalled a relist for good); the kubelet inspects one at a time.
       await forEachLimited([...changedPods], RELIST_INSPECT_CONCURRENCY, async ([uid, pod]) => {
