@@ -99,6 +99,8 @@ export class Kubelet {
   private readonly lastSyncEnd = new Map<string, number>();
   /** Pods whose next sync must read the runtime (what it waits for shows in no list). */
   private readonly readRuntimeNext = new Set<string>();
+  /** Pods whose older dead containers go once their next sync ends. */
+  private readonly pruneAfterSync = new Set<string>();
 
   constructor(opts: KubeletOptions) {
     this.opts = opts;
@@ -295,21 +297,26 @@ export class Kubelet {
     return result;
   }
 
-  /** After a ContainerDied: keep only the newest dead instance of each of the pod's containers. */
+  /**
+   * After a ContainerDied: keep only the newest dead instance of each of the pod's containers.
+   * Done at the end of the pod's next sync (the event asks for one), in its worker lane: never
+   * beside a sync of the same pod, and waitIdle covers it.
+   */
   pruneDeadContainersSoon(uid: string): void {
-    const status = this.runtimeStatuses.get(uid);
-    if (!status) return;
-    void this.runtimeManager.pruneAllDead(status).catch(() => undefined);
+    this.pruneAfterSync.add(uid);
   }
 
   // PodSyncer -------------------------------------------------------------
 
   /** SyncPod at the kubelet level: returns true once the pod is terminal. */
   async syncPod(pod: IPod, _type: UpdateType): Promise<boolean> {
+    const uid = pod.metadata!.uid!;
     try {
       return await this.syncPodOnce(pod);
     } finally {
-      this.lastSyncEnd.set(pod.metadata!.uid!, this.clock.now());
+      const status = this.runtimeStatuses.get(uid);
+      if (this.pruneAfterSync.delete(uid) && status) await this.runtimeManager.pruneAllDead(status).catch(() => undefined);
+      this.lastSyncEnd.set(uid, this.clock.now());
     }
   }
 
@@ -357,6 +364,7 @@ export class Kubelet {
     this.runtimeStatuses.delete(uid);
     this.lastSyncEnd.delete(uid);
     this.readRuntimeNext.delete(uid);
+    this.pruneAfterSync.delete(uid);
     this.waiting.delete(uid);
     this.addedAt.delete(uid);
     this.events.forget(uid);
