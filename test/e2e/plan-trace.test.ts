@@ -12,7 +12,7 @@ import { SyncLoop } from '../../src/core/loop.js';
 import type { Plan } from '../../src/core/plan.js';
 import { loadManifests } from '../../src/core/pod/index.js';
 import type { TraceEvent } from '../../src/core/trace.js';
-import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, eventually, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
 
 let client: CriClient;
 const dir = scratchDir('e2e-plan');
@@ -34,16 +34,6 @@ async function snapshot(): Promise<string[]> {
   const selector = { [POD_NAMESPACE_LABEL]: E2E_NAMESPACE };
   const [sandboxes, containers] = await Promise.all([client.listPodSandbox({ labelSelector: selector }), client.listContainers({ labelSelector: selector })]);
   return [...sandboxes.map((s) => `sandbox ${s.id} ${s.state}`), ...containers.map((c) => `container ${c.id} ${c.state}`)].sort();
-}
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 const plan = (args: string[]) => podctl(['plan', '--node-name', NODE, ...args]);

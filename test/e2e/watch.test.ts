@@ -7,7 +7,7 @@ import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { embeddedEndpoint, embeddedPaths } from '../../src/core/embedded/index.js';
 import { livePid } from '../../src/core/embedded/process.js';
-import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, eventually, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
 import { getUnix as get } from '../support/http.js';
 
 let client: CriClient;
@@ -21,16 +21,6 @@ function podYaml(name: string, command: string[]): string {
 
 async function containers(name: string) {
   return client.listContainers({ labelSelector: { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
-}
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 function startWatch(): { child: ChildProcess; output: () => string; stop: () => Promise<number | null> } {

@@ -211,3 +211,14 @@ export async function startE2ENode(opts: Omit<KubeletOptions, 'runtime' | 'image
     },
   };
 }
+
+/** Polls `fn` every 200 ms until it returns a value; fails naming `what` after `timeoutMs`. */
+export async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
