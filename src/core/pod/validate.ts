@@ -4,6 +4,7 @@ import { Secret as SecretModel } from 'kubernetes-models/v1/Secret';
 import type { IContainer } from 'kubernetes-models/v1';
 import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
 import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain, isLabelValue, qualifiedNameProblem } from './names.js';
+import { isValidPodUID, POD_UID_EXPECTED } from './uid.js';
 
 /** A problem within one document: the loader adds file and document. */
 export interface FieldProblem {
@@ -128,7 +129,7 @@ export function unknownFields(kind: string, doc: unknown): { field: string; hint
 function podRules(doc: Record<string, unknown>): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const err = (field: string, message: string) => problems.push({ field, message, severity: 'error' });
-  const meta = (doc.metadata ?? {}) as { name?: unknown; namespace?: unknown; labels?: Record<string, unknown>; annotations?: Record<string, unknown> };
+  const meta = (doc.metadata ?? {}) as { name?: unknown; namespace?: unknown; uid?: unknown; labels?: Record<string, unknown>; annotations?: Record<string, unknown> };
   const spec = (doc.spec ?? {}) as Record<string, unknown>;
 
   if (typeof meta.name !== 'string' || meta.name === '') err('metadata.name', 'required; expected the pod name');
@@ -140,6 +141,10 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     const p = qualifiedNameProblem(k);
     if (p) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label key: ${p}`);
     if (typeof v === 'string' && !isLabelValue(v)) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label value "${v}": expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`);
+  }
+  // The UID names the pod's directories: only what the API server or the kubelet could have made becomes one.
+  if (typeof meta.uid === 'string' && meta.uid !== '' && !isValidPodUID(meta.uid)) {
+    err('metadata.uid', `${JSON.stringify(meta.uid)} is invalid; expected ${POD_UID_EXPECTED}`);
   }
   for (const k of Object.keys(meta.annotations ?? {})) {
     const p = qualifiedNameProblem(k);
