@@ -1,6 +1,6 @@
 import { chmod, chown, lchown, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
-import { safeJoin, safeJoinRelative } from '../util/safe-path.js';
+import { removeBelow, safeJoin, safeJoinRelative } from '../util/safe-path.js';
 import { PayloadError } from './errors.js';
 
 /** One file of a volume: its bytes and its permission bits. */
@@ -180,7 +180,7 @@ export async function writePayload(targetDir: string, payload: Payload, opts: Wr
   }
   // The previous timestamped directory, and any left by an interrupted write.
   for (const e of await readdir(targetDir)) {
-    if (e.startsWith('..') && e !== DATA_DIR_NAME && e !== tsName) await rm(join(targetDir, e), { recursive: true, force: true });
+    if (e.startsWith('..') && e !== DATA_DIR_NAME && e !== tsName) await removeBelow([targetDir], join(targetDir, e));
   }
   return true;
 }
