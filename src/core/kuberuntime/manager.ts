@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { IContainer, ILifecycleHandler, IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
@@ -12,11 +12,12 @@ import { readLogTail } from '../logs/index.js';
 import { EventRecorder, type PodRef } from '../events.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
 import { computePodActions, noProbeFailures, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
-import { containerConfig, managedHostsFile, podLogDirectory, podSandboxConfig } from './config.js';
+import { containerConfig, managedHostsFile, podLogDirectory, podLogDirectoryName, podSandboxConfig } from './config.js';
 import { ImagePuller, StartContainerError } from './images.js';
 import { runHandler, type Handler } from '../prober/handlers.js';
 import { makeEnvironmentVariables, type EnvObjects, type NodeAllocatable } from './env.js';
-import type { PodVolumes, VolumeManager } from '../volumes/index.js';
+import { removePodDirectory, type PodVolumes, type VolumeManager } from '../volumes/index.js';
+import { checkComponent, removeBelow, safeJoin, UnsafePathError } from '../util/safe-path.js';
 import * as L from './labels.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from './types.js';
 
@@ -162,6 +163,8 @@ export class RuntimeManager {
       ip: status?.network?.ip || undefined,
       additionalIps: (status?.network?.additionalIps ?? []).map((i) => i.ip).filter(Boolean),
       hostNetwork: status?.linux?.namespaces?.options?.network === 'NODE',
+      podDir: status?.annotations?.[L.POD_DIR_ANNOTATION] || undefined,
+      logDirectory: status?.annotations?.[L.POD_LOG_DIR_ANNOTATION] || undefined,
     };
   }
 
@@ -252,7 +255,7 @@ export class RuntimeManager {
     }
 
     let sandboxId = actions.sandboxId;
-    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf);
+    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf, this.rootDir ? this.podDir(pod.metadata!.uid!) : undefined);
     if (actions.createSandbox) {
       try {
         await mkdir(podLogDirectory(this.logRoot, pod), { recursive: true, mode: 0o755 });
@@ -338,7 +341,7 @@ export class RuntimeManager {
     }
     const imageRef = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, this.clock.now());
     const restartCount = previous ? previous.restartCount + 1 : 0;
-    await mkdir(join(podLogDirectory(this.logRoot, pod), container.name), { recursive: true, mode: 0o755 });
+    await mkdir(join(podLogDirectory(this.logRoot, pod), checkComponent(container.name, 'container name')), { recursive: true, mode: 0o755 });
     const podIPs = await this.podIPs(pod, sandboxId, status);
     let env: { key: string; value: string }[];
     let mounts: T.MountInput[] = [];
@@ -432,7 +435,10 @@ export class RuntimeManager {
   /** Creates the empty host file the container's termination message is written to (0666: any user may write). */
   private async terminationMessageFile(pod: IPod, container: IContainer, restartCount: number): Promise<string | undefined> {
     if (!this.rootDir) return undefined;
-    const dir = join(await this.ensurePodDir(pod.metadata!.uid!), 'containers', container.name);
+    const dir = safeJoin(await this.ensurePodDir(pod.metadata!.uid!), [
+      ['containers', 'containers'],
+      ['container name', container.name],
+    ]);
     await mkdir(dir, { recursive: true, mode: 0o750 });
     const file = join(dir, `${restartCount}-${randomBytes(4).toString('hex')}`);
     await writeFile(file, '', { mode: 0o666 });
@@ -441,7 +447,7 @@ export class RuntimeManager {
   }
 
   private podDir(uid: string): string {
-    return join(this.rootDir!, 'pods', uid);
+    return safeJoin(this.rootDir!, [['pods', 'pods'], ['pod UID', uid]]);
   }
 
   /** The state dir is private to the user running podctl: created 0700 before anything goes in it. */
@@ -591,15 +597,29 @@ export class RuntimeManager {
       await ignoreNotFound(this.runtime.stopPodSandbox(s.id));
       await ignoreNotFound(this.runtime.removePodSandbox(s.id));
     }
-    if (this.volumes && status.uid) await this.volumes.tearDown(status.uid);
-    if (this.rootDir && status.uid) await rm(this.podDir(status.uid), { recursive: true, force: true });
-    // The logs go with the pod, as the kubelet's container GC removes a deleted pod's log directory:
-    // this process's log root, and where the containers' log paths say (another process may have
-    // started the pod with another --log-root). Only a directory named for this very pod.
-    if (status.uid && status.name) {
-      const own = podLogDirectory(this.logRoot, { metadata: { uid: status.uid, name: status.name, namespace: status.namespace } });
-      const dirs = new Set([own, ...status.containers.flatMap((c) => (c.logPath ? [dirname(dirname(c.logPath))] : []))]);
-      for (const dir of dirs) if (basename(dir) === basename(own)) await rm(dir, { recursive: true, force: true });
+    if (status.uid) await this.removePodDirectories(status);
+  }
+
+  /**
+   * Every host directory the pod had, mounts first: the ones its sandboxes recorded (whichever --root-dir and
+   * --log-root started it), this process's own, and where its containers' log paths point. Each is checked to
+   * be this pod's (<root>/pods/<uid>, <log-root>/<ns>_<name>_<uid>) before anything is unmounted or removed.
+   */
+  private async removePodDirectories(status: RuntimePodStatus): Promise<void> {
+    const podDirs = new Set<string>();
+    if (this.rootDir) podDirs.add(this.podDir(status.uid));
+    for (const s of status.sandboxes) if (s.podDir) podDirs.add(s.podDir);
+    for (const dir of podDirs) await removePodDirectory(dir, status.uid);
+    // The logs go with the pod, as the kubelet's container GC removes a deleted pod's log directory.
+    if (!status.name) return;
+    const name = podLogDirectoryName({ uid: status.uid, name: status.name, namespace: status.namespace });
+    const logDirs = new Set<string>(status.sandboxes.flatMap((s) => (s.logDirectory ? [s.logDirectory] : [])));
+    if (this.logRoot) logDirs.add(podLogDirectory(this.logRoot, { metadata: { uid: status.uid, name: status.name, namespace: status.namespace } }));
+    for (const c of status.containers) if (c.logPath) logDirs.add(dirname(dirname(c.logPath)));
+    for (const dir of logDirs) {
+      // Only a directory named for this very pod, and never beyond its log root once symlinks are resolved.
+      if (!isAbsolute(dir) || resolve(dir) !== dir || basename(dir) !== name) continue;
+      if (!(await removeBelow([dirname(dir)], dir))) throw new UnsafePathError(`refusing to remove ${dir}: it resolves outside ${dirname(dir)}`);
     }
   }
 }

@@ -40,6 +40,9 @@ export interface RuntimeSandboxStatus {
   additionalIps: string[];
   /** Network namespace mode as the runtime reports it (host network or pod). */
   hostNetwork: boolean;
+  /** The pod's state directory and log directory as recorded at sandbox creation (any root dir, any log root). */
+  podDir?: string;
+  logDirectory?: string;
 }
 
 export interface RuntimePodStatus {

@@ -117,6 +117,7 @@ export function podFromRuntime(
   const spec = specFromRuntime(sandbox, runtime);
   const annotations = { ...(sandbox?.annotations ?? {}) };
   delete annotations[L.POD_SPEC_ANNOTATION];
+  for (const k of L.RECORDED_PATH_ANNOTATIONS) delete annotations[k];
   const oldest = runtime.sandboxes.at(-1)?.createdAt;
   const pod: IPod = {
     apiVersion: 'v1',
