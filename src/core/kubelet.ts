@@ -16,6 +16,7 @@ import { GenericPleg } from './pleg/generic.js';
 import type { PodCache } from './pleg/cache.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
+import { Backoff } from './util/backoff.js';
 import type { WorkerTrace } from './trace.js';
 
 export interface KubeletOptions {
@@ -46,12 +47,18 @@ export interface KubeletOptions {
   trace?: WorkerTrace;
 }
 
+/** Retry of an orphan the runtime would not remove: 10 s doubling to 5 min. */
+const ORPHAN_RETRY_INITIAL_MS = 10_000;
+const ORPHAN_RETRY_MAX_MS = 300_000;
+
 /** What one housekeeping pass cleaned up. */
 export interface HousekeepingResult {
   /** Pods podctl had labelled that no source wants any more: killed and removed. */
   removedPods: string[];
   /** Dead containers beyond the newest one per container name. */
   removedContainers: number;
+  /** Orphans the runtime would not remove this pass (retried with backoff), with its error. */
+  failedPods?: { pod: string; error: string; retryInMs: number }[];
   durationMs: number;
 }
 
@@ -101,11 +108,15 @@ export class Kubelet {
   private readonly readRuntimeNext = new Set<string>();
   /** Pods whose older dead containers go once their next sync ends. */
   private readonly pruneAfterSync = new Set<string>();
+  /** Orphans whose removal failed, by UID: retried after a delay that doubles (a stuck netns can fail for ever). */
+  private readonly orphanBackoff: Backoff;
+  private readonly orphanFailedAt = new Map<string, number>();
 
   constructor(opts: KubeletOptions) {
     this.opts = opts;
     this.clock = opts.clock;
     this.events = new EventRecorder(opts.clock);
+    this.orphanBackoff = new Backoff(opts.clock, ORPHAN_RETRY_INITIAL_MS, ORPHAN_RETRY_MAX_MS);
     const node = { nodeName: opts.nodeName, hostIP: opts.hostIP, cpuCores: cpus().length, memoryBytes: totalmem() };
     this.runtimeManager = new RuntimeManager({
       runtime: opts.runtime,
@@ -283,11 +294,28 @@ export class Kubelet {
       orphans.set(id.uid, id);
     }
     for (const [uid, id] of orphans) {
-      const status = await this.runtimeManager.getPodStatus(uid, id.name, id.namespace);
-      const grace = this.runtimeManager.graceFromRuntime(status);
-      await this.runtimeManager.killPodByStatus(status, grace);
-      await this.runtimeManager.removePod(status);
-      result.removedPods.push(`${id.namespace}/${id.name}`);
+      const failedAt = this.orphanFailedAt.get(uid);
+      if (failedAt !== undefined && this.orphanBackoff.isInBackOffSince(uid, failedAt)) continue;
+      try {
+        const status = await this.runtimeManager.getPodStatus(uid, id.name, id.namespace);
+        const grace = this.runtimeManager.graceFromRuntime(status);
+        await this.runtimeManager.killPodByStatus(status, grace);
+        await this.runtimeManager.removePod(status);
+        result.removedPods.push(`${id.namespace}/${id.name}`);
+        this.orphanFailedAt.delete(uid);
+        this.orphanBackoff.reset(uid);
+      } catch (err) {
+        // One pod the runtime cannot remove must not stop the cleanup of the others.
+        const now = this.clock.now();
+        const retryInMs = this.orphanBackoff.next(uid, now);
+        this.orphanFailedAt.set(uid, now);
+        (result.failedPods ??= []).push({ pod: `${id.namespace}/${id.name}`, error: (err as Error).message, retryInMs });
+      }
+    }
+    for (const uid of this.orphanFailedAt.keys()) {
+      if (orphans.has(uid)) continue;
+      this.orphanFailedAt.delete(uid);
+      this.orphanBackoff.reset(uid);
     }
     result.removedContainers = await this.runtimeManager.removeDeadContainers(containers, (uid) => !orphans.has(uid));
     for (const uid of this.workers.knownPods()) if (!this.pods.has(uid)) this.workers.forget(uid);

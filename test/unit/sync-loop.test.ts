@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
+import { status as Code } from '@grpc/grpc-js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../src/core/cri/fake/index.js';
@@ -85,6 +86,29 @@ describe('syncLoop on the fake runtime', () => {
       await k.syncTerminatingPod(pod(name), 0);
       await k.syncTerminatedPod(pod(name));
     }
+    assert.equal(fake.sandboxes().length, 0);
+  });
+
+  test('an orphan the runtime will not remove does not stop the others, and is retried with backoff', async () => {
+    const clock = new FakeClock();
+    const watch = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
+    await watch.syncPod(pod('stuck-a'), 'create');
+    await watch.syncPod(pod('stuck-b'), 'create');
+    // What containerd 1.6 answers for a sandbox whose netns sits under podman's shared bind mount.
+    fake.failNext('RemovePodSandbox', Code.UNKNOWN, 'remove netns: unlinkat /var/run/netns/cni-x: device or resource busy');
+    const first = await watch.housekeeping();
+    assert.equal(first.removedPods.length, 1, 'the other orphan is removed in the same pass');
+    assert.equal(first.failedPods?.length, 1);
+    const failed = first.failedPods![0]!;
+    assert.match(failed.error, /device or resource busy/);
+    assert.equal(failed.retryInMs, 10_000);
+    assert.deepEqual(fake.sandboxes().map((s) => `default/${s.metadata.name}`), [failed.pod]);
+
+    const soon = await watch.housekeeping();
+    assert.deepEqual([soon.removedPods, soon.failedPods], [[], undefined], 'not retried within its backoff');
+    clock.advance(10_000);
+    const later = await watch.housekeeping();
+    assert.deepEqual(later.removedPods, [failed.pod]);
     assert.equal(fake.sandboxes().length, 0);
   });
 
