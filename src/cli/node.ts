@@ -5,6 +5,10 @@ import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
+import { parseDuration } from '../core/cri/endpoint.js';
+import { PodctlError } from '../core/errors.js';
+import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
+import { bytes } from '../core/util/quantity.js';
 
 export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
 export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
@@ -23,7 +27,36 @@ export const nodeFlags = {
     default: DEFAULT_ROOT_DIR,
     env: 'PODCTL_ROOT_DIR',
   }),
+  'container-log-max-size': Flags.string({
+    summary: 'Rotate a container\'s log once it reaches this size (a quantity such as 10Mi; 0 turns rotation off), as the kubelet\'s flag.',
+    default: '10Mi',
+    helpGroup: 'LOGS',
+  }),
+  'container-log-max-files': Flags.integer({
+    summary: 'Log files kept per container, the current one included (older ones gzipped), as the kubelet\'s flag.',
+    default: DEFAULT_CONTAINER_LOG_MAX_FILES,
+    min: 2,
+    helpGroup: 'LOGS',
+  }),
+  'container-log-monitor-interval': Flags.string({
+    summary: 'How often log sizes are checked for rotation (the kubelet\'s containerLogMonitorInterval).',
+    default: '10s',
+    helpGroup: 'LOGS',
+  }),
 };
+
+/** The container log rotation policy the flags ask for; a usage error names the flag. */
+export function containerLogPolicy(flags: { 'container-log-max-size'?: string; 'container-log-max-files'?: number; 'container-log-monitor-interval'?: string }): NonNullable<KubeletOptions['containerLogs']> {
+  const size = bytes(flags['container-log-max-size'] ?? '10Mi');
+  if (size === undefined || size < 0) {
+    throw new PodctlError(`--container-log-max-size: expected a size such as 10Mi or 0 (no rotation), got ${JSON.stringify(flags['container-log-max-size'])}`, { exitCode: 2 });
+  }
+  return {
+    maxSizeBytes: size,
+    maxFiles: flags['container-log-max-files'] ?? DEFAULT_CONTAINER_LOG_MAX_FILES,
+    monitorIntervalMs: parseDuration(flags['container-log-monitor-interval'] ?? '10s', '--container-log-monitor-interval'),
+  };
+}
 
 /** The first non-internal IPv4 address: what the kubelet reports as hostIP. */
 export function hostIP(): string | undefined {
@@ -45,7 +78,7 @@ export function watchAgent(rootDir: string): string {
 
 export function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean },
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean } & Parameters<typeof containerLogPolicy>[0],
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans'>> = {},
 ): Kubelet {
@@ -60,5 +93,6 @@ export function buildKubelet(
     nodeName: flags['node-name'],
     hostIP: hostIP(),
     runtimeName,
+    containerLogs: containerLogPolicy(flags),
   });
 }

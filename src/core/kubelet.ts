@@ -14,7 +14,8 @@ import { EventedPleg } from './pleg/evented.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
 import type { PodCache } from './pleg/cache.js';
-import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
+import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
+import { ContainerLogManager, type ContainerLogPolicy } from './logs/rotation.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
 import { Backoff } from './util/backoff.js';
 import type { WorkerTrace } from './trace.js';
@@ -45,6 +46,8 @@ export interface KubeletOptions {
   metrics?: Metrics;
   /** Wraps each pod worker's unit of work (watch --trace). */
   trace?: WorkerTrace;
+  /** Container log rotation (the kubelet's --container-log-max-size / --container-log-max-files). */
+  containerLogs?: Partial<ContainerLogPolicy> & { monitorIntervalMs?: number };
 }
 
 /** Retry of an orphan the runtime would not remove: 10 s doubling to 5 min. */
@@ -95,6 +98,8 @@ export class Kubelet {
   readonly prober: ProberManager;
   /** ConfigMaps and Secrets delivered by the sources, for env and volumes. */
   readonly objects = new ObjectStore();
+  /** Rotates the logs of this agent's running containers; the sync loop starts and stops it. */
+  readonly containerLogs: ContainerLogManager;
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   /** When each pod was added, until it first ran (pod start latency). */
   private readonly addedAt = new Map<string, number>();
@@ -117,6 +122,12 @@ export class Kubelet {
     this.clock = opts.clock;
     this.events = new EventRecorder(opts.clock);
     this.orphanBackoff = new Backoff(opts.clock, ORPHAN_RETRY_INITIAL_MS, ORPHAN_RETRY_MAX_MS);
+    this.containerLogs = new ContainerLogManager({
+      ...opts.containerLogs,
+      runtime: opts.runtime,
+      clock: opts.clock,
+      owns: (c) => this.pods.has(c.labels[POD_UID_LABEL] ?? ''),
+    });
     const node = { nodeName: opts.nodeName, hostIP: opts.hostIP, cpuCores: cpus().length, memoryBytes: totalmem() };
     this.runtimeManager = new RuntimeManager({
       runtime: opts.runtime,
