@@ -27,6 +27,18 @@ export const nodeFlags = {
     default: DEFAULT_ROOT_DIR,
     env: 'PODCTL_ROOT_DIR',
   }),
+  'maximum-dead-containers-per-container': Flags.integer({
+    summary: 'Dead instances kept per container, newest first (the kubelet\'s flag; -1: no bound).',
+    default: 1,
+    min: -1,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'maximum-dead-containers': Flags.integer({
+    summary: 'Dead containers kept on the host in all (the kubelet\'s flag; -1: no bound).',
+    default: -1,
+    min: -1,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
   'container-log-max-size': Flags.string({
     summary: 'Rotate a container\'s log once it reaches this size (a quantity such as 10Mi; 0 turns rotation off), as the kubelet\'s flag.',
     default: '10Mi',
@@ -78,7 +90,9 @@ export function watchAgent(rootDir: string): string {
 
 export function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean } & Parameters<typeof containerLogPolicy>[0],
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'maximum-dead-containers-per-container'?: number; 'maximum-dead-containers'?: number } & Parameters<
+    typeof containerLogPolicy
+  >[0],
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans'>> = {},
 ): Kubelet {
@@ -94,5 +108,6 @@ export function buildKubelet(
     hostIP: hostIP(),
     runtimeName,
     containerLogs: containerLogPolicy(flags),
+    containerGC: { maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? 1, maxContainers: flags['maximum-dead-containers'] ?? -1 },
   });
 }

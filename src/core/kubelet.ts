@@ -1,7 +1,7 @@
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
-import { RuntimeManager, type SyncPodResult } from './kuberuntime/manager.js';
+import { RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
@@ -46,6 +46,8 @@ export interface KubeletOptions {
   metrics?: Metrics;
   /** Wraps each pod worker's unit of work (watch --trace). */
   trace?: WorkerTrace;
+  /** Dead containers kept (--maximum-dead-containers-per-container, --maximum-dead-containers). */
+  containerGC?: Partial<ContainerGCPolicy>;
   /** Container log rotation (the kubelet's --container-log-max-size / --container-log-max-files). */
   containerLogs?: Partial<ContainerLogPolicy> & { monitorIntervalMs?: number };
 }
@@ -140,6 +142,7 @@ export class Kubelet {
       hostIP: opts.hostIP,
       objects: this.objects,
       allowPrivileged: opts.allowPrivileged,
+      containerGC: opts.containerGC,
       node,
       volumes: opts.rootDir ? new VolumeManager({ rootDir: opts.rootDir, objects: this.objects, node }) : undefined,
     });

@@ -112,6 +112,37 @@ describe('syncLoop on the fake runtime', () => {
     assert.equal(fake.sandboxes().length, 0);
   });
 
+  test('container GC keeps --maximum-dead-containers-per-container per container and --maximum-dead-containers in all', async () => {
+    const clock = new FakeClock(Date.now()); // the fake runtime's exit times are real: backoff is measured from them
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch', containerGC: { maxPerPodContainer: 2, maxContainers: 3 } });
+    const pods = [pod('gc-a'), pod('gc-b')];
+    const dead = (name: string) => fake.containers().filter((c) => c.metadata.name === 'app' && c.state === 'CONTAINER_EXITED' && fake.sandboxes().find((s) => s.id === c.podSandboxId)?.metadata.name === name);
+    for (const p of pods) {
+      kubelet.addOrUpdatePod(p);
+      await kubelet.workers.waitIdle();
+      // Four crashes, each restarted once its backoff has passed.
+      for (let i = 0; i < 4; i++) {
+        const running = fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && fake.sandboxes().find((s) => s.id === c.podSandboxId)?.metadata.name === p.metadata!.name)!;
+        fake.exitContainer(running.id, 1);
+        clock.advance(301_000);
+        await kubelet.syncPod(p, 'sync');
+      }
+    }
+    // Each start already keeps only the newest 2 dead instances of its container.
+    assert.deepEqual([dead('gc-a').length, dead('gc-b').length], [2, 2]);
+    const r = await kubelet.housekeeping();
+    const left = [...dead('gc-a'), ...dead('gc-b')];
+    assert.equal(left.length, 3, 'at most 3 dead containers in all');
+    assert.ok(dead('gc-a').length <= 2 && dead('gc-b').length <= 2, 'at most 2 per container');
+    assert.equal(r.removedContainers, 1);
+    // The node-wide bound takes the oldest: gc-a's first dead instance.
+    assert.deepEqual([dead('gc-a').length, dead('gc-b').length], [1, 2]);
+    for (const p of pods) {
+      await kubelet.syncTerminatingPod(p, 0);
+      await kubelet.syncTerminatedPod(p);
+    }
+  });
+
   test('a run\'s housekeeping never removes pods another run started', async () => {
     const clock = new FakeClock();
     const detached = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
