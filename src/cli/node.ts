@@ -8,6 +8,7 @@ import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError } from '../core/errors.js';
 import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
+import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';
 import { bytes } from '../core/util/quantity.js';
 
 export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
@@ -39,6 +40,25 @@ export const nodeFlags = {
     min: -1,
     helpGroup: 'GARBAGE COLLECTION',
   }),
+  'image-gc-high-threshold': Flags.integer({
+    summary: 'Disk usage (%) of the image filesystem at which unused images are removed (the kubelet\'s flag; 100: never).',
+    default: DEFAULT_IMAGE_GC_HIGH_THRESHOLD,
+    min: 0,
+    max: 100,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'image-gc-low-threshold': Flags.integer({
+    summary: 'Disk usage (%) image GC frees down to (the kubelet\'s flag).',
+    default: DEFAULT_IMAGE_GC_LOW_THRESHOLD,
+    min: 0,
+    max: 100,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'image-minimum-gc-age': Flags.string({
+    summary: 'An unused image is not removed before it has been known this long (the kubelet\'s flag).',
+    default: '2m',
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
   'container-log-max-size': Flags.string({
     summary: 'Rotate a container\'s log once it reaches this size (a quantity such as 10Mi; 0 turns rotation off), as the kubelet\'s flag.',
     default: '10Mi',
@@ -56,6 +76,15 @@ export const nodeFlags = {
     helpGroup: 'LOGS',
   }),
 };
+
+/** The image GC policy the flags ask for; a usage error names the flag. */
+export function imageGCPolicy(flags: { 'image-gc-high-threshold'?: number; 'image-gc-low-threshold'?: number; 'image-minimum-gc-age'?: string }): NonNullable<KubeletOptions['imageGC']> {
+  const high = flags['image-gc-high-threshold'] ?? DEFAULT_IMAGE_GC_HIGH_THRESHOLD;
+  const low = flags['image-gc-low-threshold'] ?? DEFAULT_IMAGE_GC_LOW_THRESHOLD;
+  if (low > high) throw new PodctlError(`--image-gc-low-threshold (${low}) must not be above --image-gc-high-threshold (${high})`, { exitCode: 2 });
+  const age = flags['image-minimum-gc-age'] ?? '2m';
+  return { highThresholdPercent: high, lowThresholdPercent: low, minAgeMs: /^0+(s|m|h|ms)?$/.test(age) ? 0 : parseDuration(age, '--image-minimum-gc-age') };
+}
 
 /** The container log rotation policy the flags ask for; a usage error names the flag. */
 export function containerLogPolicy(flags: { 'container-log-max-size'?: string; 'container-log-max-files'?: number; 'container-log-monitor-interval'?: string }): NonNullable<KubeletOptions['containerLogs']> {
@@ -90,9 +119,17 @@ export function watchAgent(rootDir: string): string {
 
 export function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'maximum-dead-containers-per-container'?: number; 'maximum-dead-containers'?: number } & Parameters<
-    typeof containerLogPolicy
-  >[0],
+  flags: {
+    'log-root': string;
+    'node-name': string;
+    'root-dir': string;
+    'allow-privileged'?: boolean;
+    'maximum-dead-containers-per-container'?: number;
+    'maximum-dead-containers'?: number;
+    'image-gc-high-threshold'?: number;
+    'image-gc-low-threshold'?: number;
+    'image-minimum-gc-age'?: string;
+  } & Parameters<typeof containerLogPolicy>[0],
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans'>> = {},
 ): Kubelet {
@@ -108,6 +145,7 @@ export function buildKubelet(
     hostIP: hostIP(),
     runtimeName,
     containerLogs: containerLogPolicy(flags),
+    imageGC: imageGCPolicy(flags),
     containerGC: { maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? 1, maxContainers: flags['maximum-dead-containers'] ?? -1 },
   });
 }

@@ -16,6 +16,7 @@ import { GenericPleg } from './pleg/generic.js';
 import type { PodCache } from './pleg/cache.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { ContainerLogManager, type ContainerLogPolicy } from './logs/rotation.js';
+import { ImageGCManager, type ImageGCPolicy, type ImageGCResult } from './kuberuntime/image-gc.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
 import { Backoff } from './util/backoff.js';
 import type { WorkerTrace } from './trace.js';
@@ -46,6 +47,8 @@ export interface KubeletOptions {
   metrics?: Metrics;
   /** Wraps each pod worker's unit of work (watch --trace). */
   trace?: WorkerTrace;
+  /** Image GC (--image-gc-high-threshold, --image-gc-low-threshold, --image-minimum-gc-age). */
+  imageGC?: Partial<ImageGCPolicy>;
   /** Dead containers kept (--maximum-dead-containers-per-container, --maximum-dead-containers). */
   containerGC?: Partial<ContainerGCPolicy>;
   /** Container log rotation (the kubelet's --container-log-max-size / --container-log-max-files). */
@@ -62,6 +65,8 @@ export interface HousekeepingResult {
   removedPods: string[];
   /** Dead containers beyond the newest one per container name. */
   removedContainers: number;
+  /** What image GC removed, when it ran and removed something (every 5 min, over the high threshold). */
+  images?: ImageGCResult;
   /** Orphans the runtime would not remove this pass (retried with backoff), with its error. */
   failedPods?: { pod: string; error: string; retryInMs: number }[];
   durationMs: number;
@@ -100,6 +105,8 @@ export class Kubelet {
   readonly prober: ProberManager;
   /** ConfigMaps and Secrets delivered by the sources, for env and volumes. */
   readonly objects = new ObjectStore();
+  /** Removes unused images when the image filesystem fills up. */
+  readonly imageGC: ImageGCManager;
   /** Rotates the logs of this agent's running containers; the sync loop starts and stops it. */
   readonly containerLogs: ContainerLogManager;
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
@@ -124,6 +131,7 @@ export class Kubelet {
     this.clock = opts.clock;
     this.events = new EventRecorder(opts.clock);
     this.orphanBackoff = new Backoff(opts.clock, ORPHAN_RETRY_INITIAL_MS, ORPHAN_RETRY_MAX_MS);
+    this.imageGC = new ImageGCManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, policy: opts.imageGC });
     this.containerLogs = new ContainerLogManager({
       ...opts.containerLogs,
       runtime: opts.runtime,
@@ -335,6 +343,8 @@ export class Kubelet {
     for (const uid of this.workers.knownPods()) if (!this.pods.has(uid)) this.workers.forget(uid);
     this.runtimeManager.crashBackoff.gc();
     this.runtimeManager.imagePuller.backoff.gc();
+    const images = await this.imageGC.maybeGarbageCollect();
+    if (images?.removed.length) result.images = images;
     result.durationMs = this.clock.now() - started;
     return result;
   }
