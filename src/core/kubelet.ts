@@ -67,6 +67,7 @@ export interface HousekeepingResult {
   removedContainers: number;
   /** What image GC removed, when it ran and removed something (every 5 min, over the high threshold). */
   images?: ImageGCResult;
+  imageGCError?: string;
   /** Orphans the runtime would not remove this pass (retried with backoff), with its error. */
   failedPods?: { pod: string; error: string; retryInMs: number }[];
   durationMs: number;
@@ -343,7 +344,11 @@ export class Kubelet {
     for (const uid of this.workers.knownPods()) if (!this.pods.has(uid)) this.workers.forget(uid);
     this.runtimeManager.crashBackoff.gc();
     this.runtimeManager.imagePuller.backoff.gc();
-    const images = await this.imageGC.maybeGarbageCollect();
+    // A failed image GC (no statfs of the image filesystem, say) must not stop housekeeping.
+    const images = await this.imageGC.maybeGarbageCollect().catch((err: unknown) => {
+      result.imageGCError = (err as Error).message;
+      return undefined;
+    });
     if (images?.removed.length) result.images = images;
     result.durationMs = this.clock.now() - started;
     return result;
