@@ -131,7 +131,7 @@ export function buildKubelet(
     'image-minimum-gc-age'?: string;
   } & Parameters<typeof containerLogPolicy>[0],
   runtimeName?: string,
-  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans'>> = {},
+  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
 ): Kubelet {
   return new Kubelet({
     ...extra,

@@ -47,6 +47,8 @@ export interface KubeletOptions {
   metrics?: Metrics;
   /** Wraps each pod worker's unit of work (watch --trace). */
   trace?: WorkerTrace;
+  /** Where the agent's events are journaled (reloaded at start); none: in memory only. */
+  eventsJournal?: string;
   /** Image GC (--image-gc-high-threshold, --image-gc-low-threshold, --image-minimum-gc-age). */
   imageGC?: Partial<ImageGCPolicy>;
   /** Dead containers kept (--maximum-dead-containers-per-container, --maximum-dead-containers). */
@@ -130,7 +132,7 @@ export class Kubelet {
   constructor(opts: KubeletOptions) {
     this.opts = opts;
     this.clock = opts.clock;
-    this.events = new EventRecorder(opts.clock);
+    this.events = new EventRecorder(opts.clock, { journal: opts.eventsJournal });
     this.orphanBackoff = new Backoff(opts.clock, ORPHAN_RETRY_INITIAL_MS, ORPHAN_RETRY_MAX_MS);
     this.imageGC = new ImageGCManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, policy: opts.imageGC });
     this.containerLogs = new ContainerLogManager({
