@@ -5,6 +5,11 @@ import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
+import { parseDuration } from '../core/cri/endpoint.js';
+import { PodctlError } from '../core/errors.js';
+import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
+import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';
+import { bytes } from '../core/util/quantity.js';
 
 export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
 export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
@@ -23,7 +28,76 @@ export const nodeFlags = {
     default: DEFAULT_ROOT_DIR,
     env: 'PODCTL_ROOT_DIR',
   }),
+  'maximum-dead-containers-per-container': Flags.integer({
+    summary: 'Dead instances kept per container, newest first (the kubelet\'s flag; -1: no bound).',
+    default: 1,
+    min: -1,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'maximum-dead-containers': Flags.integer({
+    summary: 'Dead containers kept on the host in all (the kubelet\'s flag; -1: no bound).',
+    default: -1,
+    min: -1,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'image-gc-high-threshold': Flags.integer({
+    summary: 'Disk usage (%) of the image filesystem at which unused images are removed (the kubelet\'s flag; 100: never).',
+    default: DEFAULT_IMAGE_GC_HIGH_THRESHOLD,
+    min: 0,
+    max: 100,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'image-gc-low-threshold': Flags.integer({
+    summary: 'Disk usage (%) image GC frees down to (the kubelet\'s flag).',
+    default: DEFAULT_IMAGE_GC_LOW_THRESHOLD,
+    min: 0,
+    max: 100,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'image-minimum-gc-age': Flags.string({
+    summary: 'An unused image is not removed before it has been known this long (the kubelet\'s flag).',
+    default: '2m',
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'container-log-max-size': Flags.string({
+    summary: 'Rotate a container\'s log once it reaches this size (a quantity such as 10Mi; 0 turns rotation off), as the kubelet\'s flag.',
+    default: '10Mi',
+    helpGroup: 'LOGS',
+  }),
+  'container-log-max-files': Flags.integer({
+    summary: 'Log files kept per container, the current one included (older ones gzipped), as the kubelet\'s flag.',
+    default: DEFAULT_CONTAINER_LOG_MAX_FILES,
+    min: 2,
+    helpGroup: 'LOGS',
+  }),
+  'container-log-monitor-interval': Flags.string({
+    summary: 'How often log sizes are checked for rotation (the kubelet\'s containerLogMonitorInterval).',
+    default: '10s',
+    helpGroup: 'LOGS',
+  }),
 };
+
+/** The image GC policy the flags ask for; a usage error names the flag. */
+export function imageGCPolicy(flags: { 'image-gc-high-threshold'?: number; 'image-gc-low-threshold'?: number; 'image-minimum-gc-age'?: string }): NonNullable<KubeletOptions['imageGC']> {
+  const high = flags['image-gc-high-threshold'] ?? DEFAULT_IMAGE_GC_HIGH_THRESHOLD;
+  const low = flags['image-gc-low-threshold'] ?? DEFAULT_IMAGE_GC_LOW_THRESHOLD;
+  if (low > high) throw new PodctlError(`--image-gc-low-threshold (${low}) must not be above --image-gc-high-threshold (${high})`, { exitCode: 2 });
+  const age = flags['image-minimum-gc-age'] ?? '2m';
+  return { highThresholdPercent: high, lowThresholdPercent: low, minAgeMs: /^0+(s|m|h|ms)?$/.test(age) ? 0 : parseDuration(age, '--image-minimum-gc-age') };
+}
+
+/** The container log rotation policy the flags ask for; a usage error names the flag. */
+export function containerLogPolicy(flags: { 'container-log-max-size'?: string; 'container-log-max-files'?: number; 'container-log-monitor-interval'?: string }): NonNullable<KubeletOptions['containerLogs']> {
+  const size = bytes(flags['container-log-max-size'] ?? '10Mi');
+  if (size === undefined || size < 0) {
+    throw new PodctlError(`--container-log-max-size: expected a size such as 10Mi or 0 (no rotation), got ${JSON.stringify(flags['container-log-max-size'])}`, { exitCode: 2 });
+  }
+  return {
+    maxSizeBytes: size,
+    maxFiles: flags['container-log-max-files'] ?? DEFAULT_CONTAINER_LOG_MAX_FILES,
+    monitorIntervalMs: parseDuration(flags['container-log-monitor-interval'] ?? '10s', '--container-log-monitor-interval'),
+  };
+}
 
 /** The first non-internal IPv4 address: what the kubelet reports as hostIP. */
 export function hostIP(): string | undefined {
@@ -45,9 +119,19 @@ export function watchAgent(rootDir: string): string {
 
 export function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean },
+  flags: {
+    'log-root': string;
+    'node-name': string;
+    'root-dir': string;
+    'allow-privileged'?: boolean;
+    'maximum-dead-containers-per-container'?: number;
+    'maximum-dead-containers'?: number;
+    'image-gc-high-threshold'?: number;
+    'image-gc-low-threshold'?: number;
+    'image-minimum-gc-age'?: string;
+  } & Parameters<typeof containerLogPolicy>[0],
   runtimeName?: string,
-  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans'>> = {},
+  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
 ): Kubelet {
   return new Kubelet({
     ...extra,
@@ -60,5 +144,8 @@ export function buildKubelet(
     nodeName: flags['node-name'],
     hostIP: hostIP(),
     runtimeName,
+    containerLogs: containerLogPolicy(flags),
+    imageGC: imageGCPolicy(flags),
+    containerGC: { maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? 1, maxContainers: flags['maximum-dead-containers'] ?? -1 },
   });
 }

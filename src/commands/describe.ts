@@ -144,7 +144,7 @@ records still give the timeline and the output says events need a watch.`;
     try {
       const viewed = await view.get(flags.namespace, name);
       if (!viewed) throw new PodctlError(`pod "${name}" not found in namespace ${flags.namespace}`);
-      const rp = await findRuntimePod(view, flags.namespace, name);
+      const rp = viewed.runtimeError ? undefined : await findRuntimePod(view, flags.namespace, name);
       const pod = viewed.pod;
       const events = viewed.source === 'watch' ? await fetchPodEvents(statusSocket, pod.metadata!.uid!) : undefined;
       const lastLines = new Map<string, string | undefined>();

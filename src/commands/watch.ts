@@ -75,7 +75,14 @@ While it runs, GET /healthz, /pods, /events and /metrics answer on <root-dir>/po
       tracer?.observeCall(call);
     });
     const version = await client.version();
-    const kubelet = buildKubelet(client, flags, version.runtimeName, { agent: watchAgent(flags['root-dir']), removeOrphans: true, metrics, trace: tracer });
+    const kubelet = buildKubelet(client, flags, version.runtimeName, {
+      agent: watchAgent(flags['root-dir']),
+      removeOrphans: true,
+      metrics,
+      trace: tracer,
+      // The agent's events outlive it: describe shows the crash loop that led to a restart.
+      eventsJournal: join(flags['root-dir'], 'events.jsonl'),
+    });
     tracer?.attach(kubelet);
     const stamp = () => new Date().toISOString().slice(11, 19);
     const relistPeriodMs = parseDuration(flags['pleg-relist-period'], '--pleg-relist-period');

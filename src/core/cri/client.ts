@@ -38,6 +38,8 @@ export interface RuntimeService {
   listContainerStats(filter?: T.ContainerStatsFilterInput): Promise<T.ContainerStats[]>;
   /** A stream of container events; cancel() ends it. */
   getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream;
+  /** Asks the runtime to reopen a running container's log file (after it was renamed for rotation). */
+  reopenContainerLog(containerId: string): Promise<void>;
 }
 
 export interface ContainerEventHandlers {
@@ -101,6 +103,7 @@ interface RuntimeCalls {
   ExecSync: [G.ExecSyncRequest, G.ExecSyncResponse__Output];
   Exec: [G.ExecRequest, G.ExecResponse__Output];
   ContainerStats: [G.ContainerStatsRequest, G.ContainerStatsResponse__Output];
+  ReopenContainerLog: [G.ReopenContainerLogRequest, G.ReopenContainerLogResponse__Output];
   ListContainerStats: [G.ListContainerStatsRequest, G.ListContainerStatsResponse__Output];
 }
 
@@ -261,6 +264,10 @@ export class CriClient implements RuntimeService, ImageService {
 
   exec(request: T.ExecRequestInput): Promise<T.ExecResponse> {
     return this.rt('Exec', request);
+  }
+
+  async reopenContainerLog(containerId: string): Promise<void> {
+    await this.rt('ReopenContainerLog', { containerId });
   }
 
   async containerStats(containerId: string): Promise<T.ContainerStats | undefined> {

@@ -31,6 +31,8 @@ export type { ExecRequest } from './generated/runtime/v1/ExecRequest.js';
 export type { ExecResponse__Output } from './generated/runtime/v1/ExecResponse.js';
 export type { ContainerStatsRequest } from './generated/runtime/v1/ContainerStatsRequest.js';
 export type { ContainerStatsResponse__Output } from './generated/runtime/v1/ContainerStatsResponse.js';
+export type { ReopenContainerLogRequest } from './generated/runtime/v1/ReopenContainerLogRequest.js';
+export type { ReopenContainerLogResponse__Output } from './generated/runtime/v1/ReopenContainerLogResponse.js';
 export type { ListContainerStatsRequest } from './generated/runtime/v1/ListContainerStatsRequest.js';
 export type { ListContainerStatsResponse__Output } from './generated/runtime/v1/ListContainerStatsResponse.js';
 export type { ListImagesRequest } from './generated/runtime/v1/ListImagesRequest.js';

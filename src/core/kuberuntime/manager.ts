@@ -65,7 +65,16 @@ export interface RuntimeManagerOptions {
   allowPrivileged?: boolean;
   /** Sets up and tears down pod volumes (needs a root dir). */
   volumes?: VolumeManager;
+  /** Dead containers kept (the kubelet's container GC policy); default: the newest per container, no overall bound. */
+  containerGC?: Partial<ContainerGCPolicy>;
 }
+
+/** The kubelet's --maximum-dead-containers-per-container and --maximum-dead-containers (-1: no bound). */
+export interface ContainerGCPolicy {
+  maxPerPodContainer: number;
+  maxContainers: number;
+}
+export const DEFAULT_CONTAINER_GC: ContainerGCPolicy = { maxPerPodContainer: 1, maxContainers: -1 };
 
 const NO_OBJECTS: EnvObjects = { configMap: () => undefined, secret: () => undefined };
 
@@ -102,6 +111,7 @@ export class RuntimeManager {
   private readonly node: NodeAllocatable;
   private readonly allowPrivileged: boolean;
   private readonly volumes?: VolumeManager;
+  readonly containerGC: ContainerGCPolicy;
   /** The host's resolv.conf and /etc/hosts, read once: pods merge dnsConfig into the first and host-network pods copy the second. */
   private hostFiles?: Promise<{ resolvConf: string; etcHosts: string }>;
   readonly agent: string;
@@ -124,6 +134,7 @@ export class RuntimeManager {
     this.node = opts.node ?? { cpuCores: cpus().length, memoryBytes: totalmem() };
     this.allowPrivileged = opts.allowPrivileged ?? false;
     this.volumes = opts.volumes;
+    this.containerGC = { ...DEFAULT_CONTAINER_GC, ...opts.containerGC };
     this.crashBackoff = new Backoff(opts.clock, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS);
     this.imagePuller = new ImagePuller(opts.images, opts.clock);
   }
@@ -491,7 +502,7 @@ export class RuntimeManager {
   }
 
   /**
-   * Keeps only the newest dead instance of a container (MaxPerPodContainer 1),
+   * Keeps only the newest dead instances of a container (MaxPerPodContainer, 1 by default),
    * and removes instances that were created but never started (a start that
    * failed, or a create the runtime finished after podctl's deadline): called
    * once a newer instance runs, they would otherwise stay for ever.
@@ -501,7 +512,7 @@ export class RuntimeManager {
     const dead = instances.filter((c) => c.state === 'exited').sort(newerFirst);
     // Only the pod's own lane, right after a start, knows no start of these is still under way.
     const neverStarted = opts.neverStarted ? instances.filter((c) => c.state === 'created') : [];
-    for (const old of [...dead.slice(1), ...neverStarted]) {
+    for (const old of [...dead.slice(this.keepPerContainer), ...neverStarted]) {
       await ignoreNotFound(this.runtime.removeContainer(old.id));
     }
   }
@@ -571,15 +582,24 @@ export class RuntimeManager {
       const key = `${uid}/${c.labels[L.CONTAINER_NAME_LABEL]}`;
       groups.set(key, [...(groups.get(key) ?? []), c]);
     }
-    let removed = 0;
+    const doomed: T.ContainerSummary[] = [];
+    const kept: T.ContainerSummary[] = [];
     for (const dead of groups.values()) {
       dead.sort((a, b) => b.createdAt - a.createdAt);
-      for (const old of dead.slice(1)) {
-        await ignoreNotFound(this.runtime.removeContainer(old.id));
-        removed++;
-      }
+      kept.push(...dead.slice(0, this.keepPerContainer));
+      doomed.push(...dead.slice(this.keepPerContainer));
     }
-    return removed;
+    // Over the node-wide bound, the oldest of what is left go too (the kubelet's MaxContainers).
+    const max = this.containerGC.maxContainers;
+    if (max >= 0 && kept.length > max) doomed.push(...kept.sort((a, b) => a.createdAt - b.createdAt).slice(0, kept.length - max));
+    for (const old of doomed) await ignoreNotFound(this.runtime.removeContainer(old.id));
+    return doomed.length;
+  }
+
+  /** Dead instances kept per container: a negative setting means no bound, as the kubelet's flag. */
+  private get keepPerContainer(): number {
+    const n = this.containerGC.maxPerPodContainer;
+    return n < 0 ? Number.MAX_SAFE_INTEGER : n;
   }
 
   async pruneAllDead(status: RuntimePodStatus): Promise<void> {

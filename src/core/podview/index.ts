@@ -18,6 +18,8 @@ export interface ViewedPod {
   source: PodViewSource;
   /** Containers whose readiness comes from a probe only a running agent knows (runtime view only). */
   readinessUnknown: string[];
+  /** The runtime's error when the pod's status could not be read (the pod shows as Unknown). */
+  runtimeError?: string;
 }
 
 export interface PodQuery {
@@ -147,6 +149,30 @@ export function podFromRuntime(
   return { pod: { ...pod, status }, source: 'runtime', readinessUnknown: [...probed] };
 }
 
+/**
+ * A pod whose status the runtime would not give (a sandbox stuck in removal, say): shown with
+ * phase Unknown and the runtime's error, as the API server shows a pod its node stopped
+ * reporting, so one broken sandbox never hides the others.
+ */
+export function unknownPod(sandbox: T.PodSandbox, error: unknown): ViewedPod {
+  const l = sandbox.labels;
+  const message = error instanceof Error ? error.message : String(error);
+  const pod: IPod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: l[L.POD_NAME_LABEL]!,
+      namespace: l[L.POD_NAMESPACE_LABEL]!,
+      uid: l[L.POD_UID_LABEL]!,
+      ...(sandbox.createdAt ? { creationTimestamp: new Date(Math.floor(sandbox.createdAt / 1e6)).toISOString() } : {}),
+      labels: podLabels(l),
+    },
+    spec: parseJSON<IPodSpec>(sandbox.annotations[L.POD_SPEC_ANNOTATION]) ?? { containers: [] },
+    status: { phase: 'Unknown', reason: 'RuntimeError', message: `the runtime could not report this pod: ${message}` },
+  };
+  return { pod, source: 'runtime', readinessUnknown: [], runtimeError: message };
+}
+
 const byNamespaceAndName = (a: ViewedPod, b: ViewedPod) =>
   `${a.pod.metadata!.namespace}/${a.pod.metadata!.name}`.localeCompare(`${b.pod.metadata!.namespace}/${b.pod.metadata!.name}`);
 
@@ -207,7 +233,13 @@ export class PodView {
     const fromRuntime = await Promise.all(
       [...sandboxes.entries()]
         .filter(([uid]) => !seen.has(uid))
-        .map(async ([, list]) => podFromRuntime(list[0], await this.runtimeStatus(list[0]!), { now, runtimeName: this.opts.runtimeName, hostIP: this.opts.hostIP })),
+        .map(async ([, list]) => {
+          try {
+            return podFromRuntime(list[0], await this.runtimeStatus(list[0]!), { now, runtimeName: this.opts.runtimeName, hostIP: this.opts.hostIP });
+          } catch (err) {
+            return unknownPod(list[0]!, err);
+          }
+        }),
     );
     return [...result, ...fromRuntime].sort(byNamespaceAndName);
   }
