@@ -14,6 +14,7 @@ import { PodctlError, errorMessage } from '../core/errors.js';
 import { SyncLoop } from '../core/loop.js';
 import { acquireStateLock } from '../core/lock.js';
 import { Metrics } from '../core/metrics.js';
+import { diskReport } from '../core/stats/disk.js';
 import type { SourceObjects } from '../core/objects.js';
 import { startStatusServer } from '../core/status/server.js';
 import { traceFlags, tracerFor } from '../cli/trace.js';
@@ -75,6 +76,7 @@ While it runs, GET /healthz, /pods, /events and /metrics answer on <root-dir>/po
       tracer?.observeCall(call);
     });
     const version = await client.version();
+    metrics.watchDisk(() => diskReport(client, client));
     const kubelet = buildKubelet(client, flags, version.runtimeName, {
       agent: watchAgent(flags['root-dir']),
       removeOrphans: true,

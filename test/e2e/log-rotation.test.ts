@@ -87,6 +87,12 @@ test('a chatty container: its log rotates at --container-log-max-size, at most m
   assert.equal(last.length, 5);
   assert.deepEqual(last, [0, 1, 2, 3, 4].map((i) => last[0]! + i));
 
+  // stats: the pod's logs are measured on disk, bounded by the rotation.
+  const stats = podctl(['stats', '--pod', 'chatty', '-n', E2E_NAMESPACE, '--interval', '200', '-o', 'json']);
+  assert.equal(stats.code, 0, stats.stderr);
+  const disk = (JSON.parse(stats.stdout) as { pods: { name: string; logs: { bytes: number } }[]; imageFilesystem?: { usedBytes: number } }).pods.find((p) => p.name === 'chatty');
+  assert.ok(disk && disk.logs.bytes > 0 && disk.logs.bytes < 4 * 1024 * 1024, `logs of chatty on disk: ${disk?.logs.bytes}`);
+
   // SIGTERM leaves pods running; the after hook removes them.
   watch.kill('SIGTERM');
   await watch.done;
