@@ -19,6 +19,8 @@ import { ContainerLogManager, type ContainerLogPolicy } from './logs/rotation.js
 import { ImageGCManager, type ImageGCPolicy, type ImageGCResult } from './kuberuntime/image-gc.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
 import { Backoff } from './util/backoff.js';
+import { safeJoin } from './util/safe-path.js';
+import { TerminationRecords } from './status/termination-records.js';
 import type { WorkerTrace } from './trace.js';
 
 export interface KubeletOptions {
@@ -108,6 +110,8 @@ export class Kubelet {
   readonly prober: ProberManager;
   /** ConfigMaps and Secrets delivered by the sources, for env and volumes. */
   readonly objects = new ObjectStore();
+  /** Each container's last termination, on disk in the pod's directory (Last State after GC). */
+  private readonly terminations: TerminationRecords;
   /** Removes unused images when the image filesystem fills up. */
   readonly imageGC: ImageGCManager;
   /** Rotates the logs of this agent's running containers; the sync loop starts and stops it. */
@@ -134,6 +138,14 @@ export class Kubelet {
     this.clock = opts.clock;
     this.events = new EventRecorder(opts.clock, { journal: opts.eventsJournal });
     this.orphanBackoff = new Backoff(opts.clock, ORPHAN_RETRY_INITIAL_MS, ORPHAN_RETRY_MAX_MS);
+    this.terminations = new TerminationRecords((uid) => {
+      if (!opts.rootDir) return undefined;
+      try {
+        return safeJoin(opts.rootDir, [['pods', 'pods'], ['pod UID', uid]]);
+      } catch {
+        return undefined;
+      }
+    });
     this.imageGC = new ImageGCManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, policy: opts.imageGC });
     this.containerLogs = new ContainerLogManager({
       ...opts.containerLogs,
@@ -285,7 +297,9 @@ export class Kubelet {
       hostIP: this.opts.hostIP,
       now: this.clock.now(),
       runtimeName: this.opts.runtimeName,
+      lastTermination: (name) => this.terminations.get(uid, name),
     });
+    this.terminations.remember(uid, status);
     this.statuses.set(uid, status);
     const added = this.addedAt.get(uid);
     if (added !== undefined && (status.containerStatuses ?? []).length > 0 && status.containerStatuses!.every((c) => c.state?.running)) {
@@ -427,6 +441,7 @@ export class Kubelet {
     this.waiting.delete(uid);
     this.addedAt.delete(uid);
     this.events.forget(uid);
+    this.terminations.forget(uid);
     this.prober.removePod(uid);
     this.observers.forEach((o) => o.onTerminated?.(pod));
   }

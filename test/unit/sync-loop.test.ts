@@ -238,3 +238,39 @@ test('status server: /healthz, /pods as a v1 PodList, /metrics as Prometheus tex
     dir.cleanup();
   }
 });
+
+test('a container\'s last termination is kept on disk: Last State survives container GC and a new agent', async () => {
+  const fake = await FakeRuntime.start({ images: ['docker.io/library/busybox:1.36'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  const dirs = scratchDir('unit-termination-records');
+  try {
+    const clock = new FakeClock(Date.now());
+    const opts = { runtime: client, images: client, clock, logRoot: join(dirs.dir, 'logs'), rootDir: join(dirs.dir, 'root'), nodeName: 'unit', containerGC: { maxPerPodContainer: 0 } };
+    const first = new Kubelet(opts);
+    const p = pod('recorded');
+    first.addOrUpdatePod(p);
+    await first.workers.waitIdle();
+    const c = fake.containers().find((x) => x.state === 'CONTAINER_RUNNING')!;
+    fake.exitContainer(c.id, 7, { message: 'bye' });
+    await first.syncPod(p, 'sync'); // restarted at once; GC keeps no dead instance
+    await first.housekeeping();
+    assert.equal(fake.containers().filter((x) => x.state === 'CONTAINER_EXITED').length, 0, 'the dead instance is gone');
+    const last = first.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!.lastState?.terminated;
+    assert.equal(last?.exitCode, 7);
+    assert.ok(last?.containerID?.endsWith(`://${c.id}`), 'the record names the instance that exited');
+
+    const second = new Kubelet(opts);
+    second.addOrUpdatePod(p);
+    await second.workers.waitIdle();
+    const again = second.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!;
+    assert.equal(again.restartCount, 1);
+    assert.equal(again.lastState?.terminated?.exitCode, 7, 'a new agent shows the Last State from the record');
+    assert.equal(again.lastState?.terminated?.message, 'bye');
+    await second.syncTerminatingPod(p, 0);
+    await second.syncTerminatedPod(p);
+  } finally {
+    client.close();
+    await fake.stop();
+    dirs.cleanup();
+  }
+});
