@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { writeTar } from '../../src/core/exec/tar.js';
-import { E2E_NAMESPACE, podctlAsync, scratchDir, startE2ENode, startPodctl, waitForStatus, type E2ENode } from '../support/e2e.js';
+import { E2E_NAMESPACE, eventually, podctlAsync, scratchDir, startE2ENode, startPodctl, waitForStatus, type E2ENode } from '../support/e2e.js';
 
 /**
  * cp and port-forward against pods an in-process kubelet keeps (agent
@@ -20,8 +20,12 @@ const work = scratchDir('e2e-depth-work');
 const NS = E2E_NAMESPACE;
 
 // Flags go first: everything after -- belongs to the container's command.
-const cli = (args: string[], timeoutMs?: number) => podctlAsync([args[0]!, '-n', NS, '--root-dir', rootDir.dir, ...args.slice(1)], { timeoutMs });
-const start = (args: string[]) => startPodctl([args[0]!, '-n', NS, '--root-dir', rootDir.dir, ...args.slice(1)]);
+const withFlags = (args: string[]) => {
+  const words = args[0] === 'get' || args[0] === 'describe' ? 2 : 1;
+  return [...args.slice(0, words), '-n', NS, '--root-dir', rootDir.dir, ...args.slice(words)];
+};
+const cli = (args: string[], timeoutMs?: number) => podctlAsync(withFlags(args), { timeoutMs });
+const start = (args: string[]) => startPodctl(withFlags(args));
 
 function pod(name: string, containers: string): IPod {
   const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n${containers}`;
@@ -150,4 +154,56 @@ test('port-forward: --address beyond loopback warns; a bad port spec is a usage 
   assert.match(missing.stderr, /Warning: listening on 0\.0\.0\.0/);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /pod "nothing" not found/);
+});
+
+test('debug --target app -- ps ax: lists the app\'s sleep 3600; the ephemeral container shows in get -o json and describe, never moves restarts or Ready, survives housekeeping, and goes with the pod', async () => {
+  const target = pod('dbg', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+  node.loop.addPods([target]);
+  await waitForStatus(node.kubelet, target, (s) => running(s) && s.conditions?.find((c) => c.type === 'Ready')?.status === 'True', 60_000);
+  // Every status the agent reports from here on: none may count a restart or lose Ready.
+  const seen: IPodStatus[] = [];
+  const stop = node.kubelet.observe({ onStatus: ({ pod: p, status }) => p.metadata!.uid === target.metadata!.uid && seen.push(status) });
+  try {
+    const ps = await cli(['debug', 'dbg', '--image', 'busybox:1.36', '--target', 'app', '-c', 'dbgshell', '--', 'ps', 'ax']);
+    assert.equal(ps.code, 0, ps.stderr);
+    assert.match(ps.stdout, /^\s*1 root\s+sleep 3600$/m);
+    assert.match(ps.stderr, /Created debug container dbgshell targeting app/);
+
+    const failing = await cli(['debug', 'dbg', '--image', 'busybox:1.36', '-c', 'fails', '--', 'sh', '-c', 'echo to-stdout; exit 3']);
+    assert.equal(failing.code, 3);
+    assert.match(failing.stdout, /^to-stdout$/m);
+
+    const json = await cli(['get', 'pods', 'dbg', '-o', 'json']);
+    assert.equal(json.code, 0, json.stderr);
+    const p = JSON.parse(json.stdout) as IPod;
+    const eph = p.status!.ephemeralContainerStatuses ?? [];
+    assert.deepEqual(eph.map((e) => [e.name, e.state?.terminated?.exitCode]).sort(), [['dbgshell', 0], ['fails', 3]]);
+    assert.deepEqual(p.spec!.ephemeralContainers?.map((e) => e.name).sort(), ['dbgshell', 'fails']);
+    assert.equal(p.status!.containerStatuses![0]!.restartCount, 0);
+    assert.equal(p.status!.conditions!.find((c) => c.type === 'Ready')?.status, 'True');
+    const described = await cli(['describe', 'pod', 'dbg']);
+    assert.match(described.stdout, /Ephemeral Containers:\n {2}(dbgshell|fails):/);
+
+    // The agent's housekeeping neither removes them nor restarts them.
+    await node.kubelet.housekeeping();
+    await node.kubelet.workers.waitIdle();
+    const uid = target.metadata!.uid!;
+    const left = await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': uid, 'io.podctl.ephemeral': 'true' } });
+    assert.deepEqual(left.map((c) => [c.metadata?.name, c.state]).sort(), [['dbgshell', 'CONTAINER_EXITED'], ['fails', 'CONTAINER_EXITED']]);
+    const agentStatus = await eventually('the agent reporting both debug containers as ended', async () => {
+      const s = node.kubelet.statuses.get(uid);
+      return (s?.ephemeralContainerStatuses ?? []).filter((e) => e.state?.terminated).length === 2 ? s : undefined;
+    });
+    assert.equal(agentStatus.containerStatuses![0]!.restartCount, 0);
+    assert.equal(agentStatus.conditions!.find((c) => c.type === 'Ready')?.status, 'True');
+    assert.deepEqual(
+      seen.filter((s) => s.containerStatuses![0]!.restartCount !== 0 || s.conditions?.find((c) => c.type === 'Ready')?.status !== 'True'),
+      [],
+    );
+
+    await node.remove(target);
+    assert.deepEqual(await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': uid } }), []);
+  } finally {
+    stop();
+  }
 });
