@@ -207,3 +207,22 @@ test('debug --target app -- ps ax: lists the app\'s sleep 3600; the ephemeral co
     stop();
   }
 });
+
+test('attach to a container printing a counter every 0.5 s shows new lines as they come', async () => {
+  const counter = pod('counter', '  - {name: app, image: busybox:1.36, command: [sh, -c, "i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.5; done"]}\n');
+  node.loop.addPods([counter]);
+  await waitForStatus(node.kubelet, counter, running, 60_000);
+  const att = start(['attach', 'counter']);
+  try {
+    const first = Number(/tick-(\d+)/.exec(await att.waitFor(/tick-\d+/, 60_000))![1]);
+    // A later value than the first one seen: the stream goes on, it is not a replay of the log.
+    await eventually('a second, later counter value', async () => {
+      const values = [...att.stdout().matchAll(/tick-(\d+)/g)].map((m) => Number(m[1]));
+      return values.some((v) => v > first) || undefined;
+    });
+  } finally {
+    att.kill('SIGKILL');
+    await att.done;
+  }
+  await node.remove(counter);
+});
