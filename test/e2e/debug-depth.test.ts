@@ -2,6 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
@@ -226,3 +227,44 @@ test('attach to a container printing a counter every 0.5 s shows new lines as th
   }
   await node.remove(counter);
 });
+
+test('bundle of a pod with a Secret env var: every listed part is in the archive, and the secret value is in none of its files', async () => {
+  const secret = `s3cr3t-${randomBytes(8).toString('hex')}`;
+  const text = `apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: ${NS}}\nstringData: {PASSWORD: ${secret}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bundled, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "echo run-$((RANDOM)); sleep 3600"]\n    env:\n    - {name: PASS, valueFrom: {secretKeyRef: {name: creds, key: PASSWORD}}}\n    - {name: PLAIN, value: plain-value}\n`;
+  const parsed = parseManifestText(text, { kind: 'file', path: '/e2e/bundled.yaml' }, { nodeName: 'e2e' });
+  assert.deepEqual(parsed.problems.filter((p) => p.severity === 'error'), []);
+  node.kubelet.objects.set('bundled', { configMaps: parsed.configMaps, secrets: parsed.secrets });
+  const p = parsed.pods[0]!.pod;
+  node.loop.addPods([p]);
+  await waitForStatus(node.kubelet, p, running, 60_000);
+  // The runtime does hold the value (the container's environment), so the redaction is what keeps it out.
+  const raw = await cli(['inspect', 'container', 'bundled/app']);
+  assert.ok(raw.stdout.includes(secret), 'the runtime repeats the secret in its inspect output');
+
+  const out = join(work.dir, 'bundled.tar.gz');
+  const r = await cli(['bundle', 'bundled', '-o', out]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /Wrote .*bundled\.tar\.gz/);
+  const dest = join(work.dir, 'bundle-x');
+  mkdirSync(dest);
+  const tar = spawnSync('tar', ['xzf', out, '-C', dest]);
+  assert.equal(tar.status, 0, String(tar.stderr));
+  const files = listFiles(join(dest, 'bundled-bundle'));
+  for (const part of ['manifest.yaml', 'status.json', 'events.json', 'timeline.txt', 'logs/app/current.log', 'trace.txt', 'versions.json']) {
+    assert.ok(files.includes(part), `${part} in ${files.join(', ')}`);
+  }
+  assert.ok(files.some((f) => /^inspect\/sandbox-[0-9a-f]{12}\.json$/.test(f)));
+  assert.ok(files.some((f) => /^inspect\/container-app-[0-9a-f]{12}\.json$/.test(f)));
+  const contents = Object.fromEntries(files.map((f) => [f, readFileSync(join(dest, 'bundled-bundle', f), 'utf8')]));
+  assert.deepEqual(files.filter((f) => contents[f]!.includes(secret)), []);
+  assert.match(contents['manifest.yaml']!, /secretKeyRef:\s+key: PASSWORD\s+name: creds/);
+  assert.match(contents['logs/app/current.log']!, /stdout run-\d+/);
+  assert.equal((JSON.parse(contents['status.json']!) as IPodStatus).phase, 'Running');
+  assert.match(contents['versions.json']!, /"runtime":/);
+  assert.ok(Object.entries(contents).some(([f, c]) => f.startsWith('inspect/container-') && c.includes('plain-value')), 'literal values are kept');
+  await node.remove(p);
+});
+
+function listFiles(dir: string, prefix = ''): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]));
+}
