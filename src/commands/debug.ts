@@ -1,5 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { dirname } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { dump } from 'js-yaml';
 import { Args, Flags } from '@oclif/core';
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
@@ -41,6 +45,7 @@ output and exits with its exit code. Without either: starts it and prints its na
     '<%= config.bin %> debug web -it --image=busybox:1.36 --target=app',
     '<%= config.bin %> debug web --image=busybox:1.36 --target=app -- ps ax',
     '<%= config.bin %> debug web --image=busybox:1.36 -c probe -- wget -qO- 127.0.0.1:8080/healthz',
+    '<%= config.bin %> debug web --copy-to=web-debug --image=busybox:1.36 -c shell -it',
   ];
   static override strict = false;
   static override baseFlags = {
@@ -57,6 +62,7 @@ output and exits with its exit code. Without either: starts it and prints its na
     stdin: Flags.boolean({ char: 'i', summary: "Keep the container's stdin open and attach to it." }),
     tty: Flags.boolean({ char: 't', summary: 'Give the container a terminal.' }),
     timeout: Flags.string({ summary: 'With a command and no -i/-t: how long to wait for it to end.', default: '5m' }),
+    'copy-to': Flags.string({ summary: 'Start a copy of the pod under this name with the debug container added, and leave the original alone.' }),
   };
 
   async run(): Promise<void> {
@@ -76,6 +82,10 @@ output and exits with its exit code. Without either: starts it and prints its na
       if (taken.includes(debugName) || rp.spec.containers.some((c) => c.name === debugName)) {
         throw new PodctlError(`-c ${debugName}: pod "${name}" already has a container of that name`, { exitCode: 2 });
       }
+      if (flags['copy-to']) {
+        code = await this.copyTo(client, rp, flags['copy-to'], { name: debugName, image: flags.image, ...(cmd.length ? { command: cmd } : {}), stdin: flags.stdin || flags.tty, tty: flags.tty }, flags);
+        return;
+      }
       const id = await this.create(client, rp, debugName, flags.image, cmd, targetId, flags.stdin, flags.tty);
       process.stderr.write(`Created debug container ${debugName}${flags.target ? ` targeting ${flags.target}` : ''}\n`);
       if (flags.stdin || flags.tty) code = await this.attach(client, id, flags.stdin, flags.tty);
@@ -85,6 +95,37 @@ output and exits with its exit code. Without either: starts it and prints its na
       client.close();
     }
     if (code !== 0) this.exit(code);
+  }
+
+  /**
+   * kubectl debug --copy-to: the pod's recorded spec under a new name with the
+   * debug container appended, started as `run --detach` starts a file's pods
+   * (ConfigMaps and Secrets of the original's file are not carried over).
+   */
+  private async copyTo(client: CriClient, rp: RuntimePod, copyName: string, container: IContainer, flags: { namespace: string; 'root-dir': string; 'runtime-endpoint'?: string }): Promise<number> {
+    if (await client.listPodSandbox({ labelSelector: { [L.POD_NAME_LABEL]: copyName, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE } }).then((l) => l.length > 0)) {
+      throw new PodctlError(`--copy-to ${copyName}: a pod of that name already exists in namespace ${flags.namespace}`, { exitCode: 2 });
+    }
+    const source = podOf(rp);
+    const spec = { ...rp.spec, containers: [...rp.spec.containers, container] };
+    delete spec.nodeName;
+    const manifest = { apiVersion: 'v1', kind: 'Pod', metadata: { name: copyName, namespace: flags.namespace, labels: source.metadata!.labels }, spec };
+    const dir = mkdtempSync(join(tmpdir(), 'podctl-debug-copy-'));
+    const file = join(dir, `${copyName}.yaml`);
+    writeFileSync(file, dump(manifest, { noRefs: true, lineWidth: -1 }));
+    try {
+      const args = [process.argv[1]!, 'run', '--detach', file, '--root-dir', flags['root-dir'], ...(flags['runtime-endpoint'] ? ['--runtime-endpoint', flags['runtime-endpoint']] : [])];
+      const res = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+      if (res.status !== 0) throw new PodctlError(`--copy-to ${copyName}: starting the copy failed (exit ${res.status ?? res.signal})`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    process.stderr.write(`Created pod ${copyName}, a copy of ${rp.runtime.name} with debug container ${container.name}\n`);
+    if (!container.stdin) return 0;
+    const copy = await client.listContainers({ labelSelector: { [L.POD_NAME_LABEL]: copyName, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.CONTAINER_NAME_LABEL]: container.name } });
+    const newest = copy.sort((a, b) => b.createdAt - a.createdAt)[0];
+    if (!newest) throw new PodctlError(`--copy-to ${copyName}: container ${container.name} was not created`);
+    return this.attach(client, newest.id, true, container.tty === true);
   }
 
   private async create(client: CriClient, rp: RuntimePod, name: string, image: string, cmd: string[], targetId: string | undefined, stdin: boolean, tty: boolean): Promise<string> {

@@ -268,3 +268,25 @@ test('bundle of a pod with a Secret env var: every listed part is in the archive
 function listFiles(dir: string, prefix = ''): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]));
 }
+
+test('debug --copy-to starts a copy of the pod with the debug container added, and leaves the original as it was', async () => {
+  const original = pod('orig', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+  node.loop.addPods([original]);
+  await waitForStatus(node.kubelet, original, running, 60_000);
+  const r = await cli(['debug', 'orig', '--copy-to', 'orig-copy', '--image', 'busybox:1.36', '-c', 'dbgc', '--', 'sleep', '3600']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /Created pod orig-copy, a copy of orig with debug container dbgc/);
+  const copy = await eventually('the copy running both containers', async () => {
+    const g = await cli(['get', 'pods', 'orig-copy', '-o', 'json']);
+    if (g.code !== 0) return undefined;
+    const p = JSON.parse(g.stdout) as IPod;
+    return p.status?.containerStatuses?.length === 2 && p.status.containerStatuses.every((c) => c.state?.running) ? p : undefined;
+  });
+  assert.deepEqual(copy.spec!.containers.map((c) => [c.name, c.command?.join(' ')]), [['app', 'sleep 3600'], ['dbgc', 'sleep 3600']]);
+  const orig = JSON.parse((await cli(['get', 'pods', 'orig', '-o', 'json'])).stdout) as IPod;
+  assert.deepEqual(orig.spec!.containers.map((c) => c.name), ['app']);
+  assert.equal(orig.status!.ephemeralContainerStatuses, undefined);
+  const del = await cli(['delete', 'pod', 'orig-copy', '--force']);
+  assert.equal(del.code, 0, del.stderr);
+  await node.remove(original);
+});
