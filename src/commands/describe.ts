@@ -187,6 +187,13 @@ records still give the timeline and the output says events need a watch.`;
     }
     lines.push('Containers:');
     for (const c of pod.spec?.containers ?? []) containerSection(lines, pod, c, s?.containerStatuses?.find((x) => x.name === c.name), readinessUnknown.includes(c.name));
+    if (s?.ephemeralContainerStatuses?.length) {
+      lines.push('Ephemeral Containers:');
+      for (const e of s.ephemeralContainerStatuses) {
+        const c = pod.spec?.ephemeralContainers?.find((x) => x.name === e.name) ?? { name: e.name, image: e.image };
+        containerSection(lines, pod, c as IContainer, e, false);
+      }
+    }
     lines.push('Conditions:');
     lines.push(
       ...plainTable(

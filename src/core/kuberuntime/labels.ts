@@ -39,6 +39,13 @@ export const CONTAINER_KIND_ANNOTATION = 'io.podctl.container.kind';
 
 export type ContainerKind = 'init' | 'sidecar' | 'app';
 
+/**
+ * A debug container `podctl debug` added to a running pod (the kubelet's
+ * ephemeral containers): never restarted, never part of the pod's phase,
+ * readiness or restart counts, and removed with the pod's sandbox.
+ */
+export const EPHEMERAL_LABEL = 'io.podctl.ephemeral';
+
 export interface PodIdentity {
   name: string;
   namespace: string;

@@ -151,13 +151,17 @@ export class RuntimeManager {
     const containerStatuses = await Promise.all(containers.map((c) => this.containerStatus(c)));
     const live = sandboxStatuses.filter((s): s is RuntimeSandboxStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
     const ready = live.find((s) => s.state === 'ready');
+    const known = containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort(newerFirst);
+    const ephemeralIds = new Set(containers.filter((c) => c.labels[L.EPHEMERAL_LABEL] === 'true').map((c) => c.id));
+    const isEphemeral = (c: RuntimeContainerStatus) => ephemeralIds.has(c.id);
     return {
       uid,
       name,
       namespace,
       ips: ready?.ip ? [ready.ip, ...ready.additionalIps] : [],
       sandboxes: live,
-      containers: containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort(newerFirst),
+      containers: known.filter((c) => !isEphemeral(c)),
+      ...(ephemeralIds.size ? { ephemeral: known.filter(isEphemeral) } : {}),
       timestamp: this.clock.now(),
     };
   }

@@ -54,6 +54,8 @@ export interface RuntimePodStatus {
   sandboxes: RuntimeSandboxStatus[];
   /** Newest first within each container name. */
   containers: RuntimeContainerStatus[];
+  /** Debug containers (`podctl debug`), kept apart so that no sync decision sees them. */
+  ephemeral?: RuntimeContainerStatus[];
   /** When this view was taken (epoch ms). */
   timestamp: number;
 }

@@ -1,4 +1,4 @@
-import type { IContainer, IPod, IPodSpec } from 'kubernetes-models/v1';
+import type { IContainer, IEphemeralContainer, IPod, IPodSpec } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
@@ -117,6 +117,9 @@ export function podFromRuntime(
   opts: { now: number; runtimeName?: string; hostIP?: string },
 ): ViewedPod {
   const spec = specFromRuntime(sandbox, runtime);
+  // Debug containers (`podctl debug`) as the API lists ephemeral ones, from their spec copies.
+  const ephemeral = [...new Map((runtime.ephemeral ?? []).map((c) => [c.name, parseJSON<IEphemeralContainer>(c.specJSON) ?? { name: c.name, image: c.image }])).values()];
+  if (ephemeral.length) spec.ephemeralContainers = ephemeral;
   const annotations = { ...(sandbox?.annotations ?? {}) };
   delete annotations[L.POD_SPEC_ANNOTATION];
   for (const k of L.RECORDED_PATH_ANNOTATIONS) delete annotations[k];

@@ -165,7 +165,28 @@ export function generatePodStatus(inputs: StatusInputs): IPodStatus {
     qosClass: qosClass(pod),
   };
   if (initStatuses.length) status.initContainerStatuses = initStatuses;
+  const ephemeral = ephemeralStatuses(runtime, runtimeName);
+  if (ephemeral.length) status.ephemeralContainerStatuses = ephemeral;
   return status;
+}
+
+/** Debug containers as the API shows ephemeral ones: never ready, never restarted, no part of the phase. */
+function ephemeralStatuses(runtime: RuntimePodStatus, runtimeName: string): IContainerStatus[] {
+  return (runtime.ephemeral ?? []).map((c) => ({
+    name: c.name,
+    image: c.image,
+    imageID: c.imageRef,
+    containerID: `${runtimeName}://${c.id}`,
+    ready: false,
+    restartCount: 0,
+    started: c.state === 'running',
+    state:
+      c.state === 'running'
+        ? { running: { startedAt: iso(c.startedAt) } }
+        : c.state === 'exited'
+          ? terminatedState(c, runtimeName)
+          : { waiting: { reason: 'ContainerCreating' } },
+  }));
 }
 
 /** Guaranteed / Burstable / BestEffort by the Kubernetes rules (cpu and memory only). */
