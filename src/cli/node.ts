@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
-import { resolve } from 'node:path';
 import { hostname, networkInterfaces } from 'node:os';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
 
-export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
-export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
+import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, nodeAgentLabel } from '../core/node/paths.js';
+
+export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
 
 /** Flags of the commands that run pods. */
 export const nodeFlags = {
@@ -19,7 +18,7 @@ export const nodeFlags = {
   'node-name': Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() }),
   'allow-privileged': Flags.boolean({ summary: 'Allow privileged containers (securityContext.privileged: true); refused otherwise.' }),
   'root-dir': Flags.string({
-    summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the status socket of watch.',
+    summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the API socket of its agent.',
     default: DEFAULT_ROOT_DIR,
     env: 'PODCTL_ROOT_DIR',
   }),
@@ -33,15 +32,8 @@ export function hostIP(): string | undefined {
   return undefined;
 }
 
-/**
- * The agent a watch records on its pods: "watch" on the default root dir, and one per other root
- * dir, so that a second watch (on another root dir, which its lock allows) never takes the
- * first one's pods for orphans and removes them.
- */
-export function watchAgent(rootDir: string): string {
-  const dir = resolve(rootDir);
-  return dir === DEFAULT_ROOT_DIR ? 'watch' : `watch-${createHash('sha256').update(dir).digest('hex').slice(0, 10)}`;
-}
+/** The agent label of a state dir's node (kept under its old name for callers). */
+export const watchAgent = nodeAgentLabel;
 
 export function buildKubelet(
   client: CriClient,
