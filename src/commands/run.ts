@@ -3,7 +3,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
 import { hostIP, nodeFlags } from '../cli/node.js';
-import { planFlags, printPlan } from '../cli/plan.js';
+import { planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
 import { streamPodLogs } from '../cli/log-stream.js';
 import { eventLine, eventWorthALine, statusLine } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
@@ -58,7 +58,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
     if (flags['dry-run']) {
       const { client } = await connect(flags);
-      const pods = admitPods(set.pods.map((p) => p.pod)).admitted;
+      const pods = await withAgentUIDs(admitPods(set.pods.map((p) => p.pod)).admitted, flags['root-dir']);
       const code = await printPlan(client, pods, { prune: flags.prune, output: 'text', log: (t) => this.log(t) }).finally(() => client.close());
       if (code !== 0) this.exit(code);
       return;
