@@ -120,7 +120,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
       if (!tracer) log(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}  terminated and removed`);
     },
   });
-  node.kubelet.events.subscribe((e) => {
+  node.subscribeEvents((e) => {
     if (!eventWorthALine(e)) return;
     if (live) redraw();
     else process.stderr.write(`${eventLine(e)}\n`);

@@ -176,7 +176,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
         process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
       },
     });
-    node.kubelet.events.subscribe((e) => eventWorthALine(e) && process.stderr.write(`${eventLine(e)}\n`));
+    node.subscribeEvents((e) => eventWorthALine(e) && process.stderr.write(`${eventLine(e)}\n`));
     await node.start();
     const refused = node.runPods(admitted, objects);
     for (const r of refused) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);

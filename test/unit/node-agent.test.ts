@@ -162,3 +162,24 @@ describe('the node agent on the fake runtime', () => {
     assert.deepEqual(JSON.parse(ok.body).pods.map((p: { name: string }) => p.name), ['good']);
   });
 });
+
+test('podProgress: a pod that cannot start fails at once naming the reason; an older generation\'s status counts for nothing', () => {
+  const ref = { namespace: 'default', name: 'web', uid: 'u1', generation: 2 };
+  const pod = (observedGeneration: number, state: object, conditions: { type: string; status: string }[] = []): IPod =>
+    ({
+      metadata: { name: 'web', namespace: 'default', uid: 'u1' },
+      spec: { containers: [{ name: 'app', image: 'busybox:0.0-missing' }] },
+      status: { phase: 'Pending', observedGeneration, conditions, containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state }] },
+    }) as unknown as IPod;
+  const pull = { waiting: { reason: 'ErrImagePull', message: 'busybox:0.0-missing: not found' } };
+  assert.equal(podProgress(ref, pod(1, pull), 'running'), undefined, 'the previous version');
+  const failed = podProgress(ref, pod(2, pull), 'running')!;
+  assert.equal(failed.ok, false);
+  assert.equal(failed.reason, 'ErrImagePull');
+  assert.match(failed.message!, /app: ErrImagePull: busybox:0\.0-missing: not found/);
+  assert.equal(podProgress(ref, pod(2, { waiting: { reason: 'CreateContainerConfigError' } }), 'running')?.reason, 'CreateContainerConfigError');
+  const running = { running: { startedAt: '2026-01-01T00:00:00Z' } };
+  assert.equal(podProgress(ref, pod(2, running), 'running')?.ok, true);
+  assert.equal(podProgress(ref, pod(2, running), 'ready'), undefined, 'running is not ready');
+  assert.equal(podProgress(ref, pod(2, running, [{ type: 'Ready', status: 'True' }]), 'ready')?.ok, true);
+});

@@ -5,3 +5,4 @@ export { agentLogFile, agentSocket, appliedDir, nodeAgentLabel, DEFAULT_LOG_ROOT
 export { startAgentInBackground } from './spawn.js';
 export { agentProcess, stopAgent, systemdUnit, openrcScript } from './supervise.js';
 export { waitForPods, podProgress, CANNOT_START, type WaitFor, type PodWaitResult } from './wait.js';
+export { wireNode, type NodeWiring, type WiringOptions } from './wire.js';

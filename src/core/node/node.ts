@@ -7,8 +7,8 @@ import { FileSource, HttpSource, PodConfigMerger } from '../config/index.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
 import { errorMessage } from '../errors.js';
 import type { PodEvent } from '../events.js';
-import { Kubelet, type HousekeepingResult, type SyncObserver } from '../kubelet.js';
-import { SyncLoop, type PodUpdate } from '../loop.js';
+import type { HousekeepingResult, Kubelet, SyncObserver } from '../kubelet.js';
+import type { PodUpdate, SyncLoop } from '../loop.js';
 import { Metrics } from '../metrics.js';
 import type { SourceObjects } from '../objects.js';
 import type { Pleg } from '../pleg/evented.js';
@@ -18,6 +18,7 @@ import { ApiError, startStatusServer, type PodWatchEvent } from '../status/serve
 import type { Tracer } from '../trace.js';
 import { AppliedSource, splitApplied } from './applied.js';
 import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
+import { wireNode } from './wire.js';
 
 /** What the node says as it runs (the commands print these; the agent's log is their output). */
 export interface NodeHooks {
@@ -107,7 +108,7 @@ export class StandaloneNode {
     this.metrics = opts.metrics ?? new Metrics();
     this.socket = agentSocket(opts.rootDir);
     const hooks = opts.hooks ?? {};
-    this.kubelet = new Kubelet({
+    const wired = wireNode({
       runtime: opts.runtime,
       images: opts.images,
       clock: opts.clock,
@@ -122,31 +123,30 @@ export class StandaloneNode {
       metrics: this.metrics,
       trace: opts.trace,
       backOffPeriodMs: opts.backOffPeriodMs,
-    });
-    opts.trace?.attach(this.kubelet);
-    this.pleg =
-      opts.pleg === 'evented'
-        ? this.kubelet.createEventedPleg({ relistPeriodMs: opts.relistPeriodMs, onFallback: (reason) => hooks.onPlegFallback?.(reason) })
-        : this.kubelet.createPleg({ relistPeriodMs: opts.relistPeriodMs });
-    this.merger = new PodConfigMerger((u) => this.handleUpdate(u), (source, pod, owner) => hooks.onConflict?.(source, pod, owner));
-    this.loop = new SyncLoop({
-      kubelet: this.kubelet,
-      pleg: this.pleg,
-      clock: opts.clock,
-      syncTickMs: opts.syncTickMs,
-      housekeepingPeriodMs: opts.housekeepingPeriodMs,
-      checkRuntime: async () => {
-        const s = await opts.runtime.status();
-        const down = (s.status?.conditions ?? []).filter((c) => c.type === 'RuntimeReady' && !c.status);
-        if (down.length) throw new Error(`RuntimeReady is false: ${down[0]!.reason} ${down[0]!.message}`);
+      pleg: opts.pleg,
+      relistPeriodMs: opts.relistPeriodMs,
+      onPlegFallback: (reason) => hooks.onPlegFallback?.(reason),
+      loop: {
+        syncTickMs: opts.syncTickMs,
+        housekeepingPeriodMs: opts.housekeepingPeriodMs,
+        checkRuntime: async () => {
+          const s = await opts.runtime.status();
+          const down = (s.status?.conditions ?? []).filter((c) => c.type === 'RuntimeReady' && !c.status);
+          if (down.length) throw new Error(`RuntimeReady is false: ${down[0]!.reason} ${down[0]!.message}`);
+        },
+        sourcesReady: () => this.merger.allSourcesReady(this.expected),
+        trace: opts.trace,
+        onPlegEvent: hooks.onPlegEvent,
+        onRuntimeState: hooks.onRuntimeState,
+        onHousekeeping: hooks.onHousekeeping,
+        onError: hooks.onError,
       },
-      sourcesReady: () => this.merger.allSourcesReady(this.expected),
-      trace: opts.trace,
-      onPlegEvent: hooks.onPlegEvent,
-      onRuntimeState: hooks.onRuntimeState,
-      onHousekeeping: hooks.onHousekeeping,
-      onError: hooks.onError,
     });
+    this.kubelet = wired.kubelet;
+    this.pleg = wired.pleg;
+    this.loop = wired.loop;
+    opts.trace?.attach(this.kubelet);
+    this.merger = new PodConfigMerger((u) => this.handleUpdate(u), (source, pod, owner) => hooks.onConflict?.(source, pod, owner));
     this.kubelet.observe({
       onSynced: (pod) => this.observed.set(pod.metadata!.uid!, pod.metadata!.generation ?? 1),
       onTerminated: (pod) => {
@@ -283,6 +283,11 @@ export class StandaloneNode {
 
   observe(observer: SyncObserver): () => void {
     return this.kubelet.observe(observer);
+  }
+
+  /** Every event recorded or repeated from now on. */
+  subscribeEvents(listener: (e: PodEvent) => void): () => void {
+    return this.kubelet.events.subscribe(listener);
   }
 
   health(): { ok: boolean; checks: { name: string; ok: boolean; message: string }[] } {
