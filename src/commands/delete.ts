@@ -100,14 +100,16 @@ an error (exit 1) after the others are deleted.`;
 
   /**
    * Asks the agent to forget the pod and waits until it has terminated and removed it (its grace
-   * period, then some); false when the agent does not keep this pod.
+   * period, then some); false when the agent does not keep this pod, or keeps it from a watch source.
    */
   private async deleteThroughAgent(agent: AgentClient, namespace: string, name: string, grace: number): Promise<boolean> {
     const kept = (await agent.pods()).find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
     try {
       await agent.delete(namespace, name, grace);
     } catch (err) {
-      if (err instanceof AgentRequestError && err.status === 404) return false;
+      // 404: not the agent's; 405: a status server that takes no deletes; 409: its watch PATH or URL keeps it
+      // (deleted here, with the warning that it comes back).
+      if (err instanceof AgentRequestError && [404, 405, 409].includes(err.status)) return false;
       throw err;
     }
     const seconds = grace >= 0 ? grace : (kept?.spec?.terminationGracePeriodSeconds ?? 30);
