@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import { resolve } from 'node:path';
 import { hostname, networkInterfaces } from 'node:os';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
@@ -11,8 +9,9 @@ import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
 import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';
 import { bytes } from '../core/util/quantity.js';
 
-export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
-export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
+import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, nodeAgentLabel } from '../core/node/paths.js';
+
+export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
 
 /** Flags of the commands that run pods. */
 export const nodeFlags = {
@@ -24,7 +23,7 @@ export const nodeFlags = {
   'node-name': Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() }),
   'allow-privileged': Flags.boolean({ summary: 'Allow privileged containers (securityContext.privileged: true); refused otherwise.' }),
   'root-dir': Flags.string({
-    summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the status socket of watch.',
+    summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the API socket of its agent.',
     default: DEFAULT_ROOT_DIR,
     env: 'PODCTL_ROOT_DIR',
   }),
@@ -107,29 +106,29 @@ export function hostIP(): string | undefined {
   return undefined;
 }
 
-/**
- * The agent a watch records on its pods: "watch" on the default root dir, and one per other root
- * dir, so that a second watch (on another root dir, which its lock allows) never takes the
- * first one's pods for orphans and removes them.
- */
-export function watchAgent(rootDir: string): string {
-  const dir = resolve(rootDir);
-  return dir === DEFAULT_ROOT_DIR ? 'watch' : `watch-${createHash('sha256').update(dir).digest('hex').slice(0, 10)}`;
+/** The agent label of a state dir's node (kept under its old name for callers). */
+export const watchAgent = nodeAgentLabel;
+
+type HygieneFlags = {
+  'maximum-dead-containers-per-container'?: number;
+  'maximum-dead-containers'?: number;
+  'image-gc-high-threshold'?: number;
+  'image-gc-low-threshold'?: number;
+  'image-minimum-gc-age'?: string;
+} & Parameters<typeof containerLogPolicy>[0];
+
+/** Log rotation, image GC and container GC as the flags ask (the kubelet's own flags). */
+export function hygienePolicies(flags: HygieneFlags): Pick<KubeletOptions, 'containerLogs' | 'imageGC' | 'containerGC'> {
+  return {
+    containerLogs: containerLogPolicy(flags),
+    imageGC: imageGCPolicy(flags),
+    containerGC: { maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? 1, maxContainers: flags['maximum-dead-containers'] ?? -1 },
+  };
 }
 
 export function buildKubelet(
   client: CriClient,
-  flags: {
-    'log-root': string;
-    'node-name': string;
-    'root-dir': string;
-    'allow-privileged'?: boolean;
-    'maximum-dead-containers-per-container'?: number;
-    'maximum-dead-containers'?: number;
-    'image-gc-high-threshold'?: number;
-    'image-gc-low-threshold'?: number;
-    'image-minimum-gc-age'?: string;
-  } & Parameters<typeof containerLogPolicy>[0],
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean } & HygieneFlags,
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
 ): Kubelet {
@@ -144,8 +143,6 @@ export function buildKubelet(
     nodeName: flags['node-name'],
     hostIP: hostIP(),
     runtimeName,
-    containerLogs: containerLogPolicy(flags),
-    imageGC: imageGCPolicy(flags),
-    containerGC: { maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? 1, maxContainers: flags['maximum-dead-containers'] ?? -1 },
+    ...hygienePolicies(flags),
   });
 }

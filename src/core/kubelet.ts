@@ -88,6 +88,8 @@ export interface SyncObserver {
   onSyncResult?(pod: IPod, result: SyncPodResult): void;
   onSyncError?(pod: IPod, err: unknown): void;
   onTerminated?(pod: IPod): void;
+  /** A sync of this pod object ended (its status is recorded): what status.observedGeneration follows. */
+  onSynced?(pod: IPod): void;
 }
 
 /**
@@ -390,6 +392,7 @@ export class Kubelet {
       const status = this.runtimeStatuses.get(uid);
       if (this.pruneAfterSync.delete(uid) && status) await this.runtimeManager.pruneAllDead(status).catch(() => undefined);
       this.lastSyncEnd.set(uid, this.clock.now());
+      this.observers.forEach((o) => o.onSynced?.(pod));
     }
   }
 
