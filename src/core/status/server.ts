@@ -39,6 +39,13 @@ export interface StatusSource {
   remove?: (namespace: string, name: string, gracePeriodSeconds?: number) => Promise<Record<string, unknown>>;
 }
 
+export interface ServerLimits {
+  /** How long a client may take to send a request's headers (node's headersTimeout). */
+  headersTimeoutMs?: number;
+  /** How long a client may take to send a whole request (node's requestTimeout; a watch's response is not bounded). */
+  requestTimeoutMs?: number;
+}
+
 /** The API version every path under /v1 speaks; the unversioned read paths stay for older clients. */
 export const API_VERSION = 'v1';
 
@@ -84,8 +91,27 @@ function servePods(req: IncomingMessage, res: ServerResponse, url: URL, source: 
  * (a v1 PodList; ?watch=1 streams JSON lines), events (a v1 EventList), metrics, agent; POST pods;
  * DELETE pods/NS/NAME. The unversioned GET /healthz, /pods, /events and /metrics answer as before.
  */
-export async function startStatusServer(socket: string, source: StatusSource): Promise<Server> {
-  const server = createServer((req, res) => {
+export async function startStatusServer(socket: string, source: StatusSource, limits: ServerLimits = {}): Promise<Server> {
+  const headersTimeout = limits.headersTimeoutMs ?? 10_000;
+  const server = createServer({ connectionsCheckingInterval: Math.min(1000, headersTimeout) }, (req, res) => {
+    // A request a handler cannot take (a path no URL parser accepts, a bad escape) is the client's
+    // fault: 400, and the agent stays up. Anything else a handler throws is a 500.
+    try {
+      handle(req, res);
+    } catch (err) {
+      const invalidURL = err instanceof TypeError && (err as NodeJS.ErrnoException).code === 'ERR_INVALID_URL';
+      if (invalidURL || err instanceof URIError) fail(res, new ApiError(400, `bad request: ${(err as Error).message}`));
+      else fail(res, err);
+    }
+  });
+  // Half-sent requests are cut off: a client that sends its headers slowly holds a socket at most this long.
+  server.headersTimeout = headersTimeout;
+  server.requestTimeout = Math.max(headersTimeout, limits.requestTimeoutMs ?? 30_000);
+  server.on('clientError', (_err, sock) => {
+    if (sock.writable) sock.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else sock.destroy();
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://podctl');
     const versioned = url.pathname.startsWith(`/${API_VERSION}/`);
     const path = versioned ? url.pathname.slice(API_VERSION.length + 1) : url.pathname;
@@ -99,8 +125,10 @@ export async function startStatusServer(socket: string, source: StatusSource): P
     }
     if (versioned && req.method === 'DELETE' && podPath && source.remove) {
       const grace = url.searchParams.get('gracePeriodSeconds');
+      const seconds = grace === null ? undefined : Number(grace);
+      if (seconds !== undefined && (!Number.isInteger(seconds) || seconds < 0)) throw new ApiError(400, `gracePeriodSeconds: expected a whole number of seconds, got ${JSON.stringify(grace)}`);
       source
-        .remove(decodeURIComponent(podPath[1]!), decodeURIComponent(podPath[2]!), grace === null ? undefined : Number(grace))
+        .remove(decodeURIComponent(podPath[1]!), decodeURIComponent(podPath[2]!), seconds)
         .then((r) => json(res, 200, r))
         .catch((err: unknown) => fail(res, err));
       return;
@@ -129,7 +157,7 @@ export async function startStatusServer(socket: string, source: StatusSource): P
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /v1/healthz, /v1/pods, /v1/events, /v1/agent or /metrics\n');
     }
-  });
+  };
   if (existsSync(socket)) rmSync(socket);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
