@@ -111,10 +111,56 @@ export class ManifestError extends PodctlError {
 
 const SUPPORTED = new Set(['Pod', 'ConfigMap', 'Secret']);
 
+/** A manifest file (or URL body) larger than this is refused before it is parsed. */
+export const MAX_MANIFEST_BYTES = 8 << 20;
+/**
+ * What one document may expand to once its aliases are followed: nodes plus string
+ * characters. A real pod is a few thousand; an alias bomb is billions.
+ */
+export const MAX_EXPANDED_WEIGHT = 4_000_000;
+
+/**
+ * The size of a document as a tree, aliases followed, computed over the shared graph
+ * js-yaml returns (each node once, memoised), so a bomb is measured without expanding it;
+ * a problem message when it is too large or refers to itself.
+ */
+export function expandedWeight(doc: unknown): string | undefined {
+  const memo = new Map<object, number>();
+  const active = new Set<object>();
+  let cyclic = false;
+  const weigh = (v: unknown): number => {
+    if (typeof v === 'string') return 1 + v.length;
+    if (v === null || typeof v !== 'object') return 1;
+    const known = memo.get(v);
+    if (known !== undefined) return known;
+    if (active.has(v)) {
+      cyclic = true;
+      return 0;
+    }
+    active.add(v);
+    let w = 1;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      w += weigh(child);
+      if (w > MAX_EXPANDED_WEIGHT || cyclic) break;
+    }
+    active.delete(v);
+    memo.set(v, w);
+    return w;
+  };
+  const total = weigh(doc);
+  if (cyclic) return 'an alias refers to a node that contains it (a recursive document); expected a tree';
+  if (total > MAX_EXPANDED_WEIGHT) return `the document expands to more than ${MAX_EXPANDED_WEIGHT.toLocaleString('en-US')} nodes and characters once its YAML aliases are followed (an alias bomb?); refused before validation`;
+  return undefined;
+}
+
 /** Splits YAML (or JSON) text into documents and validates each; pure. */
 export function parseManifestText(text: string, source: { kind: PodSource['kind']; path: string; display?: string }, opts: LoadOptions): ParsedManifest {
   const file = source.display ?? source.path;
   const out: ParsedManifest = { pods: [], configMaps: [], secrets: [], problems: [] };
+  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) {
+    out.problems.push({ file, index: -1, field: '', message: `the manifest is ${Buffer.byteLength(text)} bytes; at most ${MAX_MANIFEST_BYTES} (${MAX_MANIFEST_BYTES >> 20} MiB) are read`, severity: 'error' });
+    return out;
+  }
   let docs: unknown[];
   try {
     docs = yaml.loadAll(text, undefined, { filename: file, json: true, schema: MANIFEST_SCHEMA });
@@ -128,8 +174,15 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
     return out;
   }
   const seen = opts.now?.() ?? new Date();
-  docs.forEach((doc, index) => {
-    if (doc === null || doc === undefined) return;
+  docs.forEach((loaded, index) => {
+    if (loaded === null || loaded === undefined) return;
+    // Aliases share nodes: bound what they expand to before anything walks the document, then unshare.
+    const expansion = expandedWeight(loaded);
+    if (expansion !== undefined) {
+      out.problems.push({ file, index, field: '', message: expansion, severity: 'error' });
+      return;
+    }
+    const doc: unknown = typeof loaded === 'object' ? structuredClone(loaded) : loaded;
     const problem = (field: string, message: string, severity: 'error' | 'warning' = 'error', kind?: string, name?: string) =>
       out.problems.push({ file, index, kind, name, field, message, severity });
     if (typeof doc !== 'object' || Array.isArray(doc)) {
