@@ -137,6 +137,9 @@ While it runs, GET /healthz, /pods, /events and /metrics answer on <root-dir>/po
 
     const sources: { start(): void; stop(): void }[] = [];
     const onError = (e: { file: string; message: string }) => process.stderr.write(`${stamp()} ${e.message.includes(e.file) ? e.message : `${e.file}: ${e.message}`}\n`);
+    const onWarning = (e: { message: string }) => {
+      for (const line of e.message.split('\n')) process.stderr.write(`${stamp()} Warning: ${line}\n`);
+    };
     if (args.path) {
       expected.push('file');
       sources.push(
@@ -150,6 +153,7 @@ While it runs, GET /healthz, /pods, /events and /metrics answer on <root-dir>/po
             merger.merge('file', pods);
           },
           onError: (e) => onError(e),
+          onWarning,
         }),
       );
     }
@@ -167,6 +171,7 @@ While it runs, GET /healthz, /pods, /events and /metrics answer on <root-dir>/po
             merger.merge('http', pods);
           },
           onError: (e) => onError(e),
+          onWarning,
         }),
       );
     }

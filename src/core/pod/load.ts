@@ -8,6 +8,7 @@ import { canonicalJSON } from '../kuberuntime/hash.js';
 import { applyPodDefaults } from './defaults.js';
 import type { LoadedPod, ManifestProblem, Pod, PodSource } from './types.js';
 import { staticPodUID } from './uid.js';
+import { POD_FIELDS } from './fields.js';
 import { validateDocument } from './validate.js';
 
 /**
@@ -165,6 +166,11 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
       if (secret) out.secrets.push(secret);
     } else {
       const podSource: PodSource = { kind: source.kind, path: source.path, index };
+      const nodeName = (obj.spec as { nodeName?: unknown } | undefined)?.nodeName;
+      const other = POD_FIELDS['spec.nodeName']?.except?.otherNode;
+      if (typeof nodeName === 'string' && nodeName !== '' && nodeName !== opts.nodeName && other) {
+        problem('spec.nodeName', `"${nodeName}" is not this host: ${other.reason} ("${opts.nodeName}")`, 'warning', kind, name);
+      }
       out.pods.push({ pod: finishPod(obj as unknown as Pod, podSource, opts.nodeName, seen), source: podSource });
     }
   });
@@ -199,7 +205,8 @@ function finishPod(raw: Pod, source: PodSource, nodeName: string, seen: Date): P
     [CONFIG_SEEN_ANNOTATION]: seen.toISOString(),
   };
   if (source.kind === 'file') meta.annotations[CONFIG_FILE_ANNOTATION] = source.path;
-  pod.spec!.nodeName = pod.spec!.nodeName ?? nodeName;
+  // As the kubelet's static pod source: the pod runs on this node, whatever it names.
+  pod.spec!.nodeName = nodeName;
   return pod;
 }
 
