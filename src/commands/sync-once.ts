@@ -9,6 +9,7 @@ import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
+import { missingReferences } from '../core/pod/index.js';
 
 export class SyncOnce extends PodctlCommand {
   static override summary = "Run every pod found once, as the kubelet's RunOnce: wait until each runs or fails, print a table.";
@@ -61,6 +62,8 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
         maxRetries: flags['max-retries'],
         retryDelayMs,
         timeoutMs: runTimeoutMs,
+        // The set is read once: what it does not provide now, it never will in this run.
+        neverStarts: (pod) => missingReferences(pod, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret'),
         onProgress: (pod, status) => {
           if (allContainersRunning(pod, status) || status.phase === 'Succeeded') running.add(pod.metadata!.uid!);
           if (spinner) spinner.text = `Running ${admitted.length} pod(s)… ${running.size} done`;

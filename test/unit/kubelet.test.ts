@@ -9,7 +9,7 @@ import { FakeRuntime } from '../../src/core/cri/fake/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { podLogDirectory } from '../../src/core/kuberuntime/config.js';
 import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
-import { parseManifestText } from '../../src/core/pod/index.js';
+import { missingReferences, parseManifestText } from '../../src/core/pod/index.js';
 import type { SourceObjects } from '../../src/core/objects.js';
 import { runOnce } from '../../src/core/runonce.js';
 import { scratchDir } from '../support/e2e.js';
@@ -152,6 +152,26 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
       await kubelet.syncTerminatingPod(p, 0);
       await kubelet.syncTerminatedPod(p);
     }
+  });
+
+  test('runOnce: a pod whose ConfigMap no document provides fails after its first sync, in the kubelet\'s words, not after its retries', async () => {
+    const p = pod('nocm', '  - name: app\n    image: busybox:1.36\n    env: [{name: A, valueFrom: {configMapKeyRef: {name: settings, key: a}}}]\n');
+    const done = runOnce(kubelet, [p], { clock, maxRetries: 10, retryDelayMs: 1000, neverStarts: (x) => missingReferences(x, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret') });
+    let settled = false;
+    void done.finally(() => (settled = true));
+    while (!settled) {
+      await new Promise((r) => setTimeout(r, 2));
+      clock.advance(250);
+    }
+    const [r] = await done;
+    assert.equal(r!.ok, false);
+    assert.equal(r!.attempts, 1, 'failed after the first sync');
+    assert.equal(r!.reason, 'CreateContainerConfigError');
+    assert.equal(r!.message, 'can never start: configmap "settings" not found');
+    assert.equal(r!.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'CreateContainerConfigError');
+    assert.equal(r!.status?.containerStatuses?.[0]?.state?.waiting?.message, 'configmap "settings" not found');
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
   });
 
   const total = () => Object.values(fake.calls()).reduce((a, b) => a + b, 0);

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseManifestText } from '../../src/core/pod/index.js';
+import { loadManifests, parseManifestText } from '../../src/core/pod/index.js';
 import { FileSource } from '../../src/core/config/file-source.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { scratchDir } from '../support/e2e.js';
@@ -121,4 +121,42 @@ test("watch's sources say a file's warnings once, naming file, document and fiel
   assert.equal(warnings.length, 2);
   assert.match(warnings[0]!, /pod\.yaml: document 1 \(Pod "w"\): spec\.activeDeadlineSeconds: not enforced/);
   assert.match(warnings[1]!, /pod\.yaml: document 1 \(Pod "w"\): spec\.schedulingGates: ignored/);
+});
+
+test('validate names every ConfigMap, Secret, key and image pull secret the set does not provide, unless optional', async () => {
+  const { dir, cleanup } = scratchDir('fields-refs');
+  writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: refs}
+spec:
+  imagePullSecrets: [{name: regcred}]
+  containers:
+  - name: app
+    image: busybox:1.36
+    env:
+    - {name: A, valueFrom: {configMapKeyRef: {name: settings, key: a}}}
+    - {name: B, valueFrom: {configMapKeyRef: {name: present, key: nokey}}}
+    - {name: C, valueFrom: {secretKeyRef: {name: creds, key: c, optional: true}}}
+    - {name: D, valueFrom: {configMapKeyRef: {name: present, key: here}}}
+    envFrom: [{secretRef: {name: creds}}]
+  volumes:
+  - {name: cfg, configMap: {name: present, items: [{key: gone, path: g}]}}
+  - {name: sec, secret: {secretName: tls}}
+  - {name: opt, secret: {secretName: tls, optional: true}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: present}
+data: {here: "1"}
+`);
+  const set = await loadManifests([join(dir, 'pod.yaml')], opts);
+  cleanup();
+  assert.deepEqual(set.warnings.filter((w) => w.field !== 'spec.imagePullSecrets' /* the table's: not used yet */).map((w) => `${w.file.endsWith('pod.yaml')} doc${w.index + 1} ${w.field}: ${w.message}`), [
+    'true doc1 spec.containers[0].envFrom[0].secretRef: secret "creds" not found; no document of this set provides it, so the pod would never start (CreateContainerConfigError)',
+    'true doc1 spec.containers[0].env[0].valueFrom.configMapKeyRef: configmap "settings" not found; no document of this set provides it, so the pod would never start (CreateContainerConfigError)',
+    "true doc1 spec.containers[0].env[1].valueFrom.configMapKeyRef: couldn't find key nokey in ConfigMap default/present; no document of this set provides it, so the pod would never start (CreateContainerConfigError)",
+    'true doc1 spec.volumes[0].configMap: MountVolume.SetUp failed for volume "cfg" : configmap references non-existent config key: gone; no document of this set provides it, so the pod would never start (FailedMount)',
+    'true doc1 spec.volumes[1].secret: MountVolume.SetUp failed for volume "sec" : secret "tls" not found; no document of this set provides it, so the pod would never start (FailedMount)',
+    'true doc1 spec.imagePullSecrets[0]: Unable to retrieve some image pull secrets (regcred); attempting to pull the image may not succeed.',
+  ]);
 });

@@ -9,6 +9,7 @@ import { applyPodDefaults } from './defaults.js';
 import type { LoadedPod, ManifestProblem, Pod, PodSource } from './types.js';
 import { staticPodUID } from './uid.js';
 import { POD_FIELDS } from './fields.js';
+import { missingReferences, setLookup } from './references.js';
 import { validateDocument } from './validate.js';
 
 /**
@@ -277,6 +278,7 @@ async function expand(path: string, problems: ManifestProblem[]): Promise<{ abs:
 export async function loadManifests(paths: string[], opts: LoadOptions): Promise<ManifestSet> {
   const problems: ManifestProblem[] = [];
   const set: ManifestSet = { pods: [], configMaps: [], secrets: [], warnings: [], files: [] };
+  const displayOf = new Map<string, string>([['-', '<stdin>']]);
   const add = (parsed: ParsedManifest) => {
     set.pods.push(...parsed.pods);
     set.configMaps.push(...parsed.configMaps);
@@ -298,6 +300,7 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
         continue;
       }
       set.files.push(file.abs);
+      displayOf.set(file.abs, file.display);
       add(parseManifestText(text, { kind: 'file', path: file.abs, display: file.display }, opts));
     }
   }
@@ -317,6 +320,14 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
         severity: 'error',
       });
     } else byName.set(key, lp);
+  }
+  // References no document of the set provides: the pod would wait for ever.
+  const lookup = setLookup(set.configMaps, set.secrets);
+  for (const lp of set.pods) {
+    for (const m of missingReferences(lp.pod, lookup)) {
+      const consequence = m.reason === 'FailedToRetrieveImagePullSecret' ? '' : `; no document of this set provides it, so the pod would never start (${m.reason})`;
+      problems.push({ file: displayOf.get(lp.source.path) ?? lp.source.path, index: lp.source.index, kind: 'Pod', name: lp.pod.metadata!.name, field: m.field, message: `${m.message}${consequence}`, severity: 'warning' });
+    }
   }
   const errors = problems.filter((p) => p.severity === 'error');
   if (errors.length) throw new ManifestError(errors, problems.filter((p) => p.severity === 'warning'));
