@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { hostname, networkInterfaces } from 'node:os';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
+import { allocatable, hostCapacity, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
 
 export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
 export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
@@ -24,6 +26,24 @@ export const nodeFlags = {
     env: 'PODCTL_ROOT_DIR',
   }),
 };
+
+/** The kubelet's admission flags (run and sync-once). */
+export const admissionFlags = {
+  'node-labels': Flags.string({ summary: 'Labels of this node, key=value,… (kubelet --node-labels), over kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch; nodeSelector and required nodeAffinity are matched against them.' }),
+  'system-reserved': Flags.string({ summary: 'Resources kept from pods for the system, e.g. cpu=100m,memory=100Mi (kubelet --system-reserved).' }),
+  'kube-reserved': Flags.string({ summary: 'Resources kept from pods for podctl and the runtime, e.g. cpu=100m,memory=100Mi (kubelet --kube-reserved).' }),
+  'max-pods': Flags.integer({ summary: 'Pods this node admits at most (kubelet --max-pods).', default: 110, min: 1 }),
+};
+
+/** This node for admission: its labels and allocatable (capacity minus what is reserved). */
+export function nodeInfoFromFlags(flags: { 'node-name': string; 'root-dir': string; 'node-labels'?: string; 'system-reserved'?: string; 'kube-reserved'?: string; 'max-pods': number }): NodeInfo {
+  const capacity = hostCapacity(existsSync(flags['root-dir']) ? flags['root-dir'] : '/', flags['max-pods']);
+  return {
+    name: flags['node-name'],
+    labels: nodeLabels(flags['node-name'], parseMapFlag(flags['node-labels'], '--node-labels')),
+    allocatable: allocatable(capacity, parseReserved(flags['system-reserved'], '--system-reserved'), parseReserved(flags['kube-reserved'], '--kube-reserved')),
+  };
+}
 
 /** The first non-internal IPv4 address: what the kubelet reports as hostIP. */
 export function hostIP(): string | undefined {

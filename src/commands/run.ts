@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs, podsKeptByWatch } from '../cli/manifests.js';
-import { buildKubelet, nodeFlags } from '../cli/node.js';
+import { admissionFlags, buildKubelet, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
 import { planFlags, printPlan } from '../cli/plan.js';
 import { eventLine, eventWorthALine, renderResultTable, statusLine } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
@@ -31,6 +31,7 @@ changes nothing.`;
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
+    ...admissionFlags,
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
     prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     detach: Flags.boolean({ char: 'd', summary: 'Return once every pod runs, leaving the pods running.' }),
@@ -59,6 +60,7 @@ changes nothing.`;
     const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), {
       allowPrivileged: flags['allow-privileged'],
       keptByWatch: { pods: await podsKeptByWatch(flags['root-dir']), rootDir: flags['root-dir'] },
+      node: nodeInfoFromFlags(flags),
     });
     for (const r of rejected) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });

@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import ora from 'ora';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs, podsKeptByWatch } from '../cli/manifests.js';
-import { buildKubelet, nodeFlags } from '../cli/node.js';
+import { admissionFlags, buildKubelet, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
 import { planFlags, printPlan } from '../cli/plan.js';
 import { podWithStatus, renderObjects, renderResultTable, type ResultRow } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
@@ -26,6 +26,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
+    ...admissionFlags,
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
     prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     timeout: Flags.string({ summary: 'Bound on the whole run, e.g. 5m.', default: '5m' }),
@@ -54,6 +55,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
       const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), {
       allowPrivileged: flags['allow-privileged'],
       keptByWatch: { pods: await podsKeptByWatch(flags['root-dir']), rootDir: flags['root-dir'] },
+      node: nodeInfoFromFlags(flags),
     });
       const spinner = process.stderr.isTTY && flags.output === 'table' ? ora({ text: `Running ${admitted.length} pod(s)…`, stream: process.stderr }).start() : undefined;
       const running = new Set<string>();
@@ -72,7 +74,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
       spinner?.stop();
       const rows: ResultRow[] = [
         ...results.map((r) => ({ pod: r.pod, status: r.status, ok: r.ok, message: r.message })),
-        ...rejected.map((r) => ({ pod: r.pod, ok: false, message: `rejected at admission: ${r.message}` })),
+        ...rejected.map((r) => ({ pod: r.pod, status: { phase: 'Failed' as const, reason: r.reason, message: r.message }, ok: false, message: `rejected at admission: ${r.message}` })),
       ];
       if (flags.output === 'table') this.log(renderResultTable(rows));
       else this.log(renderObjects(rows.map((r) => podWithStatus(r.pod, r.status)), flags.output as 'json' | 'yaml'));

@@ -2,6 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { totalmem } from 'node:os';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
 
@@ -45,4 +46,67 @@ spec:
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stdout, /CreateContainerConfigError .*FAILED: can never start: configmap "settings" not found/);
   assert.ok(elapsed < 5000, `sync-once took ${elapsed} ms`);
+});
+
+function podDoc(name: string, extra = '', container = ''): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${E2E_NAMESPACE}}
+spec:
+  terminationGracePeriodSeconds: 2
+${extra}  containers:
+  - name: app
+    image: busybox:1.36
+    command: [sleep, "3600"]
+${container}`;
+}
+
+test('nodeSelector {disktype: ssd} is refused with NodeAffinity by run and sync-once, and runs with --node-labels disktype=ssd', () => {
+  const file = join(dir.dir, 'ssd.yaml');
+  writeFileSync(file, podDoc('ssd', '  nodeSelector: {disktype: ssd}\n'));
+  const run = podctl(['run', '--detach', file, ...common]);
+  assert.equal(run.code, 1, run.stderr);
+  assert.match(run.stderr, /ssd: rejected at admission: NodeAffinity: Predicate NodeAffinity failed: .*nodeSelector disktype=ssd/);
+  const once = podctl(['sync-once', file, '-o', 'json', ...common]);
+  assert.equal(once.code, 1, once.stderr);
+  // One pod prints as a v1 Pod.
+  const status = (JSON.parse(once.stdout) as { status: { phase: string; reason: string; message: string } }).status;
+  assert.equal(status.phase, 'Failed');
+  assert.equal(status.reason, 'NodeAffinity');
+  assert.match(status.message, /nodeSelector disktype=ssd/);
+  const labelled = podctl(['sync-once', file, '--node-labels', 'disktype=ssd', ...common]);
+  assert.equal(labelled.code, 0, labelled.stderr + labelled.stdout);
+  assert.match(labelled.stdout, /ssd\s+│ Running/);
+});
+
+test('admission: more CPU than the host has is OutOfcpu; the second of two pods over allocatable memory is OutOfmemory; a taken hostPort is NodePorts', () => {
+  const cpu = join(dir.dir, 'cpu.yaml');
+  writeFileSync(cpu, podDoc('hungry', '', '    resources: {requests: {cpu: "1000"}}\n'));
+  const v = podctl(['validate', cpu]);
+  assert.equal(v.code, 0, v.stderr);
+  assert.match(v.stdout, /warning: .*cpu\.yaml: document 1 \(Pod "hungry"\): .*never fits this host: OutOfcpu: Node didn't have enough resource: cpu, requested: 1000000/);
+  const r = podctl(['sync-once', cpu, ...common]);
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(r.stdout, /hungry/);
+  assert.match(r.stdout.replace(/[│\s]+/g, ' '), /OutOfcpu: Node didn't have enough resource: cpu, requested: 1000000/);
+
+  const half = Math.ceil(totalmem() * 0.6);
+  const mem = join(dir.dir, 'mem.yaml');
+  writeFileSync(mem, [podDoc('mem-a', '', `    resources: {requests: {memory: "${half}"}}\n`), podDoc('mem-b', '', `    resources: {requests: {memory: "${half}"}}\n`)].join('---\n'));
+  const m = podctl(['sync-once', mem, '-o', 'json', ...common]);
+  assert.equal(m.code, 1, m.stderr);
+  const items = (JSON.parse(m.stdout) as { items: { metadata: { name: string }; status: { phase: string; reason?: string; message?: string } }[] }).items;
+  assert.equal(items.find((i) => i.metadata.name === 'mem-a')!.status.phase, 'Running');
+  const b = items.find((i) => i.metadata.name === 'mem-b')!.status;
+  assert.equal(b.reason, 'OutOfmemory');
+  assert.match(b.message!, new RegExp(`Node didn't have enough resource: memory, requested: ${half}, used: ${half}, capacity: \\d+`));
+
+  const ports = join(dir.dir, 'ports.yaml');
+  const port = '    ports: [{containerPort: 80, hostPort: 38471}]\n';
+  writeFileSync(ports, [podDoc('port-a', '', port), podDoc('port-b', '', port)].join('---\n'));
+  const p = podctl(['sync-once', ports, '-o', 'json', ...common]);
+  assert.equal(p.code, 1, p.stderr);
+  const pi = (JSON.parse(p.stdout) as { items: { metadata: { name: string }; status: { phase: string; reason?: string } }[] }).items;
+  assert.equal(pi.find((i) => i.metadata.name === 'port-a')!.status.phase, 'Running');
+  assert.equal(pi.find((i) => i.metadata.name === 'port-b')!.status.reason, 'NodePorts');
 });

@@ -282,8 +282,8 @@ spec:
     projected: {sources: [{serviceAccountToken: {path: token}}]}
 `;
   assert.deepEqual(problemsOf(text), [
-    'warning doc1 spec.nodeSelector: ignored: podctl runs every pod on this host, with no scheduler',
-    'warning doc1 spec.affinity: ignored: there is no scheduler and one node',
+    "warning doc1 spec.nodeSelector: matched against this node's labels (--node-labels) by run and sync-once admission (NodeAffinity); watch does not check it yet",
+    'warning doc1 spec.affinity: required node affinity is matched as nodeSelector is; preferred terms and pod (anti-)affinity are ignored: there is no scheduler and one node',
     'warning doc1 spec.tolerations: ignored: this node has no taints',
     'warning doc1 spec.priorityClassName: ignored: there is no preemption and no PriorityClass',
     'error doc1 spec.volumes[0].persistentVolumeClaim: not supported on a single host (no PersistentVolume controller); use hostPath or emptyDir',

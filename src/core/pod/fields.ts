@@ -51,8 +51,8 @@ const table: Record<string, FieldFate> = {
   spec: honoured('kubelet'),
 
   // Scheduling: one node, no scheduler.
-  'spec.nodeSelector': warned('ignored: podctl runs every pod on this host, with no scheduler'),
-  'spec.affinity': warned('ignored: there is no scheduler and one node'),
+  'spec.nodeSelector': warned("matched against this node's labels (--node-labels) by run and sync-once admission (NodeAffinity); watch does not check it yet"),
+  'spec.affinity': warned('required node affinity is matched as nodeSelector is; preferred terms and pod (anti-)affinity are ignored: there is no scheduler and one node'),
   'spec.tolerations': warned('ignored: this node has no taints'),
   'spec.topologySpreadConstraints': warned('ignored: there is one node to spread over'),
   'spec.priorityClassName': warned('ignored: there is no preemption and no PriorityClass'),
