@@ -6,7 +6,7 @@ import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
-import { allocatable, hostCapacity, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
+import { allocatable, hostCapacity, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
 
 export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
 export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
@@ -42,6 +42,7 @@ export function nodeInfoFromFlags(flags: { 'node-name': string; 'root-dir': stri
     name: flags['node-name'],
     labels: nodeLabels(flags['node-name'], parseMapFlag(flags['node-labels'], '--node-labels')),
     allocatable: allocatable(capacity, parseReserved(flags['system-reserved'], '--system-reserved'), parseReserved(flags['kube-reserved'], '--kube-reserved')),
+    appArmor: hostHasAppArmor(),
   };
 }
 

@@ -1,4 +1,4 @@
-import { statfsSync } from 'node:fs';
+import { readFileSync, statfsSync } from 'node:fs';
 import { arch, cpus, platform, totalmem } from 'node:os';
 import type { IContainer, INodeSelectorRequirement, INodeSelectorTerm, IPod } from 'kubernetes-models/v1';
 import { PodctlError } from './errors.js';
@@ -17,6 +17,30 @@ export interface NodeInfo {
   name: string;
   labels: Record<string, string>;
   allocatable: NodeResources;
+  /** Whether the host enforces AppArmor (/sys/module/apparmor/parameters/enabled); unknown counts as yes. */
+  appArmor?: boolean;
+}
+
+/** The kubelet's AppArmor check: the module loaded and enabled. */
+export function hostHasAppArmor(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): boolean {
+  try {
+    return read('/sys/module/apparmor/parameters/enabled').trim().startsWith('Y');
+  } catch {
+    return false;
+  }
+}
+
+const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
+
+/** The first container with a Localhost AppArmor profile (field or annotation), for admission. */
+function localhostAppArmor(pod: IPod): string | undefined {
+  const podLocal = pod.spec?.securityContext?.appArmorProfile?.type === 'Localhost';
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    const own = c.securityContext?.appArmorProfile?.type;
+    const annotation = pod.metadata?.annotations?.[`${APPARMOR_ANNOTATION}${c.name}`];
+    if (own === 'Localhost' || (own === undefined && podLocal) || annotation?.startsWith('localhost/')) return c.name;
+  }
+  return undefined;
 }
 
 export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
@@ -152,6 +176,9 @@ const hostPorts = (pod: IPod) =>
  * requests within allocatable, and the pod count within --max-pods).
  */
 export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResult {
+  // RuntimeDefault and Unconfined need nothing of the host; a Localhost profile needs AppArmor.
+  const apparmor = node.appArmor === false ? localhostAppArmor(pod) : undefined;
+  if (apparmor) return { admit: false, reason: 'AppArmor', message: `Cannot enforce AppArmor: AppArmor is not enabled on the host (container ${apparmor} asks for a Localhost profile)` };
   const affinity = nodeAffinityFailure(pod, node);
   if (affinity) return { admit: false, reason: 'NodeAffinity', message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector (${affinity}; node labels: ${Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(', ')})` };
   const taken = admitted.flatMap(hostPorts);

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { totalmem } from 'node:os';
+import { hostHasAppArmor } from '../../src/core/admission.js';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
 
@@ -109,4 +110,15 @@ test('admission: more CPU than the host has is OutOfcpu; the second of two pods 
   const pi = (JSON.parse(p.stdout) as { items: { metadata: { name: string }; status: { phase: string; reason?: string } }[] }).items;
   assert.equal(pi.find((i) => i.metadata.name === 'port-a')!.status.phase, 'Running');
   assert.equal(pi.find((i) => i.metadata.name === 'port-b')!.status.reason, 'NodePorts');
+});
+
+test('a Localhost AppArmor profile is refused at admission on a host without AppArmor', { skip: hostHasAppArmor() ? 'this host has AppArmor' : false }, () => {
+  const file = join(dir.dir, 'apparmor.yaml');
+  writeFileSync(file, podDoc('aa', '  securityContext: {appArmorProfile: {type: Localhost, localhostProfile: podctl-none}}\n'));
+  const r = podctl(['sync-once', file, '-o', 'json', ...common]);
+  assert.equal(r.code, 1, r.stderr);
+  const status = (JSON.parse(r.stdout) as { status: { phase: string; reason: string; message: string } }).status;
+  assert.equal(status.phase, 'Failed');
+  assert.equal(status.reason, 'AppArmor');
+  assert.match(status.message, /AppArmor is not enabled on the host/);
 });

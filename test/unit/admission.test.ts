@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IPod } from 'kubernetes-models/v1';
-import { admitPod, allocatable, nodeLabels, parseMapFlag, parseReserved, podRequests, type NodeInfo } from '../../src/core/admission.js';
+import { admitPod, allocatable, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, podRequests, type NodeInfo } from '../../src/core/admission.js';
 
 const node: NodeInfo = { name: 'node-a', labels: nodeLabels('node-a', { disktype: 'hdd', rack: '7' }), allocatable: { cpu: 2000, memory: 4 * 2 ** 30, 'ephemeral-storage': 10 * 2 ** 30, pods: 3 } };
 
@@ -55,4 +55,18 @@ test('the kubelet\'s flag syntax for labels and reservations; bad input names th
   assert.throws(() => parseMapFlag('disktype', '--node-labels'), /--node-labels: "disktype" is not key=value/);
   assert.equal(nodeLabels('n1')['kubernetes.io/hostname'], 'n1');
   assert.equal(nodeLabels('n1')['kubernetes.io/os'], 'linux');
+});
+
+test('AppArmor: a Localhost profile (field or annotation) is refused when the host has none; RuntimeDefault and Unconfined pass', () => {
+  const noAA: NodeInfo = { ...node, appArmor: false };
+  const local = pod('aa', { securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: 'mine' } } });
+  assert.deepEqual(admitPod(local, [], noAA), { admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host (container app asks for a Localhost profile)' });
+  assert.equal(admitPod(local, [], { ...node, appArmor: true }).admit, true);
+  const annotated = pod('ann');
+  annotated.metadata!.annotations = { 'container.apparmor.security.beta.kubernetes.io/app': 'localhost/mine' };
+  assert.equal(admitPod(annotated, [], noAA).admit, false);
+  for (const type of ['RuntimeDefault', 'Unconfined']) assert.equal(admitPod(pod('rd', { securityContext: { appArmorProfile: { type } } }), [], noAA).admit, true);
+  assert.equal(hostHasAppArmor(() => 'Y\n'), true);
+  assert.equal(hostHasAppArmor(() => 'N\n'), false);
+  assert.equal(hostHasAppArmor(() => { throw new Error('ENOENT'); }), false);
 });

@@ -207,7 +207,7 @@ const table: Record<string, FieldFate> = {
 
 // Both security contexts: AppArmor and SELinux are not passed to the runtime yet.
 for (const sc of ['spec.securityContext', 'spec.containers.securityContext']) {
-  table[`${sc}.appArmorProfile`] = warned('not applied: podctl passes no AppArmor profile to the runtime');
+  table[`${sc}.appArmorProfile`] = warned('not applied: podctl passes no AppArmor profile to the runtime; a Localhost profile is refused at admission (AppArmor) when the host has no AppArmor');
   table[`${sc}.seLinuxOptions`] = warned('not applied: podctl passes no SELinux options to the runtime');
   table[`${sc}.seccompProfile`] = honoured('kuberuntime/config');
   table[`${sc}.seccompProfile.type`] = honoured('kuberuntime/config');
