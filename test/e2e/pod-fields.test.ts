@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { totalmem } from 'node:os';
 import { hostHasAppArmor } from '../../src/core/admission.js';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { E2E_NAMESPACE, e2eClient, eventually, podctl, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
 
 let client: CriClient;
 const dir = scratchDir('e2e-fields');
@@ -121,4 +121,27 @@ test('a Localhost AppArmor profile is refused at admission on a host without App
   assert.equal(status.phase, 'Failed');
   assert.equal(status.reason, 'AppArmor');
   assert.match(status.message, /AppArmor is not enabled on the host/);
+});
+
+test('activeDeadlineSeconds: 5 ends the pod Failed with DeadlineExceeded within 15 s (watch)', async () => {
+  const watchRoot = scratchDir('e2e-fields-watch');
+  const file = join(dir.dir, 'deadline.yaml');
+  writeFileSync(file, podDoc('deadline', '  activeDeadlineSeconds: 5\n'));
+  const started = Date.now();
+  const watch = startPodctl(['watch', file, '--root-dir', watchRoot.dir, '--log-root', join(watchRoot.dir, 'logs')]);
+  try {
+    const status = await eventually('the pod to end Failed with DeadlineExceeded', async () => {
+      const r = await podctlAsync(['get', 'pods', 'deadline', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', watchRoot.dir]);
+      if (r.code !== 0) return undefined;
+      const s = (JSON.parse(r.stdout) as { status?: { phase?: string; reason?: string; message?: string } }).status;
+      return s?.reason === 'DeadlineExceeded' ? s : undefined;
+    }, 15_000);
+    assert.ok(Date.now() - started < 15_000, `took ${Date.now() - started} ms`);
+    assert.equal(status.phase, 'Failed');
+    assert.equal(status.message, 'Pod was active on the node longer than the specified deadline');
+  } finally {
+    watch.interrupt();
+    await watch.done;
+    watchRoot.cleanup();
+  }
 });

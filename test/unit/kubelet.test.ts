@@ -174,6 +174,29 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     await kubelet.syncTerminatedPod(p);
   });
 
+  test('activeDeadlineSeconds: past the deadline, counted from startTime, the pod is killed and ends Failed with DeadlineExceeded, and stays so', async () => {
+    const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: deadline}\nspec:\n  activeDeadlineSeconds: 5\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`;
+    const parsed = parseManifestText(text, { kind: 'file', path: '/unit/deadline.yaml' }, { nodeName: 'unit' });
+    assert.deepEqual(parsed.problems, []);
+    const p = parsed.pods[0]!.pod;
+    await kubelet.syncPod(p, 'create');
+    assert.equal(statusOf(p).phase, 'Running');
+    clock.advance(4_000);
+    assert.equal(await kubelet.syncPod(p, 'sync'), false);
+    assert.equal(statusOf(p).phase, 'Running', 'not yet');
+    clock.advance(1_000);
+    assert.equal(await kubelet.syncPod(p, 'sync'), true, 'terminal once past the deadline');
+    assert.equal(statusOf(p).phase, 'Failed');
+    assert.equal(statusOf(p).reason, 'DeadlineExceeded');
+    assert.equal(statusOf(p).message, 'Pod was active on the node longer than the specified deadline');
+    assert.equal(fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'deadline').length, 0, 'killed');
+    assert.ok(kubelet.events.all().some((e) => e.reason === 'DeadlineExceeded'));
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(statusOf(p).reason, 'DeadlineExceeded', 'stays failed for the deadline once killed');
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+  });
+
   const total = () => Object.values(fake.calls()).reduce((a, b) => a + b, 0);
 
   test('the PLEG cache: resync after a relist: no CRI call; a change is seen once relisted; right after its own restart a sync reads the runtime', async () => {

@@ -63,7 +63,6 @@ spec:
   const parsed = parseManifestText(text, src, opts);
   const found = parsed.problems.map((p) => `${p.severity} ${p.file} doc${p.index + 1} ${p.field}`);
   assert.deepEqual(found.sort(), [
-    'warning pod.yaml doc1 spec.activeDeadlineSeconds',
     'warning pod.yaml doc1 spec.containers[0].lifecycle.stopSignal',
     'warning pod.yaml doc1 spec.containers[0].resources.limits["ephemeral-storage"]',
     'warning pod.yaml doc1 spec.containers[0].securityContext.appArmorProfile',
@@ -107,7 +106,7 @@ test("watch's sources say a file's warnings once, naming file, document and fiel
   const { dir, cleanup } = scratchDir('fields-source');
   const file = join(dir, 'pod.yaml');
   const pod = (extra: string) => `apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  ${extra}\n  containers: [{name: app, image: busybox:1.36}]\n`;
-  writeFileSync(file, pod('activeDeadlineSeconds: 5'));
+  writeFileSync(file, pod('setHostnameAsFQDN: true'));
   const warnings: string[] = [];
   const snapshots: number[] = [];
   const source = new FileSource({ path: dir, nodeName: 'node-a', clock: new FakeClock(), watch: false, onSnapshot: (pods) => snapshots.push(pods.length), onError: () => {}, onWarning: (w) => warnings.push(w.message) });
@@ -119,7 +118,7 @@ test("watch's sources say a file's warnings once, naming file, document and fiel
   cleanup();
   assert.deepEqual(snapshots, [1, 1, 1]);
   assert.equal(warnings.length, 2);
-  assert.match(warnings[0]!, /pod\.yaml: document 1 \(Pod "w"\): spec\.activeDeadlineSeconds: not enforced/);
+  assert.match(warnings[0]!, /pod\.yaml: document 1 \(Pod "w"\): spec\.setHostnameAsFQDN: ignored/);
   assert.match(warnings[1]!, /pod\.yaml: document 1 \(Pod "w"\): spec\.schedulingGates: ignored/);
 });
 

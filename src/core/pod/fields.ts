@@ -73,7 +73,7 @@ const table: Record<string, FieldFate> = {
   // Lifecycle of the pod.
   'spec.restartPolicy': honoured('kuberuntime/actions'),
   'spec.terminationGracePeriodSeconds': honoured('kuberuntime/manager'),
-  'spec.activeDeadlineSeconds': warned('not enforced: podctl has no active deadline handler yet; the pod runs past the deadline'),
+  'spec.activeDeadlineSeconds': honoured('kubelet (active deadline handler)'),
   'spec.readinessGates': warned('ignored: Ready does not wait for these conditions (nothing on one host sets them)'),
   'spec.readinessGates.conditionType': warned('ignored with spec.readinessGates'),
   'spec.imagePullSecrets': warned('not used: podctl sends no registry credentials with a pull yet'),
