@@ -6,9 +6,10 @@ import { realClock } from '../src/core/clock.js';
 import { CriClient, type CallObserver } from '../src/core/cri/client.js';
 import { ignoreNotFound } from '../src/core/cri/errors.js';
 import { embeddedEndpoint } from '../src/core/embedded/index.js';
-import { Kubelet } from '../src/core/kubelet.js';
+import type { Kubelet } from '../src/core/kubelet.js';
+import { wireNode } from '../src/core/node/wire.js';
 import { POD_NAMESPACE_LABEL } from '../src/core/kuberuntime/labels.js';
-import { SyncLoop } from '../src/core/loop.js';
+import type { SyncLoop } from '../src/core/loop.js';
 import type { Pleg } from '../src/core/pleg/evented.js';
 import type { GenericPleg, PodLifecycleEvent } from '../src/core/pleg/generic.js';
 import { allContainersRunning } from '../src/core/runonce.js';
@@ -87,12 +88,21 @@ export class InProcessNode {
   constructor(opts: InProcessNodeOptions) {
     this.ownsLogRoot = opts.logRoot === undefined;
     this.logRoot = opts.logRoot ?? mkdtempSync(join(tmpdir(), 'podctl-bench-logs-'));
-    this.kubelet = new Kubelet({ runtime: opts.client, images: opts.client, clock: realClock, logRoot: this.logRoot, nodeName: 'bench', agent: BENCH_AGENT });
-    this.pleg =
-      opts.plegKind === 'evented'
-        ? this.kubelet.createEventedPleg({ relistPeriodMs: opts.relistPeriodMs })
-        : this.kubelet.createPleg({ relistPeriodMs: opts.relistPeriodMs, ...(opts.onRelist ? { onRelist: opts.onRelist } : {}) });
-    this.loop = new SyncLoop({ kubelet: this.kubelet, pleg: this.pleg, clock: realClock, onPlegEvent: opts.onPlegEvent });
+    const wired = wireNode({
+      runtime: opts.client,
+      images: opts.client,
+      clock: realClock,
+      logRoot: this.logRoot,
+      nodeName: 'bench',
+      agent: BENCH_AGENT,
+      pleg: opts.plegKind,
+      relistPeriodMs: opts.relistPeriodMs,
+      onRelist: opts.onRelist,
+      loop: { onPlegEvent: opts.onPlegEvent },
+    });
+    this.kubelet = wired.kubelet;
+    this.pleg = wired.pleg;
+    this.loop = wired.loop;
   }
 
   get generic(): GenericPleg | undefined {

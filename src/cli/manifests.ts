@@ -2,16 +2,26 @@ import type { IPod } from 'kubernetes-models/v1';
 import { formatProblem, loadManifests, type ManifestSet } from '../core/pod/index.js';
 import { PodctlError } from '../core/errors.js';
 import { getFromStatusSocket } from '../core/status/client.js';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { admitPod, type NodeInfo } from '../core/admission.js';
 
 /** Loads the manifests named on the command line; warnings go to stderr. */
-export async function loadPodsFromArgs(paths: string[], nodeName: string): Promise<ManifestSet> {
-  const set = await loadManifests(paths, { nodeName, readStdin });
+export async function loadPodsFromArgs(paths: string[], nodeName: string, texts?: { file: string; text: string }[]): Promise<ManifestSet> {
+  // texts: every file's text as read (stdin too), for handing the manifests to the agent as they are.
+  const set = await loadManifests(paths, {
+    nodeName,
+    readStdin: async () => {
+      const text = await readStdin();
+      texts?.push({ file: '<stdin>', text });
+      return text;
+    },
+  });
   for (const w of set.warnings) process.stderr.write(`Warning: ${formatProblem(w)}\n`);
   if (set.pods.length === 0) {
     throw new PodctlError(`no Pod found in ${paths.join(', ')}`, { hint: 'expected at least one document with apiVersion: v1 and kind: Pod', exitCode: 2 });
   }
+  if (texts) for (const file of set.files) texts.push({ file, text: readFileSync(file, 'utf8') });
   return set;
 }
 

@@ -1,15 +1,18 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { hostname, networkInterfaces } from 'node:os';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
 import { allocatable, hostCapacity, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
+import { parseDuration } from '../core/cri/endpoint.js';
+import { PodctlError } from '../core/errors.js';
+import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
+import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';
+import { bytes } from '../core/util/quantity.js';
+import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, nodeAgentLabel } from '../core/node/paths.js';
 
-export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
-export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
+export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
 
 /** Flags of the commands that run pods. */
 export const nodeFlags = {
@@ -21,9 +24,56 @@ export const nodeFlags = {
   'node-name': Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() }),
   'allow-privileged': Flags.boolean({ summary: 'Allow privileged containers (securityContext.privileged: true); refused otherwise.' }),
   'root-dir': Flags.string({
-    summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the status socket of watch.',
+    summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the API socket of its agent.',
     default: DEFAULT_ROOT_DIR,
     env: 'PODCTL_ROOT_DIR',
+  }),
+  'maximum-dead-containers-per-container': Flags.integer({
+    summary: 'Dead instances kept per container, newest first (the kubelet\'s flag; -1: no bound).',
+    default: 1,
+    min: -1,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'maximum-dead-containers': Flags.integer({
+    summary: 'Dead containers kept on the host in all (the kubelet\'s flag; -1: no bound).',
+    default: -1,
+    min: -1,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'image-gc-high-threshold': Flags.integer({
+    summary: 'Disk usage (%) of the image filesystem at which unused images are removed (the kubelet\'s flag; 100: never).',
+    default: DEFAULT_IMAGE_GC_HIGH_THRESHOLD,
+    min: 0,
+    max: 100,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'image-gc-low-threshold': Flags.integer({
+    summary: 'Disk usage (%) image GC frees down to (the kubelet\'s flag).',
+    default: DEFAULT_IMAGE_GC_LOW_THRESHOLD,
+    min: 0,
+    max: 100,
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'image-minimum-gc-age': Flags.string({
+    summary: 'An unused image is not removed before it has been known this long (the kubelet\'s flag).',
+    default: '2m',
+    helpGroup: 'GARBAGE COLLECTION',
+  }),
+  'container-log-max-size': Flags.string({
+    summary: 'Rotate a container\'s log once it reaches this size (a quantity such as 10Mi; 0 turns rotation off), as the kubelet\'s flag.',
+    default: '10Mi',
+    helpGroup: 'LOGS',
+  }),
+  'container-log-max-files': Flags.integer({
+    summary: 'Log files kept per container, the current one included (older ones gzipped), as the kubelet\'s flag.',
+    default: DEFAULT_CONTAINER_LOG_MAX_FILES,
+    min: 2,
+    helpGroup: 'LOGS',
+  }),
+  'container-log-monitor-interval': Flags.string({
+    summary: 'How often log sizes are checked for rotation (the kubelet\'s containerLogMonitorInterval).',
+    default: '10s',
+    helpGroup: 'LOGS',
   }),
 };
 
@@ -46,6 +96,28 @@ export function nodeInfoFromFlags(flags: { 'node-name': string; 'root-dir': stri
   };
 }
 
+/** The image GC policy the flags ask for; a usage error names the flag. */
+export function imageGCPolicy(flags: { 'image-gc-high-threshold'?: number; 'image-gc-low-threshold'?: number; 'image-minimum-gc-age'?: string }): NonNullable<KubeletOptions['imageGC']> {
+  const high = flags['image-gc-high-threshold'] ?? DEFAULT_IMAGE_GC_HIGH_THRESHOLD;
+  const low = flags['image-gc-low-threshold'] ?? DEFAULT_IMAGE_GC_LOW_THRESHOLD;
+  if (low > high) throw new PodctlError(`--image-gc-low-threshold (${low}) must not be above --image-gc-high-threshold (${high})`, { exitCode: 2 });
+  const age = flags['image-minimum-gc-age'] ?? '2m';
+  return { highThresholdPercent: high, lowThresholdPercent: low, minAgeMs: /^0+(s|m|h|ms)?$/.test(age) ? 0 : parseDuration(age, '--image-minimum-gc-age') };
+}
+
+/** The container log rotation policy the flags ask for; a usage error names the flag. */
+export function containerLogPolicy(flags: { 'container-log-max-size'?: string; 'container-log-max-files'?: number; 'container-log-monitor-interval'?: string }): NonNullable<KubeletOptions['containerLogs']> {
+  const size = bytes(flags['container-log-max-size'] ?? '10Mi');
+  if (size === undefined || size < 0) {
+    throw new PodctlError(`--container-log-max-size: expected a size such as 10Mi or 0 (no rotation), got ${JSON.stringify(flags['container-log-max-size'])}`, { exitCode: 2 });
+  }
+  return {
+    maxSizeBytes: size,
+    maxFiles: flags['container-log-max-files'] ?? DEFAULT_CONTAINER_LOG_MAX_FILES,
+    monitorIntervalMs: parseDuration(flags['container-log-monitor-interval'] ?? '10s', '--container-log-monitor-interval'),
+  };
+}
+
 /** The first non-internal IPv4 address: what the kubelet reports as hostIP. */
 export function hostIP(): string | undefined {
   for (const addrs of Object.values(networkInterfaces())) {
@@ -54,21 +126,31 @@ export function hostIP(): string | undefined {
   return undefined;
 }
 
-/**
- * The agent a watch records on its pods: "watch" on the default root dir, and one per other root
- * dir, so that a second watch (on another root dir, which its lock allows) never takes the
- * first one's pods for orphans and removes them.
- */
-export function watchAgent(rootDir: string): string {
-  const dir = resolve(rootDir);
-  return dir === DEFAULT_ROOT_DIR ? 'watch' : `watch-${createHash('sha256').update(dir).digest('hex').slice(0, 10)}`;
+/** The agent label of a state dir's node (kept under its old name for callers). */
+export const watchAgent = nodeAgentLabel;
+
+type HygieneFlags = {
+  'maximum-dead-containers-per-container'?: number;
+  'maximum-dead-containers'?: number;
+  'image-gc-high-threshold'?: number;
+  'image-gc-low-threshold'?: number;
+  'image-minimum-gc-age'?: string;
+} & Parameters<typeof containerLogPolicy>[0];
+
+/** Log rotation, image GC and container GC as the flags ask (the kubelet's own flags). */
+export function hygienePolicies(flags: HygieneFlags): Pick<KubeletOptions, 'containerLogs' | 'imageGC' | 'containerGC'> {
+  return {
+    containerLogs: containerLogPolicy(flags),
+    imageGC: imageGCPolicy(flags),
+    containerGC: { maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? 1, maxContainers: flags['maximum-dead-containers'] ?? -1 },
+  };
 }
 
 export function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean },
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean } & HygieneFlags,
   runtimeName?: string,
-  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans'>> = {},
+  extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
 ): Kubelet {
   return new Kubelet({
     ...extra,
@@ -81,5 +163,6 @@ export function buildKubelet(
     nodeName: flags['node-name'],
     hostIP: hostIP(),
     runtimeName,
+    ...hygienePolicies(flags),
   });
 }

@@ -5,6 +5,7 @@ import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
 import { RuntimeManager } from '../core/kuberuntime/manager.js';
 import { planPods, type Plan } from '../core/plan.js';
+import { AgentClient } from '../core/node/index.js';
 import { renderPlan } from './render.js';
 
 /** Exit code of a plan that would change something (terraform plan -detailed-exitcode). */
@@ -37,4 +38,18 @@ export async function asPlanError<T>(fn: () => Promise<T>): Promise<T> {
     if (err instanceof PodctlError && err.exitCode !== 1) throw new PodctlError(err.message, { hint: err.hint, exitCode: 1, cause: err.cause });
     throw err;
   }
+}
+
+/**
+ * The pods as the agent on the root dir knows them: a pod handed to it has the UID of its applied file,
+ * not of the file given here, so the plan compares with what runs instead of planning a second pod.
+ */
+export async function withAgentUIDs(pods: IPod[], rootDir: string): Promise<IPod[]> {
+  const agent = new AgentClient(rootDir);
+  if (!(await agent.running())) return pods;
+  const kept = await agent.pods().catch(() => [] as IPod[]);
+  return pods.map((pod) => {
+    const k = kept.find((p) => p.metadata?.namespace === pod.metadata!.namespace && p.metadata?.name === pod.metadata!.name);
+    return k?.metadata?.uid ? { ...pod, metadata: { ...pod.metadata, uid: k.metadata.uid } } : pod;
+  });
 }

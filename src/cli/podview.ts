@@ -3,7 +3,8 @@ import { Flags } from '@oclif/core';
 import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
-import { PodView, defaultContainer, findRuntimePod, type RuntimePod } from '../core/podview/index.js';
+import { PodView, defaultContainer, findRuntimePod, newestInstance, type RuntimePod } from '../core/podview/index.js';
+import type { RuntimeContainerStatus } from '../core/kuberuntime/types.js';
 import { DEFAULT_ROOT_DIR, hostIP } from './node.js';
 import { connect, type GlobalFlags } from './runtime.js';
 
@@ -54,4 +55,14 @@ export function chooseContainer(pod: RuntimePod, name: string | undefined, flag 
   if (!chosen) throw new PodctlError(`pod "${pod.runtime.name}" has no containers`);
   if (pod.spec.containers.length > 1) process.stderr.write(`Defaulted container "${chosen}" out of: ${names.join(', ')}\n`);
   return chosen;
+}
+
+/** The running instance of a container, or the one-line error saying what state it is in. */
+export function requireRunning(pod: RuntimePod, container: string): RuntimeContainerStatus {
+  const instance = newestInstance(pod, container);
+  if (instance?.state !== 'running') {
+    const state = instance ? `${instance.state}${instance.exitCode === undefined ? '' : ` (exit ${instance.exitCode})`}` : 'not created yet';
+    throw new PodctlError(`container "${container}" in pod "${pod.runtime.name}" is not running: ${state}`, { hint: `see \`podctl logs ${pod.runtime.name} -c ${container}\`` });
+  }
+  return instance;
 }

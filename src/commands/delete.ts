@@ -4,6 +4,7 @@ import { PodctlCommand } from '../cli/base.js';
 import { loadPodsFromArgs } from '../cli/manifests.js';
 import { namespaceFlag, openPodView, podViewFlags } from '../cli/podview.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
+import { AgentClient, AgentRequestError } from '../core/node/index.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { deleteGracePeriod, deleteRuntimePod, watchSourceOf } from '../core/podview/delete.js';
 
@@ -11,14 +12,17 @@ export class Delete extends PodctlCommand {
   static override summary = 'Delete pods gracefully, as the kubelet terminates them (preStop, SIGTERM, the grace period, SIGKILL).';
   static override description = `Stops each container with the pod's terminationGracePeriodSeconds (or --grace-period; --force is
 --grace-period=0, where the kubelet's minimum of 2 s still applies), then removes its containers and sandbox.
-Names the pods as arguments (pod NAME…, pod/NAME) or by manifest (-f FILE…). A pod the running watch keeps
-from a file or URL comes back: podctl says so and what to change. A pod that does not exist is an error (exit 1)
-after the others are deleted.`;
+Names the pods as arguments (pod NAME…, pod/NAME), by manifest (-f FILE…), or every pod of a namespace (--all).
+When the node agent runs on --root-dir, it is told to forget each pod it keeps (its applied file goes, so the pod
+never comes back) and podctl waits for the termination it performs; other pods are terminated here. A pod the
+running watch keeps from a file or URL comes back: podctl says so and what to change. A pod that does not exist is
+an error (exit 1) after the others are deleted.`;
   static override examples = [
     '<%= config.bin %> delete pod web',
     '<%= config.bin %> delete pod web db -n lab --grace-period 5',
     '<%= config.bin %> delete pod/web --force',
     '<%= config.bin %> delete -f pods.yaml',
+    '<%= config.bin %> delete pods --all -n lab',
   ];
   static override strict = false;
   static override args = { resource: Args.string({ description: 'pod (or pods), then the names; or pod/NAME.', ignoreStdin: true }) };
@@ -28,13 +32,20 @@ after the others are deleted.`;
     filename: Flags.string({ char: 'f', summary: 'Delete the pods this manifest (file or directory) defines.', multiple: true }),
     'grace-period': Flags.integer({ summary: 'Seconds each container gets to stop (-1: the pod\'s own).', default: -1, min: -1 }),
     force: Flags.boolean({ summary: 'No grace: --grace-period=0.' }),
+    all: Flags.boolean({ summary: 'Every pod of the namespace (-n).' }),
   };
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Delete);
     const words = argv as string[];
     const targets: { namespace: string; name: string }[] = [];
-    if (flags.filename?.length) {
+    const { view, client } = await openPodView(flags);
+    const agent = new AgentClient(flags['root-dir']);
+    const agentRuns = await agent.running();
+    if (flags.all) {
+      if (flags.filename?.length || words.some((w) => !/^(pods?|po)$/.test(w))) throw new PodctlError('--all deletes every pod of the namespace: give no names and no -f', { exitCode: 2 });
+      for (const v of await view.list({ namespace: flags.namespace })) targets.push({ namespace: flags.namespace, name: v.pod.metadata!.name! });
+    } else if (flags.filename?.length) {
       if (words.length) throw new PodctlError('give pod names or -f FILE, not both', { exitCode: 2 });
       const set = await loadPodsFromArgs(flags.filename, hostname());
       for (const p of set.pods) targets.push({ namespace: p.pod.metadata!.namespace ?? 'default', name: p.pod.metadata!.name! });
@@ -46,14 +57,20 @@ after the others are deleted.`;
         else if (words[0] === 'pod' || words[0] === 'pods' || words[0] === 'po') targets.push({ namespace: flags.namespace, name: w });
         else throw new PodctlError(`"${w}": expected pod NAME… or pod/NAME (podctl deletes pods only)`, { exitCode: 2 });
       }
-      if (targets.length === 0) throw new PodctlError('no pod named', { hint: 'e.g. `podctl delete pod web`, or -f FILE', exitCode: 2 });
+      if (targets.length === 0) {
+        client.close();
+        throw new PodctlError('no pod named', { hint: 'e.g. `podctl delete pod web`, or -f FILE, or --all -n NS', exitCode: 2 });
+      }
     }
     const override = flags.force ? 0 : flags['grace-period'];
-    const { view, client } = await openPodView(flags);
     const failures: string[] = [];
     try {
       for (const t of targets) {
         try {
+          if (agentRuns && (await this.deleteThroughAgent(agent, t.namespace, t.name, override))) {
+            this.log(`pod "${t.name}" deleted`);
+            continue;
+          }
           const pod = await findRuntimePod(view, t.namespace, t.name);
           if (!pod) {
             failures.push(`pod "${t.name}" not found in namespace ${t.namespace}`);
@@ -74,9 +91,33 @@ after the others are deleted.`;
     } finally {
       client.close();
     }
+    if (flags.all && targets.length === 0) process.stderr.write(`No resources found in ${flags.namespace} namespace.\n`);
     if (failures.length) {
       for (const f of failures.slice(0, -1)) process.stderr.write(`Error: ${f}\n`);
       throw new PodctlError(failures.at(-1)!);
     }
+  }
+
+  /**
+   * Asks the agent to forget the pod and waits until it has terminated and removed it (its grace
+   * period, then some); false when the agent does not keep this pod, or keeps it from a watch source.
+   */
+  private async deleteThroughAgent(agent: AgentClient, namespace: string, name: string, grace: number): Promise<boolean> {
+    const kept = (await agent.pods()).find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
+    try {
+      await agent.delete(namespace, name, grace);
+    } catch (err) {
+      // 404: not the agent's; 405: a status server that takes no deletes; 409: its watch PATH or URL keeps it
+      // (deleted here, with the warning that it comes back).
+      if (err instanceof AgentRequestError && [404, 405, 409].includes(err.status)) return false;
+      throw err;
+    }
+    const seconds = grace >= 0 ? grace : (kept?.spec?.terminationGracePeriodSeconds ?? 30);
+    const deadline = Date.now() + (seconds + 60) * 1000;
+    while ((await agent.pods()).some((p) => p.metadata?.namespace === namespace && p.metadata?.name === name)) {
+      if (Date.now() > deadline) throw new PodctlError(`the agent still terminates pod "${name}" after ${seconds + 60} s`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    return true;
   }
 }

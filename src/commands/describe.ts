@@ -144,7 +144,7 @@ records still give the timeline and the output says events need a watch.`;
     try {
       const viewed = await view.get(flags.namespace, name);
       if (!viewed) throw new PodctlError(`pod "${name}" not found in namespace ${flags.namespace}`);
-      const rp = await findRuntimePod(view, flags.namespace, name);
+      const rp = viewed.runtimeError ? undefined : await findRuntimePod(view, flags.namespace, name);
       const pod = viewed.pod;
       const events = viewed.source === 'watch' ? await fetchPodEvents(statusSocket, pod.metadata!.uid!) : undefined;
       const lastLines = new Map<string, string | undefined>();
@@ -187,6 +187,13 @@ records still give the timeline and the output says events need a watch.`;
     }
     lines.push('Containers:');
     for (const c of pod.spec?.containers ?? []) containerSection(lines, pod, c, s?.containerStatuses?.find((x) => x.name === c.name), readinessUnknown.includes(c.name));
+    if (s?.ephemeralContainerStatuses?.length) {
+      lines.push('Ephemeral Containers:');
+      for (const e of s.ephemeralContainerStatuses) {
+        const c = pod.spec?.ephemeralContainers?.find((x) => x.name === e.name) ?? { name: e.name, image: e.image };
+        containerSection(lines, pod, c as IContainer, e, false);
+      }
+    }
     lines.push('Conditions:');
     lines.push(
       ...plainTable(

@@ -5,7 +5,7 @@ import { PodctlCommand } from '../cli/base.js';
 import { chooseContainer, containerNames, namespaceFlag, openPodView, podArg, podViewFlags, requirePod } from '../cli/podview.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError } from '../core/errors.js';
-import { CriLogParser, followContainerLog, readLogFile, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';
+import { CriLogParser, followContainerLog, readContainerLog, readRotatedLogs, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';
 import { findRuntimePod, newestInstance, wouldRestart, type PodView, type RuntimePod } from '../core/podview/index.js';
 
 /** Reads a file's whole lines and the offset after the last one, so following starts exactly there. */
@@ -75,7 +75,7 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
       };
       const files = containers.map((c) => ({ container: c, path: this.logFile(pod, c, flags.previous, flags['all-containers']) }));
       if (!flags.follow) {
-        for (const f of files) if (f.path) write(f.container, selectRecords(await readLogFile(f.path), sel));
+        for (const f of files) if (f.path) write(f.container, selectRecords(await readContainerLog(f.path), sel));
         return;
       }
       let interrupted = false;
@@ -86,8 +86,9 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
       await Promise.all(
         files.map(async (f) => {
           if (!f.path) return;
+          const older = await readRotatedLogs(f.path);
           const first = await readWhole(f.path);
-          write(f.container, selectRecords(first.records, sel));
+          write(f.container, selectRecords([...older, ...first.records], sel));
           await followContainerLog({
             path: f.path,
             fromOffset: first.offset,

@@ -2,7 +2,8 @@ import { Args, Errors, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { loadPodsFromArgs } from '../cli/manifests.js';
 import { nodeFlags } from '../cli/node.js';
-import { asPlanError, planFlags, printPlan } from '../cli/plan.js';
+import { asPlanError, planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
+import { podViewFlags } from '../cli/podview.js';
 import { connect } from '../cli/runtime.js';
 
 export class Plan extends PodctlCommand {
@@ -13,7 +14,8 @@ left), kill container (with the spec fields that changed), kill pod; with --prun
 runtime changes. The backoff is estimated from what the runtime records (restart count, last exit time), as a
 long-running watch would see it.
 A pod's UID comes from the node name and the file's path (as the kubelet's static pods): give the same files
-and --node-name as the run or watch that runs them.
+and --node-name as the run or watch that runs them. A pod handed to the agent on --root-dir (run --detach) is
+planned as the agent keeps it, whichever file describes it now.
 Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 something would, 1 error.`;
   static override examples = [
     '<%= config.bin %> plan pod.yaml',
@@ -25,6 +27,7 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     'node-name': nodeFlags['node-name'],
+    ...podViewFlags,
     ...planFlags,
     output: Flags.string({ char: 'o', summary: 'Output format (json: {apiVersion: podctl/v1, kind: Plan, changes, pods[].actions[]}).', options: ['text', 'json'], default: 'text' }),
   };
@@ -35,7 +38,8 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
       const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
       const { client } = await connect(flags);
       try {
-        return await printPlan(client, set.pods.map((p) => p.pod), { prune: flags.prune, output: flags.output, log: (t) => this.log(t) });
+        const pods = await withAgentUIDs(set.pods.map((p) => p.pod), flags['root-dir']);
+        return await printPlan(client, pods, { prune: flags.prune, output: flags.output, log: (t) => this.log(t) });
       } finally {
         client.close();
       }

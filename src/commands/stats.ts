@@ -4,6 +4,8 @@ import { namespaceFlag, podViewFlags } from '../cli/podview.js';
 import { connect } from '../cli/runtime.js';
 import { humanBytes, plainTable, shortId } from '../cli/table.js';
 import * as L from '../core/kuberuntime/labels.js';
+import { diskReport } from '../core/stats/disk.js';
+import { renderDiskReport } from '../cli/stats.js';
 import type * as T from '../core/cri/types.js';
 
 /** CPU use between two samples, in percent of one core (as crictl stats computes it). */
@@ -16,7 +18,7 @@ export function cpuPercent(before: T.ContainerStats | undefined, after: T.Contai
 
 export class Stats extends PodctlCommand {
   static override summary = "Resource use of podctl's running containers (CRI ListContainerStats), as crictl stats shows it.";
-  static override description = 'Samples twice, --interval apart, for CPU %; memory is the working set; DISK and INODES are the writable layer. -o json prints the CRI stats of the second sample.';
+  static override description = 'Samples twice, --interval apart, for CPU %; memory is the working set; DISK and INODES are the writable layer. Then per pod the disk its logs, emptyDirs and writable layers use, and the image filesystem. -o json prints the CRI stats of the second sample, with pods and imageFilesystem.';
   static override examples = ['<%= config.bin %> stats', '<%= config.bin %> stats -A', '<%= config.bin %> stats --pod web -o json'];
   static override flags = {
     ...podViewFlags,
@@ -41,12 +43,15 @@ export class Stats extends PodctlCommand {
       const first = new Map((await sample()).map((s) => [s.attributes!.id, s]));
       await new Promise((r) => setTimeout(r, flags.interval));
       const second = await sample();
+      const disk = await diskReport(client, client, { namespace: flags['all-namespaces'] ? undefined : flags.namespace, name: flags.pod });
       if (flags.output === 'json') {
-        this.log(JSON.stringify({ stats: second }, null, 2));
+        this.log(JSON.stringify({ stats: second, pods: disk.pods, imageFilesystem: disk.imageFilesystem }, null, 2));
         return;
       }
       if (!second.length) {
         process.stderr.write('No running containers found.\n');
+        const rest = renderDiskReport(disk, { noHeaders: flags['no-headers'], allNamespaces: flags['all-namespaces'] });
+        if (rest) this.log(rest);
         return;
       }
       const byId = new Map(running.map((c) => [c.id, c]));
@@ -65,6 +70,8 @@ export class Stats extends PodctlCommand {
         })
         .sort((a, b) => a[1]!.localeCompare(b[1]!));
       this.log(plainTable(['CONTAINER', 'NAME', 'CPU %', 'MEM', 'DISK', 'INODES'], rows, { noHeaders: flags['no-headers'] }));
+      this.log('');
+      this.log(renderDiskReport(disk, { noHeaders: flags['no-headers'], allNamespaces: flags['all-namespaces'] }));
     } finally {
       client.close();
     }

@@ -1,7 +1,7 @@
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
-import { podRef, RuntimeManager, type SyncPodResult } from './kuberuntime/manager.js';
+import { podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
@@ -14,8 +14,13 @@ import { EventedPleg } from './pleg/evented.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
 import type { PodCache } from './pleg/cache.js';
-import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, podIdentityFromLabels } from './kuberuntime/labels.js';
+import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
+import { ContainerLogManager, type ContainerLogPolicy } from './logs/rotation.js';
+import { ImageGCManager, type ImageGCPolicy, type ImageGCResult } from './kuberuntime/image-gc.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
+import { Backoff } from './util/backoff.js';
+import { safeJoin } from './util/safe-path.js';
+import { TerminationRecords } from './status/termination-records.js';
 import type { WorkerTrace } from './trace.js';
 
 export interface KubeletOptions {
@@ -44,7 +49,19 @@ export interface KubeletOptions {
   metrics?: Metrics;
   /** Wraps each pod worker's unit of work (watch --trace). */
   trace?: WorkerTrace;
+  /** Where the agent's events are journaled (reloaded at start); none: in memory only. */
+  eventsJournal?: string;
+  /** Image GC (--image-gc-high-threshold, --image-gc-low-threshold, --image-minimum-gc-age). */
+  imageGC?: Partial<ImageGCPolicy>;
+  /** Dead containers kept (--maximum-dead-containers-per-container, --maximum-dead-containers). */
+  containerGC?: Partial<ContainerGCPolicy>;
+  /** Container log rotation (the kubelet's --container-log-max-size / --container-log-max-files). */
+  containerLogs?: Partial<ContainerLogPolicy> & { monitorIntervalMs?: number };
 }
+
+/** Retry of an orphan the runtime would not remove: 10 s doubling to 5 min. */
+const ORPHAN_RETRY_INITIAL_MS = 10_000;
+const ORPHAN_RETRY_MAX_MS = 300_000;
 
 /** What one housekeeping pass cleaned up. */
 export interface HousekeepingResult {
@@ -52,6 +69,11 @@ export interface HousekeepingResult {
   removedPods: string[];
   /** Dead containers beyond the newest one per container name. */
   removedContainers: number;
+  /** What image GC removed, when it ran and removed something (every 5 min, over the high threshold). */
+  images?: ImageGCResult;
+  imageGCError?: string;
+  /** Orphans the runtime would not remove this pass (retried with backoff), with its error. */
+  failedPods?: { pod: string; error: string; retryInMs: number }[];
   durationMs: number;
 }
 
@@ -66,6 +88,8 @@ export interface SyncObserver {
   onSyncResult?(pod: IPod, result: SyncPodResult): void;
   onSyncError?(pod: IPod, err: unknown): void;
   onTerminated?(pod: IPod): void;
+  /** A sync of this pod object ended (its status is recorded): what status.observedGeneration follows. */
+  onSynced?(pod: IPod): void;
 }
 
 /**
@@ -88,6 +112,12 @@ export class Kubelet {
   readonly prober: ProberManager;
   /** ConfigMaps and Secrets delivered by the sources, for env and volumes. */
   readonly objects = new ObjectStore();
+  /** Each container's last termination, on disk in the pod's directory (Last State after GC). */
+  private readonly terminations: TerminationRecords;
+  /** Removes unused images when the image filesystem fills up. */
+  readonly imageGC: ImageGCManager;
+  /** Rotates the logs of this agent's running containers; the sync loop starts and stops it. */
+  readonly containerLogs: ContainerLogManager;
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   /** When each pod was added, until it first ran (pod start latency). */
   private readonly addedAt = new Map<string, number>();
@@ -101,11 +131,30 @@ export class Kubelet {
   private readonly readRuntimeNext = new Set<string>();
   /** Pods whose older dead containers go once their next sync ends. */
   private readonly pruneAfterSync = new Set<string>();
+  /** Orphans whose removal failed, by UID: retried after a delay that doubles (a stuck netns can fail for ever). */
+  private readonly orphanBackoff: Backoff;
+  private readonly orphanFailedAt = new Map<string, number>();
 
   constructor(opts: KubeletOptions) {
     this.opts = opts;
     this.clock = opts.clock;
-    this.events = new EventRecorder(opts.clock);
+    this.events = new EventRecorder(opts.clock, { journal: opts.eventsJournal });
+    this.orphanBackoff = new Backoff(opts.clock, ORPHAN_RETRY_INITIAL_MS, ORPHAN_RETRY_MAX_MS);
+    this.terminations = new TerminationRecords((uid) => {
+      if (!opts.rootDir) return undefined;
+      try {
+        return safeJoin(opts.rootDir, [['pods', 'pods'], ['pod UID', uid]]);
+      } catch {
+        return undefined;
+      }
+    });
+    this.imageGC = new ImageGCManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, policy: opts.imageGC });
+    this.containerLogs = new ContainerLogManager({
+      ...opts.containerLogs,
+      runtime: opts.runtime,
+      clock: opts.clock,
+      owns: (c) => this.pods.has(c.labels[POD_UID_LABEL] ?? ''),
+    });
     const node = { nodeName: opts.nodeName, hostIP: opts.hostIP, cpuCores: cpus().length, memoryBytes: totalmem() };
     this.runtimeManager = new RuntimeManager({
       runtime: opts.runtime,
@@ -118,6 +167,7 @@ export class Kubelet {
       hostIP: opts.hostIP,
       objects: this.objects,
       allowPrivileged: opts.allowPrivileged,
+      containerGC: opts.containerGC,
       node,
       volumes: opts.rootDir ? new VolumeManager({ rootDir: opts.rootDir, objects: this.objects, node }) : undefined,
     });
@@ -249,6 +299,7 @@ export class Kubelet {
       hostIP: this.opts.hostIP,
       now: this.clock.now(),
       runtimeName: this.opts.runtimeName,
+      lastTermination: (name) => this.terminations.get(uid, name),
     });
     if (pastActiveDeadline(pod, previous ?? status, this.clock.now())) {
       // The kubelet's active deadline handler: the pod fails as a whole, whatever its containers say.
@@ -256,6 +307,7 @@ export class Kubelet {
       status.reason = DEADLINE_EXCEEDED;
       status.message = 'Pod was active on the node longer than the specified deadline';
     }
+    this.terminations.remember(uid, status);
     this.statuses.set(uid, status);
     const added = this.addedAt.get(uid);
     if (added !== undefined && (status.containerStatuses ?? []).length > 0 && status.containerStatuses!.every((c) => c.state?.running)) {
@@ -289,16 +341,39 @@ export class Kubelet {
       orphans.set(id.uid, id);
     }
     for (const [uid, id] of orphans) {
-      const status = await this.runtimeManager.getPodStatus(uid, id.name, id.namespace);
-      const grace = this.runtimeManager.graceFromRuntime(status);
-      await this.runtimeManager.killPodByStatus(status, grace);
-      await this.runtimeManager.removePod(status);
-      result.removedPods.push(`${id.namespace}/${id.name}`);
+      const failedAt = this.orphanFailedAt.get(uid);
+      if (failedAt !== undefined && this.orphanBackoff.isInBackOffSince(uid, failedAt)) continue;
+      try {
+        const status = await this.runtimeManager.getPodStatus(uid, id.name, id.namespace);
+        const grace = this.runtimeManager.graceFromRuntime(status);
+        await this.runtimeManager.killPodByStatus(status, grace);
+        await this.runtimeManager.removePod(status);
+        result.removedPods.push(`${id.namespace}/${id.name}`);
+        this.orphanFailedAt.delete(uid);
+        this.orphanBackoff.reset(uid);
+      } catch (err) {
+        // One pod the runtime cannot remove must not stop the cleanup of the others.
+        const now = this.clock.now();
+        const retryInMs = this.orphanBackoff.next(uid, now);
+        this.orphanFailedAt.set(uid, now);
+        (result.failedPods ??= []).push({ pod: `${id.namespace}/${id.name}`, error: (err as Error).message, retryInMs });
+      }
+    }
+    for (const uid of this.orphanFailedAt.keys()) {
+      if (orphans.has(uid)) continue;
+      this.orphanFailedAt.delete(uid);
+      this.orphanBackoff.reset(uid);
     }
     result.removedContainers = await this.runtimeManager.removeDeadContainers(containers, (uid) => !orphans.has(uid));
     for (const uid of this.workers.knownPods()) if (!this.pods.has(uid)) this.workers.forget(uid);
     this.runtimeManager.crashBackoff.gc();
     this.runtimeManager.imagePuller.backoff.gc();
+    // A failed image GC (no statfs of the image filesystem, say) must not stop housekeeping.
+    const images = await this.imageGC.maybeGarbageCollect().catch((err: unknown) => {
+      result.imageGCError = (err as Error).message;
+      return undefined;
+    });
+    if (images?.removed.length) result.images = images;
     result.durationMs = this.clock.now() - started;
     return result;
   }
@@ -323,6 +398,7 @@ export class Kubelet {
       const status = this.runtimeStatuses.get(uid);
       if (this.pruneAfterSync.delete(uid) && status) await this.runtimeManager.pruneAllDead(status).catch(() => undefined);
       this.lastSyncEnd.set(uid, this.clock.now());
+      this.observers.forEach((o) => o.onSynced?.(pod));
     }
   }
 
@@ -380,6 +456,7 @@ export class Kubelet {
     this.waiting.delete(uid);
     this.addedAt.delete(uid);
     this.events.forget(uid);
+    this.terminations.forget(uid);
     this.prober.removePod(uid);
     this.observers.forEach((o) => o.onTerminated?.(pod));
   }

@@ -17,6 +17,23 @@ function cmdlineOf(pid: number): string | undefined {
   }
 }
 
+/** What the holder runs: agent, watch or run (the podctl command in its command line). */
+function holderKind(rec: LockRecord): string {
+  const args = rec.cmdline.split('\0');
+  return args.find((a) => a === 'agent' || a === 'watch' || a === 'run') ?? 'agent';
+}
+
+/** The lock's holder while it runs (the agent on this state dir), else undefined. */
+export function readStateLock(dir: string, name = 'watch.lock'): { pid: number; since: string; kind: string } | undefined {
+  let rec: LockRecord;
+  try {
+    rec = JSON.parse(readFileSync(join(dir, name), 'utf8')) as LockRecord;
+  } catch {
+    return undefined;
+  }
+  return holderAlive(rec) ? { pid: rec.pid, since: rec.since, kind: holderKind(rec) } : undefined;
+}
+
 /** A lock is held while its PID runs the same command line it recorded. */
 function holderAlive(rec: LockRecord): boolean {
   const cmdline = cmdlineOf(rec.pid);
@@ -57,7 +74,7 @@ export function acquireStateLock(dir: string, name = 'watch.lock'): { path: stri
       rec = undefined;
     }
     if (rec && holderAlive(rec)) {
-      throw new PodctlError(`another podctl watch (pid ${rec.pid}, since ${rec.since}) owns ${dir}`, {
+      throw new PodctlError(`another podctl ${holderKind(rec)} (pid ${rec.pid}, since ${rec.since}) owns ${dir}`, {
         hint: `stop it first, or give this one another --root-dir`,
         exitCode: 1,
       });

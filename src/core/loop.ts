@@ -75,6 +75,7 @@ export class SyncLoop {
     this.unwatch = this.opts.pleg.watch((e) => this.handlePlegEvent(e));
     this.unwatchProbes = this.opts.kubelet.prober.watch((u) => this.handleProbeResult(u));
     this.opts.pleg.start();
+    this.opts.kubelet.containerLogs.start();
     this.schedule(this.syncTickMs);
   }
 
@@ -84,6 +85,7 @@ export class SyncLoop {
     this.unwatch?.();
     this.unwatchProbes?.();
     this.opts.kubelet.prober.stopAll();
+    this.opts.kubelet.containerLogs.stop();
     this.opts.pleg.stop();
     if (this.tick) this.opts.clock.clearTimeout(this.tick);
   }

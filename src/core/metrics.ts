@@ -1,4 +1,5 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DiskReport } from './stats/disk.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -12,6 +13,58 @@ export class Metrics {
   readonly runtimeOperations = new Counter({ name: 'podctl_runtime_operations_total', help: 'CRI calls, by method.', labelNames: ['operation_type'], registers: [this.registry] });
   readonly runtimeErrors = new Counter({ name: 'podctl_runtime_operations_errors_total', help: 'Failed CRI calls, by method.', labelNames: ['operation_type'], registers: [this.registry] });
   readonly runtimeDuration = new Histogram({ name: 'podctl_runtime_operations_duration_seconds', help: 'Duration of CRI calls, by method.', labelNames: ['operation_type'], buckets: BUCKETS, registers: [this.registry] });
+
+  /**
+   * Disk gauges, computed when /metrics is read: per pod and source (logs,
+   * emptydir, writable), and the image filesystem.
+   */
+  watchDisk(report: () => Promise<DiskReport>): void {
+    let last: Promise<DiskReport> | undefined;
+    // Both gauges are collected for one scrape: one walk of the disk serves them.
+    const once = () => (last ??= report().finally(() => setTimeout(() => (last = undefined), 1000).unref()));
+    new Gauge({
+      name: 'podctl_pod_ephemeral_storage_bytes',
+      help: 'Disk a pod uses, by source: its container logs, emptyDir volumes and containers\' writable layers.',
+      labelNames: ['namespace', 'pod', 'source'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const p of (await once()).pods) {
+          this.set({ namespace: p.namespace, pod: p.name, source: 'logs' }, p.logs.bytes);
+          this.set({ namespace: p.namespace, pod: p.name, source: 'emptydir' }, p.emptyDirs.bytes);
+          this.set({ namespace: p.namespace, pod: p.name, source: 'writable' }, p.writableLayers.bytes);
+        }
+      },
+    });
+    new Gauge({
+      name: 'podctl_pod_ephemeral_storage_inodes',
+      help: 'Inodes a pod uses, by source.',
+      labelNames: ['namespace', 'pod', 'source'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const p of (await once()).pods) {
+          this.set({ namespace: p.namespace, pod: p.name, source: 'logs' }, p.logs.inodes);
+          this.set({ namespace: p.namespace, pod: p.name, source: 'emptydir' }, p.emptyDirs.inodes);
+          this.set({ namespace: p.namespace, pod: p.name, source: 'writable' }, p.writableLayers.inodes);
+        }
+      },
+    });
+    new Gauge({
+      name: 'podctl_image_filesystem_bytes',
+      help: 'The image filesystem: what images use, the disk\'s capacity and what is available.',
+      labelNames: ['kind'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const fs = (await once()).imageFilesystem;
+        if (!fs) return;
+        this.set({ kind: 'used' }, fs.usedBytes);
+        if (fs.capacityBytes !== undefined) this.set({ kind: 'capacity' }, fs.capacityBytes);
+        if (fs.availableBytes !== undefined) this.set({ kind: 'available' }, fs.availableBytes);
+      },
+    });
+  }
 
   /** A CriClient observer. */
   observeCall = (call: { method: string; durationMs: number; error?: unknown }): void => {

@@ -328,7 +328,7 @@ test('exec -it under a pseudo-terminal (script): a shell with a tty, its exit co
   await removePod(p);
 });
 
-/** Pods made by a kubelet with no sync loop: nothing restarts them, as after `podctl run --detach`. */
+/** Pods made by a kubelet with no sync loop: nothing restarts them, as when no agent keeps them. */
 let staticKubelet: Kubelet | undefined;
 async function startUnmanaged(p: IPod): Promise<void> {
   staticKubelet ??= new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, rootDir: join(rootDir.dir, 'static'), nodeName: 'e2e', agent: 'debug-e2e-static' });

@@ -9,7 +9,10 @@ import { E2E_ENDPOINT, E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchD
 let client: CriClient;
 const dir = scratchDir('e2e-run');
 const logRoot = scratchDir('e2e-run-logs');
-const common = ['--log-root', logRoot.dir];
+// A state dir of its own: run --detach starts an agent there, stopped (by the PID in its lock) at the end.
+const rootDir = join(dir.dir, 'root');
+const common = ['--log-root', logRoot.dir, '--root-dir', rootDir];
+const ns = E2E_NAMESPACE.replaceAll('-', '\\-');
 
 function podYaml(name: string, containers: { name: string; command: string[]; image?: string }[], restartPolicy = 'Always'): string {
   const cs = containers
@@ -31,6 +34,7 @@ before(async () => {
 });
 
 after(async () => {
+  assert.equal(podctl(['agent', 'stop', '--root-dir', rootDir]).code, 0);
   await removeE2EPods(client);
   client.close();
   dir.cleanup();
@@ -42,7 +46,7 @@ test('run --detach: the pod reaches Running; running the same file again changes
   writeFileSync(file, podYaml('one', [{ name: 'app', command: ['sleep', '3600'] }]));
   const first = podctl(['run', '--detach', file, ...common]);
   assert.equal(first.code, 0, first.stderr);
-  assert.match(first.stdout, /podctl-e2e\/one\s+Running\s+1\/1/);
+  assert.match(first.stdout, new RegExp(`${ns}/one\\s+Running\\s+1/1`));
   const before = await runtimeView('one');
   assert.equal(before.sandboxes.length, 1);
   assert.equal(before.containers.length, 1);
@@ -79,7 +83,7 @@ test('sync-once: an image the registry lacks gives ErrImagePull then ImagePullBa
   assert.equal(r.code, 1);
   assert.match(r.stdout, /ImagePullBackOff/);
   assert.match(r.stdout, /not running after 2 retries/);
-  assert.match(r.stderr, /1 of 1 pod\(s\) failed: podctl-e2e\/noimage/);
+  assert.match(r.stderr, new RegExp(`1 of 1 pod\\(s\\) failed: ${ns}/noimage`));
   // One SyncPod only: the first failed pull says ErrImagePull, before any backoff.
   const json = podctl(['sync-once', file, '--max-retries', '1', '--retry-delay', '200ms', '-o', 'json', ...common]);
   assert.equal(json.code, 1);
@@ -97,9 +101,9 @@ test('sync-once on a directory of three pods, one of which cannot start: two run
   writeFileSync(join(sub, 'c.yaml'), podYaml('three-c', [{ name: 'app', command: ['sh', '-c', 'exit 3'] }]));
   const r = podctl(['sync-once', sub, '--max-retries', '2', '--retry-delay', '300ms', ...common]);
   assert.equal(r.code, 1, r.stdout + r.stderr);
-  assert.match(r.stdout, /podctl-e2e\/three-a.*Running.*ok/);
-  assert.match(r.stdout, /podctl-e2e\/three-b.*Running.*ok/);
-  assert.match(r.stdout, /podctl-e2e\/three-c.*FAILED/);
+  assert.match(r.stdout, new RegExp(`${ns}/three-a.*Running.*ok`));
+  assert.match(r.stdout, new RegExp(`${ns}/three-b.*Running.*ok`));
+  assert.match(r.stdout, new RegExp(`${ns}/three-c.*FAILED`));
   for (const name of ['three-a', 'three-b']) {
     const view = await runtimeView(name);
     assert.equal(view.containers.filter((c) => c.state === 'CONTAINER_RUNNING').length, 1, name);
@@ -168,7 +172,7 @@ test('run in the foreground: SIGTERM terminates its pods gracefully, removes the
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   for (let i = 0; i < 100 && !/fg\s+Running/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
-  assert.match(out, /podctl-e2e\/fg\s+Running/);
+  assert.match(out, new RegExp(`${ns}/fg\\s+Running`));
   assert.equal((await runtimeView('fg')).containers.length, 1);
   child.kill('SIGTERM');
   assert.equal(await exited, 0, out);

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { embeddedPaths } from '../../src/core/embedded/index.js';
 import { E2E_ENDPOINT, podctl, scratchDir } from '../support/e2e.js';
 
@@ -18,8 +19,11 @@ test('runtime down then up: nothing left behind, and it works again', { skip: E2
   const netnsBefore = netns();
   const logs = scratchDir('lifecycle-logs');
   // A pod running while the runtime goes down must not leave its netns or mounts behind.
-  const run = podctl(['run', '--detach', 'examples/hello.yaml', '--log-root', logs.dir]);
+  const root = join(logs.dir, 'root');
+  const run = podctl(['run', '--detach', 'examples/hello.yaml', '--log-root', logs.dir, '--root-dir', root]);
   assert.equal(run.code, 0, run.stderr);
+  // The agent run --detach started goes first (by the PID in its lock); the pod keeps running.
+  assert.equal(podctl(['agent', 'stop', '--root-dir', root]).code, 0);
   assert.ok(netns().length > netnsBefore.length, 'the pod has a network namespace');
 
   const down = podctl(['runtime', 'down']);

@@ -8,8 +8,9 @@ import { CriLogParser } from '../../src/core/logs/index.js';
 import { embeddedEndpoint } from '../../src/core/embedded/index.js';
 import { realClock } from '../../src/core/clock.js';
 import type { RuntimeService } from '../../src/core/cri/client.js';
-import { Kubelet, type KubeletOptions } from '../../src/core/kubelet.js';
-import { SyncLoop } from '../../src/core/loop.js';
+import type { Kubelet, KubeletOptions } from '../../src/core/kubelet.js';
+import type { SyncLoop } from '../../src/core/loop.js';
+import { wireNode } from '../../src/core/node/wire.js';
 import { MANAGED_BY_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 
 /** The endpoint end-to-end tests run against: the embedded containerd unless told otherwise. */
@@ -176,8 +177,7 @@ export interface E2ENode {
 export async function startE2ENode(opts: Omit<KubeletOptions, 'runtime' | 'images' | 'clock' | 'nodeName'>, wrap?: (c: CriClient) => RuntimeService): Promise<E2ENode> {
   const client = e2eClient();
   await removeE2EPods(client);
-  const kubelet = new Kubelet({ runtime: wrap ? wrap(client) : client, images: client, clock: realClock, nodeName: 'e2e', ...opts });
-  const loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
+  const { kubelet, loop } = wireNode({ runtime: wrap ? wrap(client) : client, images: client, clock: realClock, nodeName: 'e2e', ...opts, relistPeriodMs: 200 });
   loop.start();
   const remove = async (...pods: IPod[]): Promise<void> => {
     const left = new Set(pods.map((p) => p.metadata!.uid!));

@@ -2,7 +2,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
+import { status as Code } from '@grpc/grpc-js';
 import { FakeClock } from '../../src/core/clock.js';
+import { whyNotRunning } from '../../src/core/podview/describe.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../src/core/cri/fake/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
@@ -88,6 +90,28 @@ describe('PodView: v1 Pods rebuilt from the runtime by podctl labels', () => {
       assert.equal(await view.get('elsewhere', 'other'), undefined);
     } finally {
       server.close();
+    }
+  });
+
+  test('a pod whose sandbox status fails shows as Unknown with the runtime\'s error, beside the others', async () => {
+    const names = ['ok-pod', 'broken-pod'];
+    for (const n of names) await kubelet.syncPod(pod(n, '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n'), 'create');
+    const view = new PodView({ runtime: client, images: client, clock });
+    const before = (await view.list()).map((v) => v.pod.metadata!.uid).sort();
+    assert.ok(before.length >= 2);
+    fake.failNext('PodSandboxStatus', Code.UNKNOWN, 'remove netns: unlinkat /var/run/netns/cni-x: device or resource busy');
+    const listed = await view.list();
+    assert.deepEqual(listed.map((v) => v.pod.metadata!.uid).sort(), before, 'one broken sandbox hides no other pod');
+    const unknown = listed.filter((v) => v.pod.status?.phase === 'Unknown');
+    assert.equal(unknown.length, 1);
+    assert.match(unknown[0]!.runtimeError ?? '', /device or resource busy/);
+    assert.match(unknown[0]!.pod.status!.message ?? '', /device or resource busy/);
+    assert.equal(unknown[0]!.pod.spec!.containers[0]!.name, 'app', 'the spec comes from the sandbox\'s copy');
+    assert.match(whyNotRunning(unknown[0]!.pod, () => undefined, clock.now()) ?? '', /device or resource busy.*retries/);
+    for (const n of names) {
+      const p = pod(n, '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+      await kubelet.syncTerminatingPod(p, 0);
+      await kubelet.syncTerminatedPod(p);
     }
   });
 });

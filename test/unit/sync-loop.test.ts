@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
+import { status as Code } from '@grpc/grpc-js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../src/core/cri/fake/index.js';
@@ -86,6 +87,60 @@ describe('syncLoop on the fake runtime', () => {
       await k.syncTerminatedPod(pod(name));
     }
     assert.equal(fake.sandboxes().length, 0);
+  });
+
+  test('an orphan the runtime will not remove does not stop the others, and is retried with backoff', async () => {
+    const clock = new FakeClock();
+    const watch = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
+    await watch.syncPod(pod('stuck-a'), 'create');
+    await watch.syncPod(pod('stuck-b'), 'create');
+    // What containerd 1.6 answers for a sandbox whose netns sits under podman's shared bind mount.
+    fake.failNext('RemovePodSandbox', Code.UNKNOWN, 'remove netns: unlinkat /var/run/netns/cni-x: device or resource busy');
+    const first = await watch.housekeeping();
+    assert.equal(first.removedPods.length, 1, 'the other orphan is removed in the same pass');
+    assert.equal(first.failedPods?.length, 1);
+    const failed = first.failedPods![0]!;
+    assert.match(failed.error, /device or resource busy/);
+    assert.equal(failed.retryInMs, 10_000);
+    assert.deepEqual(fake.sandboxes().map((s) => `default/${s.metadata.name}`), [failed.pod]);
+
+    const soon = await watch.housekeeping();
+    assert.deepEqual([soon.removedPods, soon.failedPods], [[], undefined], 'not retried within its backoff');
+    clock.advance(10_000);
+    const later = await watch.housekeeping();
+    assert.deepEqual(later.removedPods, [failed.pod]);
+    assert.equal(fake.sandboxes().length, 0);
+  });
+
+  test('container GC keeps --maximum-dead-containers-per-container per container and --maximum-dead-containers in all', async () => {
+    const clock = new FakeClock(Date.now()); // the fake runtime's exit times are real: backoff is measured from them
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch', containerGC: { maxPerPodContainer: 2, maxContainers: 3 } });
+    const pods = [pod('gc-a'), pod('gc-b')];
+    const dead = (name: string) => fake.containers().filter((c) => c.metadata.name === 'app' && c.state === 'CONTAINER_EXITED' && fake.sandboxes().find((s) => s.id === c.podSandboxId)?.metadata.name === name);
+    for (const p of pods) {
+      kubelet.addOrUpdatePod(p);
+      await kubelet.workers.waitIdle();
+      // Four crashes, each restarted once its backoff has passed.
+      for (let i = 0; i < 4; i++) {
+        const running = fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && fake.sandboxes().find((s) => s.id === c.podSandboxId)?.metadata.name === p.metadata!.name)!;
+        fake.exitContainer(running.id, 1);
+        clock.advance(301_000);
+        await kubelet.syncPod(p, 'sync');
+      }
+    }
+    // Each start already keeps only the newest 2 dead instances of its container.
+    assert.deepEqual([dead('gc-a').length, dead('gc-b').length], [2, 2]);
+    const r = await kubelet.housekeeping();
+    const left = [...dead('gc-a'), ...dead('gc-b')];
+    assert.equal(left.length, 3, 'at most 3 dead containers in all');
+    assert.ok(dead('gc-a').length <= 2 && dead('gc-b').length <= 2, 'at most 2 per container');
+    assert.equal(r.removedContainers, 1);
+    // The node-wide bound takes the oldest: gc-a's first dead instance.
+    assert.deepEqual([dead('gc-a').length, dead('gc-b').length], [1, 2]);
+    for (const p of pods) {
+      await kubelet.syncTerminatingPod(p, 0);
+      await kubelet.syncTerminatedPod(p);
+    }
   });
 
   test('a run\'s housekeeping never removes pods another run started', async () => {
@@ -181,5 +236,41 @@ test('status server: /healthz, /pods as a v1 PodList, /metrics as Prometheus tex
   } finally {
     server.close();
     dir.cleanup();
+  }
+});
+
+test('a container\'s last termination is kept on disk: Last State survives container GC and a new agent', async () => {
+  const fake = await FakeRuntime.start({ images: ['docker.io/library/busybox:1.36'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  const dirs = scratchDir('unit-termination-records');
+  try {
+    const clock = new FakeClock(Date.now());
+    const opts = { runtime: client, images: client, clock, logRoot: join(dirs.dir, 'logs'), rootDir: join(dirs.dir, 'root'), nodeName: 'unit', containerGC: { maxPerPodContainer: 0 } };
+    const first = new Kubelet(opts);
+    const p = pod('recorded');
+    first.addOrUpdatePod(p);
+    await first.workers.waitIdle();
+    const c = fake.containers().find((x) => x.state === 'CONTAINER_RUNNING')!;
+    fake.exitContainer(c.id, 7, { message: 'bye' });
+    await first.syncPod(p, 'sync'); // restarted at once; GC keeps no dead instance
+    await first.housekeeping();
+    assert.equal(fake.containers().filter((x) => x.state === 'CONTAINER_EXITED').length, 0, 'the dead instance is gone');
+    const last = first.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!.lastState?.terminated;
+    assert.equal(last?.exitCode, 7);
+    assert.ok(last?.containerID?.endsWith(`://${c.id}`), 'the record names the instance that exited');
+
+    const second = new Kubelet(opts);
+    second.addOrUpdatePod(p);
+    await second.workers.waitIdle();
+    const again = second.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!;
+    assert.equal(again.restartCount, 1);
+    assert.equal(again.lastState?.terminated?.exitCode, 7, 'a new agent shows the Last State from the record');
+    assert.equal(again.lastState?.terminated?.message, 'bye');
+    await second.syncTerminatingPod(p, 0);
+    await second.syncTerminatedPod(p);
+  } finally {
+    client.close();
+    await fake.stop();
+    dirs.cleanup();
   }
 });

@@ -76,6 +76,14 @@ export class PodConfigMerger {
     return undefined;
   }
 
+  /** The source that holds this namespace/name, if any. */
+  sourceOfName(namespace: string, name: string): string | undefined {
+    for (const [source, pods] of this.bySource) {
+      for (const p of pods.values()) if (p.metadata!.namespace === namespace && p.metadata!.name === name) return source;
+    }
+    return undefined;
+  }
+
   /** Housekeeping waits until every expected source delivered its first snapshot. */
   allSourcesReady(expected: string[]): boolean {
     return expected.every((s) => this.bySource.has(s));

@@ -38,6 +38,8 @@ export interface RuntimeService {
   listContainerStats(filter?: T.ContainerStatsFilterInput): Promise<T.ContainerStats[]>;
   /** A stream of container events; cancel() ends it. */
   getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream;
+  /** Asks the runtime to reopen a running container's log file (after it was renamed for rotation). */
+  reopenContainerLog(containerId: string): Promise<void>;
 }
 
 export interface ContainerEventHandlers {
@@ -100,7 +102,10 @@ interface RuntimeCalls {
   ContainerStatus: [G.ContainerStatusRequest, G.ContainerStatusResponse__Output];
   ExecSync: [G.ExecSyncRequest, G.ExecSyncResponse__Output];
   Exec: [G.ExecRequest, G.ExecResponse__Output];
+  Attach: [G.AttachRequest, G.AttachResponse__Output];
+  PortForward: [G.PortForwardRequest, G.PortForwardResponse__Output];
   ContainerStats: [G.ContainerStatsRequest, G.ContainerStatsResponse__Output];
+  ReopenContainerLog: [G.ReopenContainerLogRequest, G.ReopenContainerLogResponse__Output];
   ListContainerStats: [G.ListContainerStatsRequest, G.ListContainerStatsResponse__Output];
 }
 
@@ -261,6 +266,20 @@ export class CriClient implements RuntimeService, ImageService {
 
   exec(request: T.ExecRequestInput): Promise<T.ExecResponse> {
     return this.rt('Exec', request);
+  }
+
+  async reopenContainerLog(containerId: string): Promise<void> {
+    await this.rt('ReopenContainerLog', { containerId });
+  }
+
+  /** The streaming URL to attach to a running container's stdio (one use). */
+  async attach(request: T.AttachRequestInput): Promise<string> {
+    return (await this.rt('Attach', request)).url;
+  }
+
+  /** The streaming URL to forward connections into a sandbox's network namespace (one use). */
+  async portForward(podSandboxId: string, port: number[]): Promise<string> {
+    return (await this.rt('PortForward', { podSandboxId, port })).url;
   }
 
   async containerStats(containerId: string): Promise<T.ContainerStats | undefined> {

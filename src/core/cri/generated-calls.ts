@@ -29,8 +29,14 @@ export type { ExecSyncRequest } from './generated/runtime/v1/ExecSyncRequest.js'
 export type { ExecSyncResponse__Output } from './generated/runtime/v1/ExecSyncResponse.js';
 export type { ExecRequest } from './generated/runtime/v1/ExecRequest.js';
 export type { ExecResponse__Output } from './generated/runtime/v1/ExecResponse.js';
+export type { AttachRequest } from './generated/runtime/v1/AttachRequest.js';
+export type { AttachResponse__Output } from './generated/runtime/v1/AttachResponse.js';
+export type { PortForwardRequest } from './generated/runtime/v1/PortForwardRequest.js';
+export type { PortForwardResponse__Output } from './generated/runtime/v1/PortForwardResponse.js';
 export type { ContainerStatsRequest } from './generated/runtime/v1/ContainerStatsRequest.js';
 export type { ContainerStatsResponse__Output } from './generated/runtime/v1/ContainerStatsResponse.js';
+export type { ReopenContainerLogRequest } from './generated/runtime/v1/ReopenContainerLogRequest.js';
+export type { ReopenContainerLogResponse__Output } from './generated/runtime/v1/ReopenContainerLogResponse.js';
 export type { ListContainerStatsRequest } from './generated/runtime/v1/ListContainerStatsRequest.js';
 export type { ListContainerStatsResponse__Output } from './generated/runtime/v1/ListContainerStatsResponse.js';
 export type { ListImagesRequest } from './generated/runtime/v1/ListImagesRequest.js';

@@ -29,6 +29,7 @@ export type { ContainerConfig as ContainerConfigInput } from './generated/runtim
 export type { PodSandboxFilter as PodSandboxFilterInput } from './generated/runtime/v1/PodSandboxFilter.js';
 export type { ContainerFilter as ContainerFilterInput } from './generated/runtime/v1/ContainerFilter.js';
 export type { ExecRequest as ExecRequestInput } from './generated/runtime/v1/ExecRequest.js';
+export type { AttachRequest as AttachRequestInput } from './generated/runtime/v1/AttachRequest.js';
 export type { ContainerStatsFilter as ContainerStatsFilterInput } from './generated/runtime/v1/ContainerStatsFilter.js';
 export type { ImageFilter as ImageFilterInput } from './generated/runtime/v1/ImageFilter.js';
 export type { AuthConfig as AuthConfigInput } from './generated/runtime/v1/AuthConfig.js';

@@ -30,6 +30,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   sandbox_image = ${q(SANDBOX_IMAGE)}
   # Without it every RunPodSandbox fails here: no CAP_SYS_RESOURCE to lower oom_score_adj.
   restrict_oom_score_adj = true
+  # Network namespaces under containerd's own state dir, not /run/netns: podman bind-mounts
+  # /run/netns onto itself as a shared mount, after which containerd 1.6 can no longer unlink
+  # a sandbox's netns there and the sandbox can never be removed.
+  netns_mounts_under_state_dir = true
 
 [${cri}.cni]
   bin_dir = "/usr/lib/cni"

@@ -14,6 +14,8 @@ export const REQUIREMENTS: { what: string; paths: string[]; pkg: string }[] = [
   { what: 'skopeo', paths: ['skopeo'], pkg: 'skopeo' },
   { what: 'static busybox', paths: ['/bin/busybox'], pkg: 'busybox-static' },
   { what: 'catatonit', paths: ['catatonit'], pkg: 'catatonit' },
+  // Not for the runtime itself: checks the boot unit `podctl agent install` writes (its test runs it).
+  { what: 'systemd-analyze', paths: ['systemd-analyze'], pkg: 'systemd' },
 ];
 
 export function which(name: string): string | undefined {

@@ -1,3 +1,4 @@
+import { Readable, Writable } from 'node:stream';
 import WebSocket from 'ws';
 
 /**
@@ -118,4 +119,22 @@ export function streamExec(url: string, io: ExecStreams): Promise<number> {
       else resolve(exitCode);
     });
   });
+}
+
+/** Chunks of at most 64 KiB, so a large stdin goes out as many frames. */
+function* chunks(buf: Buffer, size = 64 * 1024): Generator<Buffer> {
+  for (let off = 0; off < buf.length; off += size) yield buf.subarray(off, off + size);
+}
+
+/** Runs a streamed exec with `stdin` as its whole input, and collects what it prints (cp's tar). */
+export async function execCollect(url: string, stdin?: Buffer): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const sink = (list: Buffer[]) => new Writable({ write: (c: Buffer, _e, cb) => (list.push(c), cb()) });
+  const exitCode = await streamExec(url, {
+    stdin: stdin ? Readable.from(chunks(stdin)) : undefined,
+    stdout: sink(out),
+    stderr: sink(err),
+  });
+  return { exitCode, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') };
 }

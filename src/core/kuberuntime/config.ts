@@ -7,16 +7,25 @@ import { qosClass } from '../status/generate.js';
 import { expandCommand } from './env.js';
 import { canonicalJSON, hashContainer } from './hash.js';
 import * as L from './labels.js';
+import { checkComponent, safeJoin } from '../util/safe-path.js';
 
-/** Where a pod's logs live: <logRoot>/<namespace>_<name>_<uid>. */
+/** The name of a pod's log directory, <namespace>_<name>_<uid>, each part checked to be one path element. */
+export function podLogDirectoryName(m: { namespace?: string; name?: string; uid?: string }): string {
+  const ns = checkComponent(m.namespace ?? 'default', 'metadata.namespace');
+  const name = checkComponent(m.name, 'metadata.name');
+  const uid = checkComponent(m.uid, 'metadata.uid');
+  return checkComponent(`${ns}_${name}_${uid}`, 'pod log directory');
+}
+
+/** Where a pod's logs live: <logRoot>/<namespace>_<name>_<uid> (just the name when there is no log root). */
 export function podLogDirectory(logRoot: string, pod: Pick<IPod, 'metadata'>): string {
-  const m = pod.metadata!;
-  return join(logRoot, `${m.namespace}_${m.name}_${m.uid}`);
+  const dir = podLogDirectoryName(pod.metadata!);
+  return logRoot ? safeJoin(logRoot, [['pod log directory', dir]]) : dir;
 }
 
 /** Relative to the pod log directory: <container>/<restartCount>.log. */
 export function containerLogPath(containerName: string, restartCount: number): string {
-  return join(containerName, `${restartCount}.log`);
+  return join(checkComponent(containerName, 'container name'), `${restartCount}.log`);
 }
 
 export function podIdentity(pod: IPod): L.PodIdentity {
@@ -33,8 +42,18 @@ function namespaceOptions(pod: IPod): T.LinuxContainerSecurityContextInput['name
   };
 }
 
-/** The kubelet's generatePodSandboxConfig. */
-export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, agent = 'run', hostResolvConf?: string): T.PodSandboxConfigInput {
+/** The pod's annotations, the spec copy, and the host directories the pod gets (podctl's keys only ever from podctl). */
+function sandboxAnnotations(pod: IPod, logRoot: string, podDir: string | undefined): Record<string, string> {
+  const out: Record<string, string> = { ...(pod.metadata?.annotations ?? {}) };
+  for (const k of L.RECORDED_PATH_ANNOTATIONS) delete out[k];
+  out[L.POD_SPEC_ANNOTATION] = canonicalJSON(pod.spec!);
+  if (logRoot) out[L.POD_LOG_DIR_ANNOTATION] = podLogDirectory(logRoot, pod);
+  if (podDir) out[L.POD_DIR_ANNOTATION] = podDir;
+  return out;
+}
+
+/** The kubelet's generatePodSandboxConfig; podDir is the pod's state directory (<root-dir>/pods/<uid>), when there is one. */
+export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, agent = 'run', hostResolvConf?: string, podDir?: string): T.PodSandboxConfigInput {
   const spec = pod.spec!;
   const id = podIdentity(pod);
   const portMappings: T.PortMappingInput[] = [];
@@ -60,7 +79,7 @@ export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, ag
     dnsConfig,
     portMappings,
     labels: L.sandboxLabels(id, pod.metadata?.labels, agent),
-    annotations: { ...(pod.metadata?.annotations ?? {}), [L.POD_SPEC_ANNOTATION]: canonicalJSON(spec) },
+    annotations: sandboxAnnotations(pod, logRoot, podDir),
     linux: {
       cgroupParent: '',
       securityContext: {

@@ -25,10 +25,26 @@ export const CONTAINER_PRESTOP_HANDLER_ANNOTATION = 'io.kubernetes.container.pre
 export const CONTAINER_SPEC_ANNOTATION = 'io.podctl.container.spec';
 /** A copy of the pod spec on its sandbox, so debugging commands rebuild the v1 Pod without the agent that made it. */
 export const POD_SPEC_ANNOTATION = 'io.podctl.pod.spec';
+/**
+ * The pod's host directories, recorded on its sandbox when it is created, so that whoever deletes the pod
+ * (another --root-dir or --log-root, a debugging command) removes exactly those, mounts included.
+ */
+export const POD_DIR_ANNOTATION = 'io.podctl.pod.dir';
+export const POD_LOG_DIR_ANNOTATION = 'io.podctl.pod.log-dir';
+/** Keys podctl alone writes on a sandbox: a pod's own annotation of that name never reaches the runtime. */
+export const RECORDED_PATH_ANNOTATIONS = [POD_DIR_ANNOTATION, POD_LOG_DIR_ANNOTATION];
+
 /** Whether the container is an init container, a sidecar or an app container. */
 export const CONTAINER_KIND_ANNOTATION = 'io.podctl.container.kind';
 
 export type ContainerKind = 'init' | 'sidecar' | 'app';
+
+/**
+ * A debug container `podctl debug` added to a running pod (the kubelet's
+ * ephemeral containers): never restarted, never part of the pod's phase,
+ * readiness or restart counts, and removed with the pod's sandbox.
+ */
+export const EPHEMERAL_LABEL = 'io.podctl.ephemeral';
 
 export interface PodIdentity {
   name: string;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { IContainer, ILifecycleHandler, IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
@@ -12,11 +12,12 @@ import { readLogTail } from '../logs/index.js';
 import { EventRecorder, type PodRef } from '../events.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
 import { computePodActions, noProbeFailures, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
-import { containerConfig, managedHostsFile, podLogDirectory, podSandboxConfig } from './config.js';
+import { containerConfig, managedHostsFile, podLogDirectory, podLogDirectoryName, podSandboxConfig } from './config.js';
 import { ImagePuller, StartContainerError } from './images.js';
 import { runHandler, type Handler } from '../prober/handlers.js';
 import { makeEnvironmentVariables, type EnvObjects, type NodeAllocatable } from './env.js';
-import type { PodVolumes, VolumeManager } from '../volumes/index.js';
+import { removePodDirectory, type PodVolumes, type VolumeManager } from '../volumes/index.js';
+import { checkComponent, removeBelow, safeJoin, UnsafePathError } from '../util/safe-path.js';
 import * as L from './labels.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from './types.js';
 
@@ -64,7 +65,16 @@ export interface RuntimeManagerOptions {
   allowPrivileged?: boolean;
   /** Sets up and tears down pod volumes (needs a root dir). */
   volumes?: VolumeManager;
+  /** Dead containers kept (the kubelet's container GC policy); default: the newest per container, no overall bound. */
+  containerGC?: Partial<ContainerGCPolicy>;
 }
+
+/** The kubelet's --maximum-dead-containers-per-container and --maximum-dead-containers (-1: no bound). */
+export interface ContainerGCPolicy {
+  maxPerPodContainer: number;
+  maxContainers: number;
+}
+export const DEFAULT_CONTAINER_GC: ContainerGCPolicy = { maxPerPodContainer: 1, maxContainers: -1 };
 
 const NO_OBJECTS: EnvObjects = { configMap: () => undefined, secret: () => undefined };
 
@@ -101,6 +111,7 @@ export class RuntimeManager {
   private readonly node: NodeAllocatable;
   private readonly allowPrivileged: boolean;
   private readonly volumes?: VolumeManager;
+  readonly containerGC: ContainerGCPolicy;
   /** The host's resolv.conf and /etc/hosts, read once: pods merge dnsConfig into the first and host-network pods copy the second. */
   private hostFiles?: Promise<{ resolvConf: string; etcHosts: string }>;
   readonly agent: string;
@@ -123,6 +134,7 @@ export class RuntimeManager {
     this.node = opts.node ?? { cpuCores: cpus().length, memoryBytes: totalmem() };
     this.allowPrivileged = opts.allowPrivileged ?? false;
     this.volumes = opts.volumes;
+    this.containerGC = { ...DEFAULT_CONTAINER_GC, ...opts.containerGC };
     this.crashBackoff = new Backoff(opts.clock, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS);
     this.imagePuller = new ImagePuller(opts.images, opts.clock);
   }
@@ -139,13 +151,17 @@ export class RuntimeManager {
     const containerStatuses = await Promise.all(containers.map((c) => this.containerStatus(c)));
     const live = sandboxStatuses.filter((s): s is RuntimeSandboxStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
     const ready = live.find((s) => s.state === 'ready');
+    const known = containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort(newerFirst);
+    const ephemeralIds = new Set(containers.filter((c) => c.labels[L.EPHEMERAL_LABEL] === 'true').map((c) => c.id));
+    const isEphemeral = (c: RuntimeContainerStatus) => ephemeralIds.has(c.id);
     return {
       uid,
       name,
       namespace,
       ips: ready?.ip ? [ready.ip, ...ready.additionalIps] : [],
       sandboxes: live,
-      containers: containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort(newerFirst),
+      containers: known.filter((c) => !isEphemeral(c)),
+      ...(ephemeralIds.size ? { ephemeral: known.filter(isEphemeral) } : {}),
       timestamp: this.clock.now(),
     };
   }
@@ -162,6 +178,8 @@ export class RuntimeManager {
       ip: status?.network?.ip || undefined,
       additionalIps: (status?.network?.additionalIps ?? []).map((i) => i.ip).filter(Boolean),
       hostNetwork: status?.linux?.namespaces?.options?.network === 'NODE',
+      podDir: status?.annotations?.[L.POD_DIR_ANNOTATION] || undefined,
+      logDirectory: status?.annotations?.[L.POD_LOG_DIR_ANNOTATION] || undefined,
     };
   }
 
@@ -252,7 +270,7 @@ export class RuntimeManager {
     }
 
     let sandboxId = actions.sandboxId;
-    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf);
+    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf, this.rootDir ? this.podDir(pod.metadata!.uid!) : undefined);
     if (actions.createSandbox) {
       try {
         await mkdir(podLogDirectory(this.logRoot, pod), { recursive: true, mode: 0o755 });
@@ -338,7 +356,7 @@ export class RuntimeManager {
     }
     const imageRef = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, this.clock.now());
     const restartCount = previous ? previous.restartCount + 1 : 0;
-    await mkdir(join(podLogDirectory(this.logRoot, pod), container.name), { recursive: true, mode: 0o755 });
+    await mkdir(join(podLogDirectory(this.logRoot, pod), checkComponent(container.name, 'container name')), { recursive: true, mode: 0o755 });
     const podIPs = await this.podIPs(pod, sandboxId, status);
     let env: { key: string; value: string }[];
     let mounts: T.MountInput[] = [];
@@ -432,7 +450,10 @@ export class RuntimeManager {
   /** Creates the empty host file the container's termination message is written to (0666: any user may write). */
   private async terminationMessageFile(pod: IPod, container: IContainer, restartCount: number): Promise<string | undefined> {
     if (!this.rootDir) return undefined;
-    const dir = join(await this.ensurePodDir(pod.metadata!.uid!), 'containers', container.name);
+    const dir = safeJoin(await this.ensurePodDir(pod.metadata!.uid!), [
+      ['containers', 'containers'],
+      ['container name', container.name],
+    ]);
     await mkdir(dir, { recursive: true, mode: 0o750 });
     const file = join(dir, `${restartCount}-${randomBytes(4).toString('hex')}`);
     await writeFile(file, '', { mode: 0o666 });
@@ -441,7 +462,7 @@ export class RuntimeManager {
   }
 
   private podDir(uid: string): string {
-    return join(this.rootDir!, 'pods', uid);
+    return safeJoin(this.rootDir!, [['pods', 'pods'], ['pod UID', uid]]);
   }
 
   /** The state dir is private to the user running podctl: created 0700 before anything goes in it. */
@@ -485,7 +506,7 @@ export class RuntimeManager {
   }
 
   /**
-   * Keeps only the newest dead instance of a container (MaxPerPodContainer 1),
+   * Keeps only the newest dead instances of a container (MaxPerPodContainer, 1 by default),
    * and removes instances that were created but never started (a start that
    * failed, or a create the runtime finished after podctl's deadline): called
    * once a newer instance runs, they would otherwise stay for ever.
@@ -495,7 +516,7 @@ export class RuntimeManager {
     const dead = instances.filter((c) => c.state === 'exited').sort(newerFirst);
     // Only the pod's own lane, right after a start, knows no start of these is still under way.
     const neverStarted = opts.neverStarted ? instances.filter((c) => c.state === 'created') : [];
-    for (const old of [...dead.slice(1), ...neverStarted]) {
+    for (const old of [...dead.slice(this.keepPerContainer), ...neverStarted]) {
       await ignoreNotFound(this.runtime.removeContainer(old.id));
     }
   }
@@ -565,15 +586,24 @@ export class RuntimeManager {
       const key = `${uid}/${c.labels[L.CONTAINER_NAME_LABEL]}`;
       groups.set(key, [...(groups.get(key) ?? []), c]);
     }
-    let removed = 0;
+    const doomed: T.ContainerSummary[] = [];
+    const kept: T.ContainerSummary[] = [];
     for (const dead of groups.values()) {
       dead.sort((a, b) => b.createdAt - a.createdAt);
-      for (const old of dead.slice(1)) {
-        await ignoreNotFound(this.runtime.removeContainer(old.id));
-        removed++;
-      }
+      kept.push(...dead.slice(0, this.keepPerContainer));
+      doomed.push(...dead.slice(this.keepPerContainer));
     }
-    return removed;
+    // Over the node-wide bound, the oldest of what is left go too (the kubelet's MaxContainers).
+    const max = this.containerGC.maxContainers;
+    if (max >= 0 && kept.length > max) doomed.push(...kept.sort((a, b) => a.createdAt - b.createdAt).slice(0, kept.length - max));
+    for (const old of doomed) await ignoreNotFound(this.runtime.removeContainer(old.id));
+    return doomed.length;
+  }
+
+  /** Dead instances kept per container: a negative setting means no bound, as the kubelet's flag. */
+  private get keepPerContainer(): number {
+    const n = this.containerGC.maxPerPodContainer;
+    return n < 0 ? Number.MAX_SAFE_INTEGER : n;
   }
 
   async pruneAllDead(status: RuntimePodStatus): Promise<void> {
@@ -591,15 +621,29 @@ export class RuntimeManager {
       await ignoreNotFound(this.runtime.stopPodSandbox(s.id));
       await ignoreNotFound(this.runtime.removePodSandbox(s.id));
     }
-    if (this.volumes && status.uid) await this.volumes.tearDown(status.uid);
-    if (this.rootDir && status.uid) await rm(this.podDir(status.uid), { recursive: true, force: true });
-    // The logs go with the pod, as the kubelet's container GC removes a deleted pod's log directory:
-    // this process's log root, and where the containers' log paths say (another process may have
-    // started the pod with another --log-root). Only a directory named for this very pod.
-    if (status.uid && status.name) {
-      const own = podLogDirectory(this.logRoot, { metadata: { uid: status.uid, name: status.name, namespace: status.namespace } });
-      const dirs = new Set([own, ...status.containers.flatMap((c) => (c.logPath ? [dirname(dirname(c.logPath))] : []))]);
-      for (const dir of dirs) if (basename(dir) === basename(own)) await rm(dir, { recursive: true, force: true });
+    if (status.uid) await this.removePodDirectories(status);
+  }
+
+  /**
+   * Every host directory the pod had, mounts first: the ones its sandboxes recorded (whichever --root-dir and
+   * --log-root started it), this process's own, and where its containers' log paths point. Each is checked to
+   * be this pod's (<root>/pods/<uid>, <log-root>/<ns>_<name>_<uid>) before anything is unmounted or removed.
+   */
+  private async removePodDirectories(status: RuntimePodStatus): Promise<void> {
+    const podDirs = new Set<string>();
+    if (this.rootDir) podDirs.add(this.podDir(status.uid));
+    for (const s of status.sandboxes) if (s.podDir) podDirs.add(s.podDir);
+    for (const dir of podDirs) await removePodDirectory(dir, status.uid);
+    // The logs go with the pod, as the kubelet's container GC removes a deleted pod's log directory.
+    if (!status.name) return;
+    const name = podLogDirectoryName({ uid: status.uid, name: status.name, namespace: status.namespace });
+    const logDirs = new Set<string>(status.sandboxes.flatMap((s) => (s.logDirectory ? [s.logDirectory] : [])));
+    if (this.logRoot) logDirs.add(podLogDirectory(this.logRoot, { metadata: { uid: status.uid, name: status.name, namespace: status.namespace } }));
+    for (const c of status.containers) if (c.logPath) logDirs.add(dirname(dirname(c.logPath)));
+    for (const dir of logDirs) {
+      // Only a directory named for this very pod, and never beyond its log root once symlinks are resolved.
+      if (!isAbsolute(dir) || resolve(dir) !== dir || basename(dir) !== name) continue;
+      if (!(await removeBelow([dirname(dir)], dir))) throw new UnsafePathError(`refusing to remove ${dir}: it resolves outside ${dirname(dir)}`);
     }
   }
 }

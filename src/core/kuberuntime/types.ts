@@ -40,6 +40,9 @@ export interface RuntimeSandboxStatus {
   additionalIps: string[];
   /** Network namespace mode as the runtime reports it (host network or pod). */
   hostNetwork: boolean;
+  /** The pod's state directory and log directory as recorded at sandbox creation (any root dir, any log root). */
+  podDir?: string;
+  logDirectory?: string;
 }
 
 export interface RuntimePodStatus {
@@ -51,6 +54,8 @@ export interface RuntimePodStatus {
   sandboxes: RuntimeSandboxStatus[];
   /** Newest first within each container name. */
   containers: RuntimeContainerStatus[];
+  /** Debug containers (`podctl debug`), kept apart so that no sync decision sees them. */
+  ephemeral?: RuntimeContainerStatus[];
   /** When this view was taken (epoch ms). */
   timestamp: number;
 }

@@ -1,5 +1,8 @@
-import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
+import { open, readdir, readFile, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+import { rotatedLogFiles } from './rotation.js';
 
 /**
  * Container logs as the runtime writes them (the CRI log format):
@@ -94,6 +97,43 @@ export async function readLogFile(path: string): Promise<LogRecord[]> {
   }
 }
 
+const gunzipAsync = promisify(gunzip);
+
+/**
+ * The lines a container instance wrote before its log was last rotated: the
+ * rotated files (gzipped or not), oldest first, through one parser, so a
+ * line split across a rotation is joined.
+ */
+export async function readRotatedLogs(path: string, parser = new CriLogParser()): Promise<LogRecord[]> {
+  const out: LogRecord[] = [];
+  for (const file of await rotatedLogFiles(path)) {
+    let data: Buffer;
+    try {
+      data = await readFile(file);
+    } catch (err) {
+      // Compressed or removed by the rotation meanwhile: the newer files still hold the rest.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    if (file.endsWith('.gz')) data = await gunzipAsync(data);
+    out.push(...parser.push(data.toString('utf8')));
+  }
+  return out;
+}
+
+/** Every whole line of a container instance's log, across rotations: rotated files, then the current one. */
+export async function readContainerLog(path: string): Promise<LogRecord[]> {
+  const parser = new CriLogParser();
+  const older = await readRotatedLogs(path, parser);
+  let current = '';
+  try {
+    current = (await readFile(path)).toString('utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  return [...older, ...parser.push(current)];
+}
+
 /** `<dir>/<n>.log`: the restart count a log file belongs to, or undefined. */
 export function restartCountOfLog(path: string): number | undefined {
   const m = /^(\d+)\.log$/.exec(basename(path));
@@ -173,7 +213,9 @@ export async function followContainerLog(opts: FollowOptions): Promise<void> {
       await drain();
       const current = await stat(path).catch(() => undefined);
       if (fh && current && current.ino !== ino) {
-        // Rotated: the old file is drained; the path is a new file now.
+        // Rotated: the runtime reopened the path, so the old file gets nothing more; what it
+        // wrote there between the drain above and the reopen is read before moving on.
+        await drain();
         await fh.close();
         fh = undefined;
         offset = 0;

@@ -19,3 +19,14 @@ export function staticPodUID(nodeName: string, source: Pick<PodSource, 'kind' | 
 export function podFullName(pod: Pod): string {
   return `${pod.metadata?.name}_${pod.metadata?.namespace ?? 'default'}`;
 }
+
+const RFC4122_UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const HEX32_UID = /^[0-9a-f]{32}$/i;
+
+/** What a manifest's metadata.uid must look like: the API server's UUIDs, or the kubelet's hashed static pod UIDs. */
+export const POD_UID_EXPECTED = 'a UID such as 3f2b9c1e-7d4a-4b8e-9f0a-12c34d56e78f (RFC 4122) or 32 hex digits';
+
+/** A UID the API server or the kubelet could have given a pod; nothing else becomes a path element. */
+export function isValidPodUID(uid: string): boolean {
+  return RFC4122_UID.test(uid) || HEX32_UID.test(uid);
+}

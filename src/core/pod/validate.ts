@@ -4,7 +4,9 @@ import { Secret as SecretModel } from 'kubernetes-models/v1/Secret';
 import type { IContainer } from 'kubernetes-models/v1';
 import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
 import { fieldFate, OTHER_VOLUME, POD_FIELDS } from './fields.js';
+import { parseQuantity } from '../util/quantity.js';
 import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain, isLabelValue, qualifiedNameProblem } from './names.js';
+import { isValidPodUID, POD_UID_EXPECTED } from './uid.js';
 
 /** A problem within one document: the loader adds file and document. */
 export interface FieldProblem {
@@ -129,7 +131,7 @@ export function unknownFields(kind: string, doc: unknown): { field: string; hint
 function podRules(doc: Record<string, unknown>): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const err = (field: string, message: string) => problems.push({ field, message, severity: 'error' });
-  const meta = (doc.metadata ?? {}) as { name?: unknown; namespace?: unknown; labels?: Record<string, unknown>; annotations?: Record<string, unknown> };
+  const meta = (doc.metadata ?? {}) as { name?: unknown; namespace?: unknown; uid?: unknown; labels?: Record<string, unknown>; annotations?: Record<string, unknown> };
   const spec = (doc.spec ?? {}) as Record<string, unknown>;
 
   if (typeof meta.name !== 'string' || meta.name === '') err('metadata.name', 'required; expected the pod name');
@@ -142,9 +144,21 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     if (p) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label key: ${p}`);
     if (typeof v === 'string' && !isLabelValue(v)) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label value "${v}": expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`);
   }
-  for (const k of Object.keys(meta.annotations ?? {})) {
+  // The UID names the pod's directories: only what the API server or the kubelet could have made becomes one.
+  if (typeof meta.uid === 'string' && meta.uid !== '' && !isValidPodUID(meta.uid)) {
+    err('metadata.uid', `${JSON.stringify(meta.uid)} is invalid; expected ${POD_UID_EXPECTED}`);
+  }
+  let annotationBytes = 0;
+  for (const [k, v] of Object.entries(meta.annotations ?? {})) {
     const p = qualifiedNameProblem(k);
     if (p) err(`metadata.annotations[${JSON.stringify(k)}]`, `invalid annotation key: ${p}`);
+    annotationBytes += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
+  }
+  if (annotationBytes > TOTAL_ANNOTATION_SIZE_LIMIT) {
+    err('metadata.annotations', `too long: ${annotationBytes} bytes in total (keys and values); expected at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes (256 KiB), as the API server`);
+  }
+  if (typeof spec.activeDeadlineSeconds === 'number' && spec.activeDeadlineSeconds < 1) {
+    err('spec.activeDeadlineSeconds', `${spec.activeDeadlineSeconds} is invalid; must be greater than or equal to 1`);
   }
 
   if (doc.spec === undefined || doc.spec === null) err('spec', 'required; expected the pod spec with at least one container');
@@ -159,6 +173,9 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
       if (!isDNS1123Label(v.name)) err(`spec.volumes[${i}].name`, `"${v.name}" is invalid; expected ${DNS1123_LABEL_EXPECTED}`);
       if (volumes.has(v.name)) err(`spec.volumes[${i}].name`, `duplicate volume name "${v.name}"; volume names must be unique within a pod`);
       volumes.add(v.name);
+    });
+    (spec.volumes as unknown[]).forEach((v, i) => {
+      if (isObject(v)) checkItemPaths(v as Record<string, unknown>, `spec.volumes[${i}]`, err);
     });
   }
   const hostPorts = new Map<string, string>();
@@ -198,7 +215,14 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     (Array.isArray(c.volumeMounts) ? c.volumeMounts : []).forEach((m, j) => {
       if (!isObject(m)) return;
       if (typeof m.name === 'string' && !volumes.has(m.name)) err(`${path}.volumeMounts[${j}].name`, `volume "${m.name}" is not defined in spec.volumes`);
+      for (const f of ['subPath', 'subPathExpr'] as const) {
+        const problem = descendingPathProblem(m[f]);
+        if (problem) err(`${path}.volumeMounts[${j}].${f}`, problem);
+      }
+      if (m.subPath && m.subPathExpr) err(`${path}.volumeMounts[${j}].subPathExpr`, 'subPathExpr and subPath are mutually exclusive');
     });
+    checkResources(c, path, err);
+    checkEnv(c, path, err);
     const sidecar = isInit && c.restartPolicy === 'Always';
     for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
       const probe = c[kind] as unknown;
@@ -337,6 +361,94 @@ function singleHostProblems(doc: Record<string, unknown>, spec: Record<string, u
     });
   }
   return out;
+}
+
+/** The API server's TotalAnnotationSizeLimitB: keys and values of metadata.annotations together. */
+export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
+
+/**
+ * Linux's MAX_ARG_STRLEN (32 pages of 4 KiB): execve refuses any one NAME=value string longer than this
+ * with E2BIG, so a bigger env value could only fail at container start, after a sandbox exists.
+ */
+export const MAX_ENV_STRING_BYTES = 128 * 1024;
+
+/** The API server's validateLocalDescendingPath: relative, and no '..' element. */
+function descendingPathProblem(p: unknown): string | undefined {
+  if (typeof p !== 'string' || p === '') return undefined;
+  if (p.includes('\0')) return `${JSON.stringify(p)} is invalid; must not contain a NUL byte`;
+  if (p.startsWith('/')) return `${JSON.stringify(p)} is invalid; must be a relative path`;
+  if (p.split('/').includes('..')) return `${JSON.stringify(p)} is invalid; must not contain '..'`;
+  return undefined;
+}
+
+/** The API server's validateLocalNonReservedPath, for items[].path: also never starting with '..' (AtomicWriter's own names). */
+function itemPathProblem(p: unknown): string | undefined {
+  if (typeof p !== 'string') return undefined;
+  if (p === '') return 'required; expected a relative file path';
+  return descendingPathProblem(p) ?? (p.startsWith('..') ? `${JSON.stringify(p)} is invalid; must not start with '..'` : undefined);
+}
+
+/** items[].path of configMap, secret and downwardAPI volumes, and of each projected source. */
+function checkItemPaths(volume: Record<string, unknown>, path: string, err: (field: string, message: string) => void): void {
+  const items = (source: unknown, at: string) => {
+    if (!isObject(source)) return;
+    const list = (source as { items?: unknown }).items;
+    (Array.isArray(list) ? list : []).forEach((item: unknown, k: number) => {
+      if (!isObject(item)) return;
+      const problem = itemPathProblem((item as { path?: unknown }).path);
+      if (problem) err(`${at}.items[${k}].path`, problem);
+    });
+  };
+  for (const kind of ['configMap', 'secret', 'downwardAPI'] as const) items(volume[kind], `${path}.${kind}`);
+  const sources = (volume.projected as { sources?: unknown } | undefined)?.sources;
+  (Array.isArray(sources) ? sources : []).forEach((src: unknown, j: number) => {
+    if (!isObject(src)) return;
+    for (const kind of ['configMap', 'secret', 'downwardAPI'] as const) items((src as Record<string, unknown>)[kind], `${path}.projected.sources[${j}].${kind}`);
+  });
+}
+
+/** The API server's ValidateResourceRequirements: quantities, none negative, requests never above limits. */
+function checkResources(c: IContainer, path: string, err: (field: string, message: string) => void): void {
+  const r = c.resources as Record<string, unknown> | undefined;
+  if (!isObject(r)) return;
+  const parsed: Record<'limits' | 'requests', Map<string, number>> = { limits: new Map(), requests: new Map() };
+  for (const kind of ['limits', 'requests'] as const) {
+    const list = r[kind];
+    if (!isObject(list)) continue;
+    for (const [name, raw] of Object.entries(list as Record<string, unknown>)) {
+      if (typeof raw !== 'string' && typeof raw !== 'number') continue;
+      const field = `${path}.resources.${kind}[${JSON.stringify(name)}]`;
+      const value = parseQuantity(raw);
+      if (value === undefined) err(field, `${JSON.stringify(raw)} is not a quantity; expected e.g. 500m, 1, 128Mi`);
+      else if (value < 0) err(field, `${JSON.stringify(raw)} is invalid; must be greater than or equal to 0`);
+      else parsed[kind].set(name, value);
+    }
+  }
+  for (const [name, request] of parsed.requests) {
+    const limit = parsed.limits.get(name);
+    if (limit !== undefined && request > limit) {
+      const raw = (r.limits as Record<string, unknown>)[name];
+      err(`${path}.resources.requests[${JSON.stringify(name)}]`, `must be less than or equal to ${name} limit of ${String(raw)}`);
+    }
+  }
+}
+
+/** The API server's relaxed env var names (printable ASCII but '='), and values an exec can take. */
+function checkEnv(c: IContainer, path: string, err: (field: string, message: string) => void): void {
+  (Array.isArray(c.env) ? c.env : []).forEach((e: unknown, j: number) => {
+    if (!isObject(e)) return;
+    const { name, value } = e as { name?: unknown; value?: unknown };
+    const at = `${path}.env[${j}]`;
+    if (typeof name === 'string' && (name === '' || !/^[\x20-\x3c\x3e-\x7e]+$/.test(name))) {
+      err(`${at}.name`, `${JSON.stringify(name)} is invalid; a valid environment variable name must consist only of printable ASCII characters other than '='`);
+    }
+    if (typeof value !== 'string') return;
+    if (value.includes('\0')) err(`${at}.value`, 'must not contain a NUL byte (a C string ends there: the process would see a different value)');
+    const size = Buffer.byteLength(value) + (typeof name === 'string' ? Buffer.byteLength(name) : 0) + 2;
+    if (size > MAX_ENV_STRING_BYTES) {
+      err(`${at}.value`, `too long: NAME=value is ${size} bytes; expected at most ${MAX_ENV_STRING_BYTES} bytes (Linux MAX_ARG_STRLEN: exec refuses a longer environment string)`);
+    }
+  });
 }
 
 /** Elements of a list may be anything in a bad manifest; the schema reports them. */

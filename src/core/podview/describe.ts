@@ -163,6 +163,9 @@ const quote = (line: string | undefined) => (line === undefined ? 'no output' : 
 export function whyNotRunning(pod: IPod, lastLogLine: (container: string) => string | undefined, now: number, readinessUnknown: string[] = []): string | undefined {
   const status = pod.status;
   if (!status) return 'no status yet: the pod has not been synced';
+  if (status.phase === 'Unknown' && status.reason === 'RuntimeError') {
+    return `${status.message ?? 'the runtime could not report this pod'}; podctl's housekeeping keeps retrying its removal once no source wants it, and \`podctl delete pod ${pod.metadata?.name}\` retries now`;
+  }
   const policy = pod.spec?.restartPolicy ?? 'Always';
   const all = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
   for (const s of all) {

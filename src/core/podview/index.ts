@@ -1,4 +1,4 @@
-import type { IContainer, IPod, IPodSpec } from 'kubernetes-models/v1';
+import type { IContainer, IEphemeralContainer, IPod, IPodSpec } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
@@ -18,6 +18,8 @@ export interface ViewedPod {
   source: PodViewSource;
   /** Containers whose readiness comes from a probe only a running agent knows (runtime view only). */
   readinessUnknown: string[];
+  /** The runtime's error when the pod's status could not be read (the pod shows as Unknown). */
+  runtimeError?: string;
 }
 
 export interface PodQuery {
@@ -115,8 +117,12 @@ export function podFromRuntime(
   opts: { now: number; runtimeName?: string; hostIP?: string },
 ): ViewedPod {
   const spec = specFromRuntime(sandbox, runtime);
+  // Debug containers (`podctl debug`) as the API lists ephemeral ones, from their spec copies.
+  const ephemeral = [...new Map((runtime.ephemeral ?? []).map((c) => [c.name, parseJSON<IEphemeralContainer>(c.specJSON) ?? { name: c.name, image: c.image }])).values()];
+  if (ephemeral.length) spec.ephemeralContainers = ephemeral;
   const annotations = { ...(sandbox?.annotations ?? {}) };
   delete annotations[L.POD_SPEC_ANNOTATION];
+  for (const k of L.RECORDED_PATH_ANNOTATIONS) delete annotations[k];
   const oldest = runtime.sandboxes.at(-1)?.createdAt;
   const pod: IPod = {
     apiVersion: 'v1',
@@ -144,6 +150,30 @@ export function podFromRuntime(
     hostIP: opts.hostIP,
   });
   return { pod: { ...pod, status }, source: 'runtime', readinessUnknown: [...probed] };
+}
+
+/**
+ * A pod whose status the runtime would not give (a sandbox stuck in removal, say): shown with
+ * phase Unknown and the runtime's error, as the API server shows a pod its node stopped
+ * reporting, so one broken sandbox never hides the others.
+ */
+export function unknownPod(sandbox: T.PodSandbox, error: unknown): ViewedPod {
+  const l = sandbox.labels;
+  const message = error instanceof Error ? error.message : String(error);
+  const pod: IPod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: l[L.POD_NAME_LABEL]!,
+      namespace: l[L.POD_NAMESPACE_LABEL]!,
+      uid: l[L.POD_UID_LABEL]!,
+      ...(sandbox.createdAt ? { creationTimestamp: new Date(Math.floor(sandbox.createdAt / 1e6)).toISOString() } : {}),
+      labels: podLabels(l),
+    },
+    spec: parseJSON<IPodSpec>(sandbox.annotations[L.POD_SPEC_ANNOTATION]) ?? { containers: [] },
+    status: { phase: 'Unknown', reason: 'RuntimeError', message: `the runtime could not report this pod: ${message}` },
+  };
+  return { pod, source: 'runtime', readinessUnknown: [], runtimeError: message };
 }
 
 const byNamespaceAndName = (a: ViewedPod, b: ViewedPod) =>
@@ -206,7 +236,13 @@ export class PodView {
     const fromRuntime = await Promise.all(
       [...sandboxes.entries()]
         .filter(([uid]) => !seen.has(uid))
-        .map(async ([, list]) => podFromRuntime(list[0], await this.runtimeStatus(list[0]!), { now, runtimeName: this.opts.runtimeName, hostIP: this.opts.hostIP })),
+        .map(async ([, list]) => {
+          try {
+            return podFromRuntime(list[0], await this.runtimeStatus(list[0]!), { now, runtimeName: this.opts.runtimeName, hostIP: this.opts.hostIP });
+          } catch (err) {
+            return unknownPod(list[0]!, err);
+          }
+        }),
     );
     return [...result, ...fromRuntime].sort(byNamespaceAndName);
   }

@@ -1,4 +1,4 @@
-import type { IContainer, IContainerState, IContainerStatus, IPod, IPodCondition, IPodStatus } from 'kubernetes-models/v1';
+import type { IContainer, IContainerState, IContainerStateTerminated, IContainerStatus, IPod, IPodCondition, IPodStatus } from 'kubernetes-models/v1';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
 import { getPhase, type PodPhase } from './phase.js';
 
@@ -23,6 +23,8 @@ export interface StatusInputs {
   now: number;
   /** Runtime name for containerID, as "containerd://<id>". */
   runtimeName?: string;
+  /** A container's last termination as recorded on disk: Last State once GC removed that instance. */
+  lastTermination?: (containerName: string) => IContainerStateTerminated | undefined;
 }
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined || ms <= 0 ? undefined : new Date(ms).toISOString());
@@ -69,6 +71,9 @@ function containerStatusFor(
   status.imageID = newest.imageRef;
   status.image = newest.image || status.image;
   const previousExited = instances.find((c, i) => i > 0 && c.state === 'exited');
+  // The instance before this one is gone (container GC): its recorded end is the Last State.
+  const recorded = !previousExited && newest.restartCount > 0 ? inputs.lastTermination?.(container.name) : undefined;
+  const recordedLast = recorded && recorded.containerID !== status.containerID ? { terminated: recorded } : undefined;
 
   switch (newest.state) {
     case 'running': {
@@ -77,6 +82,7 @@ function containerStatusFor(
       status.started = started ?? true;
       status.ready = status.started && (inputs.ready?.(newest.id, container) ?? true);
       if (previousExited) status.lastState = terminatedState(previousExited, runtimeName);
+      else if (recordedLast) status.lastState = recordedLast;
       break;
     }
     case 'exited':
@@ -87,11 +93,13 @@ function containerStatusFor(
       } else {
         status.state = terminatedState(newest, runtimeName);
         if (previousExited) status.lastState = terminatedState(previousExited, runtimeName);
+        else if (recordedLast) status.lastState = recordedLast;
       }
       break;
     default:
       status.state = { waiting: { reason: waiting?.reason ?? defaultWaiting, message: waiting?.message } };
       if (previousExited) status.lastState = terminatedState(previousExited, runtimeName);
+      else if (recordedLast) status.lastState = recordedLast;
   }
   return status;
 }
@@ -157,7 +165,28 @@ export function generatePodStatus(inputs: StatusInputs): IPodStatus {
     qosClass: qosClass(pod),
   };
   if (initStatuses.length) status.initContainerStatuses = initStatuses;
+  const ephemeral = ephemeralStatuses(runtime, runtimeName);
+  if (ephemeral.length) status.ephemeralContainerStatuses = ephemeral;
   return status;
+}
+
+/** Debug containers as the API shows ephemeral ones: never ready, never restarted, no part of the phase. */
+function ephemeralStatuses(runtime: RuntimePodStatus, runtimeName: string): IContainerStatus[] {
+  return (runtime.ephemeral ?? []).map((c) => ({
+    name: c.name,
+    image: c.image,
+    imageID: c.imageRef,
+    containerID: `${runtimeName}://${c.id}`,
+    ready: false,
+    restartCount: 0,
+    started: c.state === 'running',
+    state:
+      c.state === 'running'
+        ? { running: { startedAt: iso(c.startedAt) } }
+        : c.state === 'exited'
+          ? terminatedState(c, runtimeName)
+          : { waiting: { reason: 'ContainerCreating' } },
+  }));
 }
 
 /** Guaranteed / Burstable / BestEffort by the Kubernetes rules (cpu and memory only). */

@@ -1,8 +1,25 @@
 import { chmodSync, existsSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { IPod } from 'kubernetes-models/v1';
 import { toV1Event, type PodEvent } from '../events.js';
 import type { Metrics } from '../metrics.js';
+
+/** One change of a pod, as a line of `GET /v1/pods?watch=1` (the API server's watch event). */
+export interface PodWatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  object: IPod;
+}
+
+/** A request the agent refuses, with why: 400 (bad manifest), 404 (no such pod), 409 (another source keeps it). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
 
 export interface StatusSource {
   /** Desired pods with their last status, as a v1 PodList would carry them. */
@@ -12,36 +29,105 @@ export interface StatusSource {
   metrics: Metrics;
   /** The kubelet's events (a v1 EventList on /events; ?uid= for one pod's). */
   events?: () => PodEvent[];
+  /** Who serves: pid, root dir, log (GET /v1/agent). */
+  agent?: () => Record<string, unknown>;
+  /** Every change of a pod from now on; returns the unsubscribe (GET /v1/pods?watch=1). */
+  watchPods?: (listener: (e: PodWatchEvent) => void) => () => void;
+  /** POST /v1/pods: manifest documents handed to the agent; the keys (namespace/name) of its pods. Throws ApiError. */
+  apply?: (body: string, contentType: string) => Promise<Record<string, unknown>>;
+  /** DELETE /v1/pods/NS/NAME: the agent forgets the pod and terminates it. Throws ApiError. */
+  remove?: (namespace: string, name: string, gracePeriodSeconds?: number) => Promise<Record<string, unknown>>;
+}
+
+/** The API version every path under /v1 speaks; the unversioned read paths stay for older clients. */
+export const API_VERSION = 'v1';
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
+}
+
+function readBody(req: IncomingMessage, limit = 8 << 20): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    const chunks: Buffer[] = [];
+    req.on('data', (d: Buffer) => {
+      size += d.length;
+      if (size > limit) req.destroy(new ApiError(413, `request body over ${limit} bytes`));
+      else chunks.push(d);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function fail(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) return void res.end();
+  if (err instanceof ApiError) json(res, err.status, { kind: 'Status', status: 'Failure', code: err.status, message: err.message, ...err.details });
+  else json(res, 500, { kind: 'Status', status: 'Failure', code: 500, message: err instanceof Error ? err.message : String(err) });
+}
+
+/** The pod list answer, or with ?watch=1 a stream of JSON lines (the list as ADDED, then each change). */
+function servePods(req: IncomingMessage, res: ServerResponse, url: URL, source: StatusSource): void {
+  const watch = url.searchParams.get('watch');
+  if (!watch || watch === '0' || watch === 'false' || !source.watchPods) {
+    json(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: source.pods() });
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'application/json' });
+  for (const object of source.pods()) res.write(`${JSON.stringify({ type: 'ADDED', object })}\n`);
+  const stop = source.watchPods((e) => res.write(`${JSON.stringify(e)}\n`));
+  req.on('close', stop);
 }
 
 /**
- * The kubelet's read-only endpoints on a unix socket private to the user
- * (0600): /healthz, /pods (a v1 PodList), /events (a v1 EventList), /metrics (Prometheus text).
+ * The agent's API on a unix socket private to the user (0600). Versioned under /v1: GET healthz, pods
+ * (a v1 PodList; ?watch=1 streams JSON lines), events (a v1 EventList), metrics, agent; POST pods;
+ * DELETE pods/NS/NAME. The unversioned GET /healthz, /pods, /events and /metrics answer as before.
  */
 export async function startStatusServer(socket: string, source: StatusSource): Promise<Server> {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://podctl');
+    const versioned = url.pathname.startsWith(`/${API_VERSION}/`);
+    const path = versioned ? url.pathname.slice(API_VERSION.length + 1) : url.pathname;
+    const podPath = /^\/pods\/([^/]+)\/([^/]+)$/.exec(path);
+    if (versioned && req.method === 'POST' && path === '/pods' && source.apply) {
+      readBody(req)
+        .then((body) => source.apply!(body, req.headers['content-type'] ?? ''))
+        .then((r) => json(res, 200, r))
+        .catch((err: unknown) => fail(res, err));
+      return;
+    }
+    if (versioned && req.method === 'DELETE' && podPath && source.remove) {
+      const grace = url.searchParams.get('gracePeriodSeconds');
+      source
+        .remove(decodeURIComponent(podPath[1]!), decodeURIComponent(podPath[2]!), grace === null ? undefined : Number(grace))
+        .then((r) => json(res, 200, r))
+        .catch((err: unknown) => fail(res, err));
+      return;
+    }
     if (req.method !== 'GET') {
       res.writeHead(405, { 'content-type': 'text/plain' }).end('method not allowed\n');
       return;
     }
-    if (url.pathname === '/healthz') {
+    if (path === '/healthz') {
       const h = source.health();
       const body = h.checks.map((c) => `[${c.ok ? '+' : '-'}]${c.name} ${c.ok ? 'ok' : `failed: ${c.message}`}`).join('\n');
       res.writeHead(h.ok ? 200 : 500, { 'content-type': 'text/plain' }).end(`${body}\n${h.ok ? 'healthz check passed' : 'healthz check failed'}\n`);
-    } else if (url.pathname === '/pods') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: source.pods() }));
-    } else if (url.pathname === '/events' && source.events) {
+    } else if (path === '/pods') {
+      servePods(req, res, url, source);
+    } else if (path === '/events' && source.events) {
       const uid = url.searchParams.get('uid');
       const items = source.events().filter((e) => !uid || e.uid === uid).map((e) => toV1Event(e));
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'EventList', apiVersion: 'v1', metadata: {}, items }));
-    } else if (url.pathname === '/metrics') {
+    } else if (path === '/agent' && versioned && source.agent) {
+      json(res, 200, { apiVersion: API_VERSION, ...source.agent() });
+    } else if (path === '/metrics') {
       source.metrics.registry
         .metrics()
         .then((text) => res.writeHead(200, { 'content-type': source.metrics.registry.contentType }).end(text))
         .catch((err: Error) => res.writeHead(500).end(`${err.message}\n`));
     } else {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /healthz, /pods, /events or /metrics\n');
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /v1/healthz, /v1/pods, /v1/events, /v1/agent or /metrics\n');
     }
   });
   if (existsSync(socket)) rmSync(socket);

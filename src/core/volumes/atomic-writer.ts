@@ -1,5 +1,6 @@
 import { chmod, chown, lchown, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
+import { removeBelow, safeJoin, safeJoinRelative } from '../util/safe-path.js';
 import { PayloadError } from './errors.js';
 
 /** One file of a volume: its bytes and its permission bits. */
@@ -129,7 +130,7 @@ export async function writePayload(targetDir: string, payload: Payload, opts: Wr
   await chmod(tsPath, dmode);
   if (opts.fsGroup !== undefined) await chown(tsPath, -1, opts.fsGroup);
   for (const [rel, f] of payload) {
-    const full = join(tsPath, rel);
+    const full = safeJoinRelative(tsPath, rel, 'items[].path');
     const parent = dirname(full);
     if (parent !== tsPath) {
       // mkdir with recursive returns the first directory it created; set modes on each one.
@@ -150,7 +151,7 @@ export async function writePayload(targetDir: string, payload: Payload, opts: Wr
 
   const newTop = topLevel(payload);
   for (const top of newTop) {
-    const link = join(targetDir, top);
+    const link = safeJoin(targetDir, [['items[].path', top]]);
     let st;
     try {
       st = await lstat(link);
@@ -179,7 +180,7 @@ export async function writePayload(targetDir: string, payload: Payload, opts: Wr
   }
   // The previous timestamped directory, and any left by an interrupted write.
   for (const e of await readdir(targetDir)) {
-    if (e.startsWith('..') && e !== DATA_DIR_NAME && e !== tsName) await rm(join(targetDir, e), { recursive: true, force: true });
+    if (e.startsWith('..') && e !== DATA_DIR_NAME && e !== tsName) await removeBelow([targetDir], join(targetDir, e));
   }
   return true;
 }

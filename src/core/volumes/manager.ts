@@ -1,9 +1,10 @@
-import { chmod, lstat, mkdir, open, realpath, rm, rmdir, stat, statfs } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, lstat, mkdir, open, realpath, stat, statfs } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { IContainer, IHostPathVolumeSource, IPod, IVolume } from 'kubernetes-models/v1';
 import type { MountInput } from '../cri/types.js';
 import { isDNS1123Label } from '../pod/names.js';
 import { bytes } from '../util/quantity.js';
+import { checkComponent, removeBelow, safeJoin, UnsafePathError } from '../util/safe-path.js';
 import { writePayload, type Payload } from './atomic-writer.js';
 import type { Allocatable } from './downward.js';
 import { PayloadError, setUpError, VolumeError } from './errors.js';
@@ -32,9 +33,32 @@ export function volumeKind(v: IVolume): string {
   return Object.keys(v).find((k) => k !== 'name' && (v as unknown as Record<string, unknown>)[k] !== undefined) ?? '';
 }
 
-function safeUID(uid: string | undefined): string {
-  if (!uid || uid === '.' || uid === '..' || uid.includes('/') || uid.includes('\0')) throw new Error(`invalid pod UID ${JSON.stringify(uid)}`);
-  return uid;
+/**
+ * Unmounts everything beneath a pod's directory, deepest first (subPath binds, tmpfs of memory and secret
+ * volumes, anything a container propagated there), then removes it. podDir is where the pod's sandbox
+ * recorded it, from whichever root dir started the pod: it must be <root>/pods/<uid> for this very UID, and
+ * still be that once symlinks are resolved; anything else is refused, removing nothing.
+ */
+export async function removePodDirectory(podDir: string, uid: string): Promise<void> {
+  checkComponent(uid, 'pod UID');
+  if (!isAbsolute(podDir) || resolve(podDir) !== podDir || basename(podDir) !== uid || basename(dirname(podDir)) !== 'pods') {
+    throw new UnsafePathError(`refusing to remove ${JSON.stringify(podDir)}: not a pod directory <root-dir>/pods/${uid}`);
+  }
+  const root = dirname(dirname(podDir));
+  let real: string;
+  let rootReal: string;
+  try {
+    real = await realpath(podDir);
+    rootReal = await realpath(root);
+  } catch {
+    return;
+  }
+  if (real !== join(rootReal, 'pods', uid)) throw new UnsafePathError(`refusing to tear down ${podDir}: it resolves to ${real}, outside ${root}`);
+  for (const mp of await mountsUnder(real)) await unmount(mp);
+  const left = await mountsUnder(real);
+  if (left.length) throw new Error(`refusing to remove ${podDir}: still mounted: ${left.join(', ')}`);
+  // rm unlinks symlinks without following them.
+  if (!(await removeBelow([rootReal], real))) throw new UnsafePathError(`refusing to remove ${podDir}: outside ${root}`);
 }
 
 async function ensureDir(dir: string, mode: number): Promise<boolean> {
@@ -115,8 +139,8 @@ export class VolumeManager {
     this.node = opts.node;
   }
 
-  podDir(uid: string): string {
-    return join(this.rootDir, 'pods', safeUID(uid));
+  podDir(uid: string | undefined): string {
+    return safeJoin(this.rootDir, [['pods', 'pods'], ['pod UID', uid]]);
   }
 
   volumesDir(uid: string): string {
@@ -125,7 +149,12 @@ export class VolumeManager {
 
   /** Where subPath mounts are bound for the runtime, as the kubelet's volume-subpaths/<volume>/<container>/<index>. */
   subPathTarget(uid: string, volume: string, container: string, index: number): string {
-    return join(this.podDir(uid), 'volume-subpaths', volume, container, String(index));
+    return safeJoin(this.podDir(uid), [
+      ['volume-subpaths', 'volume-subpaths'],
+      ['volume name', volume],
+      ['container name', container],
+      ['volumeMount index', String(index)],
+    ]);
   }
 
   /**
@@ -134,8 +163,8 @@ export class VolumeManager {
    */
   async setUpPodVolumes(pod: IPod, _podIPs: string[]): Promise<PodVolumes> {
     // _podIPs: Kubernetes allows only metadata.* fieldRefs in downwardAPI volumes, so the IPs are not used here.
-    const uid = safeUID(pod.metadata?.uid);
-    const podDir = this.podDir(uid);
+    const podDir = this.podDir(pod.metadata?.uid);
+    const uid = pod.metadata!.uid!;
     // The pod's directories hold secrets' mount points and configuration: not for other users of the host.
     await mkdir(this.rootDir, { recursive: true, mode: 0o700 });
     await ensureDir(podDir, 0o750);
@@ -167,7 +196,10 @@ export class VolumeManager {
       await checkHostPathType(v.hostPath!);
       return { hostPath: v.hostPath!.path, kind, readOnly: false };
     }
-    const dir = join(this.volumesDir(uid), PLUGIN_DIRS[kind as keyof typeof PLUGIN_DIRS], v.name);
+    const dir = safeJoin(this.volumesDir(uid), [
+      ['volume plugin', PLUGIN_DIRS[kind as keyof typeof PLUGIN_DIRS]],
+      ['volume name', v.name],
+    ]);
     let fresh = await ensureDir(dir, 0o777);
 
     if (kind === 'emptyDir') {
@@ -296,37 +328,8 @@ export class VolumeManager {
     return mounts;
   }
 
-  /**
-   * Unmounts every mount under the pod's volume-subpaths and volumes directories (subPath binds, tmpfs of memory
-   * volumes, anything a container propagated there), then removes them. Refuses, removing nothing more, if a mount
-   * stays or a directory is not the real one under rootDir (a symlink would lead out of it).
-   */
+  /** Unmounts every mount beneath the pod's directory under rootDir, then removes the directory (removePodDirectory). */
   async tearDown(uid: string): Promise<void> {
-    const podDir = this.podDir(uid);
-    let rootReal: string;
-    try {
-      rootReal = await realpath(this.rootDir);
-    } catch {
-      return;
-    }
-    for (const sub of ['volume-subpaths', 'volumes']) {
-      const dir = join(podDir, sub);
-      try {
-        await lstat(dir);
-      } catch {
-        continue;
-      }
-      const real = await realpath(dir);
-      if (real !== join(rootReal, 'pods', uid, sub)) {
-        throw new Error(`refusing to tear down ${dir}: it resolves to ${real}, outside ${this.rootDir}`);
-      }
-      for (const mp of await mountsUnder(real)) await unmount(mp);
-      const left = await mountsUnder(real);
-      if (left.length) throw new Error(`refusing to remove ${dir}: still mounted: ${left.join(', ')}`);
-      // rm unlinks symlinks without following them.
-      await rm(real, { recursive: true, force: true });
-    }
-    // The pod directory goes too when nothing else (of the caller's) lives there.
-    await rmdir(podDir).catch(() => undefined);
+    await removePodDirectory(this.podDir(uid), uid);
   }
 }

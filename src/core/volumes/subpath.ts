@@ -1,6 +1,7 @@
 import { closeSync, constants as fsc, fstatSync, openSync } from 'node:fs';
 import { chmod, lstat, mkdir, realpath, stat, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative } from 'node:path';
+import { checkRelativePath } from '../util/safe-path.js';
 import { PayloadError } from './errors.js';
 import { bindMount, isMountPoint, unmount } from './mount.js';
 
@@ -54,6 +55,11 @@ function within(base: string, p: string): boolean {
 export async function prepareSubPath(volumePath: string, subPath: string): Promise<string> {
   if (isAbsolute(subPath)) throw new PayloadError(`error SubPath \`${subPath}\` must not be an absolute path`);
   if (subPath.split('/').includes('..')) throw new PayloadError(`unable to provision SubPath \`${subPath}\`: must not contain '..'`);
+  try {
+    checkRelativePath(subPath, 'subPath');
+  } catch (err) {
+    throw new PayloadError((err as Error).message);
+  }
   const base = await realpath(volumePath);
   const perm = (await stat(base)).mode & 0o7777;
   let cur = base;

@@ -395,7 +395,8 @@ export class FakeRuntime {
         runtimeVersion: this.opts.runtimeVersion ?? '0.0.0-fake',
         runtimeApiVersion: 'v1',
       })),
-      Status: this.unary('Status', () => ({ status: { conditions: this.conditions }, info: {} })),
+      // Verbose, containerd names its sandbox image in info.config, as here.
+      Status: this.unary('Status', (req) => ({ status: { conditions: this.conditions }, info: (req.verbose ? { config: JSON.stringify({ sandboxImage: 'registry.k8s.io/pause:3.6' }) } : {}) as Record<string, string> })),
       UpdateRuntimeConfig: this.unary('UpdateRuntimeConfig', () => ({})),
       RunPodSandbox: this.unary('RunPodSandbox', (req) => ({ podSandboxId: s.runPodSandbox(req) })),
       StopPodSandbox: this.unary('StopPodSandbox', (req) => {

@@ -1,0 +1,146 @@
+import { Flags } from '@oclif/core';
+import { eventLine, eventWorthALine, statusLine } from './render.js';
+import { podTable } from './table.js';
+import { connect, type GlobalFlags } from './runtime.js';
+import { hostIP, hygienePolicies, nodeFlags } from './node.js';
+import { diskReport } from '../core/stats/disk.js';
+import { traceFlags, tracerFor } from './trace.js';
+import { realClock } from '../core/clock.js';
+import { parseDuration } from '../core/cri/endpoint.js';
+import { PodctlError, errorMessage } from '../core/errors.js';
+import { acquireStateLock } from '../core/lock.js';
+import { Metrics } from '../core/metrics.js';
+import { StandaloneNode } from '../core/node/index.js';
+
+/** Flags of the commands that run the node agent (agent, watch). */
+export const agentFlags = {
+  ...nodeFlags,
+  'manifest-url': Flags.string({ summary: 'Also follow the pods served at this URL.' }),
+  'manifest-url-header': Flags.string({ summary: 'HTTP header for --manifest-url, "Name: value" (repeatable).', multiple: true }),
+  'file-check-frequency': Flags.string({ summary: 'Safety-net re-read of the manifests path.', default: '20s' }),
+  'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
+  'pleg-relist-period': Flags.string({ summary: 'How often the generic PLEG relists the runtime.', default: '1s' }),
+  pleg: Flags.string({
+    summary: 'generic: relist; evented: the runtime\'s event stream, relisting as a safety net; auto: evented where the runtime has it.',
+    options: ['generic', 'evented', 'auto'],
+    default: 'auto',
+  }),
+  'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
+  table: Flags.boolean({ summary: 'On a terminal, a live table of the pods (kubectl get pods columns) instead of one line per change.' }),
+  ...traceFlags,
+  trace: Flags.boolean({ ...traceFlags.trace, exclusive: ['table'] }),
+};
+
+type AgentFlags = GlobalFlags & {
+  [K in keyof typeof agentFlags]: K extends 'manifest-url-header' ? string[] | undefined : K extends 'manifest-url' ? string | undefined : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'
+      ? boolean
+      : K extends 'maximum-dead-containers-per-container' | 'maximum-dead-containers' | 'image-gc-high-threshold' | 'image-gc-low-threshold' | 'container-log-max-files'
+        ? number
+        : string;
+};
+
+/**
+ * Runs the node agent in the foreground until SIGTERM or Ctrl-C: the state dir's lock, the node
+ * (applied pods, plus PATH and --manifest-url when given), one line per pod state change.
+ */
+export async function serveAgent(flags: AgentFlags, path: string | undefined, log: (line: string) => void): Promise<void> {
+  const headers: Record<string, string> = {};
+  for (const h of flags['manifest-url-header'] ?? []) {
+    const i = h.indexOf(':');
+    if (i <= 0) throw new PodctlError(`--manifest-url-header "${h}": expected "Name: value"`, { exitCode: 2 });
+    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
+  }
+  // One owner per state dir, before anything else is touched.
+  const lock = acquireStateLock(flags['root-dir']);
+  const metrics = new Metrics();
+  // --trace: the trace is stdout; what the agent says otherwise goes to stderr, or is said by the trace.
+  const tracer = tracerFor(flags, () => node?.pleg, log);
+  const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : log(line));
+  const stamp = () => new Date().toISOString().slice(11, 19);
+  let node: StandaloneNode | undefined;
+  const { client } = await connect(flags, (call) => {
+    metrics.observeCall(call);
+    tracer?.observeCall(call);
+  });
+  try {
+    const version = await client.version();
+    metrics.watchDisk(() => diskReport(client, client));
+    node = new StandaloneNode({
+      runtime: client,
+      images: client,
+      clock: realClock,
+      rootDir: flags['root-dir'],
+      logRoot: flags['log-root'],
+      nodeName: flags['node-name'],
+      hostIP: hostIP(),
+      runtimeName: version.runtimeName,
+      allowPrivileged: flags['allow-privileged'],
+      hygiene: hygienePolicies(flags),
+      pleg: flags.pleg === 'generic' ? 'generic' : 'evented',
+      relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period'),
+      manifestPath: path,
+      fileCheckMs: parseDuration(flags['file-check-frequency'], '--file-check-frequency'),
+      manifestUrl: flags['manifest-url'],
+      manifestUrlHeaders: headers,
+      httpCheckMs: parseDuration(flags['http-check-frequency'], '--http-check-frequency'),
+      lock,
+      logFile: process.env.PODCTL_AGENT_LOG,
+      metrics,
+      trace: tracer,
+      hooks: {
+        onPlegEvent: (e) => {
+          if (tracer || e.type !== 'ContainerDied' || !e.containerName) return;
+          const c = node!.pleg.cache.get(e.id)?.containers.find((x) => x.id === e.data);
+          log(`${stamp()} ${e.namespace}/${e.name}  ContainerDied ${e.containerName}${c?.exitCode === undefined ? '' : ` (exit ${c.exitCode})`}`);
+        },
+        onRuntimeState: (up, detail) => say(`${stamp()} runtime ${up ? 'is back' : `is down: ${detail}`}`),
+        onHousekeeping: (r) => {
+          if (tracer) return;
+          for (const p of r.removedPods) log(`${stamp()} ${p}  removed (no source wants it)`);
+        },
+        onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
+        onSourceError: (message) => process.stderr.write(`${stamp()} ${message}\n`),
+        onConflict: (source, pod, owner) => process.stderr.write(`${stamp()} ${source}: pod ${pod.metadata!.namespace}/${pod.metadata!.name} is already defined by the ${owner} source; ignored\n`),
+        onPlegFallback: (reason) => say(`${stamp()} PLEG: ${reason}`),
+      },
+    });
+  } catch (err) {
+    client.close();
+    lock.release();
+    throw err;
+  }
+  const what = [path, flags['manifest-url']].filter(Boolean).join(' and ');
+  const live = flags.table && process.stdout.isTTY;
+  if (flags.table && !live) process.stderr.write('--table needs a terminal; printing one line per change instead\n');
+  const redraw = () => process.stdout.write(`\x1b[2J\x1b[H${stamp()} ${what ? `watching ${what}` : 'agent'}\n\n${podTable(node!.pods(), { allNamespaces: true })}\n`);
+  const lastError = new Map<string, string>();
+  node.observe({
+    onStatus: ({ pod, status }) => (tracer ? undefined : live ? redraw() : log(statusLine(pod, status))),
+    onSyncError: (pod, err) => {
+      const message = errorMessage(err);
+      if (lastError.get(pod.metadata!.uid!) === message) return;
+      lastError.set(pod.metadata!.uid!, message);
+      process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
+    },
+    onTerminated: (pod) => {
+      lastError.delete(pod.metadata!.uid!);
+      if (!tracer) log(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}  terminated and removed`);
+    },
+  });
+  node.subscribeEvents((e) => {
+    if (!eventWorthALine(e)) return;
+    if (live) redraw();
+    else process.stderr.write(`${eventLine(e)}\n`);
+  });
+  await node.start();
+  say(`${stamp()} ${what ? `watching ${what}; ` : ''}agent pid ${process.pid} on ${flags['root-dir']}; API on ${node.socket}`);
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  if (flags['cleanup-on-exit']) say(`${stamp()} stopping: terminating ${node.pods().length} pod(s)`);
+  else say(`${stamp()} stopping; pods keep running (--cleanup-on-exit terminates them)`);
+  await node.stop({ cleanup: flags['cleanup-on-exit'] });
+  client.close();
+}

@@ -1,0 +1,21 @@
+import type { DiskReport } from '../core/stats/disk.js';
+import { humanBytes, plainTable } from './table.js';
+
+/** One row per pod (LOGS, EMPTYDIR, WRITABLE and their inodes), then the image filesystem. */
+export function renderDiskReport(report: DiskReport, opts: { noHeaders?: boolean; allNamespaces?: boolean } = {}): string {
+  const rows = report.pods.map((p) => [
+    opts.allNamespaces ? `${p.namespace}/${p.name}` : p.name,
+    humanBytes(p.logs.bytes),
+    humanBytes(p.emptyDirs.bytes),
+    humanBytes(p.writableLayers.bytes),
+    humanBytes(p.logs.bytes + p.emptyDirs.bytes + p.writableLayers.bytes),
+    String(p.logs.inodes + p.emptyDirs.inodes + p.writableLayers.inodes),
+  ]);
+  const lines = rows.length ? [plainTable(['POD', 'LOGS', 'EMPTYDIR', 'WRITABLE', 'TOTAL', 'INODES'], rows, { noHeaders: opts.noHeaders })] : [];
+  const fs = report.imageFilesystem;
+  if (fs) {
+    const of = fs.capacityBytes ? ` of ${humanBytes(fs.capacityBytes)} (${(100 - ((fs.availableBytes ?? 0) * 100) / fs.capacityBytes).toFixed(0)}% of the disk in use)` : '';
+    lines.push(`Image filesystem ${fs.mountpoint}: images ${humanBytes(fs.usedBytes)}, ${fs.inodesUsed} inodes${of}`);
+  }
+  return lines.join('\n');
+}

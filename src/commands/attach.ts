@@ -1,0 +1,54 @@
+import { Args, Flags } from '@oclif/core';
+import { PodctlCommand } from '../cli/base.js';
+import { chooseContainer, namespaceFlag, openPodView, podArg, podViewFlags, requirePod, requireRunning } from '../cli/podview.js';
+import { PodctlError } from '../core/errors.js';
+import { streamExec } from '../core/exec/stream.js';
+
+export class Attach extends PodctlCommand {
+  static override summary = "Attach to a running container's output (and with -i its input): CRI Attach over the streaming server.";
+  static override description = `Prints what the container writes from now on, until it exits or Ctrl-C; with -i, what you type goes to its
+stdin (the container needs stdin: true in its spec); -t uses its terminal when its spec asks for one (tty: true).
+The same WebSocket protocol as exec -it (v4.channel.k8s.io).`;
+  static override examples = ['<%= config.bin %> attach web', '<%= config.bin %> attach web -c shell -it'];
+  static override baseFlags = {
+    ...PodctlCommand.baseFlags,
+    'image-endpoint': Flags.string({ summary: 'CRI image service endpoint (defaults to the runtime endpoint).', helpGroup: 'GLOBAL' }),
+  };
+  static override args = { pod: Args.string({ description: 'Pod name (or pod/NAME).', required: true, ignoreStdin: true }) };
+  static override flags = {
+    ...podViewFlags,
+    namespace: namespaceFlag,
+    container: Flags.string({ char: 'c', summary: "Container (default: the pod's default container)." }),
+    stdin: Flags.boolean({ char: 'i', summary: "Pass stdin to the container's stdin." }),
+    tty: Flags.boolean({ char: 't', summary: "Use the container's terminal (its spec must have tty: true)." }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(Attach);
+    const name = podArg(args.pod);
+    const { view, client } = await openPodView(flags);
+    try {
+      const pod = await requirePod(view, flags.namespace, name);
+      const container = chooseContainer(pod, flags.container);
+      const id = requireRunning(pod, container).id;
+      const spec = pod.spec.containers.find((c) => c.name === container) ?? pod.spec.initContainers?.find((c) => c.name === container);
+      // The runtime attaches to the stdio the container was created with: a terminal only if it has one.
+      const tty = flags.tty && spec?.tty === true;
+      if (flags.tty && !tty) process.stderr.write(`Unable to use a TTY: container ${container} did not allocate one\n`);
+      if (flags.stdin && !spec?.stdin) throw new PodctlError(`container "${container}" was not created with stdin: true, so -i has nothing to attach to`, { exitCode: 2 });
+      const url = await client.attach({ containerId: id, stdin: flags.stdin, tty, stdout: true, stderr: !tty });
+      const raw = tty && process.stdin.isTTY;
+      if (raw) process.stdin.setRawMode(true);
+      try {
+        await streamExec(url, { stdin: flags.stdin ? process.stdin : undefined, stdout: process.stdout, stderr: process.stderr });
+      } catch (err) {
+        throw new PodctlError(`attach: ${(err as Error).message}`, { cause: err });
+      } finally {
+        if (raw) process.stdin.setRawMode(false);
+        process.stdin.pause();
+      }
+    } finally {
+      client.close();
+    }
+  }
+}

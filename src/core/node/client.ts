@@ -1,0 +1,82 @@
+import { request } from 'node:http';
+import type { IPod } from 'kubernetes-models/v1';
+import { PodctlError } from '../errors.js';
+import type { AppliedPodRef } from './node.js';
+import { agentSocket } from './paths.js';
+
+/** An answer of the agent that is not a success, with its message (the problems of a refused manifest). */
+export class AgentRequestError extends PodctlError {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message, { exitCode: status === 400 ? 2 : 1 });
+  }
+}
+
+/** The node agent's API client, over its unix socket (<root-dir>/podctl.sock), API version v1. */
+export class AgentClient {
+  readonly socket: string;
+
+  constructor(rootDir: string) {
+    this.socket = agentSocket(rootDir);
+  }
+
+  private call(method: string, path: string, opts: { body?: string; timeoutMs?: number } = {}): Promise<{ status: number; body: string }> {
+    const timeoutMs = opts.timeoutMs ?? 5000;
+    return new Promise((resolve, reject) => {
+      const req = request(
+        { socketPath: this.socket, path, method, timeout: timeoutMs, headers: opts.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(opts.body) } },
+        (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`the agent on ${this.socket} did not answer ${method} ${path} within ${timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end(opts.body);
+    });
+  }
+
+  private async json<T>(method: string, path: string, opts: { body?: string; timeoutMs?: number } = {}): Promise<T> {
+    const r = await this.call(method, path, opts);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(r.body);
+    } catch {
+      parsed = undefined;
+    }
+    if (r.status !== 200) throw new AgentRequestError(r.status, (parsed as { message?: string } | undefined)?.message ?? `${method} ${path}: HTTP ${r.status}: ${r.body.trim()}`);
+    return parsed as T;
+  }
+
+  /** True when an agent answers on the socket (healthy or not). */
+  async running(timeoutMs = 1000): Promise<boolean> {
+    try {
+      await this.call('GET', '/v1/healthz', { timeoutMs });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  info(): Promise<{ pid: number; rootDir: string; socket: string; log?: string; since: string; pods: number }> {
+    return this.json('GET', '/v1/agent');
+  }
+
+  async pods(): Promise<IPod[]> {
+    return (await this.json<{ items: IPod[] }>('GET', '/v1/pods')).items;
+  }
+
+  /** Hands manifests to the agent; the pods it now keeps (a refused manifest changes nothing). */
+  async apply(files: { file: string; text: string }[]): Promise<AppliedPodRef[]> {
+    return (await this.json<{ pods: AppliedPodRef[] }>('POST', '/v1/pods', { body: JSON.stringify({ files }), timeoutMs: 30_000 })).pods;
+  }
+
+  /** Tells the agent to forget the pod; it terminates it (poll pods() for the end). */
+  delete(namespace: string, name: string, gracePeriodSeconds?: number): Promise<{ uid?: string }> {
+    const q = gracePeriodSeconds === undefined || gracePeriodSeconds < 0 ? '' : `?gracePeriodSeconds=${gracePeriodSeconds}`;
+    return this.json('DELETE', `/v1/pods/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}${q}`, { timeoutMs: 30_000 });
+  }
+}

@@ -1,0 +1,432 @@
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { cpus } from 'node:os';
+import type { IPod } from 'kubernetes-models/v1';
+import type { Clock } from '../clock.js';
+import { FileSource, HttpSource, PodConfigMerger } from '../config/index.js';
+import type { ImageService, RuntimeService } from '../cri/client.js';
+import { errorMessage } from '../errors.js';
+import type { PodEvent } from '../events.js';
+import type { HousekeepingResult, Kubelet, KubeletOptions, SyncObserver } from '../kubelet.js';
+import type { PodUpdate, SyncLoop } from '../loop.js';
+import { Metrics } from '../metrics.js';
+import type { SourceObjects } from '../objects.js';
+import type { Pleg } from '../pleg/evented.js';
+import type { PodLifecycleEvent } from '../pleg/generic.js';
+import { formatProblem } from '../pod/index.js';
+import { ApiError, startStatusServer, type PodWatchEvent } from '../status/server.js';
+import type { Tracer } from '../trace.js';
+import { AppliedSource, splitApplied } from './applied.js';
+import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
+import { wireNode } from './wire.js';
+
+/** What the node says as it runs (the commands print these; the agent's log is their output). */
+export interface NodeHooks {
+  onPlegEvent?(e: PodLifecycleEvent): void;
+  onRuntimeState?(up: boolean, detail?: string): void;
+  onHousekeeping?(r: HousekeepingResult): void;
+  onError?(err: unknown): void;
+  /** A manifest that cannot be read or is invalid (one message naming the file). */
+  onSourceError?(message: string): void;
+  onConflict?(source: string, pod: IPod, owner: string): void;
+  onPlegFallback?(reason: string): void;
+}
+
+export interface NodeOptions {
+  runtime: RuntimeService;
+  images: ImageService;
+  clock: Clock;
+  /** State dir: applied manifests, per-pod files, the API socket. */
+  rootDir: string;
+  logRoot: string;
+  nodeName: string;
+  hostIP?: string;
+  runtimeName?: string;
+  allowPrivileged?: boolean;
+  pleg?: 'generic' | 'evented';
+  relistPeriodMs?: number;
+  /** watch PATH: a manifests file or directory the node follows too. */
+  manifestPath?: string;
+  fileCheckMs?: number;
+  manifestUrl?: string;
+  manifestUrlHeaders?: Record<string, string>;
+  httpCheckMs?: number;
+  appliedResyncMs?: number;
+  /** Serve the API on <root-dir>/podctl.sock (default true). */
+  serve?: boolean;
+  /** Released when the node stops (the state dir's lock). */
+  lock?: { release(): void };
+  /** Said by GET /v1/agent: where this node's output goes. */
+  logFile?: string;
+  metrics?: Metrics;
+  trace?: Tracer;
+  hooks?: NodeHooks;
+  /** Log rotation, image GC and container GC (the kubelet's flags). */
+  hygiene?: Pick<KubeletOptions, 'containerLogs' | 'imageGC' | 'containerGC'>;
+  /** Loop and worker periods (unit tests). */
+  syncTickMs?: number;
+  housekeepingPeriodMs?: number;
+  backOffPeriodMs?: number;
+}
+
+/** A pod handed over: its key, UID and the generation the agent gave this version of it. */
+export interface AppliedPodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+  generation: number;
+}
+
+const RUN_SOURCE = 'run';
+const APPLIED_SOURCE = 'applied';
+
+/**
+ * The standalone node: the one place that wires the kubelet's parts (config sources and their merger,
+ * pod workers through the Kubelet, PLEG, prober, status, events, housekeeping, the sync loop) and its
+ * API socket. Sources: the pods handed to it (<root-dir>/applied, one file per pod, kept across
+ * restarts), the pods of a foreground run (kept in memory, gone with it), and watch's PATH and URL.
+ */
+export class StandaloneNode {
+  readonly kubelet: Kubelet;
+  readonly pleg: Pleg;
+  readonly loop: SyncLoop;
+  readonly metrics: Metrics;
+  readonly socket: string;
+  private readonly merger: PodConfigMerger;
+  private readonly applied: AppliedSource;
+  private readonly sources: { start(): void; stop(): void }[] = [];
+  private readonly expected: string[] = [APPLIED_SOURCE];
+  /** metadata.generation per UID: 1 on ADD, one more per UPDATE that changes the pod. */
+  private readonly generations = new Map<string, number>();
+  /** The generation of the pod object each UID's last finished sync used (status.observedGeneration). */
+  private readonly observed = new Map<string, number>();
+  /** ADDs of a UID whose previous life is still terminating: replayed once it is gone. */
+  private readonly readdAfterTermination = new Map<string, IPod>();
+  private server?: Server;
+  private readonly startedAt: number;
+
+  constructor(private readonly opts: NodeOptions) {
+    this.startedAt = opts.clock.now();
+    this.metrics = opts.metrics ?? new Metrics();
+    this.socket = agentSocket(opts.rootDir);
+    const hooks = opts.hooks ?? {};
+    const wired = wireNode({
+      runtime: opts.runtime,
+      images: opts.images,
+      clock: opts.clock,
+      logRoot: opts.logRoot,
+      rootDir: opts.rootDir,
+      allowPrivileged: opts.allowPrivileged ?? false,
+      nodeName: opts.nodeName,
+      hostIP: opts.hostIP,
+      runtimeName: opts.runtimeName,
+      agent: nodeAgentLabel(opts.rootDir),
+      removeOrphans: true,
+      ...opts.hygiene,
+      // The node owns its root dir (its lock): its events outlive it, so describe shows the crash loop from before a restart.
+      eventsJournal: join(opts.rootDir, 'events.jsonl'),
+      metrics: this.metrics,
+      trace: opts.trace,
+      backOffPeriodMs: opts.backOffPeriodMs,
+      pleg: opts.pleg,
+      relistPeriodMs: opts.relistPeriodMs,
+      onPlegFallback: (reason) => hooks.onPlegFallback?.(reason),
+      loop: {
+        syncTickMs: opts.syncTickMs,
+        housekeepingPeriodMs: opts.housekeepingPeriodMs,
+        checkRuntime: async () => {
+          const s = await opts.runtime.status();
+          const down = (s.status?.conditions ?? []).filter((c) => c.type === 'RuntimeReady' && !c.status);
+          if (down.length) throw new Error(`RuntimeReady is false: ${down[0]!.reason} ${down[0]!.message}`);
+        },
+        sourcesReady: () => this.merger.allSourcesReady(this.expected),
+        trace: opts.trace,
+        onPlegEvent: hooks.onPlegEvent,
+        onRuntimeState: hooks.onRuntimeState,
+        onHousekeeping: hooks.onHousekeeping,
+        onError: hooks.onError,
+      },
+    });
+    this.kubelet = wired.kubelet;
+    this.pleg = wired.pleg;
+    this.loop = wired.loop;
+    opts.trace?.attach(this.kubelet);
+    this.merger = new PodConfigMerger((u) => this.handleUpdate(u), (source, pod, owner) => hooks.onConflict?.(source, pod, owner));
+    this.kubelet.observe({
+      onSynced: (pod) => this.observed.set(pod.metadata!.uid!, pod.metadata!.generation ?? 1),
+      onTerminated: (pod) => {
+        const uid = pod.metadata!.uid!;
+        this.generations.delete(uid);
+        this.observed.delete(uid);
+        const again = this.readdAfterTermination.get(uid);
+        if (!again) return;
+        this.readdAfterTermination.delete(uid);
+        this.kubelet.workers.forget(uid);
+        this.handleUpdate({ op: 'ADD', source: APPLIED_SOURCE, pods: [again] });
+      },
+    });
+    this.applied = new AppliedSource({
+      dir: appliedDir(opts.rootDir),
+      nodeName: opts.nodeName,
+      clock: opts.clock,
+      resyncMs: opts.appliedResyncMs,
+      onSnapshot: (pods, objects) => this.snapshot(APPLIED_SOURCE, pods, objects),
+      onError: (file, message) => hooks.onSourceError?.(message.includes(file) ? message : `${file}: ${message}`),
+    });
+    const onError = (e: { file: string; message: string }) => hooks.onSourceError?.(e.message.includes(e.file) ? e.message : `${e.file}: ${e.message}`);
+    // Fields one host cannot honour: said once per file (or URL) and change, like the errors.
+    const onWarning = (e: { message: string }) => e.message.split('\n').forEach((line) => hooks.onSourceError?.(`Warning: ${line}`));
+    if (opts.manifestPath) {
+      this.expected.push('file');
+      this.sources.push(
+        new FileSource({
+          path: opts.manifestPath,
+          nodeName: opts.nodeName,
+          clock: opts.clock,
+          resyncMs: opts.fileCheckMs,
+          onSnapshot: (pods, objects) => this.snapshot('file', pods, objects),
+          onError,
+          onWarning,
+        }),
+      );
+    }
+    if (opts.manifestUrl) {
+      this.expected.push('http');
+      this.sources.push(
+        new HttpSource({
+          url: opts.manifestUrl,
+          headers: opts.manifestUrlHeaders ?? {},
+          nodeName: opts.nodeName,
+          clock: opts.clock,
+          pollMs: opts.httpCheckMs,
+          onSnapshot: (pods, objects) => this.snapshot('http', pods, objects),
+          onError,
+          onWarning,
+        }),
+      );
+    }
+  }
+
+  private snapshot(source: string, pods: IPod[], objects: SourceObjects): void {
+    this.kubelet.objects.set(source, objects);
+    this.merger.merge(source, pods);
+  }
+
+  /** The config branch, with metadata.generation kept per UID (a copy: the merger's objects stay as read). */
+  private handleUpdate(u: PodUpdate): void {
+    const pods: IPod[] = [];
+    for (const pod of u.pods) {
+      const uid = pod.metadata!.uid!;
+      const state = this.kubelet.workers.state(uid);
+      if (u.op === 'ADD' && (state === 'terminating' || state === 'terminated')) {
+        // Handed over again while its previous life ends: start it once that is gone.
+        this.readdAfterTermination.set(uid, pod);
+        continue;
+      }
+      if (u.op === 'REMOVE' || u.op === 'DELETE') this.readdAfterTermination.delete(uid);
+      const previous = this.generations.get(uid) ?? 0;
+      const generation = u.op === 'ADD' || u.op === 'UPDATE' || previous === 0 ? previous + 1 : previous;
+      this.generations.set(uid, generation);
+      pods.push({ ...pod, metadata: { ...pod.metadata, generation } });
+    }
+    if (pods.length) this.loop.handleUpdate({ ...u, pods });
+  }
+
+  async start(): Promise<void> {
+    this.applied.start();
+    if (this.opts.serve !== false) {
+      mkdirSync(this.opts.rootDir, { recursive: true, mode: 0o700 });
+      this.server = await startStatusServer(this.socket, {
+        pods: () => this.pods(),
+        health: () => this.health(),
+        metrics: this.metrics,
+        events: () => this.events(),
+        agent: () => this.info(),
+        watchPods: (listener) => this.watchPods(listener),
+        apply: (body, contentType) => this.applyBody(body, contentType),
+        remove: (namespace, name, grace) => this.delete(namespace, name, grace),
+      });
+    }
+    this.loop.start();
+    this.sources.forEach((s) => s.start());
+  }
+
+  /**
+   * Stops the loop and the sources; pods keep running (as the kubelet's), unless `cleanup`: then
+   * every pod is terminated first. A foreground run's own pods are always terminated.
+   */
+  async stop(opts: { cleanup?: boolean } = {}): Promise<void> {
+    this.sources.forEach((s) => s.stop());
+    this.applied.stop();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server?.closeAllConnections?.();
+    if (opts.cleanup) await this.terminate([...this.kubelet.pods.keys()]);
+    this.loop.stop();
+    await this.kubelet.workers.waitIdle();
+    this.opts.lock?.release();
+  }
+
+  /** Desired pods with their last status and status.observedGeneration (a v1 PodList's items). */
+  pods(): IPod[] {
+    return [...this.kubelet.pods.values()].map((p) => this.withStatus(p));
+  }
+
+  private withStatus(p: IPod): IPod {
+    const uid = p.metadata!.uid!;
+    const status = this.kubelet.statuses.get(uid);
+    const observed = this.observed.get(uid);
+    return { ...p, status: { ...(status ?? { phase: 'Pending' }), ...(observed === undefined ? {} : { observedGeneration: observed }) } as IPod['status'] };
+  }
+
+  events(): PodEvent[] {
+    return this.kubelet.events.all();
+  }
+
+  /** Every change of a pod's status, and its end. */
+  watchPods(listener: (e: PodWatchEvent) => void): () => void {
+    return this.kubelet.observe({
+      onStatus: ({ pod }) => listener({ type: 'MODIFIED', object: this.withStatus(this.kubelet.pods.get(pod.metadata!.uid!) ?? pod) }),
+      onTerminated: (pod) => listener({ type: 'DELETED', object: pod }),
+    });
+  }
+
+  observe(observer: SyncObserver): () => void {
+    return this.kubelet.observe(observer);
+  }
+
+  /** Every event recorded or repeated from now on. */
+  subscribeEvents(listener: (e: PodEvent) => void): () => void {
+    return this.kubelet.events.subscribe(listener);
+  }
+
+  health(): { ok: boolean; checks: { name: string; ok: boolean; message: string }[] } {
+    const plegHealth = this.pleg.healthy();
+    return {
+      ok: plegHealth.ok && this.loop.isRuntimeUp,
+      checks: [
+        { name: 'pleg', ok: plegHealth.ok, message: plegHealth.message },
+        { name: 'runtime', ok: this.loop.isRuntimeUp, message: 'the runtime does not answer its Status call' },
+      ],
+    };
+  }
+
+  info(): Record<string, unknown> {
+    return {
+      pid: process.pid,
+      rootDir: this.opts.rootDir,
+      socket: this.socket,
+      applied: appliedDir(this.opts.rootDir),
+      ...(this.opts.logFile ? { log: this.opts.logFile } : {}),
+      since: new Date(this.startedAt).toISOString(),
+      pods: this.kubelet.pods.size,
+      cpus: cpus().length,
+    };
+  }
+
+  /** POST /v1/pods: JSON {files: [{file, text}]} or manifest text (YAML or JSON) as the body. */
+  private async applyBody(body: string, contentType: string): Promise<Record<string, unknown>> {
+    let files: { file: string; text: string }[];
+    if (contentType.includes('json') && body.trimStart().startsWith('{') && body.includes('"files"')) {
+      try {
+        files = (JSON.parse(body) as { files: { file: string; text: string }[] }).files;
+      } catch (err) {
+        throw new ApiError(400, `the request body is not valid JSON: ${errorMessage(err)}`);
+      }
+      if (!Array.isArray(files) || files.some((f) => typeof f?.file !== 'string' || typeof f?.text !== 'string')) {
+        throw new ApiError(400, 'expected {"files": [{"file": NAME, "text": MANIFEST}]}');
+      }
+    } else files = [{ file: '<request>', text: body }];
+    return { apiVersion: 'v1', kind: 'Applied', pods: this.apply(files) };
+  }
+
+  /**
+   * Hands pods to the node: each pod's applied file is written (replacing the previous version of the
+   * same namespace/name, whichever file it came from) and the applied source re-read at once. All or
+   * nothing: an invalid manifest, or a pod another source keeps, changes nothing.
+   */
+  apply(files: { file: string; text: string }[]): AppliedPodRef[] {
+    const split = splitApplied(files, this.opts.nodeName);
+    if (split.problems.length) {
+      throw new ApiError(400, split.problems.map(formatProblem).join('\n'), { problems: split.problems });
+    }
+    if (split.pods.length === 0) throw new ApiError(400, `no Pod found in ${files.map((f) => f.file).join(', ')}`);
+    const refused = split.pods.map((p) => ({ p, owner: this.merger.sourceOfName(p.namespace, p.name) })).filter((x) => x.owner && x.owner !== APPLIED_SOURCE);
+    if (refused.length) {
+      const why = (owner: string) => (owner === RUN_SOURCE ? `the foreground podctl run on ${this.opts.rootDir} keeps this pod; stop it first` : `the watch on ${this.opts.rootDir} keeps this pod; change its manifest there, or stop that watch first`);
+      throw new ApiError(409, refused.map(({ p, owner }) => `${p.namespace}/${p.name}: rejected at admission: ${why(owner!)}`).join('\n'));
+    }
+    this.applied.write(split.pods);
+    return split.pods.map((p) => {
+      const pod = [...this.kubelet.pods.values()].find((x) => x.metadata!.namespace === p.namespace && x.metadata!.name === p.name);
+      const pending = [...this.readdAfterTermination.values()].find((x) => x.metadata!.namespace === p.namespace && x.metadata!.name === p.name);
+      const uid = pod?.metadata?.uid ?? pending?.metadata?.uid ?? '';
+      return { namespace: p.namespace, name: p.name, uid, generation: this.generations.get(uid) ?? 1 };
+    });
+  }
+
+  /**
+   * Forgets a pod handed over (its applied file goes, so it never comes back) or one of the foreground
+   * run's, and terminates it with its grace period (or the one given). A pod watch's PATH or URL keeps is
+   * refused: that source would bring it back.
+   */
+  async delete(namespace: string, name: string, gracePeriodSeconds?: number): Promise<Record<string, unknown>> {
+    const pod = [...this.kubelet.pods.values()].find((p) => p.metadata!.namespace === namespace && p.metadata!.name === name);
+    const owner = this.merger.sourceOfName(namespace, name);
+    if (owner && owner !== APPLIED_SOURCE && owner !== RUN_SOURCE) {
+      throw new ApiError(409, `pod ${namespace}/${name} comes from the watch's ${owner === 'file' ? this.opts.manifestPath : this.opts.manifestUrl}; remove it there to delete it for good`);
+    }
+    const uid = pod?.metadata?.uid;
+    if (uid && gracePeriodSeconds !== undefined && gracePeriodSeconds >= 0) this.kubelet.removePod(uid, gracePeriodSeconds);
+    const had = this.applied.remove(namespace, name);
+    if (owner === RUN_SOURCE) this.merger.merge(RUN_SOURCE, this.merger.pods().filter((p) => this.merger.sourceOfName(p.metadata!.namespace!, p.metadata!.name!) === RUN_SOURCE && p.metadata!.uid !== uid));
+    if (!had && !uid) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
+    return { apiVersion: 'v1', kind: 'Deleted', namespace, name, ...(uid ? { uid } : {}) };
+  }
+
+  /** A foreground run's pods: in memory only, never written to the applied dir. Returns those refused. */
+  runPods(pods: IPod[], objects: SourceObjects): { pod: IPod; message: string }[] {
+    const refused: { pod: IPod; message: string }[] = [];
+    const accepted = pods.filter((pod) => {
+      const owner = this.merger.sourceOfName(pod.metadata!.namespace!, pod.metadata!.name!);
+      if (!owner || owner === RUN_SOURCE) return true;
+      refused.push({ pod, message: `the ${owner === APPLIED_SOURCE ? 'agent' : 'watch'} on ${this.opts.rootDir} keeps this pod; delete it there first` });
+      return false;
+    });
+    this.snapshot(RUN_SOURCE, accepted, objects);
+    return refused;
+  }
+
+  /** Terminates the foreground run's pods and resolves once each is gone from the runtime. */
+  async stopRunPods(): Promise<void> {
+    const uids = this.merger
+      .pods()
+      .filter((p) => this.merger.sourceOfName(p.metadata!.namespace!, p.metadata!.name!) === RUN_SOURCE)
+      .map((p) => p.metadata!.uid!);
+    const done = this.whenTerminated(uids);
+    this.merger.merge(RUN_SOURCE, []);
+    await done;
+  }
+
+  /** Kills the pods through their workers and resolves once each is terminated and removed. */
+  async terminate(uids: string[]): Promise<void> {
+    const done = this.whenTerminated(uids);
+    this.loop.removePods(uids);
+    await done;
+  }
+
+  private whenTerminated(uids: string[]): Promise<void> {
+    const left = new Set(uids.filter((uid) => this.kubelet.pods.has(uid)));
+    return new Promise((resolve) => {
+      if (left.size === 0) return resolve();
+      const stop = this.kubelet.observe({
+        onTerminated: (pod) => {
+          left.delete(pod.metadata!.uid!);
+          if (left.size) return;
+          stop();
+          resolve();
+        },
+      });
+    });
+  }
+}

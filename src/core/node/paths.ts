@@ -1,0 +1,22 @@
+import { createHash } from 'node:crypto';
+import { join, resolve } from 'node:path';
+
+export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
+export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
+
+/** The agent's API socket on a state dir. */
+export const agentSocket = (rootDir: string): string => join(rootDir, 'podctl.sock');
+/** Where an agent started in the background writes its output. */
+export const agentLogFile = (rootDir: string): string => join(rootDir, 'agent.log');
+/** The pods handed to the agent, one file per pod: the node's equivalent of /etc/kubernetes/manifests. */
+export const appliedDir = (rootDir: string): string => join(rootDir, 'applied');
+
+/**
+ * The agent recorded on the pods of a state dir: "watch" on the default root dir (the name pods of
+ * earlier versions carry), and one per other root dir, so that the agent of another root dir never
+ * takes this one's pods for orphans and removes them.
+ */
+export function nodeAgentLabel(rootDir: string): string {
+  const dir = resolve(rootDir);
+  return dir === DEFAULT_ROOT_DIR ? 'watch' : `watch-${createHash('sha256').update(dir).digest('hex').slice(0, 10)}`;
+}

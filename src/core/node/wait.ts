@@ -1,0 +1,69 @@
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import type { Clock } from '../clock.js';
+import { allContainersRunning, notRunningReasons } from '../runonce.js';
+import type { AgentClient } from './client.js';
+import type { AppliedPodRef } from './node.js';
+
+export type WaitFor = 'running' | 'ready' | 'none';
+
+/** Waiting reasons that mean the pod cannot start as it is: waiting longer changes nothing. */
+export const CANNOT_START = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError', 'CrashLoopBackOff']);
+
+export interface PodWaitResult {
+  ref: AppliedPodRef;
+  pod?: IPod;
+  ok: boolean;
+  /** Why not: a waiting reason such as ErrImagePull, Failed, or NotRunning. */
+  reason?: string;
+  message?: string;
+}
+
+function ready(status: IPodStatus): boolean {
+  return (status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** Where one pod stands against what is awaited: done, failed (with why), or not yet. */
+export function podProgress(ref: AppliedPodRef, pod: IPod | undefined, waitFor: WaitFor): PodWaitResult | undefined {
+  const status = pod?.status as (IPodStatus & { observedGeneration?: number }) | undefined;
+  // A status from before this version of the pod was synced says nothing about it.
+  if (!pod || !status || (status.observedGeneration ?? 0) < ref.generation) return undefined;
+  if (status.phase === 'Succeeded') return { ref, pod, ok: true };
+  if (status.phase === 'Failed') return { ref, pod, ok: false, reason: 'Failed', message: notRunningReasons(status).message || 'the pod failed' };
+  for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
+    const w = c.state?.waiting;
+    if (w?.reason && CANNOT_START.has(w.reason)) return { ref, pod, ok: false, reason: w.reason, message: `${c.name}: ${w.reason}${w.message ? `: ${w.message}` : ''}` };
+  }
+  const running = allContainersRunning(pod, status);
+  if (waitFor === 'running' && running) return { ref, pod, ok: true };
+  if (waitFor === 'ready' && running && ready(status)) return { ref, pod, ok: true };
+  return undefined;
+}
+
+/**
+ * Polls the agent until every pod handed over is running (or ready), one cannot start, or the time
+ * is up. Each pod is judged on the first status that settles it.
+ */
+export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], opts: { waitFor: WaitFor; timeoutMs: number; clock: Clock; pollMs?: number }): Promise<PodWaitResult[]> {
+  const results = new Map<string, PodWaitResult>();
+  const key = (r: { namespace?: string; name?: string }) => `${r.namespace}/${r.name}`;
+  if (opts.waitFor === 'none') return refs.map((ref) => ({ ref, ok: true }));
+  const deadline = opts.clock.now() + opts.timeoutMs;
+  let last = new Map<string, IPod>();
+  for (;;) {
+    last = new Map((await client.pods()).map((p) => [key(p.metadata ?? {}), p]));
+    for (const ref of refs) {
+      if (results.has(key(ref))) continue;
+      const r = podProgress(ref, last.get(key(ref)), opts.waitFor);
+      if (r) results.set(key(ref), r);
+    }
+    if (results.size === refs.length || opts.clock.now() >= deadline) break;
+    await new Promise((r) => opts.clock.setTimeout(() => r(undefined), opts.pollMs ?? 250));
+  }
+  return refs.map((ref) => {
+    const done = results.get(key(ref));
+    if (done) return done;
+    const pod = last.get(key(ref));
+    const why = notRunningReasons(pod?.status);
+    return { ref, pod, ok: false, reason: why.reason || (opts.waitFor === 'ready' ? 'NotReady' : 'NotRunning'), message: why.message || `not ${opts.waitFor} yet` };
+  });
+}

@@ -1,0 +1,99 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CriClient } from '../../src/core/cri/client.js';
+import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
+import { E2E_NAMESPACE, e2eClient, eventually, podctl, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
+
+let client: CriClient;
+const dir = scratchDir('e2e-logrotate');
+const root = join(dir.dir, 'root');
+const logs = join(dir.dir, 'logs');
+const manifests = join(dir.dir, 'manifests');
+const started: RunningPodctl[] = [];
+
+// About 1 MB/s: 100 numbered lines of ~1 KB every 0.1 s.
+const CHATTY = `i=0; pad=$(printf '%1000s' | tr ' ' x); while true; do for j in 1 2 3 4 5 6 7 8 9 10; do for k in 1 2 3 4 5 6 7 8 9 10; do i=$((i+1)); echo "n=$i $pad"; done; done; sleep 0.1; done`;
+
+before(async () => {
+  client = e2eClient();
+  await removeE2EPods(client);
+  mkdirSync(manifests, { recursive: true });
+});
+
+after(async () => {
+  for (const p of started) {
+    p.kill('SIGKILL');
+    await p.done;
+  }
+  await removeE2EPods(client);
+  client.close();
+  dir.cleanup();
+});
+
+/** The counters of `n=<i>` lines, in the order printed. */
+const counters = (out: string) => [...out.matchAll(/^n=(\d+) /gm)].map((m) => Number(m[1]));
+
+test('a chatty container: its log rotates at --container-log-max-size, at most max-files kept, older gzipped; logs -f misses nothing', async () => {
+  writeFileSync(
+    join(manifests, 'chatty.yaml'),
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: chatty, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sh, -c, ${JSON.stringify(CHATTY)}]\n`,
+  );
+  const watch = startPodctl([
+    'watch', manifests, '--root-dir', root, '--log-root', logs,
+    '--container-log-max-size', '1Mi', '--container-log-max-files', '3', '--container-log-monitor-interval', '100ms',
+  ]);
+  started.push(watch);
+  const logDir = await eventually('the container writes its log', async () => {
+    const [s] = await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'chatty', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
+    const [c] = s ? await client.listContainers({ podSandboxId: s.id }) : [];
+    const path = c ? (await client.containerStatus(c.id)).status?.logPath : undefined;
+    return path && statSync(path, { throwIfNoEntry: false }) ? join(path, '..') : undefined;
+  }, 60_000);
+
+  const follow = startPodctl(['logs', '-f', 'chatty', '-n', E2E_NAMESPACE, '--root-dir', root]);
+  started.push(follow);
+  // Rotations happen (at ~1 MB/s and 1 MiB, about one a second) while logs -f prints.
+  const sizes: number[] = [];
+  let rotations = 0;
+  await eventually('20 s of rotation', async () => {
+    const names = readdirSync(logDir);
+    assert.ok(names.length <= 3, `at most 3 files at any time: ${names.join(', ')}`);
+    for (const n of names) sizes.push(statSync(join(logDir, n), { throwIfNoEntry: false })?.size ?? 0);
+    rotations = Math.max(rotations, names.filter((n) => n.endsWith('.gz')).length);
+    return counters(follow.stdout()).length > 0 && (counters(follow.stdout()).at(-1) ?? 0) > 20_000 ? true : undefined;
+  }, 90_000);
+  const names = readdirSync(logDir).sort();
+  assert.ok(names.length <= 3, names.join(', '));
+  assert.ok(names.includes('0.log'));
+  assert.ok(names.some((n) => /^0\.log\.\d{8}-\d{6}\.\d{3}\.gz$/.test(n)), `older rotated files are gzipped: ${names.join(', ')}`);
+  assert.ok(rotations >= 1);
+  assert.ok(Math.max(...sizes) <= 1.5 * 1024 * 1024, `no file over 1.5 MiB (largest ${Math.max(...sizes)} bytes)`);
+
+  follow.interrupt();
+  await follow.done;
+  const seen = counters(follow.stdout());
+  const first = seen[0]!;
+  assert.deepEqual(
+    seen.findIndex((n, i) => n !== first + i),
+    -1,
+    'logs -f printed every counter once, in order, across the rotations',
+  );
+
+  const tail = podctl(['logs', 'chatty', '-n', E2E_NAMESPACE, '--tail', '5', '--root-dir', root]);
+  assert.equal(tail.code, 0, tail.stderr);
+  const last = counters(tail.stdout);
+  assert.equal(last.length, 5);
+  assert.deepEqual(last, [0, 1, 2, 3, 4].map((i) => last[0]! + i));
+
+  // stats: the pod's logs are measured on disk, bounded by the rotation.
+  const stats = podctl(['stats', '--pod', 'chatty', '-n', E2E_NAMESPACE, '--interval', '200', '-o', 'json']);
+  assert.equal(stats.code, 0, stats.stderr);
+  const disk = (JSON.parse(stats.stdout) as { pods: { name: string; logs: { bytes: number } }[]; imageFilesystem?: { usedBytes: number } }).pods.find((p) => p.name === 'chatty');
+  assert.ok(disk && disk.logs.bytes > 0 && disk.logs.bytes < 4 * 1024 * 1024, `logs of chatty on disk: ${disk?.logs.bytes}`);
+
+  // SIGTERM leaves pods running; the after hook removes them.
+  watch.kill('SIGTERM');
+  await watch.done;
+});

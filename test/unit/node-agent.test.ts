@@ -1,0 +1,185 @@
+import { after, before, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'node:http';
+import type { IPod } from 'kubernetes-models/v1';
+import { FakeClock } from '../../src/core/clock.js';
+import { CriClient } from '../../src/core/cri/client.js';
+import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { StandaloneNode, appliedDir, podProgress } from '../../src/core/node/index.js';
+import { scratchDir } from '../support/e2e.js';
+
+const podText = (name: string, command: string[], ns = 'default') =>
+  `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${ns}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {name: app, image: busybox:1.36, command: ${JSON.stringify(command)}}\n`;
+
+/** Lets gRPC round trips finish between clock moves. */
+async function settle(clock: FakeClock, ms: number, steps = 10): Promise<void> {
+  for (let i = 0; i < steps; i++) {
+    await new Promise((r) => setTimeout(r, 5));
+    clock.advance(ms / steps);
+  }
+  await new Promise((r) => setTimeout(r, 20));
+}
+
+/** Moves the clock a second at a time until cond holds (at most `seconds`). */
+async function until(clock: FakeClock, what: string, cond: () => boolean, seconds = 30): Promise<void> {
+  for (let i = 0; i < seconds; i++) {
+    if (cond()) return;
+    await settle(clock, 1000);
+  }
+  assert.fail(`never: ${what}`);
+}
+
+function post(socket: string, path: string, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: socket, path, method: 'POST', headers: { 'content-type': 'application/yaml' } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('the node agent on the fake runtime', () => {
+  let fake: FakeRuntime;
+  let client: CriClient;
+  let dirs: ReturnType<typeof scratchDir>;
+  let clock: FakeClock;
+  const nodes: StandaloneNode[] = [];
+
+  before(async () => {
+    fake = await FakeRuntime.start({ images: ['docker.io/library/busybox:1.36'] });
+    client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  });
+  after(async () => {
+    for (const n of nodes.splice(0)) await n.stop();
+    client.close();
+    await fake.stop();
+  });
+  beforeEach(async () => {
+    for (const n of nodes.splice(0)) {
+      // Termination waits on the fake clock: move it while the node stops.
+      let stopped = false;
+      const stopping = n.stop({ cleanup: true }).finally(() => (stopped = true));
+      for (let i = 0; i < 60 && !stopped; i++) await settle(clock, 1000);
+      await stopping;
+    }
+    dirs?.cleanup();
+    dirs = scratchDir('node-agent');
+    clock = new FakeClock();
+  });
+
+  async function startNode(serve = false): Promise<StandaloneNode> {
+    const node = new StandaloneNode({
+      runtime: client,
+      images: client,
+      clock,
+      rootDir: join(dirs.dir, 'root'),
+      logRoot: join(dirs.dir, 'logs'),
+      nodeName: 'unit',
+      serve,
+      relistPeriodMs: 1000,
+    });
+    nodes.push(node);
+    await node.start();
+    return node;
+  }
+
+  const podOf = (node: StandaloneNode, name: string): IPod | undefined => node.pods().find((p) => p.metadata!.name === name);
+  const running = (node: StandaloneNode, name: string) => podOf(node, name)?.status?.containerStatuses?.[0]?.state?.running !== undefined;
+  const sandboxesOf = (name: string) => fake.sandboxes().filter((s) => s.metadata.name === name);
+  const containersOf = (name: string) => fake.containers().filter((c) => sandboxesOf(name).some((s) => s.id === c.podSandboxId));
+
+  test('hand-over: the pod is written to its applied file and run; the wait sees it running only once synced', async () => {
+    const node = await startNode();
+    const [ref] = node.apply([{ file: 'a.yaml', text: podText('web', ['sleep', '3600']) }]);
+    assert.deepEqual({ ns: ref!.namespace, name: ref!.name, generation: ref!.generation }, { ns: 'default', name: 'web', generation: 1 });
+    assert.deepEqual(readdirSync(appliedDir(join(dirs.dir, 'root'))), ['default_web.yaml']);
+    await until(clock, 'web running', () => running(node, 'web'));
+    assert.ok(podProgress(ref!, podOf(node, 'web'), 'running')?.ok);
+    assert.equal(podOf(node, 'web')!.metadata!.annotations!['kubernetes.io/config.source'], 'api');
+    assert.equal(sandboxesOf('web').length, 1);
+  });
+
+  test('update: the same namespace/name from another file is the same pod, its container replaced in the same sandbox', async () => {
+    const node = await startNode();
+    const [first] = node.apply([{ file: 'a.yaml', text: podText('web', ['sleep', '3600']) }]);
+    await until(clock, 'web running', () => running(node, 'web'));
+    const sandbox = sandboxesOf('web')[0]!.id;
+    const [second] = node.apply([{ file: 'b.yaml', text: podText('web', ['sleep', '4000']) }]);
+    assert.equal(second!.uid, first!.uid, 'one UID whatever file it came from');
+    assert.equal(second!.generation, 2);
+    // The status of the first version does not count for the second.
+    assert.equal(podProgress(second!, podOf(node, 'web'), 'running'), undefined);
+    await until(clock, 'the second version synced and running', () => podProgress(second!, podOf(node, 'web'), 'running')?.ok === true);
+    assert.deepEqual(sandboxesOf('web').map((s) => s.id), [sandbox], 'one sandbox, the same');
+    const live = containersOf('web').filter((c) => c.state === 'CONTAINER_RUNNING');
+    assert.equal(live.length, 1);
+    assert.deepEqual(live[0]!.config?.command, ['sleep', '4000']);
+    assert.equal(node.pods().filter((p) => p.metadata!.name === 'web').length, 1);
+  });
+
+  test('delete: the applied file goes, the pod is terminated and removed, and it never comes back', async () => {
+    const node = await startNode();
+    node.apply([{ file: 'a.yaml', text: podText('gone', ['sleep', '3600']) }]);
+    await until(clock, 'gone running', () => running(node, 'gone'));
+    await node.delete('default', 'gone');
+    assert.equal(existsSync(join(appliedDir(join(dirs.dir, 'root')), 'default_gone.yaml')), false);
+    await until(clock, 'gone removed', () => !podOf(node, 'gone') && sandboxesOf('gone').length === 0);
+    // Past the applied source's re-read and several housekeeping passes: still gone.
+    await settle(clock, 30_000, 30);
+    assert.equal(podOf(node, 'gone'), undefined);
+    assert.equal(sandboxesOf('gone').length, 0);
+    await assert.rejects(node.delete('default', 'gone'), /pod "gone" not found in namespace default/);
+  });
+
+  test('restart adoption: a new agent over the same root dir adopts the running pod without restarting it', async () => {
+    const first = await startNode();
+    first.apply([{ file: 'a.yaml', text: podText('kept', ['sleep', '3600']) }]);
+    await until(clock, 'kept running', () => running(first, 'kept'));
+    const before = containersOf('kept').map((c) => `${c.id}:${c.state}`);
+    nodes.splice(nodes.indexOf(first), 1);
+    await first.stop();
+    const second = await startNode();
+    await until(clock, 'kept adopted', () => running(second, 'kept'));
+    await settle(clock, 10_000, 10);
+    assert.deepEqual(containersOf('kept').map((c) => `${c.id}:${c.state}`), before, 'no container restarted or added');
+    assert.equal(sandboxesOf('kept').length, 1);
+  });
+
+  test('POST /v1/pods: an invalid manifest is a 400 naming the field, and nothing is handed over', async () => {
+    const node = await startNode(true);
+    const bad = podText('bad', ['sleep', '1']).replace('image: busybox:1.36', 'image: ""');
+    const r = await post(node.socket, '/v1/pods', bad);
+    assert.equal(r.status, 400, r.body);
+    assert.match(JSON.parse(r.body).message, /spec\.containers\[0\]\.image/);
+    assert.deepEqual(readdirSync(appliedDir(join(dirs.dir, 'root'))), []);
+    const ok = await post(node.socket, '/v1/pods', podText('good', ['sleep', '1']));
+    assert.equal(ok.status, 200, ok.body);
+    assert.deepEqual(JSON.parse(ok.body).pods.map((p: { name: string }) => p.name), ['good']);
+  });
+});
+
+test('podProgress: a pod that cannot start fails at once naming the reason; an older generation\'s status counts for nothing', () => {
+  const ref = { namespace: 'default', name: 'web', uid: 'u1', generation: 2 };
+  const pod = (observedGeneration: number, state: object, conditions: { type: string; status: string }[] = []): IPod =>
+    ({
+      metadata: { name: 'web', namespace: 'default', uid: 'u1' },
+      spec: { containers: [{ name: 'app', image: 'busybox:0.0-missing' }] },
+      status: { phase: 'Pending', observedGeneration, conditions, containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state }] },
+    }) as unknown as IPod;
+  const pull = { waiting: { reason: 'ErrImagePull', message: 'busybox:0.0-missing: not found' } };
+  assert.equal(podProgress(ref, pod(1, pull), 'running'), undefined, 'the previous version');
+  const failed = podProgress(ref, pod(2, pull), 'running')!;
+  assert.equal(failed.ok, false);
+  assert.equal(failed.reason, 'ErrImagePull');
+  assert.match(failed.message!, /app: ErrImagePull: busybox:0\.0-missing: not found/);
+  assert.equal(podProgress(ref, pod(2, { waiting: { reason: 'CreateContainerConfigError' } }), 'running')?.reason, 'CreateContainerConfigError');
+  const running = { running: { startedAt: '2026-01-01T00:00:00Z' } };
+  assert.equal(podProgress(ref, pod(2, running), 'running')?.ok, true);
+  assert.equal(podProgress(ref, pod(2, running), 'ready'), undefined, 'running is not ready');
+  assert.equal(podProgress(ref, pod(2, running, [{ type: 'Ready', status: 'True' }]), 'ready')?.ok, true);
+});

@@ -1,0 +1,84 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseManifestText } from '../../src/core/pod/index.js';
+import { MAX_ENV_STRING_BYTES, TOTAL_ANNOTATION_SIZE_LIMIT } from '../../src/core/pod/validate.js';
+
+/** A pod whose first container gets `container` (YAML flow keys) and whose spec gets `spec`, `metadata` extra keys. */
+function pod(opts: { metadata?: string; spec?: string; container?: string } = {}): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: web${opts.metadata ? `, ${opts.metadata}` : ''}}
+spec:
+${opts.spec ?? ''}
+  containers:
+  - {name: app, image: busybox:1.36${opts.container ? `, ${opts.container}` : ''}}
+`;
+}
+
+function errors(text: string): { field: string; message: string }[] {
+  const parsed = parseManifestText(text, { kind: 'file', path: '/unit/p.yaml', display: 'p.yaml' }, { nodeName: 'unit' });
+  return parsed.problems.filter((p) => p.severity === 'error').map((p) => ({ field: p.field, message: p.message }));
+}
+
+/** The manifest is refused, nothing of it is returned to run, and one error names the field with the expected words. */
+function refused(text: string, field: string, words: RegExp): void {
+  const parsed = parseManifestText(text, { kind: 'file', path: '/unit/p.yaml', display: 'p.yaml' }, { nodeName: 'unit' });
+  assert.deepEqual(parsed.pods, [], 'no pod to start');
+  const errs = errors(text);
+  assert.ok(errs.some((e) => e.field === field && words.test(e.message)), `expected an error on ${field} matching ${words}; got ${JSON.stringify(errs)}`);
+}
+
+test('subPath and subPathExpr: absolute or with a ".." element are refused', () => {
+  const vol = '  volumes: [{name: v, emptyDir: {}}]';
+  for (const [f, bad] of [
+    ['subPath', '../../etc'],
+    ['subPath', '/etc'],
+    ['subPath', 'a/../..'],
+    ['subPathExpr', '$(POD)/../x'],
+    ['subPathExpr', '/abs'],
+  ] as const) {
+    refused(pod({ spec: vol, container: `volumeMounts: [{name: v, mountPath: /v, ${f}: "${bad}"}]` }), `spec.containers[0].volumeMounts[0].${f}`, /must be a relative path|must not contain '\.\.'/);
+  }
+  assert.deepEqual(errors(pod({ spec: vol, container: 'volumeMounts: [{name: v, mountPath: /v, subPath: "a/..b/c"}]' })), []);
+});
+
+test('items[].path of configMap, secret, downwardAPI and projected volumes: absolute, "..", or starting with ".." is refused', () => {
+  const cases: [string, string][] = [
+    ['{name: v, configMap: {name: c, items: [{key: k, path: "../x"}]}}', 'spec.volumes[0].configMap.items[0].path'],
+    ['{name: v, secret: {secretName: s, items: [{key: k, path: "/etc/passwd"}]}}', 'spec.volumes[0].secret.items[0].path'],
+    ['{name: v, downwardAPI: {items: [{path: "a/../../b", fieldRef: {fieldPath: metadata.name}}]}}', 'spec.volumes[0].downwardAPI.items[0].path'],
+    ['{name: v, projected: {sources: [{configMap: {name: c, items: [{key: k, path: "..data"}]}}]}}', 'spec.volumes[0].projected.sources[0].configMap.items[0].path'],
+    ['{name: v, projected: {sources: [{secret: {name: s, items: [{key: k, path: ".."}]}}]}}', 'spec.volumes[0].projected.sources[0].secret.items[0].path'],
+  ];
+  for (const [volume, field] of cases) refused(pod({ spec: `  volumes: [${volume}]` }), field, /must be a relative path|must not contain '\.\.'|must not start with '\.\.'/);
+  assert.deepEqual(errors(pod({ spec: '  volumes: [{name: v, configMap: {name: c, items: [{key: k, path: "dir/.hidden"}]}}]' })), []);
+});
+
+test('activeDeadlineSeconds must be at least 1', () => {
+  refused(pod({ spec: '  activeDeadlineSeconds: -5' }), 'spec.activeDeadlineSeconds', /must be greater than or equal to 1/);
+  refused(pod({ spec: '  activeDeadlineSeconds: 0' }), 'spec.activeDeadlineSeconds', /must be greater than or equal to 1/);
+  assert.deepEqual(errors(pod({ spec: '  activeDeadlineSeconds: 1' })), []);
+});
+
+test('resource quantities: negative ones and requests above limits are refused', () => {
+  refused(pod({ container: 'resources: {limits: {cpu: "-1"}}' }), 'spec.containers[0].resources.limits["cpu"]', /must be greater than or equal to 0/);
+  refused(pod({ container: 'resources: {requests: {memory: "-5Mi"}}' }), 'spec.containers[0].resources.requests["memory"]', /must be greater than or equal to 0/);
+  refused(pod({ container: 'resources: {requests: {cpu: "2"}, limits: {cpu: "500m"}}' }), 'spec.containers[0].resources.requests["cpu"]', /must be less than or equal to cpu limit of 500m/);
+  refused(pod({ container: 'resources: {limits: {memory: "lots"}}' }), 'spec.containers[0].resources.limits["memory"]', /is not a quantity/);
+  assert.deepEqual(errors(pod({ container: 'resources: {requests: {cpu: 250m, memory: 64Mi}, limits: {cpu: "1", memory: 128Mi}}' })), []);
+});
+
+test('metadata.annotations larger than 256 KiB in total are refused', () => {
+  const big = 'x'.repeat(TOTAL_ANNOTATION_SIZE_LIMIT / 2);
+  refused(pod({ metadata: `annotations: {a: "${big}", b: "${big}"}` }), 'metadata.annotations', /expected at most 262144 bytes \(256 KiB\)/);
+  assert.deepEqual(errors(pod({ metadata: `annotations: {a: "${big}"}` })), []);
+});
+
+test('env: a NUL byte, a value exec cannot take, and a name with "=" or non-printable characters are refused', () => {
+  refused(pod({ container: 'env: [{name: A, value: "a\\0b"}]' }), 'spec.containers[0].env[0].value', /must not contain a NUL byte/);
+  refused(pod({ container: `env: [{name: A, value: "${'x'.repeat(MAX_ENV_STRING_BYTES)}"}]` }), 'spec.containers[0].env[0].value', /too long: .*MAX_ARG_STRLEN/);
+  refused(pod({ container: 'env: [{name: "A=B", value: v}]' }), 'spec.containers[0].env[0].name', /printable ASCII characters other than '='/);
+  refused(pod({ container: 'env: [{name: "A\\tB", value: v}]' }), 'spec.containers[0].env[0].name', /printable ASCII/);
+  refused(pod({ container: 'env: [{name: "", value: v}]' }), 'spec.containers[0].env[0].name', /printable ASCII/);
+  assert.deepEqual(errors(pod({ container: `env: [{name: "my.var-1", value: "${'y'.repeat(64 * 1024)}"}]` })), []);
+});
