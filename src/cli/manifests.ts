@@ -4,6 +4,7 @@ import { PodctlError } from '../core/errors.js';
 import { getFromStatusSocket } from '../core/status/client.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { admitPod, type NodeInfo } from '../core/admission.js';
 
 /** Loads the manifests named on the command line; warnings go to stderr. */
 export async function loadPodsFromArgs(paths: string[], nodeName: string, texts?: { file: string; text: string }[]): Promise<ManifestSet> {
@@ -33,32 +34,42 @@ export async function readStdin(): Promise<string> {
 
 /**
  * The kubelet's admission, for what one node can check before running
- * anything: two pods may not claim the same host port, privileged
- * containers need --allow-privileged, and a pod a running watch keeps is
- * left to it.
+ * anything: privileged containers need --allow-privileged, a pod a running
+ * watch keeps is left to it, and, given the node, the GeneralPredicates
+ * (node affinity, host ports, resources: src/core/admission.ts). Without the
+ * node (plans), only host ports are checked.
  */
 export function admitPods(
   pods: IPod[],
-  opts: { allowPrivileged?: boolean; keptByWatch?: { pods: Set<string>; rootDir: string } } = {},
-): { admitted: IPod[]; rejected: { pod: IPod; message: string }[] } {
+  opts: { allowPrivileged?: boolean; keptByWatch?: { pods: Set<string>; rootDir: string }; node?: NodeInfo } = {},
+): { admitted: IPod[]; rejected: { pod: IPod; reason: string; message: string }[] } {
   const claimed = new Map<string, string>();
   const admitted: IPod[] = [];
-  const rejected: { pod: IPod; message: string }[] = [];
+  const rejected: { pod: IPod; reason: string; message: string }[] = [];
   for (const pod of pods) {
     const name = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
     if (opts.keptByWatch?.pods.has(name)) {
-      rejected.push({ pod, message: `the watch on ${opts.keptByWatch.rootDir} keeps this pod; change its manifest there, or stop that watch first` });
+      rejected.push({ pod, reason: 'KeptByWatch', message: `the watch on ${opts.keptByWatch.rootDir} keeps this pod; change its manifest there, or stop that watch first` });
       continue;
     }
     const privileged = [...(pod.spec!.initContainers ?? []), ...pod.spec!.containers].find((c) => c.securityContext?.privileged);
     if (privileged && !opts.allowPrivileged) {
-      rejected.push({ pod, message: `container ${privileged.name} is privileged; pass --allow-privileged to run privileged containers` });
+      rejected.push({ pod, reason: 'Forbidden', message: `container ${privileged.name} is privileged; pass --allow-privileged to run privileged containers` });
+      continue;
+    }
+    if (opts.node) {
+      const result = admitPod(pod, admitted, opts.node);
+      if (!result.admit) {
+        rejected.push({ pod, reason: result.reason, message: `${result.reason}: ${result.message}` });
+        continue;
+      }
+      admitted.push(pod);
       continue;
     }
     const ports = pod.spec!.containers.flatMap((c) => (c.ports ?? []).filter((p) => p.hostPort).map((p) => `${p.protocol ?? 'TCP'}/${p.hostIP ?? '0.0.0.0'}:${p.hostPort}`));
     const conflict = ports.find((p) => claimed.has(p));
     if (conflict) {
-      rejected.push({ pod, message: `host port ${conflict} is already claimed by pod ${claimed.get(conflict)}` });
+      rejected.push({ pod, reason: 'NodePorts', message: `host port ${conflict} is already claimed by pod ${claimed.get(conflict)}` });
       continue;
     }
     for (const p of ports) claimed.set(p, name);

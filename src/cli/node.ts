@@ -1,14 +1,15 @@
+import { existsSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
+import { allocatable, hostCapacity, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError } from '../core/errors.js';
 import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
 import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';
 import { bytes } from '../core/util/quantity.js';
-
 import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, nodeAgentLabel } from '../core/node/paths.js';
 
 export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
@@ -75,6 +76,25 @@ export const nodeFlags = {
     helpGroup: 'LOGS',
   }),
 };
+
+/** The kubelet's admission flags (run and sync-once). */
+export const admissionFlags = {
+  'node-labels': Flags.string({ summary: 'Labels of this node, key=value,… (kubelet --node-labels), over kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch; nodeSelector and required nodeAffinity are matched against them.' }),
+  'system-reserved': Flags.string({ summary: 'Resources kept from pods for the system, e.g. cpu=100m,memory=100Mi (kubelet --system-reserved).' }),
+  'kube-reserved': Flags.string({ summary: 'Resources kept from pods for podctl and the runtime, e.g. cpu=100m,memory=100Mi (kubelet --kube-reserved).' }),
+  'max-pods': Flags.integer({ summary: 'Pods this node admits at most (kubelet --max-pods).', default: 110, min: 1 }),
+};
+
+/** This node for admission: its labels and allocatable (capacity minus what is reserved). */
+export function nodeInfoFromFlags(flags: { 'node-name': string; 'root-dir': string; 'node-labels'?: string; 'system-reserved'?: string; 'kube-reserved'?: string; 'max-pods': number }): NodeInfo {
+  const capacity = hostCapacity(existsSync(flags['root-dir']) ? flags['root-dir'] : '/', flags['max-pods']);
+  return {
+    name: flags['node-name'],
+    labels: nodeLabels(flags['node-name'], parseMapFlag(flags['node-labels'], '--node-labels')),
+    allocatable: allocatable(capacity, parseReserved(flags['system-reserved'], '--system-reserved'), parseReserved(flags['kube-reserved'], '--kube-reserved')),
+    appArmor: hostHasAppArmor(),
+  };
+}
 
 /** The image GC policy the flags ask for; a usage error names the flag. */
 export function imageGCPolicy(flags: { 'image-gc-high-threshold'?: number; 'image-gc-low-threshold'?: number; 'image-minimum-gc-age'?: string }): NonNullable<KubeletOptions['imageGC']> {

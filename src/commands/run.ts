@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
-import { hostIP, hygienePolicies, nodeFlags } from '../cli/node.js';
+import { admissionFlags, hostIP, hygienePolicies, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
 import { planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
 import { streamPodLogs } from '../cli/log-stream.js';
 import { eventLine, eventWorthALine, statusLine } from '../cli/render.js';
@@ -41,6 +41,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
+    ...admissionFlags,
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
     prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     detach: Flags.boolean({ char: 'd', summary: 'Hand the pods to the node agent (started in the background if none runs) and return once they run.' }),
@@ -63,7 +64,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
       if (code !== 0) this.exit(code);
       return;
     }
-    const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), { allowPrivileged: flags['allow-privileged'] });
+    const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), { allowPrivileged: flags['allow-privileged'], node: nodeInfoFromFlags(flags) });
     for (const r of rejected) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
     if (flags.detach && rejected.length) throw new PodctlError(`${rejected.length} pod(s) rejected at admission; nothing was handed to the agent`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });

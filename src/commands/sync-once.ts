@@ -2,13 +2,14 @@ import { Args, Flags } from '@oclif/core';
 import ora from 'ora';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs, podsKeptByWatch } from '../cli/manifests.js';
-import { buildKubelet, nodeFlags } from '../cli/node.js';
+import { admissionFlags, buildKubelet, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
 import { planFlags, printPlan } from '../cli/plan.js';
 import { podWithStatus, renderObjects, renderResultTable, type ResultRow } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
+import { missingReferences } from '../core/pod/index.js';
 
 export class SyncOnce extends PodctlCommand {
   static override summary = "Run every pod found once, as the kubelet's RunOnce: wait until each runs or fails, print a table.";
@@ -25,6 +26,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
+    ...admissionFlags,
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
     prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     timeout: Flags.string({ summary: 'Bound on the whole run, e.g. 5m.', default: '5m' }),
@@ -53,6 +55,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
       const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), {
       allowPrivileged: flags['allow-privileged'],
       keptByWatch: { pods: await podsKeptByWatch(flags['root-dir']), rootDir: flags['root-dir'] },
+      node: nodeInfoFromFlags(flags),
     });
       const spinner = process.stderr.isTTY && flags.output === 'table' ? ora({ text: `Running ${admitted.length} pod(s)…`, stream: process.stderr }).start() : undefined;
       const running = new Set<string>();
@@ -61,6 +64,8 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
         maxRetries: flags['max-retries'],
         retryDelayMs,
         timeoutMs: runTimeoutMs,
+        // The set is read once: what it does not provide now, it never will in this run.
+        neverStarts: (pod) => missingReferences(pod, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret'),
         onProgress: (pod, status) => {
           if (allContainersRunning(pod, status) || status.phase === 'Succeeded') running.add(pod.metadata!.uid!);
           if (spinner) spinner.text = `Running ${admitted.length} pod(s)… ${running.size} done`;
@@ -69,7 +74,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
       spinner?.stop();
       const rows: ResultRow[] = [
         ...results.map((r) => ({ pod: r.pod, status: r.status, ok: r.ok, message: r.message })),
-        ...rejected.map((r) => ({ pod: r.pod, ok: false, message: `rejected at admission: ${r.message}` })),
+        ...rejected.map((r) => ({ pod: r.pod, status: { phase: 'Failed' as const, reason: r.reason, message: r.message }, ok: false, message: `rejected at admission: ${r.message}` })),
       ];
       if (flags.output === 'table') this.log(renderResultTable(rows));
       else this.log(renderObjects(rows.map((r) => podWithStatus(r.pod, r.status)), flags.output as 'json' | 'yaml'));

@@ -4,6 +4,8 @@ import { readStdin } from '../cli/manifests.js';
 import { formatProblem, loadManifests, ManifestError, type ManifestProblem } from '../core/pod/index.js';
 import { PodctlError } from '../core/errors.js';
 import { hostname } from 'node:os';
+import { relative } from 'node:path';
+import { admitPod, hostCapacity } from '../core/admission.js';
 
 export class Validate extends PodctlCommand {
   static override summary = 'Check manifests without running anything: every error and warning, with its file, document and field.';
@@ -28,7 +30,15 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
     let counts = { pods: 0, configMaps: 0, secrets: 0 };
     try {
       const set = await loadManifests(argv as string[], { nodeName: hostname(), readStdin });
-      findings = set.warnings;
+      findings = [...set.warnings];
+      // A pod larger than this whole host would be refused at admission (OutOfcpu, OutOfmemory, …) wherever it runs here.
+      const host = { name: hostname(), labels: {}, allocatable: hostCapacity('/', 110) };
+      for (const lp of set.pods) {
+        const r = admitPod({ ...lp.pod, spec: { ...lp.pod.spec!, nodeSelector: undefined, affinity: undefined } }, [], host);
+        if (r.admit) continue;
+        const file = lp.source.kind === 'file' ? relative(process.cwd(), lp.source.path) || lp.source.path : '<stdin>';
+        findings.push({ file, index: lp.source.index, kind: 'Pod', name: lp.pod.metadata!.name, field: 'spec.containers[].resources.requests', message: `never fits this host: ${r.reason}: ${r.message}`, severity: 'warning' });
+      }
       counts = { pods: set.pods.length, configMaps: set.configMaps.length, secrets: set.secrets.length };
     } catch (err) {
       if (!(err instanceof ManifestError)) throw err;

@@ -1,7 +1,7 @@
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
-import { RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
+import { podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
@@ -301,6 +301,12 @@ export class Kubelet {
       runtimeName: this.opts.runtimeName,
       lastTermination: (name) => this.terminations.get(uid, name),
     });
+    if (pastActiveDeadline(pod, previous ?? status, this.clock.now())) {
+      // The kubelet's active deadline handler: the pod fails as a whole, whatever its containers say.
+      status.phase = 'Failed';
+      status.reason = DEADLINE_EXCEEDED;
+      status.message = 'Pod was active on the node longer than the specified deadline';
+    }
     this.terminations.remember(uid, status);
     this.statuses.set(uid, status);
     const added = this.addedAt.get(uid);
@@ -400,7 +406,11 @@ export class Kubelet {
     const uid = pod.metadata!.uid!;
     const before = await this.statusForSync(pod);
     const current = this.updateStatus(pod, before);
-    if (isTerminalPhase(current.phase) && !before.containers.some((c) => c.state === 'running')) {
+    const deadline = current.reason === DEADLINE_EXCEEDED;
+    if (deadline && before.containers.some((c) => c.state === 'running')) {
+      this.events.record(podRef(pod), 'Normal', DEADLINE_EXCEEDED, current.message!);
+    }
+    if (deadline || (isTerminalPhase(current.phase) && !before.containers.some((c) => c.state === 'running'))) {
       // A finished pod keeps its containers for logs but releases its sandbox.
       this.prober.removePod(uid);
       await this.runtimeManager.killPod(pod, before);
@@ -412,6 +422,8 @@ export class Kubelet {
     const after = result.steps.length ? await this.getRuntimeStatus(pod) : before;
     const status = this.updateStatus(pod, after);
     if (result.retryAfterMs !== undefined) this.workers.requeueAfter(uid, result.retryAfterMs);
+    const left = activeDeadlineLeftMs(pod, status, this.clock.now());
+    if (left !== undefined) this.workers.requeueAfter(uid, left);
     if (result.error) throw new Error(result.error);
     if (oomMayStillShow(after, this.clock.now())) {
       // containerd 1.6 records an OOM kill from an event that can land just after the exit:
@@ -461,6 +473,22 @@ export class Kubelet {
 }
 
 const OOM_SETTLE_MS = 500;
+const DEADLINE_EXCEEDED = 'DeadlineExceeded';
+
+/** How long until spec.activeDeadlineSeconds runs out, counted from the status' startTime. */
+function activeDeadlineLeftMs(pod: IPod, status: IPodStatus, now: number): number | undefined {
+  const seconds = pod.spec?.activeDeadlineSeconds;
+  if (seconds === undefined || seconds === null || !status.startTime) return undefined;
+  return Date.parse(status.startTime) + seconds * 1000 - now;
+}
+
+/** The kubelet's pastActiveDeadline; once failed for it, a pod stays failed. */
+function pastActiveDeadline(pod: IPod, status: IPodStatus, now: number): boolean {
+  if (status.reason === DEADLINE_EXCEEDED) return true;
+  if (status.phase === 'Succeeded' || status.phase === 'Failed') return false;
+  const left = activeDeadlineLeftMs(pod, status, now);
+  return left !== undefined && left <= 0;
+}
 
 /** A SIGKILL exit the runtime may still relabel OOMKilled (within 2 s of it). */
 function oomMayStillShow(status: RuntimePodStatus, now: number): boolean {

@@ -14,6 +14,12 @@ export interface RunOnceOptions {
   timeoutMs?: number;
   clock: Clock;
   onProgress?: (pod: IPod, status: IPodStatus, attempt: number) => void;
+  /**
+   * Why the pod can never start in this run (a ConfigMap or Secret no
+   * document provides): checked after the first sync, so the status and the
+   * events carry it, and then failed at once instead of retried to the end.
+   */
+  neverStarts?: (pod: IPod) => { reason: string; message: string } | undefined;
 }
 
 export interface RunOnceResult {
@@ -74,6 +80,8 @@ export async function runOnce(kubelet: Kubelet, pods: IPod[], opts: RunOnceOptio
       opts.onProgress?.(pod, status, attempt);
       if (status.phase === 'Succeeded' || allContainersRunning(pod, status)) return { pod, status, ok: true, attempts: attempt };
       if (status.phase === 'Failed') return { pod, status, ok: false, ...failure(status, 'pod failed'), attempts: attempt };
+      const blocked = attempt > 0 ? opts.neverStarts?.(pod) : undefined;
+      if (blocked) return { pod, status, ok: false, reason: blocked.reason, message: `can never start: ${blocked.message}`, attempts: attempt };
       if (attempt >= maxRetries) {
         return { pod, status, ok: false, ...failure(status, `containers not running after ${maxRetries} retries`, lastError), attempts: attempt };
       }

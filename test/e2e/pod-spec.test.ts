@@ -346,7 +346,7 @@ test('podctl validate lists nodeSelector, tolerations and a PVC with their field
   const r = podctl(['validate', file]);
   assert.equal(r.code, 1);
   assert.match(r.stdout, /^error: .*unsupported\.yaml: document 1 \(Pod "sched"\): spec\.volumes\[0\]\.persistentVolumeClaim: not supported on a single host/m);
-  assert.match(r.stdout, /^warning: .*spec\.nodeSelector: ignored/m);
+  assert.match(r.stdout, /^warning: .*spec\.nodeSelector: matched against this node's labels/m);
   assert.match(r.stdout, /^warning: .*spec\.tolerations: ignored/m);
   const json = JSON.parse(podctl(['validate', file, '-o', 'json']).stdout) as { valid: boolean; findings: { field: string; severity: string }[] };
   assert.equal(json.valid, false);

@@ -9,7 +9,7 @@ import { FakeRuntime } from '../../src/core/cri/fake/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { podLogDirectory } from '../../src/core/kuberuntime/config.js';
 import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
-import { parseManifestText } from '../../src/core/pod/index.js';
+import { missingReferences, parseManifestText } from '../../src/core/pod/index.js';
 import type { SourceObjects } from '../../src/core/objects.js';
 import { runOnce } from '../../src/core/runonce.js';
 import { scratchDir } from '../support/e2e.js';
@@ -152,6 +152,49 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
       await kubelet.syncTerminatingPod(p, 0);
       await kubelet.syncTerminatedPod(p);
     }
+  });
+
+  test('runOnce: a pod whose ConfigMap no document provides fails after its first sync, in the kubelet\'s words, not after its retries', async () => {
+    const p = pod('nocm', '  - name: app\n    image: busybox:1.36\n    env: [{name: A, valueFrom: {configMapKeyRef: {name: settings, key: a}}}]\n');
+    const done = runOnce(kubelet, [p], { clock, maxRetries: 10, retryDelayMs: 1000, neverStarts: (x) => missingReferences(x, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret') });
+    let settled = false;
+    void done.finally(() => (settled = true));
+    while (!settled) {
+      await new Promise((r) => setTimeout(r, 2));
+      clock.advance(250);
+    }
+    const [r] = await done;
+    assert.equal(r!.ok, false);
+    assert.equal(r!.attempts, 1, 'failed after the first sync');
+    assert.equal(r!.reason, 'CreateContainerConfigError');
+    assert.equal(r!.message, 'can never start: configmap "settings" not found');
+    assert.equal(r!.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'CreateContainerConfigError');
+    assert.equal(r!.status?.containerStatuses?.[0]?.state?.waiting?.message, 'configmap "settings" not found');
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+  });
+
+  test('activeDeadlineSeconds: past the deadline, counted from startTime, the pod is killed and ends Failed with DeadlineExceeded, and stays so', async () => {
+    const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: deadline}\nspec:\n  activeDeadlineSeconds: 5\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`;
+    const parsed = parseManifestText(text, { kind: 'file', path: '/unit/deadline.yaml' }, { nodeName: 'unit' });
+    assert.deepEqual(parsed.problems, []);
+    const p = parsed.pods[0]!.pod;
+    await kubelet.syncPod(p, 'create');
+    assert.equal(statusOf(p).phase, 'Running');
+    clock.advance(4_000);
+    assert.equal(await kubelet.syncPod(p, 'sync'), false);
+    assert.equal(statusOf(p).phase, 'Running', 'not yet');
+    clock.advance(1_000);
+    assert.equal(await kubelet.syncPod(p, 'sync'), true, 'terminal once past the deadline');
+    assert.equal(statusOf(p).phase, 'Failed');
+    assert.equal(statusOf(p).reason, 'DeadlineExceeded');
+    assert.equal(statusOf(p).message, 'Pod was active on the node longer than the specified deadline');
+    assert.equal(fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'deadline').length, 0, 'killed');
+    assert.ok(kubelet.events.all().some((e) => e.reason === 'DeadlineExceeded'));
+    await kubelet.syncPod(p, 'sync');
+    assert.equal(statusOf(p).reason, 'DeadlineExceeded', 'stays failed for the deadline once killed');
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
   });
 
   const total = () => Object.values(fake.calls()).reduce((a, b) => a + b, 0);

@@ -22,6 +22,8 @@ export interface FileSourceOptions {
   /** The pods of every file, and the ConfigMaps and Secrets they carry. */
   onSnapshot(pods: IPod[], objects: SourceObjects): void;
   onError(err: SourceError): void;
+  /** The warnings of a good file (fields one host cannot honour), said once per distinct text. */
+  onWarning?(warning: SourceError): void;
   /** React to changes at once with fs.watch (default); the periodic re-read stays. */
   watch?: boolean;
 }
@@ -32,6 +34,8 @@ interface FileState {
   objects: SourceObjects;
   /** The error last reported for it, so each is said once. */
   error?: string;
+  /** The warnings last reported for it, likewise. */
+  warnings?: string;
 }
 
 /**
@@ -122,6 +126,9 @@ export class FileSource {
         this.report(file, state, `${errors.map(formatProblem).join('\n')}\n(keeping the last good version of ${file})`);
         continue;
       }
+      const warnings = parsed.problems.filter((p) => p.severity === 'warning').map(formatProblem).join('\n');
+      if (warnings && warnings !== state.warnings) this.opts.onWarning?.({ source: 'file', file, message: warnings });
+      state.warnings = warnings;
       state.pods = parsed.pods.map((p) => p.pod);
       state.objects = { configMaps: parsed.configMaps, secrets: parsed.secrets };
       state.error = undefined;

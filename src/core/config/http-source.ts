@@ -16,6 +16,8 @@ export interface HttpSourceOptions {
   /** The pods served, and the ConfigMaps and Secrets served with them. */
   onSnapshot(pods: IPod[], objects: SourceObjects): void;
   onError(err: SourceError): void;
+  /** The warnings of a good body, said once per distinct text. */
+  onWarning?(warning: SourceError): void;
 }
 
 /**
@@ -27,6 +29,7 @@ export class HttpSource {
   private timer?: TimerHandle;
   private stopped = true;
   private lastError?: string;
+  private lastWarnings = '';
   private lastGood?: IPod[];
   private lastObjects: SourceObjects = NO_OBJECTS;
 
@@ -51,6 +54,9 @@ export class HttpSource {
       const errors = parsed.problems.filter((p) => p.severity === 'error');
       if (errors.length) throw new Error(errors.map(formatProblem).join('\n'));
       this.lastError = undefined;
+      const warnings = parsed.problems.filter((p) => p.severity === 'warning').map(formatProblem).join('\n');
+      if (warnings && warnings !== this.lastWarnings) this.opts.onWarning?.({ source: 'http', file: this.opts.url, message: warnings });
+      this.lastWarnings = warnings;
       this.lastGood = parsed.pods.map((p) => p.pod);
       this.lastObjects = { configMaps: parsed.configMaps, secrets: parsed.secrets };
       this.opts.onSnapshot(this.lastGood, this.lastObjects);

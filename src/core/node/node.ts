@@ -175,6 +175,8 @@ export class StandaloneNode {
       onError: (file, message) => hooks.onSourceError?.(message.includes(file) ? message : `${file}: ${message}`),
     });
     const onError = (e: { file: string; message: string }) => hooks.onSourceError?.(e.message.includes(e.file) ? e.message : `${e.file}: ${e.message}`);
+    // Fields one host cannot honour: said once per file (or URL) and change, like the errors.
+    const onWarning = (e: { message: string }) => e.message.split('\n').forEach((line) => hooks.onSourceError?.(`Warning: ${line}`));
     if (opts.manifestPath) {
       this.expected.push('file');
       this.sources.push(
@@ -185,6 +187,7 @@ export class StandaloneNode {
           resyncMs: opts.fileCheckMs,
           onSnapshot: (pods, objects) => this.snapshot('file', pods, objects),
           onError,
+          onWarning,
         }),
       );
     }
@@ -199,6 +202,7 @@ export class StandaloneNode {
           pollMs: opts.httpCheckMs,
           onSnapshot: (pods, objects) => this.snapshot('http', pods, objects),
           onError,
+          onWarning,
         }),
       );
     }

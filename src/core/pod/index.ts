@@ -17,3 +17,4 @@ export {
   type ManifestSet,
   type ParsedManifest,
 } from './load.js';
+export { missingReferences, setLookup, type MissingReference, type ObjectLookup } from './references.js';

@@ -8,6 +8,8 @@ import { canonicalJSON } from '../kuberuntime/hash.js';
 import { applyPodDefaults } from './defaults.js';
 import type { LoadedPod, ManifestProblem, Pod, PodSource } from './types.js';
 import { staticPodUID } from './uid.js';
+import { POD_FIELDS } from './fields.js';
+import { missingReferences, setLookup } from './references.js';
 import { validateDocument } from './validate.js';
 
 /**
@@ -218,6 +220,11 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
       if (secret) out.secrets.push(secret);
     } else {
       const podSource: PodSource = { kind: source.kind, path: source.path, index };
+      const nodeName = (obj.spec as { nodeName?: unknown } | undefined)?.nodeName;
+      const other = POD_FIELDS['spec.nodeName']?.except?.otherNode;
+      if (typeof nodeName === 'string' && nodeName !== '' && nodeName !== opts.nodeName && other) {
+        problem('spec.nodeName', `"${nodeName}" is not this host: ${other.reason} ("${opts.nodeName}")`, 'warning', kind, name);
+      }
       out.pods.push({ pod: finishPod(obj as unknown as Pod, podSource, opts.nodeName, seen), source: podSource });
     }
   });
@@ -252,7 +259,8 @@ function finishPod(raw: Pod, source: PodSource, nodeName: string, seen: Date): P
     [CONFIG_SEEN_ANNOTATION]: seen.toISOString(),
   };
   if (source.kind === 'file') meta.annotations[CONFIG_FILE_ANNOTATION] = source.path;
-  pod.spec!.nodeName = pod.spec!.nodeName ?? nodeName;
+  // As the kubelet's static pod source: the pod runs on this node, whatever it names.
+  pod.spec!.nodeName = nodeName;
   return pod;
 }
 
@@ -323,6 +331,7 @@ async function expand(path: string, problems: ManifestProblem[]): Promise<{ abs:
 export async function loadManifests(paths: string[], opts: LoadOptions): Promise<ManifestSet> {
   const problems: ManifestProblem[] = [];
   const set: ManifestSet = { pods: [], configMaps: [], secrets: [], warnings: [], files: [] };
+  const displayOf = new Map<string, string>([['-', '<stdin>']]);
   const add = (parsed: ParsedManifest) => {
     set.pods.push(...parsed.pods);
     set.configMaps.push(...parsed.configMaps);
@@ -344,6 +353,7 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
         continue;
       }
       set.files.push(file.abs);
+      displayOf.set(file.abs, file.display);
       add(parseManifestText(text, { kind: 'file', path: file.abs, display: file.display }, opts));
     }
   }
@@ -363,6 +373,14 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
         severity: 'error',
       });
     } else byName.set(key, lp);
+  }
+  // References no document of the set provides: the pod would wait for ever.
+  const lookup = setLookup(set.configMaps, set.secrets);
+  for (const lp of set.pods) {
+    for (const m of missingReferences(lp.pod, lookup)) {
+      const consequence = m.reason === 'FailedToRetrieveImagePullSecret' ? '' : `; no document of this set provides it, so the pod would never start (${m.reason})`;
+      problems.push({ file: displayOf.get(lp.source.path) ?? lp.source.path, index: lp.source.index, kind: 'Pod', name: lp.pod.metadata!.name, field: m.field, message: `${m.message}${consequence}`, severity: 'warning' });
+    }
   }
   const errors = problems.filter((p) => p.severity === 'error');
   if (errors.length) throw new ManifestError(errors, problems.filter((p) => p.severity === 'warning'));

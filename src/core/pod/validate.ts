@@ -3,6 +3,7 @@ import { Pod as PodModel } from 'kubernetes-models/v1/Pod';
 import { Secret as SecretModel } from 'kubernetes-models/v1/Secret';
 import type { IContainer } from 'kubernetes-models/v1';
 import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
+import { fieldFate, OTHER_VOLUME, POD_FIELDS } from './fields.js';
 import { parseQuantity } from '../util/quantity.js';
 import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain, isLabelValue, qualifiedNameProblem } from './names.js';
 import { isValidPodUID, POD_UID_EXPECTED } from './uid.js';
@@ -282,68 +283,64 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
   if (typeof spec.terminationGracePeriodSeconds === 'number' && spec.terminationGracePeriodSeconds < 0) {
     err('spec.terminationGracePeriodSeconds', 'expected 0 or more seconds');
   }
-  problems.push(...singleHostProblems(spec, [...inits.map((c, i) => [c, `spec.initContainers[${i}]`] as const), ...containers.map((c, i) => [c, `spec.containers[${i}]`] as const)]));
+  problems.push(...singleHostProblems(doc, spec, [...inits.map((c, i) => [c, `spec.initContainers[${i}]`] as const), ...containers.map((c, i) => [c, `spec.containers[${i}]`] as const)]));
   return problems;
 }
-
-/**
- * What one host cannot honour (the table in the README): a warning where
- * the pod still runs as its author meant on one node, an error where it
- * would not. Never silence.
- */
-export const SINGLE_HOST_FIELDS: { field: string; severity: 'error' | 'warning'; message: string }[] = [
-  { field: 'spec.nodeSelector', severity: 'warning', message: 'ignored: podctl runs every pod on this host, with no scheduler' },
-  { field: 'spec.affinity', severity: 'warning', message: 'ignored: there is no scheduler and one node' },
-  { field: 'spec.tolerations', severity: 'warning', message: 'ignored: this node has no taints' },
-  { field: 'spec.topologySpreadConstraints', severity: 'warning', message: 'ignored: there is one node to spread over' },
-  { field: 'spec.priorityClassName', severity: 'warning', message: 'ignored: there is no preemption and no PriorityClass' },
-  { field: 'spec.priority', severity: 'warning', message: 'ignored: there is no preemption' },
-  { field: 'spec.schedulerName', severity: 'warning', message: 'ignored: there is no scheduler' },
-  { field: 'spec.overhead', severity: 'warning', message: 'ignored: pod overhead is not accounted for on this host' },
-  { field: 'spec.runtimeClassName', severity: 'warning', message: "ignored: the pod runs with the runtime's default handler" },
-  { field: 'spec.serviceAccountName', severity: 'warning', message: 'no service account token is mounted: there is no API server to issue one' },
-  { field: 'spec.hostUsers', severity: 'error', message: 'user namespaces (hostUsers: false) are not supported by podctl' },
-  { field: 'spec.ephemeralContainers', severity: 'error', message: 'ephemeral containers are added through the API server, which this host does not have' },
-  { field: 'spec.resourceClaims', severity: 'error', message: 'dynamic resource allocation needs a cluster; not supported' },
-  { field: 'spec.volumes[].persistentVolumeClaim', severity: 'error', message: 'not supported on a single host (no PersistentVolume controller); use hostPath or emptyDir' },
-  { field: 'spec.volumes[].ephemeral', severity: 'error', message: 'not supported on a single host (no PersistentVolume provisioner); use emptyDir' },
-  { field: 'spec.volumes[] (other types)', severity: 'error', message: 'not supported on a single host; supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected' },
-  { field: 'spec.volumes[].projected.sources[].serviceAccountToken', severity: 'error', message: 'no API server issues service account tokens here' },
-  { field: 'containers[].resources (extended resources)', severity: 'error', message: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*' },
-  { field: 'spec.dnsPolicy: ClusterFirst', severity: 'warning', message: 'there is no cluster DNS on one host: resolves as Default (the host resolv.conf)' },
-  { field: 'containers[].securityContext.procMount: Unmasked', severity: 'error', message: 'needs a user namespace (hostUsers: false), which podctl does not support' },
-];
 
 const VOLUME_TYPES = new Set(['emptyDir', 'hostPath', 'configMap', 'secret', 'downwardAPI', 'projected']);
 const STANDARD_RESOURCES = /^(cpu|memory|ephemeral-storage|hugepages-.+)$/;
 
-function singleHostProblems(spec: Record<string, unknown>, containers: (readonly [IContainer, string])[]): FieldProblem[] {
+/**
+ * What one host cannot honour, from the field table (src/core/pod/fields.ts,
+ * the README's table): a warning where the pod still runs as its author meant
+ * on one node, an error where it would not. Never silence.
+ */
+function singleHostProblems(doc: Record<string, unknown>, spec: Record<string, unknown>, containers: (readonly [IContainer, string])[]): FieldProblem[] {
   const out: FieldProblem[] = [];
-  const table = new Map(SINGLE_HOST_FIELDS.map((f) => [f.field, f]));
-  const say = (key: string, field = key) => {
-    const f = table.get(key)!;
-    out.push({ field, message: f.message, severity: f.severity });
+  const severity = (fate: 'warned' | 'refused') => (fate === 'refused' ? 'error' as const : 'warning' as const);
+  const except = (key: string, name: string, field: string, message?: (reason: string) => string) => {
+    const x = POD_FIELDS[key]?.except?.[name];
+    if (x) out.push({ field, message: message ? message(x.reason) : x.reason, severity: severity(x.fate) });
   };
-  for (const key of ['nodeSelector', 'affinity', 'tolerations', 'topologySpreadConstraints', 'priorityClassName', 'priority', 'schedulerName', 'overhead', 'runtimeClassName', 'serviceAccountName', 'ephemeralContainers', 'resourceClaims']) {
+  // Every field the table warns about or refuses outright, once at its topmost path.
+  const walk = (value: unknown, typeName: string | null, path: string, depth: number) => {
+    if (typeName === null || typeName === '*' || value === null || typeof value !== 'object' || depth > 64) return;
+    if (Array.isArray(value)) {
+      value.forEach((v, i) => walk(v, typeName, `${path}[${i}]`, depth + 1));
+      return;
+    }
+    const fields = FIELD_TYPES[typeName];
+    if (!fields) return;
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      if (!(k in fields) || v === undefined || v === null) continue;
+      if ((Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) continue;
+      const child = path ? `${path}.${k}` : k;
+      const fate = fieldFate(child);
+      if (fate && fate.fate !== 'honoured') {
+        const other = /^spec\.volumes\[\d+\]\.[^.]+$/.test(child) && fate === OTHER_VOLUME;
+        out.push({ field: child, message: other ? `${k} volumes are ${fate.reason}` : fate.reason, severity: severity(fate.fate) });
+        continue;
+      }
+      walk(v, fields[k] ?? null, child, depth + 1);
+    }
+  };
+  walk(doc, FIELD_ROOTS.Pod ?? null, '', 0);
+  for (const key of ['serviceAccountName', 'serviceAccount']) {
     const v = spec[key];
-    if (v === undefined || v === null) continue;
-    if ((Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) continue;
-    if (key === 'serviceAccountName' && (v === 'default' || spec.automountServiceAccountToken === false)) continue;
-    say(`spec.${key}`);
+    if (typeof v === 'string' && v !== '' && v !== 'default' && spec.automountServiceAccountToken !== false) except(`spec.${key}`, 'noToken', `spec.${key}`);
   }
-  if (spec.hostUsers === false) say('spec.hostUsers');
-  if (spec.dnsPolicy === 'ClusterFirst' || spec.dnsPolicy === 'ClusterFirstWithHostNet') say('spec.dnsPolicy: ClusterFirst', 'spec.dnsPolicy');
+  if (spec.hostUsers === false) except('spec.hostUsers', 'userNamespace', 'spec.hostUsers');
+  if (spec.dnsPolicy === 'ClusterFirst' || spec.dnsPolicy === 'ClusterFirstWithHostNet') except('spec.dnsPolicy', 'clusterFirst', 'spec.dnsPolicy');
+  const os = (spec.os as { name?: unknown } | undefined)?.name;
+  if (typeof os === 'string' && os !== 'linux') except('spec.os.name', 'notLinux', 'spec.os.name', (r) => `"${os}": ${r}`);
   (Array.isArray(spec.volumes) ? spec.volumes : []).forEach((v: unknown, i: number) => {
     if (!isObject(v)) return;
-    const types = Object.keys(v).filter((k) => k !== 'name');
-    for (const t of types) {
-      if (t === 'persistentVolumeClaim' || t === 'ephemeral') say(`spec.volumes[].${t}`, `spec.volumes[${i}].${t}`);
-      else if (!VOLUME_TYPES.has(t)) out.push({ field: `spec.volumes[${i}].${t}`, message: `${t} volumes are ${table.get('spec.volumes[] (other types)')!.message}`, severity: 'error' });
+    for (const t of Object.keys(v).filter((k) => k !== 'name')) {
+      // Types the schema does not know are reported as unknown fields; the table has the rest.
+      if (!VOLUME_TYPES.has(t) && !(t in (FIELD_TYPES.IVolume ?? {}))) out.push({ field: `spec.volumes[${i}].${t}`, message: `${t} volumes are not supported on a single host`, severity: 'error' });
     }
-    const sources = (v as { projected?: { sources?: unknown } }).projected?.sources;
-    (Array.isArray(sources) ? sources : []).forEach((src: unknown, j: number) => {
-      if (isObject(src) && 'serviceAccountToken' in src) say('spec.volumes[].projected.sources[].serviceAccountToken', `spec.volumes[${i}].projected.sources[${j}].serviceAccountToken`);
-    });
+    const ed = (v as { emptyDir?: { medium?: unknown; sizeLimit?: unknown } }).emptyDir;
+    if (isObject(ed) && ed.sizeLimit !== undefined && ed.medium !== 'Memory') except('spec.volumes.emptyDir.sizeLimit', 'onDisk', `spec.volumes[${i}].emptyDir.sizeLimit`);
   });
   for (const [c, path] of containers) {
     if (!isObject(c)) continue;
@@ -351,13 +348,15 @@ function singleHostProblems(spec: Record<string, unknown>, containers: (readonly
       const r = (c.resources as Record<string, unknown> | undefined)?.[kind];
       if (!isObject(r)) continue;
       for (const name of Object.keys(r)) {
-        if (!STANDARD_RESOURCES.test(name)) out.push({ field: `${path}.resources.${kind}[${JSON.stringify(name)}]`, message: `extended resource ${name}: ${table.get('containers[].resources (extended resources)')!.message}`, severity: 'error' });
+        const field = `${path}.resources.${kind}[${JSON.stringify(name)}]`;
+        if (!STANDARD_RESOURCES.test(name)) except(`spec.containers.resources.${kind}`, 'extended', field, (reason) => `extended resource ${name}: ${reason}`);
+        else if (name === 'ephemeral-storage') except(`spec.containers.resources.${kind}`, 'ephemeralStorage', field);
       }
     }
-    if (c.securityContext?.procMount === 'Unmasked') say('containers[].securityContext.procMount: Unmasked', `${path}.securityContext.procMount`);
+    if (c.securityContext?.procMount === 'Unmasked') except('spec.containers.securityContext.procMount', 'unmasked', `${path}.securityContext.procMount`);
     (Array.isArray(c.volumeMounts) ? c.volumeMounts : []).forEach((m, j) => {
       if (isObject(m) && m.mountPropagation === 'Bidirectional' && c.securityContext?.privileged !== true) {
-        out.push({ field: `${path}.volumeMounts[${j}].mountPropagation`, message: 'Bidirectional mount propagation needs a privileged container', severity: 'error' });
+        except('spec.containers.volumeMounts.mountPropagation', 'bidirectional', `${path}.volumeMounts[${j}].mountPropagation`);
       }
     });
   }

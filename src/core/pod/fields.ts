@@ -1,0 +1,320 @@
+import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
+
+/**
+ * What podctl does with every field of the v1 Pod: honoured (with the module
+ * that implements it), warned about (the pod runs, differently from a
+ * cluster) or refused (the pod would not run as meant). Keys are field paths
+ * without list indices; init containers share the `spec.containers` entries.
+ * A unit test walks the generated field tree and fails on any path without
+ * an entry, so a field new in kubernetes-models is never silently dropped.
+ */
+export type FieldFate =
+  | { fate: 'honoured'; by: string; except?: Record<string, FieldException> }
+  | { fate: 'warned' | 'refused'; reason: string; by?: undefined; except?: undefined };
+
+/** A value of an honoured field podctl cannot honour; validate's own rules find it. */
+export interface FieldException {
+  fate: 'warned' | 'refused';
+  /** Which values, for the README ("when ClusterFirst is written"). */
+  when: string;
+  reason: string;
+}
+
+const honoured = (by: string, except?: Record<string, FieldException>): FieldFate => ({ fate: 'honoured', by, except });
+const warned = (reason: string): FieldFate => ({ fate: 'warned', reason });
+const refused = (reason: string): FieldFate => ({ fate: 'refused', reason });
+
+const NO_API_SERVER = warned('ignored: set by the API server, which one host does not have');
+/** One object for every driverless volume type: validate names the type before the reason. */
+export const OTHER_VOLUME = refused('not supported on a single host; supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected');
+
+const table: Record<string, FieldFate> = {
+  apiVersion: honoured('pod/load'),
+  kind: honoured('pod/load'),
+  metadata: honoured('pod/load'),
+  'metadata.name': honoured('pod/load'),
+  'metadata.namespace': honoured('pod/load'),
+  'metadata.labels': honoured('kuberuntime/labels'),
+  'metadata.annotations': honoured('kuberuntime/labels'),
+  'metadata.uid': honoured('pod/uid'),
+  'metadata.generateName': warned('ignored: a static pod needs metadata.name; no name is generated'),
+  'metadata.creationTimestamp': NO_API_SERVER,
+  'metadata.deletionTimestamp': NO_API_SERVER,
+  'metadata.deletionGracePeriodSeconds': NO_API_SERVER,
+  'metadata.finalizers': NO_API_SERVER,
+  'metadata.generation': NO_API_SERVER,
+  'metadata.managedFields': NO_API_SERVER,
+  'metadata.ownerReferences': warned('ignored: there is no garbage collector'),
+  'metadata.resourceVersion': NO_API_SERVER,
+  'metadata.selfLink': NO_API_SERVER,
+  status: warned('ignored: the status is computed by podctl, as by the kubelet'),
+  spec: honoured('kubelet'),
+
+  // Scheduling: one node, no scheduler.
+  'spec.nodeSelector': warned("matched against this node's labels (--node-labels) by run and sync-once admission (NodeAffinity); watch does not check it yet"),
+  'spec.affinity': warned('required node affinity is matched as nodeSelector is; preferred terms and pod (anti-)affinity are ignored: there is no scheduler and one node'),
+  'spec.tolerations': warned('ignored: this node has no taints'),
+  'spec.topologySpreadConstraints': warned('ignored: there is one node to spread over'),
+  'spec.priorityClassName': warned('ignored: there is no preemption and no PriorityClass'),
+  'spec.priority': warned('ignored: there is no preemption'),
+  'spec.preemptionPolicy': warned('ignored: there is no preemption'),
+  'spec.schedulerName': warned('ignored: there is no scheduler'),
+  'spec.schedulingGates': warned('ignored: there is no scheduler to hold the pod back; it runs at once'),
+  'spec.nodeName': honoured('pod/load', {
+    otherNode: { fate: 'warned', when: 'another node than this host', reason: "this host's node name is used" },
+  }),
+  'spec.overhead': warned('ignored: pod overhead is not accounted for on this host'),
+  'spec.runtimeClassName': warned("ignored: the pod runs with the runtime's default handler"),
+  'spec.os': honoured('pod/validate'),
+  'spec.os.name': honoured('pod/validate', {
+    notLinux: { fate: 'refused', when: 'other than linux', reason: 'this node runs linux' },
+  }),
+
+  // Lifecycle of the pod.
+  'spec.restartPolicy': honoured('kuberuntime/actions'),
+  'spec.terminationGracePeriodSeconds': honoured('kuberuntime/manager'),
+  'spec.activeDeadlineSeconds': honoured('kubelet (active deadline handler)'),
+  'spec.readinessGates': warned('ignored: Ready does not wait for these conditions (nothing on one host sets them)'),
+  'spec.readinessGates.conditionType': warned('ignored with spec.readinessGates'),
+  'spec.imagePullSecrets': warned('not used: podctl sends no registry credentials with a pull yet'),
+  'spec.imagePullSecrets.name': warned('not used with spec.imagePullSecrets'),
+  'spec.resources': warned('ignored: podctl builds no pod-level cgroup; only the containers\' resources apply'),
+  'spec.resourceClaims': refused('dynamic resource allocation needs a cluster; not supported'),
+  'spec.ephemeralContainers': refused('ephemeral containers are added through the API server, which this host does not have'),
+
+  // Identity and service accounts.
+  'spec.serviceAccountName': honoured('pod/validate', {
+    noToken: { fate: 'warned', when: 'other than default, with a token automounted', reason: 'no service account token is mounted: there is no API server to issue one' },
+  }),
+  'spec.serviceAccount': honoured('pod/validate', {
+    noToken: { fate: 'warned', when: 'other than default, with a token automounted', reason: 'no service account token is mounted: there is no API server to issue one' },
+  }),
+  'spec.automountServiceAccountToken': honoured('pod/validate'),
+  'spec.enableServiceLinks': honoured('kuberuntime/env (there are no Services, so no service variables)'),
+
+  // Namespaces, networking, DNS.
+  'spec.hostNetwork': honoured('kuberuntime/config'),
+  'spec.hostPID': honoured('kuberuntime/config'),
+  'spec.hostIPC': honoured('kuberuntime/config'),
+  'spec.shareProcessNamespace': honoured('kuberuntime/config'),
+  'spec.hostUsers': honoured('kuberuntime/config', {
+    userNamespace: { fate: 'refused', when: 'false', reason: 'user namespaces (hostUsers: false) are not supported by podctl' },
+  }),
+  'spec.hostname': honoured('kuberuntime/config'),
+  'spec.subdomain': honoured('kuberuntime/config'),
+  'spec.setHostnameAsFQDN': warned('ignored: the hostname stays the short pod hostname'),
+  'spec.hostAliases': honoured('kuberuntime/config'),
+  'spec.hostAliases.ip': honoured('kuberuntime/config'),
+  'spec.hostAliases.hostnames': honoured('kuberuntime/config'),
+  'spec.dnsPolicy': honoured('kuberuntime/config', {
+    clusterFirst: { fate: 'warned', when: 'ClusterFirst (when written)', reason: 'there is no cluster DNS on one host: resolves as Default (the host resolv.conf)' },
+  }),
+  'spec.dnsConfig': honoured('kuberuntime/config'),
+  'spec.dnsConfig.nameservers': honoured('kuberuntime/config'),
+  'spec.dnsConfig.searches': honoured('kuberuntime/config'),
+  'spec.dnsConfig.options': honoured('kuberuntime/config'),
+  'spec.dnsConfig.options.name': honoured('kuberuntime/config'),
+  'spec.dnsConfig.options.value': honoured('kuberuntime/config'),
+
+  // Pod security context.
+  'spec.securityContext': honoured('kuberuntime/config'),
+  'spec.securityContext.runAsUser': honoured('kuberuntime/config'),
+  'spec.securityContext.runAsGroup': honoured('kuberuntime/config'),
+  'spec.securityContext.runAsNonRoot': honoured('kuberuntime/config'),
+  'spec.securityContext.supplementalGroups': honoured('kuberuntime/config'),
+  'spec.securityContext.supplementalGroupsPolicy': warned('ignored: the image\'s groups are always merged (Merge)'),
+  'spec.securityContext.fsGroup': honoured('volumes/ownership'),
+  'spec.securityContext.fsGroupChangePolicy': warned('ignored: ownership is always changed (Always)'),
+  'spec.securityContext.sysctls': honoured('kuberuntime/config'),
+  'spec.securityContext.sysctls.name': honoured('kuberuntime/config'),
+  'spec.securityContext.sysctls.value': honoured('kuberuntime/config'),
+  'spec.securityContext.windowsOptions': warned('ignored: Windows only'),
+  'spec.securityContext.seLinuxChangePolicy': warned('ignored: podctl passes no SELinux options to the runtime'),
+
+  // Volumes.
+  'spec.volumes': honoured('volumes/manager'),
+  'spec.volumes.name': honoured('volumes/manager'),
+  'spec.volumes.emptyDir': honoured('volumes/manager'),
+  'spec.volumes.emptyDir.medium': honoured('volumes/manager'),
+  'spec.volumes.emptyDir.sizeLimit': honoured('volumes/manager (the tmpfs size for medium: Memory)', {
+    onDisk: { fate: 'warned', when: 'on disk (no medium)', reason: 'not enforced on disk: podctl does not evict a pod whose emptyDir outgrows it' },
+  }),
+  'spec.volumes.hostPath': honoured('volumes/manager'),
+  'spec.volumes.hostPath.path': honoured('volumes/manager'),
+  'spec.volumes.hostPath.type': honoured('volumes/manager'),
+  'spec.volumes.persistentVolumeClaim': refused('not supported on a single host (no PersistentVolume controller); use hostPath or emptyDir'),
+  'spec.volumes.ephemeral': refused('not supported on a single host (no PersistentVolume provisioner); use emptyDir'),
+  'spec.volumes.projected.sources.serviceAccountToken': refused('no API server issues service account tokens here'),
+  'spec.volumes.projected.sources.clusterTrustBundle': refused('no API server serves ClusterTrustBundles here'),
+
+  // Containers (and init containers).
+  'spec.containers': honoured('kuberuntime/manager'),
+  'spec.containers.name': honoured('kuberuntime/manager'),
+  'spec.containers.image': honoured('kuberuntime/images'),
+  'spec.containers.imagePullPolicy': honoured('kuberuntime/images'),
+  'spec.containers.command': honoured('kuberuntime/config'),
+  'spec.containers.args': honoured('kuberuntime/config'),
+  'spec.containers.workingDir': honoured('kuberuntime/config'),
+  'spec.containers.stdin': honoured('kuberuntime/config'),
+  'spec.containers.stdinOnce': honoured('kuberuntime/config'),
+  'spec.containers.tty': honoured('kuberuntime/config'),
+  'spec.containers.terminationMessagePath': honoured('kuberuntime/manager'),
+  'spec.containers.terminationMessagePolicy': honoured('kuberuntime/manager'),
+  'spec.containers.restartPolicy': honoured('kuberuntime/actions (sidecars)'),
+  'spec.containers.env': honoured('kuberuntime/env'),
+  'spec.containers.envFrom': honoured('kuberuntime/env'),
+  'spec.containers.ports': honoured('kuberuntime/config (CNI portmap)'),
+  'spec.containers.resizePolicy': honoured('kuberuntime (in-place resize)'),
+  'spec.containers.resizePolicy.resourceName': honoured('kuberuntime (in-place resize)'),
+  'spec.containers.resizePolicy.restartPolicy': honoured('kuberuntime (in-place resize)'),
+  'spec.containers.resources': honoured('kuberuntime/config'),
+  'spec.containers.resources.limits': honoured('kuberuntime/config', {
+    extended: { fate: 'refused', when: 'an extended resource (nvidia.com/gpu, …)', reason: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*' },
+    ephemeralStorage: { fate: 'warned', when: 'ephemeral-storage', reason: 'not enforced: podctl does not evict a container whose writable layer and logs outgrow it' },
+  }),
+  'spec.containers.resources.requests': honoured('kuberuntime/config', {
+    extended: { fate: 'refused', when: 'an extended resource (nvidia.com/gpu, …)', reason: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*' },
+  }),
+  'spec.containers.resources.claims': refused('dynamic resource allocation needs a cluster; not supported'),
+  'spec.containers.lifecycle': honoured('kuberuntime/manager'),
+  'spec.containers.lifecycle.stopSignal': warned("not sent: containerd 1.6's CRI has no field for it; the image's STOPSIGNAL (or SIGTERM) is sent"),
+  'spec.containers.securityContext': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.runAsUser': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.runAsGroup': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.runAsNonRoot': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.privileged': honoured('kuberuntime/config (with --allow-privileged)'),
+  'spec.containers.securityContext.allowPrivilegeEscalation': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.readOnlyRootFilesystem': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.capabilities': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.capabilities.add': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.capabilities.drop': honoured('kuberuntime/config'),
+  'spec.containers.securityContext.procMount': honoured('kuberuntime/config', {
+    unmasked: { fate: 'refused', when: 'Unmasked', reason: 'needs a user namespace (hostUsers: false), which podctl does not support' },
+  }),
+  'spec.containers.securityContext.windowsOptions': warned('ignored: Windows only'),
+  'spec.containers.volumeMounts': honoured('volumes/manager'),
+  'spec.containers.volumeMounts.name': honoured('volumes/manager'),
+  'spec.containers.volumeMounts.mountPath': honoured('volumes/manager'),
+  'spec.containers.volumeMounts.readOnly': honoured('volumes/manager'),
+  'spec.containers.volumeMounts.recursiveReadOnly': honoured('volumes/manager'),
+  'spec.containers.volumeMounts.subPath': honoured('volumes/subpath'),
+  'spec.containers.volumeMounts.subPathExpr': honoured('volumes/subpath'),
+  'spec.containers.volumeMounts.mountPropagation': honoured('volumes/manager', {
+    bidirectional: { fate: 'refused', when: 'Bidirectional without privileged', reason: 'Bidirectional mount propagation needs a privileged container' },
+  }),
+  'spec.containers.volumeDevices': refused('raw block volumes need a PersistentVolumeClaim, which one host does not provide'),
+};
+
+// Both security contexts: AppArmor and SELinux are not passed to the runtime yet.
+for (const sc of ['spec.securityContext', 'spec.containers.securityContext']) {
+  table[`${sc}.appArmorProfile`] = warned('not applied: podctl passes no AppArmor profile to the runtime; a Localhost profile is refused at admission (AppArmor) when the host has no AppArmor');
+  table[`${sc}.seLinuxOptions`] = warned('not applied: podctl passes no SELinux options to the runtime');
+  table[`${sc}.seccompProfile`] = honoured('kuberuntime/config');
+  table[`${sc}.seccompProfile.type`] = honoured('kuberuntime/config');
+  table[`${sc}.seccompProfile.localhostProfile`] = honoured('kuberuntime/config');
+}
+
+// Volume types one host has no driver for.
+for (const t of ['awsElasticBlockStore', 'azureDisk', 'azureFile', 'cephfs', 'cinder', 'csi', 'fc', 'flexVolume', 'flocker', 'gcePersistentDisk', 'gitRepo', 'glusterfs', 'image', 'iscsi', 'nfs', 'photonPersistentDisk', 'portworxVolume', 'quobyte', 'rbd', 'scaleIO', 'storageos', 'vsphereVolume']) {
+  table[`spec.volumes.${t}`] = OTHER_VOLUME;
+}
+
+/**
+ * The subtrees whose every field shares its parent's fate: the probe and
+ * hook handlers, env sources, and the payload volumes. Listed here rather
+ * than field by field; the coverage test still walks every path.
+ */
+const HONOURED_SUBTREES: [string, string][] = [
+  ['spec.containers.env', 'kuberuntime/env'],
+  ['spec.containers.envFrom', 'kuberuntime/env'],
+  ['spec.containers.ports', 'kuberuntime/config (CNI portmap)'],
+  ['spec.containers.livenessProbe', 'prober'],
+  ['spec.containers.readinessProbe', 'prober'],
+  ['spec.containers.startupProbe', 'prober'],
+  ['spec.containers.lifecycle.postStart', 'kuberuntime/manager (hooks)'],
+  ['spec.containers.lifecycle.preStop', 'kuberuntime/manager (hooks)'],
+  ['spec.volumes.configMap', 'volumes/payload'],
+  ['spec.volumes.secret', 'volumes/payload'],
+  ['spec.volumes.downwardAPI', 'volumes/downward'],
+  ['spec.volumes.projected', 'volumes/payload'],
+];
+
+/** Warned or refused entries cover their whole subtree; honoured ones name each field. */
+function subtreeCovered(path: string): boolean {
+  for (let p = parentOf(path); p; p = parentOf(p)) {
+    const e = table[p];
+    if (e && e.fate !== 'honoured') return true;
+  }
+  return false;
+}
+
+function parentOf(path: string): string | undefined {
+  const i = path.lastIndexOf('.');
+  return i < 0 ? undefined : path.slice(0, i);
+}
+
+/** The field paths of the v1 Pod, as the table keys them (init containers folded into containers). */
+export function podFieldPaths(): string[] {
+  const out = new Set<string>();
+  const walk = (typeName: string, path: string, seen: string[]) => {
+    for (const [k, child] of Object.entries(FIELD_TYPES[typeName] ?? {})) {
+      const p = normalizeFieldPath(path ? `${path}.${k}` : k);
+      out.add(p);
+      if (child && child !== '*' && !seen.includes(child)) walk(child, p, [...seen, child]);
+    }
+  };
+  walk(FIELD_ROOTS.Pod!, '', []);
+  return [...out];
+}
+
+/** spec.initContainers.x -> spec.containers.x; list indices dropped. */
+export function normalizeFieldPath(path: string): string {
+  return path.replace(/\[[^\]]*\]/g, '').replace(/^spec\.initContainers(?=\.|$)/, 'spec.containers');
+}
+
+// Fill the honoured subtrees from the generated tree, so the table is complete for them.
+for (const [root, by] of HONOURED_SUBTREES) table[root] ??= honoured(by);
+for (const path of podFieldPaths()) {
+  if (table[path]) continue;
+  const sub = HONOURED_SUBTREES.find(([root]) => path.startsWith(`${root}.`) && !subtreeCovered(path));
+  if (sub) table[path] = honoured(sub[1]);
+}
+
+export const POD_FIELDS: Readonly<Record<string, FieldFate>> = table;
+
+/** The fate of a field path (indices allowed), or undefined when the table has no entry. */
+export function fieldFate(path: string, fields: Readonly<Record<string, FieldFate>> = POD_FIELDS): FieldFate | undefined {
+  return fields[normalizeFieldPath(path)];
+}
+
+/** The paths the table does not account for: neither an entry nor under a warned or refused one. */
+export function unaccountedFields(fields: Readonly<Record<string, FieldFate>> = POD_FIELDS): string[] {
+  return podFieldPaths().filter((p) => {
+    if (fields[p]) return false;
+    for (let q = parentOf(p); q; q = parentOf(q)) if (fields[q] && fields[q]!.fate !== 'honoured') return false;
+    return true;
+  });
+}
+
+/** The README's "Fields one host cannot honour" table, rendered from POD_FIELDS. */
+export function unsupportedFieldsMarkdown(): string {
+  const rows = new Map<string, string[]>();
+  const add = (field: string, fate: 'warned' | 'refused', reason: string) => {
+    const key = `${fate === 'warned' ? 'warning' : 'error'} | ${reason}`;
+    rows.set(key, [...(rows.get(key) ?? []), field]);
+  };
+  for (const [path, e] of Object.entries(POD_FIELDS)) {
+    if (e.fate !== 'honoured') {
+      if (!subtreeCovered(path)) add(`\`${path}\``, e.fate, e.reason);
+      continue;
+    }
+    for (const x of Object.values(e.except ?? {})) add(`\`${path}\`: ${x.when}`, x.fate, x.reason);
+  }
+  const lines = ['| field | podctl says | why |', '| --- | --- | --- |'];
+  const sorted = [...rows.entries()].sort(([a], [b]) => (a.startsWith('error') === b.startsWith('error') ? 0 : a.startsWith('error') ? 1 : -1));
+  for (const [key, fields] of sorted) {
+    const [says, why] = key.split(' | ');
+    lines.push(`| ${fields.join(', ')} | ${says} | ${why!.replace(/\|/g, '\\|')} |`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,98 @@
+import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
+
+/** Where the ConfigMaps and Secrets of a pod's namespace come from (the ObjectStore, or a manifest set). */
+export interface ObjectLookup {
+  configMap(namespace: string, name: string): IConfigMap | undefined;
+  secret(namespace: string, name: string): ISecret | undefined;
+}
+
+/** A reference the set does not provide, in the kubelet's words. */
+export interface MissingReference {
+  /** The field path, e.g. spec.containers[0].env[1].valueFrom.configMapKeyRef. */
+  field: string;
+  /** configmap "NAME" not found, couldn't find key X in ConfigMap NS/NAME, … */
+  message: string;
+  /**
+   * What the kubelet makes of it: the container waits (CreateContainerConfigError),
+   * the volume is never set up (FailedMount), or the pull goes without the
+   * credentials (FailedToRetrieveImagePullSecret, which does not stop the pod).
+   */
+  reason: 'CreateContainerConfigError' | 'FailedMount' | 'FailedToRetrieveImagePullSecret';
+}
+
+const keysOf = (o: { data?: Record<string, unknown>; binaryData?: Record<string, unknown> } | undefined) => new Set([...Object.keys(o?.data ?? {}), ...Object.keys(o?.binaryData ?? {})]);
+
+/**
+ * Every ConfigMap, Secret or key the pod needs that the objects do not hold
+ * and that is not optional: a pod with one of these (other than an image pull
+ * secret) never starts, as on a cluster node until the object appears.
+ */
+export function missingReferences(pod: IPod, objects: ObjectLookup): MissingReference[] {
+  const out: MissingReference[] = [];
+  const ns = pod.metadata?.namespace ?? 'default';
+  const spec = pod.spec;
+  if (!spec) return out;
+  const containers = [
+    ...(spec.initContainers ?? []).map((c, i) => [c, `spec.initContainers[${i}]`] as const),
+    ...(spec.containers ?? []).map((c, i) => [c, `spec.containers[${i}]`] as const),
+  ];
+  for (const [c, path] of containers) {
+    (c.envFrom ?? []).forEach((from, i) => {
+      if (from.configMapRef?.name && !from.configMapRef.optional && !objects.configMap(ns, from.configMapRef.name)) {
+        out.push({ field: `${path}.envFrom[${i}].configMapRef`, message: `configmap "${from.configMapRef.name}" not found`, reason: 'CreateContainerConfigError' });
+      }
+      if (from.secretRef?.name && !from.secretRef.optional && !objects.secret(ns, from.secretRef.name)) {
+        out.push({ field: `${path}.envFrom[${i}].secretRef`, message: `secret "${from.secretRef.name}" not found`, reason: 'CreateContainerConfigError' });
+      }
+    });
+    (c.env ?? []).forEach((e, i) => {
+      const cm = e.valueFrom?.configMapKeyRef;
+      if (cm?.name && !cm.optional) {
+        const obj = objects.configMap(ns, cm.name);
+        const field = `${path}.env[${i}].valueFrom.configMapKeyRef`;
+        if (!obj) out.push({ field, message: `configmap "${cm.name}" not found`, reason: 'CreateContainerConfigError' });
+        else if (!keysOf(obj).has(cm.key)) out.push({ field, message: `couldn't find key ${cm.key} in ConfigMap ${ns}/${cm.name}`, reason: 'CreateContainerConfigError' });
+      }
+      const sec = e.valueFrom?.secretKeyRef;
+      if (sec?.name && !sec.optional) {
+        const obj = objects.secret(ns, sec.name);
+        const field = `${path}.env[${i}].valueFrom.secretKeyRef`;
+        if (!obj) out.push({ field, message: `secret "${sec.name}" not found`, reason: 'CreateContainerConfigError' });
+        else if (!keysOf(obj).has(sec.key)) out.push({ field, message: `couldn't find key ${sec.key} in Secret ${ns}/${sec.name}`, reason: 'CreateContainerConfigError' });
+      }
+    });
+  }
+  const volumeSource = (kind: 'configMap' | 'secret', name: string | undefined, optional: boolean | undefined, items: { key: string }[] | undefined, field: string, volume: string) => {
+    if (!name || optional) return;
+    const obj = kind === 'configMap' ? objects.configMap(ns, name) : objects.secret(ns, name);
+    const mount = (detail: string) => out.push({ field, message: `MountVolume.SetUp failed for volume "${volume}" : ${detail}`, reason: 'FailedMount' });
+    if (!obj) return mount(`${kind === 'configMap' ? 'configmap' : 'secret'} "${name}" not found`);
+    const keys = keysOf(obj);
+    for (const item of items ?? []) {
+      if (!keys.has(item.key)) mount(kind === 'configMap' ? `configmap references non-existent config key: ${item.key}` : `references non-existent secret key: ${item.key}`);
+    }
+  };
+  (spec.volumes ?? []).forEach((v, i) => {
+    const path = `spec.volumes[${i}]`;
+    if (v.configMap) volumeSource('configMap', v.configMap.name, v.configMap.optional, v.configMap.items, `${path}.configMap`, v.name);
+    if (v.secret) volumeSource('secret', v.secret.secretName, v.secret.optional, v.secret.items, `${path}.secret`, v.name);
+    (v.projected?.sources ?? []).forEach((s, j) => {
+      if (s.configMap) volumeSource('configMap', s.configMap.name, s.configMap.optional, s.configMap.items, `${path}.projected.sources[${j}].configMap`, v.name);
+      if (s.secret) volumeSource('secret', s.secret.name, s.secret.optional, s.secret.items, `${path}.projected.sources[${j}].secret`, v.name);
+    });
+  });
+  (spec.imagePullSecrets ?? []).forEach((ref, i) => {
+    if (ref.name && !objects.secret(ns, ref.name)) {
+      out.push({ field: `spec.imagePullSecrets[${i}]`, message: `Unable to retrieve some image pull secrets (${ref.name}); attempting to pull the image may not succeed.`, reason: 'FailedToRetrieveImagePullSecret' });
+    }
+  });
+  return out;
+}
+
+/** A lookup over the documents of one manifest set. */
+export function setLookup(configMaps: IConfigMap[], secrets: ISecret[]): ObjectLookup {
+  const key = (o: { metadata?: { namespace?: string; name?: string } }) => `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
+  const cms = new Map(configMaps.map((c) => [key(c), c]));
+  const secs = new Map(secrets.map((s) => [key(s), s]));
+  return { configMap: (ns, name) => cms.get(`${ns}/${name}`), secret: (ns, name) => secs.get(`${ns}/${name}`) };
+}

@@ -1,0 +1,72 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { IPod } from 'kubernetes-models/v1';
+import { admitPod, allocatable, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, podRequests, type NodeInfo } from '../../src/core/admission.js';
+
+const node: NodeInfo = { name: 'node-a', labels: nodeLabels('node-a', { disktype: 'hdd', rack: '7' }), allocatable: { cpu: 2000, memory: 4 * 2 ** 30, 'ephemeral-storage': 10 * 2 ** 30, pods: 3 } };
+
+function pod(name: string, spec: Record<string, unknown> = {}, requests: Record<string, string> = {}, ports: { hostPort: number; containerPort: number }[] = []): IPod {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { containers: [{ name: 'app', image: 'busybox:1.36', resources: { requests }, ports }], ...spec } } as IPod;
+}
+
+test('nodeSelector and required node affinity are matched against the node labels, naming the unmet term', () => {
+  assert.deepEqual(admitPod(pod('a', { nodeSelector: { disktype: 'hdd', 'kubernetes.io/hostname': 'node-a' } }), [], node), { admit: true });
+  const r = admitPod(pod('b', { nodeSelector: { disktype: 'ssd' } }), [], node);
+  assert.equal(r.admit, false);
+  assert.equal(!r.admit && r.reason, 'NodeAffinity');
+  assert.match(!r.admit ? r.message : '', /^Predicate NodeAffinity failed: node\(s\) didn't match Pod's node affinity\/selector \(nodeSelector disktype=ssd;/);
+  const affinity = (terms: unknown) => pod('c', { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
+  assert.equal(admitPod(affinity([{ matchExpressions: [{ key: 'disktype', operator: 'In', values: ['ssd'] }] }, { matchExpressions: [{ key: 'rack', operator: 'Gt', values: ['5'] }] }]), [], node).admit, true, 'terms are ORed');
+  assert.equal(admitPod(affinity([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-a'] }] }]), [], node).admit, true);
+  const no = admitPod(affinity([{ matchExpressions: [{ key: 'rack', operator: 'Lt', values: ['5'] }, { key: 'gpu', operator: 'DoesNotExist' }] }]), [], node);
+  assert.match(!no.admit ? no.message : '', /required node affinity \{rack Lt \[5\], gpu DoesNotExist\}/);
+});
+
+test('resources: requests plus those already admitted must fit allocatable, with the kubelet\'s reason and message', () => {
+  const big = admitPod(pod('cpu', {}, { cpu: '100' }), [], node);
+  assert.deepEqual(big, { admit: false, reason: 'OutOfcpu', message: "Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: 2000" });
+  const first = pod('m1', {}, { memory: '3Gi' });
+  assert.equal(admitPod(first, [], node).admit, true);
+  assert.deepEqual(admitPod(pod('m2', {}, { memory: '2Gi' }), [first], node), {
+    admit: false, reason: 'OutOfmemory', message: `Node didn't have enough resource: memory, requested: ${2 * 2 ** 30}, used: ${3 * 2 ** 30}, capacity: ${4 * 2 ** 30}`,
+  });
+  assert.deepEqual(admitPod(pod('p4'), [pod('p1'), pod('p2'), pod('p3')], node), { admit: false, reason: 'OutOfpods', message: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3" });
+});
+
+test('a host port taken by an admitted pod is refused (NodePorts); another port is not', () => {
+  const a = pod('a', {}, {}, [{ hostPort: 8080, containerPort: 80 }]);
+  const r = admitPod(pod('b', {}, {}, [{ hostPort: 8080, containerPort: 80 }]), [a], node);
+  assert.equal(!r.admit && r.reason, 'NodePorts');
+  assert.equal(admitPod(pod('c', {}, {}, [{ hostPort: 8081, containerPort: 80 }]), [a], node).admit, true);
+});
+
+test('the effective request: app containers and sidecars, or the largest init container, a limit standing for a missing request', () => {
+  const p = pod('x', { initContainers: [{ name: 'init', image: 'busybox:1.36', resources: { requests: { cpu: '3' } } }, { name: 'side', image: 'busybox:1.36', restartPolicy: 'Always', resources: { requests: { cpu: '500m' } } }] }, { cpu: '1' });
+  assert.equal(podRequests(p).cpu, 3000);
+  const q = pod('y');
+  q.spec!.containers[0]!.resources = { limits: { memory: '64Mi' } };
+  assert.equal(podRequests(q).memory, 64 * 2 ** 20);
+});
+
+test('the kubelet\'s flag syntax for labels and reservations; bad input names the flag', () => {
+  assert.deepEqual(parseMapFlag('disktype=ssd, zone=a', '--node-labels'), { disktype: 'ssd', zone: 'a' });
+  assert.deepEqual(allocatable({ cpu: 2000, memory: 1000, 'ephemeral-storage': 10, pods: 110 }, parseReserved('cpu=100m,memory=100', '--system-reserved'), parseReserved('cpu=200m', '--kube-reserved')), { cpu: 1700, memory: 900, 'ephemeral-storage': 10, pods: 110 });
+  assert.throws(() => parseReserved('cpu=lots', '--kube-reserved'), /--kube-reserved: cpu=lots is not a quantity/);
+  assert.throws(() => parseMapFlag('disktype', '--node-labels'), /--node-labels: "disktype" is not key=value/);
+  assert.equal(nodeLabels('n1')['kubernetes.io/hostname'], 'n1');
+  assert.equal(nodeLabels('n1')['kubernetes.io/os'], 'linux');
+});
+
+test('AppArmor: a Localhost profile (field or annotation) is refused when the host has none; RuntimeDefault and Unconfined pass', () => {
+  const noAA: NodeInfo = { ...node, appArmor: false };
+  const local = pod('aa', { securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: 'mine' } } });
+  assert.deepEqual(admitPod(local, [], noAA), { admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host (container app asks for a Localhost profile)' });
+  assert.equal(admitPod(local, [], { ...node, appArmor: true }).admit, true);
+  const annotated = pod('ann');
+  annotated.metadata!.annotations = { 'container.apparmor.security.beta.kubernetes.io/app': 'localhost/mine' };
+  assert.equal(admitPod(annotated, [], noAA).admit, false);
+  for (const type of ['RuntimeDefault', 'Unconfined']) assert.equal(admitPod(pod('rd', { securityContext: { appArmorProfile: { type } } }), [], noAA).admit, true);
+  assert.equal(hostHasAppArmor(() => 'Y\n'), true);
+  assert.equal(hostHasAppArmor(() => 'N\n'), false);
+  assert.equal(hostHasAppArmor(() => { throw new Error('ENOENT'); }), false);
+});
