@@ -10,6 +10,7 @@ import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
 import { Metrics } from '../core/metrics.js';
+import { bytes } from '../core/util/quantity.js';
 import { StandaloneNode } from '../core/node/index.js';
 
 /** Flags of the commands that run the node agent (agent, watch). */
@@ -18,6 +19,10 @@ export const agentFlags = {
   'manifest-url': Flags.string({ summary: 'Also follow the pods served at this URL.' }),
   'manifest-url-header': Flags.string({ summary: 'HTTP header for --manifest-url, "Name: value" (repeatable).', multiple: true }),
   'file-check-frequency': Flags.string({ summary: 'Safety-net re-read of the manifests path.', default: '20s' }),
+  'manifest-url-max-size': Flags.string({
+    summary: 'A --manifest-url body larger than this (a quantity such as 4Mi) is refused and the last good pods kept. Redirects are followed only within the URL\'s own origin, and the headers never leave it.',
+    default: '4Mi',
+  }),
   'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
   'pleg-relist-period': Flags.string({ summary: 'How often the generic PLEG relists the runtime.', default: '1s' }),
   pleg: Flags.string({
@@ -50,6 +55,8 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
     if (i <= 0) throw new PodctlError(`--manifest-url-header "${h}": expected "Name: value"`, { exitCode: 2 });
     headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
   }
+  const maxBytes = bytes(flags['manifest-url-max-size']);
+  if (maxBytes === undefined || maxBytes <= 0) throw new PodctlError(`--manifest-url-max-size: expected a size such as 4Mi, got ${JSON.stringify(flags['manifest-url-max-size'])}`, { exitCode: 2 });
   // One owner per state dir, before anything else is touched.
   const lock = acquireStateLock(flags['root-dir']);
   const metrics = new Metrics();
@@ -82,6 +89,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
       fileCheckMs: parseDuration(flags['file-check-frequency'], '--file-check-frequency'),
       manifestUrl: flags['manifest-url'],
       manifestUrlHeaders: headers,
+      manifestUrlMaxBytes: maxBytes,
       httpCheckMs: parseDuration(flags['http-check-frequency'], '--http-check-frequency'),
       lock,
       logFile: process.env.PODCTL_AGENT_LOG,

@@ -51,6 +51,8 @@ export interface NodeOptions {
   fileCheckMs?: number;
   manifestUrl?: string;
   manifestUrlHeaders?: Record<string, string>;
+  /** --manifest-url-max-size: a larger body is refused, the last good pods kept. */
+  manifestUrlMaxBytes?: number;
   httpCheckMs?: number;
   appliedResyncMs?: number;
   /** Serve the API on <root-dir>/podctl.sock (default true). */
@@ -200,6 +202,7 @@ export class StandaloneNode {
           nodeName: opts.nodeName,
           clock: opts.clock,
           pollMs: opts.httpCheckMs,
+          maxBytes: opts.manifestUrlMaxBytes,
           onSnapshot: (pods, objects) => this.snapshot('http', pods, objects),
           onError,
           onWarning,
