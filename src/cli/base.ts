@@ -1,5 +1,5 @@
 import { Command, Flags, Errors } from '@oclif/core';
-import { PodctlError } from '../core/errors.js';
+import { PodctlError, escapeControls } from '../core/errors.js';
 
 /**
  * Flags every command shares, and one error path: a PodctlError becomes one
@@ -42,7 +42,7 @@ export abstract class PodctlCommand extends Command {
   protected override async catch(err: Error & { exitCode?: number }): Promise<unknown> {
     if (err instanceof Errors.ExitError) throw err;
     if (err instanceof PodctlError) {
-      process.stderr.write(`Error: ${err.describe()}\n`);
+      process.stderr.write(`Error: ${escapeControls(err.describe())}\n`);
       if (this.debugEnabled()) {
         process.stderr.write(`${err.stack ?? ''}\n`);
         if (err.cause) process.stderr.write(`caused by: ${String((err.cause as Error).stack ?? err.cause)}\n`);
@@ -50,7 +50,7 @@ export abstract class PodctlCommand extends Command {
       this.exit(err.exitCode);
     }
     if (!this.debugEnabled() && !(err instanceof Errors.CLIError)) {
-      process.stderr.write(`Error: ${err.message}\n(an unexpected error; run again with --debug for the stack trace)\n`);
+      process.stderr.write(`Error: ${escapeControls(err.message)}\n(an unexpected error; run again with --debug for the stack trace)\n`);
       this.exit(1);
     }
     return super.catch(err);

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
-import { PodctlError } from '../core/errors.js';
+import { PodctlError, escapeControls, quoteName } from '../core/errors.js';
 import { PodView, defaultContainer, findRuntimePod, newestInstance, type RuntimePod } from '../core/podview/index.js';
 import type { RuntimeContainerStatus } from '../core/kuberuntime/types.js';
 import { DEFAULT_ROOT_DIR, hostIP } from './node.js';
@@ -31,7 +31,7 @@ export function podArg(arg: string): string {
 /** The pod, or the one-line "not found" error (exit 1). */
 export async function requirePod(view: PodView, namespace: string, name: string): Promise<RuntimePod> {
   const pod = await findRuntimePod(view, namespace, name);
-  if (!pod) throw new PodctlError(`pod "${name}" not found in namespace ${namespace}`);
+  if (!pod) throw new PodctlError(`pod ${quoteName(name)} not found in namespace ${escapeControls(namespace)}`);
   return pod;
 }
 
@@ -47,7 +47,7 @@ export function chooseContainer(pod: RuntimePod, name: string | undefined, flag 
   const names = containerNames(pod);
   if (name !== undefined) {
     if (!names.includes(name)) {
-      throw new PodctlError(`${flag} ${name}: no such container in pod "${pod.runtime.name}"; choose one of: ${names.join(', ')}`);
+      throw new PodctlError(`${flag} ${quoteName(name)}: no such container in pod "${pod.runtime.name}"; choose one of: ${names.join(', ')}`);
     }
     return name;
   }

@@ -1,9 +1,20 @@
-import { Args } from '@oclif/core';
+import { Args, Flags } from '@oclif/core';
+import type { IContainer } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/podview.js';
 import { connect } from '../cli/runtime.js';
 import { PodctlError } from '../core/errors.js';
 import * as L from '../core/kuberuntime/labels.js';
+import { countRedacted, redactEnv, secretEnvPredicate } from '../core/redact.js';
+
+/** The container spec podctl records on each container (env with its valueFrom references). */
+function parseContainerSpec(json: string | undefined): IContainer | undefined {
+  try {
+    return json ? (JSON.parse(json) as IContainer) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The verbose info map's values are JSON documents as strings: print them as JSON. */
 function expandInfo(info: Record<string, string> | undefined): Record<string, unknown> | undefined {
@@ -32,7 +43,8 @@ export class Inspect extends PodctlCommand {
   static override summary = "The runtime's raw status of a pod sandbox or a container, as JSON (crictl inspectp / inspect).";
   static override description = `pod: a sandbox ID (or unique prefix), or the name of a podctl pod in -n NAMESPACE (its newest sandbox).
 container: a container ID (or unique prefix), or POD/CONTAINER for the newest instance of a podctl pod's container.
-Prints the verbose CRI status response, with the runtime's info documents expanded.`;
+Prints the verbose CRI status response, with the runtime's info documents expanded. Environment values that come
+from a Secret (secretKeyRef, envFrom secretRef) are redacted unless --show-secrets is given.`;
   static override examples = [
     '<%= config.bin %> inspect pod web',
     '<%= config.bin %> inspect pod 3f2a9c1d',
@@ -43,7 +55,11 @@ Prints the verbose CRI status response, with the runtime's info documents expand
     kind: Args.string({ description: 'pod or container.', required: true, options: ['pod', 'container'], ignoreStdin: true }),
     id: Args.string({ description: 'ID, unique ID prefix, or name.', required: true, ignoreStdin: true }),
   };
-  static override flags = { ...podViewFlags, namespace: namespaceFlag };
+  static override flags = {
+    ...podViewFlags,
+    namespace: namespaceFlag,
+    'show-secrets': Flags.boolean({ summary: 'Print environment values that come from a Secret (redacted by default).' }),
+  };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Inspect);
@@ -67,7 +83,16 @@ Prints the verbose CRI status response, with the runtime's info documents expand
         }
         doc = await client.containerStatus(id, true);
       }
-      this.log(JSON.stringify({ ...doc, info: expandInfo(doc.info) }, null, 2));
+      let out: unknown = { ...doc, info: expandInfo(doc.info) };
+      if (args.kind === 'container' && !flags['show-secrets']) {
+        // The runtime repeats every env value (CRI config, OCI spec): those from a Secret are not printed.
+        const annotations = (doc.status as { annotations?: Record<string, string> } | undefined)?.annotations ?? {};
+        const spec = parseContainerSpec(annotations[L.CONTAINER_SPEC_ANNOTATION]);
+        out = redactEnv(out, secretEnvPredicate(spec));
+        const n = countRedacted(out);
+        if (n) process.stderr.write(`${n} environment value(s) that come from a Secret are redacted; --show-secrets prints them\n`);
+      }
+      this.log(JSON.stringify(out, null, 2));
     } finally {
       client.close();
     }

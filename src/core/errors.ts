@@ -25,3 +25,17 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
 }
+
+/**
+ * What a terminal must not interpret in text podctl echoes (names a user or a manifest gave):
+ * control characters other than newline and tab, and C1 controls, shown as \x1b and the like.
+ */
+export function escapeControls(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** A name as an error message quotes it: JSON-style, so a newline or an escape sequence shows as such. */
+export function quoteName(name: string): string {
+  return escapeControls(JSON.stringify(name));
+}

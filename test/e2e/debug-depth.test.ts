@@ -238,8 +238,14 @@ test('bundle of a pod with a Secret env var: every listed part is in the archive
   node.loop.addPods([p]);
   await waitForStatus(node.kubelet, p, running, 60_000);
   // The runtime does hold the value (the container's environment), so the redaction is what keeps it out.
-  const raw = await cli(['inspect', 'container', 'bundled/app']);
+  const raw = await cli(['inspect', 'container', 'bundled/app', '--show-secrets']);
   assert.ok(raw.stdout.includes(secret), 'the runtime repeats the secret in its inspect output');
+  // inspect itself redacts it unless asked, and says so; the literal value stays.
+  const redacted = await cli(['inspect', 'container', 'bundled/app']);
+  assert.equal(redacted.code, 0, redacted.stderr);
+  assert.ok(!redacted.stdout.includes(secret), 'inspect does not print the secret by default');
+  assert.ok(redacted.stdout.includes('plain-value'));
+  assert.match(redacted.stderr, /come from a Secret are redacted; --show-secrets prints them/);
 
   const out = join(work.dir, 'bundled.tar.gz');
   const r = await cli(['bundle', 'bundled', '-o', out]);

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gunzipSync } from 'node:zlib';
-import { Bundle, REDACTED, redactEnv, secretEnvPredicate } from '../../src/core/bundle/index.js';
+import { Bundle } from '../../src/core/bundle/index.js';
+import { REDACTED, redactEnv, secretEnvPredicate } from '../../src/core/redact.js';
 import { parseTar } from '../../src/core/exec/tar.js';
 
 test('secret env names: secretKeyRef ones; with envFrom secretRef, everything not set to a literal value', () => {

@@ -24,3 +24,9 @@ test('a mistyped command is a usage error: exit 2, the suggestion with the rest 
   assert.equal(none.code, 2);
   assert.equal(none.stderr, 'podctl: "frobnicate" is not a podctl command.\nRun "podctl help" for the list of commands.\n');
 });
+
+test('names echoed in errors cannot drive the terminal: control characters are shown escaped', async () => {
+  const { escapeControls, quoteName } = await import('../../src/core/errors.js');
+  assert.equal(quoteName('a\nb\u001b[31m'), '"a\\nb\\u001b[31m"');
+  assert.equal(escapeControls('line one\nname \u001b[31mred\u0007 \u009b'), 'line one\nname \\x1b[31mred\\x07 \\x9b');
+});
