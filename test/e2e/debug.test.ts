@@ -163,7 +163,7 @@ test('logs -p prints the previous instance; logs the current one; a pod with no 
   assert.equal(none.stderr, 'Error: previous terminated container "app" in pod "fresh" not found\n');
   const bad = await cli(['logs', 'fresh', '-n', NS, '-c', 'nope']);
   assert.equal(bad.code, 1);
-  assert.equal(bad.stderr, 'Error: -c nope: no such container in pod "fresh"; choose one of: app\n');
+  assert.equal(bad.stderr, 'Error: -c "nope": no such container in pod "fresh"; choose one of: app\n');
   const missing = await cli(['logs', 'no-such-pod', '-n', NS]);
   assert.equal(missing.code, 1);
   assert.equal(missing.stderr, `Error: pod "no-such-pod" not found in namespace ${NS}\n`);
@@ -176,7 +176,7 @@ test('logs --tail 2, --since 10s, --timestamps (the CRI times), a long line join
   loop.addPods([p]);
   await waitFor(p, running, 30_000);
   const all = async () => (await cli(['logs', 'chatty', '-n', NS])).stdout;
-  for (let i = 0; i < 50 && !(await all()).includes('xxx'); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 300 && !(await all()).includes('xxx'); i++) await new Promise((r) => setTimeout(r, 100));
 
   const whole = (await all()).split('\n');
   assert.deepEqual(whole.slice(0, 5), ['line 1', 'line 2', 'line 3', 'line 4', 'line 5']);

@@ -70,7 +70,7 @@ test('with /run/netns bind-mounted onto itself (as podman leaves it), pods are c
     const status = await client.podSandboxStatus(s.id);
     assert.ok(status.status?.network?.ip, `${n} has a pod IP`);
   }
-  const del = podctl(['delete', 'pod', ...names, '-n', E2E_NAMESPACE, '--grace-period', '0', '--root-dir', root, '--log-root', logs]);
+  const del = podctl(['delete', 'pod', ...names, '-n', E2E_NAMESPACE, '--grace-period', '0', '--root-dir', root]);
   assert.equal(del.code, 0, del.stderr + del.stdout);
   const left = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
   assert.deepEqual(left.filter((s) => names.includes(s.metadata?.name ?? '')).map((s) => s.id), [], 'every sandbox removed');

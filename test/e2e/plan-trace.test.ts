@@ -145,7 +145,7 @@ test('watch --trace -o json: config ADD, PLEG ContainerDied, the restart, config
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
   const containers = () => client.listContainers({ labelSelector: { [POD_NAME_LABEL]: 'traced', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
   try {
     await eventually('watch to start', async () => (err.includes('watching') ? true : undefined));

@@ -7,7 +7,7 @@ import type { Kubelet } from '../../src/core/kubelet.js';
 import { POD_UID_LABEL } from '../../src/core/kuberuntime/labels.js';
 import type { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText, type ParsedManifest } from '../../src/core/pod/index.js';
-import { containerLogLines, E2E_NAMESPACE, podctl, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
+import { containerLogLines, E2E_NAMESPACE, eventually, podctl, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
 
 let client: CriClient;
 let kubelet: Kubelet;
@@ -216,11 +216,11 @@ test('a subPath that leads out of its volume through a symlink is refused', asyn
 test('a volume that cannot be set up leaves the pod Pending with a FailedMount event, and nothing created', async () => {
   const p = pod('bad-volume', `  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"], volumeMounts: [{name: cfg, mountPath: /cfg}]}\n  volumes:\n  - {name: cfg, configMap: {name: not-there}}\n`);
   loop.addPods([p]);
-  for (let i = 0; i < 100 && !kubelet.events.eventsFor(p.metadata!.uid!).some((e) => e.reason === 'FailedMount'); i++) await new Promise((r) => setTimeout(r, 100));
-  const ev = kubelet.events.eventsFor(p.metadata!.uid!).find((e) => e.reason === 'FailedMount');
-  assert.match(ev?.message ?? '', /^MountVolume\.SetUp failed for volume "cfg" : configmap "not-there" not found/);
-  const s = kubelet.statuses.get(p.metadata!.uid!);
-  assert.equal(s?.phase, 'Pending');
+  const ev = await eventually('a FailedMount event', async () => kubelet.events.eventsFor(p.metadata!.uid!).find((e) => e.reason === 'FailedMount'), 60_000);
+  assert.match(ev.message, /^MountVolume\.SetUp failed for volume "cfg" : configmap "not-there" not found/);
+  // The status of that sync comes after its event: wait for it, and no status may ever have said otherwise.
+  const s = await waitForStatus(kubelet, p, (st) => st.phase !== undefined, 30_000);
+  assert.equal(s.phase, 'Pending');
   assert.equal((await client.listPodSandbox({ labelSelector: { [POD_UID_LABEL]: p.metadata!.uid! } })).length, 0);
   await remove(p);
 });

@@ -8,7 +8,7 @@ import type { Kubelet } from '../../src/core/kubelet.js';
 import type { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { runtimeId } from '../../src/core/prober/index.js';
-import { containerLogLines, E2E_NAMESPACE, logFileLines, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
+import { containerLogLines, E2E_NAMESPACE, recordStatuses, logFileLines, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
 
 let client: CriClient;
 let kubelet: Kubelet;
@@ -158,6 +158,8 @@ test('tcpSocket readiness turns ready when the port listens; a failing startup p
     livenessProbe: {exec: {command: [sh, -c, "if [ -f /started ]; then echo ok >> /live-ok; else echo early >> /live-early; fi"]}, periodSeconds: 1}
 `,
   );
+  // The gated pod's statuses from its very first: "not started yet" is a fact of its history, whatever else the test waited for.
+  const gatedHistory = recordStatuses(kubelet, gated);
   loop.addPods([tcp, neverStarts, gated]);
   const tcpRunning = await waitFor(tcp, (s) => cs(s).state?.running !== undefined);
   assert.equal(cs(tcpRunning).ready, false);
@@ -167,9 +169,11 @@ test('tcpSocket readiness turns ready when the port listens; a failing startup p
   assert.equal(cs(restarted).lastState?.terminated?.message, 'Container app failed startup probe, will be restarted');
   assert.equal(cs(restarted).started, false);
 
-  const notStarted = await waitFor(gated, (s) => cs(s).state?.running !== undefined);
-  assert.equal(cs(notStarted).started, false, 'not started before the startup probe passes');
-  const started = await waitFor(gated, (s) => cs(s).started === true);
+  const firstRunning = await gatedHistory.first((s) => cs(s)?.state?.running !== undefined, 30_000);
+  assert.equal(cs(firstRunning.status).started, false, 'not started before the startup probe passes');
+  const { status: started, before: earlier } = await gatedHistory.first((s) => cs(s)?.started === true, 30_000);
+  assert.ok(earlier.every((s) => cs(s)?.started !== true), 'every status before it said not started');
+  gatedHistory.stop();
   const id = runtimeId(cs(started).containerID)!;
   // Let liveness run a few times after startup succeeded.
   for (let i = 0; i < 40; i++) {
@@ -210,7 +214,7 @@ test('postStart writes a file the container reads; preStop runs before SIGTERM; 
   loop.addPods([hooks, stubborn]);
   const hooksRunning = await waitFor(hooks, (s) => cs(s).state?.running !== undefined);
   const stubbornRunning = await waitFor(stubborn, (s) => cs(s).state?.running !== undefined);
-  for (let i = 0; i < 40 && !containerLogLines(logRoot, hooks, 'app').includes('written-by-poststart'); i++) await new Promise((r) => setTimeout(r, 250));
+  for (let i = 0; i < 120 && !containerLogLines(logRoot, hooks, 'app').includes('written-by-poststart'); i++) await new Promise((r) => setTimeout(r, 250));
   assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), ['written-by-poststart'], 'the main process read what postStart wrote');
 
   await remove(hooks, stubborn);

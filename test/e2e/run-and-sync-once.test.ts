@@ -170,8 +170,8 @@ test('run in the foreground: SIGTERM terminates its pods gracefully, removes the
   });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  for (let i = 0; i < 100 && !/fg\s+Running/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  for (let i = 0; i < 600 && !new RegExp(`${ns}/fg\\s+Running`).test(out); i++) await new Promise((r) => setTimeout(r, 100));
   assert.match(out, new RegExp(`${ns}/fg\\s+Running`));
   assert.equal((await runtimeView('fg')).containers.length, 1);
   child.kill('SIGTERM');

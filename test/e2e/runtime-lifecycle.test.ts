@@ -7,13 +7,15 @@ import { E2E_ENDPOINT, podctl, scratchDir } from '../support/e2e.js';
 
 const paths = embeddedPaths();
 const ours = (line: string) => line.includes(paths.rootDir) || line.includes(paths.runDir);
-const netns = () => {
-  try {
-    return readdirSync('/var/run/netns').filter((n) => n.startsWith('cni-'));
-  } catch {
-    return [];
-  }
-};
+/** The pods' network namespaces: under containerd's state dir (netns_mounts_under_state_dir), and /run/netns for older set-ups. */
+const netns = () =>
+  [join(paths.stateDir, 'io.containerd.grpc.v1.cri', 'netns'), '/var/run/netns'].flatMap((d) => {
+    try {
+      return readdirSync(d).filter((n) => n.startsWith('cni-')).map((n) => join(d, n));
+    } catch {
+      return [];
+    }
+  });
 
 test('runtime down then up: nothing left behind, and it works again', { skip: E2E_ENDPOINT !== `unix://${paths.socket}` && 'e2e runs against another runtime' }, () => {
   const netnsBefore = netns();

@@ -19,6 +19,11 @@ function podYaml(name: string, command: string[]): string {
   return `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: ${JSON.stringify(command)}\n  - name: side\n    image: busybox:1.36\n    command: ["sleep", "3600"]\n`;
 }
 
+/** The namespace as it stands in watch's lines (for a regex). */
+const NS = E2E_NAMESPACE.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** watch prints asynchronously: wait until a line matches, never read it once. */
+const said = (w: { output: () => string }, what: string, pattern: RegExp) => eventually(what, async () => (pattern.test(w.output()) ? true : undefined));
+
 async function containers(name: string) {
   return client.listContainers({ labelSelector: { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
 }
@@ -30,7 +35,8 @@ function startWatch(): { child: ChildProcess; output: () => string; stop: () => 
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the output is whole only once stdout and stderr have ended.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return {
     child,
     output: () => out,
@@ -76,14 +82,16 @@ test('watch follows the directory: add starts, edit replaces one container, rest
     assert.equal(await w.stop(), 0, w.output());
     assert.match(w.output(), /pods keep running/);
     w = startWatch();
-    await eventually('the new watch to report the pod', async () => (/podctl-e2e\/w1\s+Running/.test(w.output()) ? true : undefined));
+    await said(w, 'the new watch to report the pod', new RegExp(`${NS}/w1\\s+Running`));
     await new Promise((r) => setTimeout(r, 1500));
     assert.deepEqual(running(await containers('w1')).map((c) => c.id).sort(), edited.map((c) => c.id).sort());
 
     rmSync(file);
-    await eventually('w1 to be removed', async () => ((await containers('w1')).length === 0 ? true : undefined));
-    assert.equal((await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'w1' } })).length, 0);
-    assert.match(w.output(), /podctl-e2e\/w1\s+terminated and removed/);
+    // Containers go first, then the sandbox: the pod is removed once both are gone.
+    await eventually('w1 to be removed, containers and sandbox', async () =>
+      (await containers('w1')).length === 0 && (await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'w1', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } })).length === 0 ? true : undefined,
+    );
+    await said(w, 'watch to say w1 was removed', new RegExp(`${NS}/w1\\s+terminated and removed`));
   } finally {
     await w.stop();
   }
@@ -96,7 +104,7 @@ test('a container killed from outside: ContainerDied in pleg-events --follow and
   });
   let eventsOut = '';
   events.stdout.on('data', (d: Buffer) => (eventsOut += d.toString()));
-  const eventsExited = new Promise((resolve) => events.on('exit', resolve));
+  const eventsExited = new Promise((resolve) => events.on('close', resolve));
   try {
     writeFileSync(join(manifests, 'victim.yaml'), podYaml('victim', ['sleep', '3600']));
     const app = await eventually('victim to run', async () => {
@@ -121,8 +129,8 @@ test('a container killed from outside: ContainerDied in pleg-events --follow and
       return list[0] && list[0].id !== app.id ? list[0] : undefined;
     });
     assert.equal(restarted.annotations['io.kubernetes.container.restartCount'], '1');
-    assert.match(w.output(), /podctl-e2e\/victim .*app=running restarts=1/);
-    assert.match(w.output(), /podctl-e2e\/victim {2}ContainerDied app \(exit 137\)/);
+    await said(w, 'watch to show the restart', new RegExp(`${NS}/victim .*app=running restarts=1`));
+    await said(w, 'watch to show the ContainerDied', new RegExp(`${NS}/victim {2}ContainerDied app \\(exit 137\\)`));
   } finally {
     events.kill('SIGTERM');
     await eventsExited;

@@ -76,6 +76,52 @@ export function waitForStatus(kubelet: Kubelet, p: IPod, cond: (s: IPodStatus) =
   });
 }
 
+/** Every status a pod reported from the moment recording began, in order. */
+export interface StatusRecorder {
+  readonly history: IPodStatus[];
+  /** The first recorded status matching cond (already seen, or to come), with every status seen before it. */
+  first(cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<{ status: IPodStatus; before: IPodStatus[] }>;
+  stop(): void;
+}
+
+/**
+ * Records a pod's statuses from now on, so a test asserts on what was first observed (the
+ * history), not on a snapshot read after waiting for something else. Start it before the pod
+ * is added.
+ */
+export function recordStatuses(kubelet: Kubelet, p: IPod): StatusRecorder {
+  const uid = p.metadata!.uid!;
+  const history: IPodStatus[] = [];
+  const waiters = new Set<() => void>();
+  const stop = kubelet.observe({
+    onStatus: ({ pod, status }) => {
+      if (pod.metadata!.uid !== uid) return;
+      history.push(status);
+      for (const w of waiters) w();
+    },
+  });
+  return {
+    history,
+    stop,
+    first: (cond, timeoutMs) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const i = history.findIndex(cond);
+          if (i < 0) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve({ status: history[i]!, before: history.slice(0, i) });
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`timed out; statuses of ${p.metadata!.name} seen: ${JSON.stringify(history.map((s) => s.containerStatuses?.map((c) => ({ state: Object.keys(c.state ?? {})[0], ready: c.ready, started: c.started }))))}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      }),
+  };
+}
+
 /** The messages of a container instance's CRI log (partial lines joined); [] when there is none yet. */
 export function containerLogLines(logRoot: string, p: IPod, container: string, restartCount = 0): string[] {
   const m = p.metadata!;

@@ -108,13 +108,20 @@ test('fuzz: wrong types, invalid names and ports, huge values in real fields', (
   );
 });
 
-test('deep nesting and very large documents are refused with a problem, not a crash or a hang', () => {
-  const deep = `${'['.repeat(5000)}${']'.repeat(5000)}`;
-  check(deep);
-  check(`apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nspec: ${'{a: '.repeat(2000)}1${'}'.repeat(2000)}\n`);
-  const huge = `apiVersion: v1\nkind: Pod\nmetadata: {name: big, annotations: {x: "${'y'.repeat(2_000_000)}"}}\nspec:\n  containers:\n  - {name: c, image: busybox:1.36}\n`;
-  check(huge);
+test('deep nesting, very large documents and alias bombs are refused with a problem, not a crash or a hang', () => {
+  /** check() plus: a problem was reported, an error, naming what is wrong; no pod came out. */
+  const refused = (text: string, what: RegExp) => {
+    check(text);
+    const r = parseManifestText(text, src, opts);
+    const errors = r.problems.filter((p) => p.severity === 'error');
+    assert.ok(errors.length > 0, 'an error problem is reported');
+    assert.ok(errors.some((p) => what.test(p.message) || what.test(p.field)), `a problem says ${what}: ${errors.map((p) => `${p.field}: ${p.message}`).join(' | ').slice(0, 300)}`);
+    assert.equal(r.pods.length, 0);
+  };
+  refused(`${'['.repeat(5000)}${']'.repeat(5000)}`, /expected a Kubernetes object|invalid YAML/);
+  refused(`apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nspec: ${'{a: '.repeat(2000)}1${'}'.repeat(2000)}\n`, /unknown field|invalid YAML|expected/);
+  refused(`apiVersion: v1\nkind: Pod\nmetadata: {name: big, annotations: {x: "${'y'.repeat(2_000_000)}"}}\nspec:\n  containers:\n  - {name: c, image: busybox:1.36}\n`, /annotations|256 KiB|262144/);
   // Alias bombs expand exponentially in a naive loader.
   const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]', ...Array.from({ length: 9 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`)].join('\n');
-  check(bomb);
+  refused(bomb, /alias/);
 });
