@@ -2,10 +2,9 @@ import { Flags } from '@oclif/core';
 import { eventLine, eventWorthALine, statusLine } from './render.js';
 import { podTable } from './table.js';
 import { connect, type GlobalFlags } from './runtime.js';
-import { hostIP, hygienePolicies, nodeFlags } from './node.js';
+import { nodeFlags, nodeOptionsFromFlags } from './node.js';
 import { diskReport } from '../core/stats/disk.js';
 import { traceFlags, tracerFor } from './trace.js';
-import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
@@ -73,18 +72,8 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
     const version = await client.version();
     metrics.watchDisk(() => diskReport(client, client));
     node = new StandaloneNode({
-      runtime: client,
-      images: client,
-      clock: realClock,
-      rootDir: flags['root-dir'],
-      logRoot: flags['log-root'],
-      nodeName: flags['node-name'],
-      hostIP: hostIP(),
-      runtimeName: version.runtimeName,
-      allowPrivileged: flags['allow-privileged'],
-      hygiene: hygienePolicies(flags),
+      ...nodeOptionsFromFlags(client, flags, version.runtimeName),
       pleg: flags.pleg === 'generic' ? 'generic' : 'evented',
-      relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period'),
       manifestPath: path,
       fileCheckMs: parseDuration(flags['file-check-frequency'], '--file-check-frequency'),
       manifestUrl: flags['manifest-url'],

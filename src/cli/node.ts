@@ -4,6 +4,7 @@ import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
+import type { NodeOptions } from '../core/node/node.js';
 import { allocatable, hostCapacity, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError } from '../core/errors.js';
@@ -165,4 +166,25 @@ export function buildKubelet(
     runtimeName,
     ...hygienePolicies(flags),
   });
+}
+
+/** What every node a command runs (agent, watch, foreground run) takes from the shared flags. */
+export function nodeOptionsFromFlags(
+  client: CriClient,
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'pleg-relist-period': string } & HygieneFlags,
+  runtimeName: string | undefined,
+): Pick<NodeOptions, 'runtime' | 'images' | 'clock' | 'rootDir' | 'logRoot' | 'nodeName' | 'hostIP' | 'runtimeName' | 'allowPrivileged' | 'hygiene' | 'relistPeriodMs'> {
+  return {
+    runtime: client,
+    images: client,
+    clock: realClock,
+    rootDir: flags['root-dir'],
+    logRoot: flags['log-root'],
+    nodeName: flags['node-name'],
+    hostIP: hostIP(),
+    runtimeName,
+    allowPrivileged: flags['allow-privileged'],
+    hygiene: hygienePolicies(flags),
+    relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period'),
+  };
 }

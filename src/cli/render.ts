@@ -139,3 +139,17 @@ function planActionLine(a: PlannedAction): string {
       return `+ start ${a.kind === 'app' ? '' : `${a.kind} `}container ${a.container}: ${a.reason}`;
   }
 }
+
+/** A verbose CRI answer's info map holds JSON documents as strings: print them as JSON. */
+export function expandInfo(info: Record<string, string> | undefined): Record<string, unknown> | undefined {
+  if (!info) return undefined;
+  return Object.fromEntries(
+    Object.entries(info).map(([k, v]) => {
+      try {
+        return [k, JSON.parse(v) as unknown];
+      } catch {
+        return [k, v];
+      }
+    }),
+  );
+}

@@ -10,22 +10,10 @@ import { newerFirst } from '../core/kuberuntime/types.js';
 import { readLogFile } from '../core/logs/index.js';
 import { eventsFromRuntime, fetchPodEvents, podTimeline, type DescribedEvent } from '../core/podview/describe.js';
 import { findRuntimePod } from '../core/podview/index.js';
+import { expandInfo } from '../cli/render.js';
 
 const LOG_TAIL = 1000;
 
-/** The verbose info map's values are JSON documents as strings: keep them as JSON. */
-function expandInfo(info: Record<string, string> | undefined): Record<string, unknown> | undefined {
-  if (!info) return undefined;
-  return Object.fromEntries(
-    Object.entries(info).map(([k, v]) => {
-      try {
-        return [k, JSON.parse(v) as unknown];
-      } catch {
-        return [k, v];
-      }
-    }),
-  );
-}
 
 const json = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
 

@@ -6,6 +6,7 @@ import { connect } from '../cli/runtime.js';
 import { PodctlError } from '../core/errors.js';
 import * as L from '../core/kuberuntime/labels.js';
 import { countRedacted, redactEnv, secretEnvPredicate } from '../core/redact.js';
+import { expandInfo } from '../cli/render.js';
 
 /** The container spec podctl records on each container (env with its valueFrom references). */
 function parseContainerSpec(json: string | undefined): IContainer | undefined {
@@ -16,19 +17,6 @@ function parseContainerSpec(json: string | undefined): IContainer | undefined {
   }
 }
 
-/** The verbose info map's values are JSON documents as strings: print them as JSON. */
-function expandInfo(info: Record<string, string> | undefined): Record<string, unknown> | undefined {
-  if (!info) return undefined;
-  return Object.fromEntries(
-    Object.entries(info).map(([k, v]) => {
-      try {
-        return [k, JSON.parse(v) as unknown];
-      } catch {
-        return [k, v];
-      }
-    }),
-  );
-}
 
 /** The one ID that `wanted` names in full or as a unique prefix. */
 function resolveId(kind: string, wanted: string, ids: string[]): string {

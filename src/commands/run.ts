@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
-import { admissionFlags, hostIP, hygienePolicies, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
+import { admissionFlags, hygienePolicies, nodeFlags, nodeInfoFromFlags, nodeOptionsFromFlags } from '../cli/node.js';
 import { planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
 import { streamPodLogs } from '../cli/log-stream.js';
 import { eventLine, eventWorthALine, statusLine } from '../cli/render.js';
@@ -148,17 +148,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
     try {
       const version = await client.version();
       node = new StandaloneNode({
-        runtime: client,
-        images: client,
-        clock: realClock,
-        rootDir: flags['root-dir'],
-        logRoot: flags['log-root'],
-        nodeName: flags['node-name'],
-        hostIP: hostIP(),
-        runtimeName: version.runtimeName,
-        allowPrivileged: flags['allow-privileged'],
-        hygiene: hygienePolicies(flags),
-        relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period'),
+        ...nodeOptionsFromFlags(client, flags, version.runtimeName),
         lock,
         trace: tracer,
         hooks: { onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`), onSourceError: (m) => process.stderr.write(`${stamp()} ${m}\n`) },
