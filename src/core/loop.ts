@@ -57,7 +57,7 @@ export class SyncLoop {
   private lastRuntimeCheck = -Infinity;
   private runtimeBackoffMs = RUNTIME_BACKOFF_INITIAL_MS;
   private lastHousekeeping: number;
-  private housekeeping = false;
+  private housekeepingPass: Promise<void> | undefined;
   private readonly syncTickMs: number;
 
   constructor(private readonly opts: SyncLoopOptions) {
@@ -79,8 +79,11 @@ export class SyncLoop {
     this.schedule(this.syncTickMs);
   }
 
-  /** Stops dispatching; pods keep running. */
-  stop(): void {
+  /**
+   * Stops dispatching; pods keep running. Resolves once a housekeeping pass
+   * already under way has ended, so nothing of the loop touches the runtime after.
+   */
+  stop(): Promise<void> {
     this.running = false;
     this.unwatch?.();
     this.unwatchProbes?.();
@@ -88,6 +91,7 @@ export class SyncLoop {
     this.opts.kubelet.containerLogs.stop();
     this.opts.pleg.stop();
     if (this.tick) this.opts.clock.clearTimeout(this.tick);
+    return this.housekeepingPass ?? Promise.resolve();
   }
 
   addPods(pods: IPod[]): void {
@@ -169,14 +173,13 @@ export class SyncLoop {
     const due = this.opts.kubelet.workers.syncDue();
     if (due.length) this.opts.trace?.syncTick?.(due);
     const period = this.opts.housekeepingPeriodMs ?? HOUSEKEEPING_PERIOD_MS;
-    if (!this.housekeeping && now - this.lastHousekeeping >= period && (this.opts.sourcesReady?.() ?? true)) {
+    if (!this.housekeepingPass && now - this.lastHousekeeping >= period && (this.opts.sourcesReady?.() ?? true)) {
       this.lastHousekeeping = now;
-      this.housekeeping = true;
       const housekeeping = () => this.opts.kubelet.housekeeping();
-      (this.opts.trace?.housekeeping?.(housekeeping) ?? housekeeping())
+      this.housekeepingPass = (this.opts.trace?.housekeeping?.(housekeeping) ?? housekeeping())
         .then((r) => this.opts.onHousekeeping?.(r))
         .catch((err) => this.opts.onError?.(err))
-        .finally(() => (this.housekeeping = false));
+        .finally(() => (this.housekeepingPass = undefined));
     }
     this.schedule(this.syncTickMs);
   }

@@ -112,8 +112,8 @@ test('plan on a container that crashed under restartPolicy Always: the restart a
     });
     loop.addPods([pod]);
     await Promise.race([backingOff, new Promise((_, reject) => setTimeout(() => reject(new Error('no CrashLoopBackOff after the first restart')), 30_000))]);
-    // Freeze the runtime as it is: no agent restarts the container while plan looks.
-    loop.stop();
+    // Freeze the runtime as it is: no agent restarts the container or collects one while plan looks.
+    await loop.stop();
     await kubelet.workers.waitIdle();
     const before = await snapshot();
 
@@ -127,7 +127,7 @@ test('plan on a container that crashed under restartPolicy Always: the restart a
     assert.match(text.stdout, /\+ start container app: exited with code 1 and restartPolicy is Always; back-off 10s (expires in \d+s|has expired)/);
     assert.deepEqual(await snapshot(), before, 'nothing in the runtime changed');
   } finally {
-    loop.stop();
+    await loop.stop();
     await kubelet.syncTerminatingPod(pod, 0);
     await kubelet.syncTerminatedPod(pod);
   }

@@ -250,7 +250,7 @@ export async function startE2ENode(opts: Omit<KubeletOptions, 'runtime' | 'image
       // Through the kubelet first, so that volumes are torn down even when a test failed half-way.
       const left = [...kubelet.pods.values()];
       if (left.length) await Promise.race([remove(...left), new Promise((r) => setTimeout(r, 30_000).unref())]);
-      loop.stop();
+      await loop.stop();
       await kubelet.workers.waitIdle();
       await removeE2EPods(client);
       client.close();

@@ -167,7 +167,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         mounts: leakedMounts(readFileSync('/proc/self/mountinfo', 'utf8'), root, churnedUids).length,
       };
       restarts = containers.reduce((n, c) => n + Number(c.annotations['io.kubernetes.container.restartCount'] ?? 0), 0);
-      if (notConverged.length === 0 && leaked.sandboxes + leaked.containers === 0) break;
+      if (notConverged.length === 0 && leaked.sandboxes + leaked.containers + leaked.mounts === 0) break;
       await new Promise((r) => setTimeout(r, 1000));
     }
     // The end a user would make: every manifest removed, and watch tears everything down (volumes included).

@@ -56,7 +56,7 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
     const uids = [...kubelet.pods.keys()];
     loop.removePods(uids);
     await until(() => kubelet.pods.size === 0, 'pods removed');
-    loop.stop();
+    await loop.stop();
     await kubelet.workers.waitIdle();
     fake.setExecHandler(undefined);
   });

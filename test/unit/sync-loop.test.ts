@@ -197,9 +197,34 @@ describe('syncLoop on the fake runtime', () => {
     assert.deepEqual(states, ['down: runtime is down', 'up']);
     assert.equal(running().length, 1, 'the container was restarted after the runtime came back');
     assert.equal(fake.sandboxes().filter((s) => s.metadata.name === 'survivor').length, 1, 'no duplicate sandbox');
-    loop.stop();
+    await loop.stop();
     await kubelet.syncTerminatingPod(p, 0);
     await kubelet.syncTerminatedPod(p);
+  });
+
+  test('stop() resolves only once a housekeeping pass under way has ended: nothing of the loop touches the runtime after', async () => {
+    const clock = new FakeClock();
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-stop' });
+    let finish!: () => void;
+    let started = 0;
+    kubelet.housekeeping = async () => {
+      started++;
+      await new Promise<void>((r) => (finish = r));
+      return { removedPods: [], removedContainers: 0, durationMs: 0 };
+    };
+    const loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 1000 }), clock, housekeepingPeriodMs: 100 });
+    loop.start();
+    await settle(clock, 1000);
+    assert.equal(started, 1, 'one housekeeping pass under way');
+    let stopped = false;
+    const stopping = loop.stop().then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(stopped, false, 'stop waits for the pass');
+    finish();
+    await stopping;
+    assert.equal(stopped, true);
+    await settle(clock, 1000);
+    assert.equal(started, 1, 'no pass after stop');
   });
 });
 

@@ -113,7 +113,7 @@ test('trace: each branch of the loop, each worker\'s outcome, steps and its own 
     assert.match(formatTraceEvent(restart), /worker default\/a sync\(sync\) ok \d+ms: StartContainer app \| .*CreateContainer [\d.]+ms, StartContainer [\d.]+ms/);
     for (const e of events) assert.deepEqual(JSON.parse(JSON.stringify(e)), e, 'every event is plain JSON');
   } finally {
-    loop.stop();
+    await loop.stop();
     await kubelet.workers.waitIdle();
     const b = pod('b');
     await kubelet.syncTerminatingPod(b, 0);
@@ -150,7 +150,7 @@ test('the sync tick traces the pods due; a failed worker says why', async () => 
     const retried = events.filter((e) => e.type === 'worker').at(-1)!;
     assert.ok(retried.type === 'worker' && retried.outcome === 'ok' && events.indexOf(retried) > events.indexOf(tick));
   } finally {
-    loop.stop();
+    await loop.stop();
     await kubelet.workers.waitIdle();
     await kubelet.syncTerminatingPod(p, 0);
     await kubelet.syncTerminatedPod(p);

@@ -265,7 +265,7 @@ export class StandaloneNode {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server?.closeAllConnections?.();
     if (opts.cleanup) await this.terminate([...this.kubelet.pods.keys()]);
-    this.loop.stop();
+    await this.loop.stop();
     await this.kubelet.workers.waitIdle();
     this.opts.lock?.release();
   }
