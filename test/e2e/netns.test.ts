@@ -1,8 +1,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
@@ -51,10 +51,9 @@ after(async () => {
   dir.cleanup();
 });
 
-test('with /run/netns bind-mounted onto itself (as podman leaves it), pods are created and removed cleanly', async () => {
-  assert.ok(mountsAt(NETNS) >= 1, 'the shared self-bind is in place');
-  const names = ['netns-a', 'netns-b'];
-  const file = join(dir.dir, 'pods.yaml');
+/** Runs one sleeping busybox pod per name (pod network) through sync-once on this file's root dir. */
+function syncPods(names: string[]): void {
+  const file = join(dir.dir, `${names.join('-')}.yaml`);
   writeFileSync(
     file,
     names
@@ -63,6 +62,12 @@ test('with /run/netns bind-mounted onto itself (as podman leaves it), pods are c
   );
   const once = podctl(['sync-once', file, '--root-dir', root, '--log-root', logs]);
   assert.equal(once.code, 0, once.stderr + once.stdout);
+}
+
+test('with /run/netns bind-mounted onto itself (as podman leaves it), pods are created and removed cleanly', async () => {
+  assert.ok(mountsAt(NETNS) >= 1, 'the shared self-bind is in place');
+  const names = ['netns-a', 'netns-b'];
+  syncPods(names);
   for (const n of names) {
     const [s] = await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: n, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
     assert.ok(s, `${n} has a sandbox`);
@@ -76,4 +81,59 @@ test('with /run/netns bind-mounted onto itself (as podman leaves it), pods are c
   assert.deepEqual(left.filter((s) => names.includes(s.metadata?.name ?? '')).map((s) => s.id), [], 'every sandbox removed');
   const list = podctl(['get', 'pods', '-A', '--root-dir', root]);
   assert.equal(list.code, 0, list.stderr);
+});
+
+/** The sandbox's network namespace file, from containerd's verbose status (its OCI spec). */
+async function netnsPath(id: string): Promise<string> {
+  const info = JSON.parse((await client.podSandboxStatus(id, true)).info?.info ?? '{}') as { runtimeSpec?: { linux?: { namespaces?: { type: string; path?: string }[] } } };
+  const path = info.runtimeSpec?.linux?.namespaces?.find((n) => n.type === 'network')?.path;
+  assert.ok(path, 'containerd names the sandbox\'s netns');
+  return path;
+}
+
+test('a sandbox whose status call fails shows as Unknown in get pods -A, beside the others, and the command exits 0', async () => {
+  const names = ['sick', 'well'];
+  syncPods(names);
+  const [sick] = await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'sick', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
+  assert.ok(sick, 'sick has a sandbox');
+  const ns = await netnsPath(sick.id);
+  // containerd 1.6 checks the netns file on every PodSandboxStatus; a path it cannot even stat
+  // (a symlink to itself: ELOOP) makes that call fail while listing still shows the sandbox.
+  // The namespace itself is kept on a bind of our own and put back afterwards.
+  const keep = join(dir.dir, 'netns-keep');
+  writeFileSync(keep, '');
+  sh('mount', ['--bind', ns, keep]);
+  let broken = false;
+  try {
+    sh('umount', [ns]);
+    broken = true;
+    rmSync(ns, { force: true });
+    symlinkSync(basename(ns), ns);
+    await assert.rejects(client.podSandboxStatus(sick.id), 'the runtime cannot report the sick sandbox');
+
+    const json = podctl(['get', 'pods', '-A', '-o', 'json', '--root-dir', root]);
+    assert.equal(json.code, 0, json.stderr);
+    const items = (JSON.parse(json.stdout) as { items: { metadata: { name: string; namespace: string }; status: { phase: string; reason?: string; message?: string } }[] }).items.filter((p) => p.metadata.namespace === E2E_NAMESPACE);
+    const byName = new Map(items.map((p) => [p.metadata.name, p.status]));
+    assert.equal(byName.get('sick')?.phase, 'Unknown', JSON.stringify(byName.get('sick')));
+    assert.equal(byName.get('sick')?.reason, 'RuntimeError');
+    assert.match(byName.get('sick')?.message ?? '', /netns|network namespace/i, 'the runtime\'s own error is kept');
+    assert.equal(byName.get('well')?.phase, 'Running', 'the other pod is listed as it is');
+
+    const table = podctl(['get', 'pods', '-A', '--root-dir', root]);
+    assert.equal(table.code, 0, table.stderr);
+    const row = (name: string) => table.stdout.split('\n').find((l) => l.startsWith(E2E_NAMESPACE) && l.split(/\s+/)[1] === name) ?? '';
+    assert.match(row('sick'), /\bUnknown\b/, table.stdout);
+    assert.match(row('well'), /\bRunning\b/, table.stdout);
+  } finally {
+    if (broken) {
+      rmSync(ns, { force: true });
+      writeFileSync(ns, '');
+      sh('mount', ['--bind', keep, ns]);
+    }
+    spawnSync('umount', [keep]);
+  }
+  assert.ok((await client.podSandboxStatus(sick.id)).status, 'the sandbox reports again once its netns is back');
+  const del = podctl(['delete', 'pod', ...names, '-n', E2E_NAMESPACE, '--grace-period', '0', '--root-dir', root]);
+  assert.equal(del.code, 0, del.stderr + del.stdout);
 });

@@ -48,6 +48,9 @@ after(async () => {
     w.kill('SIGTERM');
     await w.done;
   }
+  // The agent the good pod's run --detach started.
+  const stop = podctl(['agent', 'stop', '--root-dir', rootDir]);
+  assert.equal(stop.code, 0, stop.stderr);
   await removeE2EPods(client);
   client.close();
   assert.equal(readFileSync(join(canary, 'keep'), 'utf8'), 'precious', 'the canary outside the roots survived the whole suite');

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
@@ -11,6 +11,7 @@ import type { RuntimeService } from '../../src/core/cri/client.js';
 import type { Kubelet, KubeletOptions } from '../../src/core/kubelet.js';
 import type { SyncLoop } from '../../src/core/loop.js';
 import { wireNode } from '../../src/core/node/wire.js';
+import { readStateLock } from '../../src/core/lock.js';
 import { MANAGED_BY_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 
 /** The endpoint end-to-end tests run against: the embedded containerd unless told otherwise. */
@@ -38,7 +39,44 @@ export async function removeE2EPods(client: CriClient, namespace = E2E_NAMESPACE
 
 export function scratchDir(prefix: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), `podctl-${prefix}-`));
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    dir,
+    cleanup: () => {
+      stopAgentsUnder(dir);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The safety net behind each test's own `agent stop`: an agent that `run --detach` or `get`
+ * started on a root dir under this scratch dir is ended by the PID in its lock (checked against
+ * its command line by readStateLock), so no test leaves one running after CI.
+ */
+export function stopAgentsUnder(dir: string, depth = 3): void {
+  const holder = readStateLock(dir);
+  if (holder) {
+    process.stderr.write(`test left an agent (pid ${holder.pid}) on ${dir}: stopping it\n`);
+    signal(holder.pid, 'SIGTERM');
+    for (let i = 0; i < 100 && readStateLock(dir); i++) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    if (readStateLock(dir)) signal(holder.pid, 'SIGKILL');
+  }
+  if (depth === 0) return;
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory() && !e.isSymbolicLink()).map((e) => e.name);
+  } catch {
+    return;
+  }
+  for (const name of entries) stopAgentsUnder(join(dir, name), depth - 1);
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
 }
 
 const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js');
