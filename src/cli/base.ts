@@ -1,4 +1,5 @@
 import { Command, Flags, Errors } from '@oclif/core';
+import { applyKubeletConfig, loadKubeletConfig } from './kubelet-config.js';
 import { PodctlError, escapeControls } from '../core/errors.js';
 
 /**
@@ -34,6 +35,19 @@ export abstract class PodctlCommand extends Command {
     }),
     debug: Flags.boolean({ summary: 'Show stack traces and gRPC details on errors.', helpGroup: 'GLOBAL' }),
   };
+
+  /** A parse's output with the --kubelet-config file applied to every flag the command line left at its default. */
+  protected withKubeletConfig<T extends { flags: object; metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> } }>(out: T): T {
+    const path = (out.flags as Record<string, unknown>)['kubelet-config'];
+    if (typeof path === 'string') {
+      const file = loadKubeletConfig(path);
+      const own = new Set(Object.keys({ ...this.ctor.baseFlags, ...this.ctor.flags }));
+      const unused = applyKubeletConfig(out.flags as Record<string, unknown>, out.metadata, own, file);
+      if (file.notImplemented.length) process.stderr.write(`podctl: ${path}: KubeletConfiguration fields podctl does not implement, ignored: ${file.notImplemented.join(', ')}\n`);
+      if (unused.length) process.stderr.write(`podctl: ${path}: not used by \`${this.id ?? 'podctl'}\`: ${unused.join(', ')}\n`);
+    }
+    return out;
+  }
 
   protected debugEnabled(): boolean {
     return this.argv.includes('--debug') || process.env.PODCTL_DEBUG === '1';

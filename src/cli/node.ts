@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
+import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
@@ -28,6 +29,10 @@ export const nodeFlags = {
     summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the API socket of its agent.',
     default: DEFAULT_ROOT_DIR,
     env: 'PODCTL_ROOT_DIR',
+  }),
+  'kubelet-config': Flags.string({
+    summary: 'A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as the kubelet\'s --config: its fields (containerLogMaxSize, imageGCHighThresholdPercent, maxPods, …) set the flags of the same meaning; a flag on the command line wins.',
+    env: 'PODCTL_KUBELET_CONFIG',
   }),
   'maximum-dead-containers-per-container': Flags.integer({
     summary: 'Dead instances kept per container, newest first (the kubelet\'s flag; -1: no bound).',
@@ -187,4 +192,27 @@ export function nodeOptionsFromFlags(
     hygiene: hygienePolicies(flags),
     relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period'),
   };
+}
+
+/**
+ * What an agent started in the background needs to be the node this command describes: the
+ * node flags the command line gave (paths made absolute, as the agent runs elsewhere) and the
+ * kubelet config file, which it reads itself.
+ */
+export function agentArgs(
+  flags: Record<string, unknown>,
+  metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> },
+  opts: { also?: string[]; always?: string[]; omit?: string[] } = {},
+): string[] {
+  const args: string[] = [];
+  const paths = new Set(['root-dir', 'log-root', 'kubelet-config']);
+  const always = new Set(opts.always ?? ['root-dir', 'log-root', 'node-name']);
+  for (const name of [...Object.keys(nodeFlags), ...(opts.also ?? [])]) {
+    const value = flags[name];
+    if (value === undefined || value === false || opts.omit?.includes(name)) continue;
+    if (!always.has(name) && (metadata.flags[name]?.setFromDefault ?? false)) continue;
+    if (value === true) args.push(`--${name}`);
+    else args.push(`--${name}`, paths.has(name) ? resolve(String(value)) : String(value));
+  }
+  return args;
 }

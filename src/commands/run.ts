@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
-import { admissionFlags, hygienePolicies, nodeFlags, nodeInfoFromFlags, nodeOptionsFromFlags } from '../cli/node.js';
+import { admissionFlags, agentArgs, hygienePolicies, nodeFlags, nodeInfoFromFlags, nodeOptionsFromFlags } from '../cli/node.js';
 import { planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
 import { streamPodLogs } from '../cli/log-stream.js';
 import { eventLine, eventWorthALine, statusLine } from '../cli/render.js';
@@ -53,7 +53,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
   };
 
   async run(): Promise<void> {
-    const { argv, flags } = await this.parse(Run);
+    const { argv, flags, metadata } = this.withKubeletConfig(await this.parse(Run));
     const texts: { file: string; text: string }[] = [];
     const set = await loadPodsFromArgs(argv as string[], flags['node-name'], texts);
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
@@ -70,18 +70,16 @@ Manifests are validated first: an invalid one hands nothing over.`;
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 
     const agent = new AgentClient(flags['root-dir']);
-    if (flags.detach) return this.detach(agent, texts, flags, flags.wait as WaitFor, timeoutMs);
+    if (flags.detach) return this.detach(agent, texts, flags, flags.wait as WaitFor, timeoutMs, agentArgs(flags, metadata, { also: ['pleg-relist-period', 'runtime-endpoint', 'image-endpoint'] }));
     if (await agent.running()) return this.handOverUntilSignal(agent, texts, flags);
     return this.runUntilSignal(admitted, { configMaps: set.configMaps, secrets: set.secrets }, flags);
   }
 
   /** --detach: the agent keeps the pods; wait for them as asked. */
-  private async detach(agent: AgentClient, texts: { file: string; text: string }[], flags: { 'root-dir': string; 'log-root': string; 'node-name': string; 'allow-privileged': boolean; 'runtime-endpoint'?: string; timeout: string }, waitFor: WaitFor, timeoutMs: number): Promise<void> {
+  private async detach(agent: AgentClient, texts: { file: string; text: string }[], flags: { 'root-dir': string }, waitFor: WaitFor, timeoutMs: number, nodeArgs: string[]): Promise<void> {
     let started = '';
     if (!(await agent.running())) {
-      const args = [process.argv[1]!, 'agent', '--root-dir', flags['root-dir'], '--log-root', flags['log-root'], '--node-name', flags['node-name'], '--pleg', 'generic'];
-      if (flags['allow-privileged']) args.push('--allow-privileged');
-      if (flags['runtime-endpoint']) args.push('--runtime-endpoint', flags['runtime-endpoint']);
+      const args = [process.argv[1]!, 'agent', ...nodeArgs, '--pleg', 'generic'];
       const log = agentLogFile(flags['root-dir']);
       const a = await startAgentInBackground({ rootDir: flags['root-dir'], command: process.execPath, args, env: { ...process.env, PODCTL_AGENT_LOG: log } });
       started = `started the agent (pid ${a.pid}) on ${flags['root-dir']}`;

@@ -36,7 +36,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
   };
 
   async run(): Promise<void> {
-    const { argv, flags } = await this.parse(SyncOnce);
+    const { argv, flags } = this.withKubeletConfig(await this.parse(SyncOnce));
     const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
     const runTimeoutMs = parseDuration(flags.timeout, '--timeout');
     const retryDelayMs = parseDuration(flags['retry-delay'], '--retry-delay');

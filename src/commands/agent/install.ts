@@ -2,30 +2,29 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { nodeFlags } from '../../cli/node.js';
+import { agentArgs, nodeFlags } from '../../cli/node.js';
 import { openrcScript, systemdUnit } from '../../core/node/index.js';
 
 export class AgentInstall extends PodctlCommand {
   static override summary = 'Write a systemd unit (or an OpenRC script) that starts the node agent at boot.';
   static override description = `Writes podctl-agent.service into --dir (default /etc/systemd/system), running this podctl's agent on
---root-dir and --log-root; then enable it with \`systemctl daemon-reload && systemctl enable --now podctl-agent\`.
+--root-dir and --log-root with the node flags given here (log rotation, GC, --kubelet-config, …); then enable it with \`systemctl daemon-reload && systemctl enable --now podctl-agent\`.
 --init openrc writes /etc/init.d/podctl-agent instead (\`rc-update add podctl-agent default\`). Nothing is started.`;
   static override examples = ['<%= config.bin %> agent install', '<%= config.bin %> agent install --init openrc', '<%= config.bin %> agent install --dir /tmp/units --root-dir /srv/podctl'];
   static override flags = {
-    'root-dir': nodeFlags['root-dir'],
-    'log-root': nodeFlags['log-root'],
-    'allow-privileged': nodeFlags['allow-privileged'],
+    ...nodeFlags,
     init: Flags.string({ summary: 'Which init system.', options: ['systemd', 'openrc'], default: 'systemd' }),
     dir: Flags.string({ summary: 'Where to write it (default /etc/systemd/system, or /etc/init.d for openrc).' }),
   };
 
   async run(): Promise<void> {
-    const { flags } = await this.parse(AgentInstall);
+    const { flags, metadata } = await this.parse(AgentInstall);
     const unit = {
       exec: [process.execPath, process.argv[1]!],
       rootDir: flags['root-dir'],
       logRoot: flags['log-root'],
-      args: [...(flags['runtime-endpoint'] ? ['--runtime-endpoint', flags['runtime-endpoint']] : []), ...(flags['allow-privileged'] ? ['--allow-privileged'] : [])],
+      // The unit gives --root-dir and --log-root itself; the rest only as given here.
+      args: agentArgs(flags, metadata, { also: ['runtime-endpoint'], always: [], omit: ['root-dir', 'log-root'] }),
     };
     const openrc = flags.init === 'openrc';
     const dir = flags.dir ?? (openrc ? '/etc/init.d' : '/etc/systemd/system');
