@@ -21,7 +21,7 @@ import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
 import { Backoff } from './util/backoff.js';
 import { safeJoin } from './util/safe-path.js';
 import { TerminationRecords } from './status/termination-records.js';
-import type { WorkerTrace } from './trace.js';
+import type { WorkerTrace } from './workers/pod-workers.js';
 
 export interface KubeletOptions {
   runtime: RuntimeService;

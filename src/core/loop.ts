@@ -5,7 +5,6 @@ import type { HousekeepingResult, Kubelet } from './kubelet.js';
 import type { Pleg } from './pleg/evented.js';
 import type { PodLifecycleEvent } from './pleg/generic.js';
 import type { ProbeResultUpdate } from './prober/index.js';
-import type { LoopTrace } from './trace.js';
 
 /** Constants of the kubelet's syncLoop. */
 export const SYNC_TICK_MS = 1000;
@@ -21,6 +20,33 @@ export interface PodUpdate {
   op: PodOperation;
   source: string;
   pods: IPod[];
+}
+
+/**
+ * Hooks the sync loop calls, one per branch of syncLoopIteration, so that a
+ * tracer sees which branch fired. All optional: the loop runs the same
+ * without them.
+ */
+export interface LoopTrace {
+  /** Config branch: ADD, UPDATE, REMOVE, RECONCILE, DELETE. */
+  configUpdate?(u: PodUpdate): void;
+  /** PLEG branch; dispatched: the pod's worker was asked to sync. */
+  plegEvent?(e: PodLifecycleEvent, dispatched: boolean): void;
+  /** Sync tick: the pods whose worker asked to be synced again (only when there are some). */
+  syncTick?(dueUids: string[]): void;
+  /** Housekeeping tick: runs the pass so that its CRI calls are attributed to it. */
+  housekeeping?(run: () => Promise<HousekeepingResult>): Promise<HousekeepingResult>;
+  /** Probe branch (liveness/readiness/startup result that changed). */
+  probeResult?(r: ProbeResultTrace): void;
+}
+
+export interface ProbeResultTrace {
+  uid: string;
+  container: string;
+  probe: 'liveness' | 'readiness' | 'startup';
+  result: 'success' | 'failure' | 'unknown';
+  /** Whether the pod's worker was asked to sync. */
+  dispatched?: boolean;
 }
 
 export interface SyncLoopOptions {

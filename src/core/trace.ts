@@ -4,44 +4,9 @@ import type { Clock } from './clock.js';
 import { errorMessage } from './errors.js';
 import type { HousekeepingResult, Kubelet } from './kubelet.js';
 import type { SyncStepResult } from './kuberuntime/manager.js';
-import type { PodUpdate } from './loop.js';
+import type { LoopTrace, PodUpdate, ProbeResultTrace } from './loop.js';
 import type { PodLifecycleEvent, PodLifecycleEventType } from './pleg/generic.js';
-import type { UpdateType } from './workers/pod-workers.js';
-
-/**
- * Hooks the sync loop calls, one per branch of syncLoopIteration, so that a
- * tracer sees which branch fired. All optional: the loop runs the same
- * without them.
- */
-export interface LoopTrace {
-  /** Config branch: ADD, UPDATE, REMOVE, RECONCILE, DELETE. */
-  configUpdate?(u: PodUpdate): void;
-  /** PLEG branch; dispatched: the pod's worker was asked to sync. */
-  plegEvent?(e: PodLifecycleEvent, dispatched: boolean): void;
-  /** Sync tick: the pods whose worker asked to be synced again (only when there are some). */
-  syncTick?(dueUids: string[]): void;
-  /** Housekeeping tick: runs the pass so that its CRI calls are attributed to it. */
-  housekeeping?(run: () => Promise<HousekeepingResult>): Promise<HousekeepingResult>;
-  /** Probe branch (liveness/readiness/startup result that changed). */
-  probeResult?(r: ProbeResultTrace): void;
-}
-
-export interface ProbeResultTrace {
-  uid: string;
-  container: string;
-  probe: 'liveness' | 'readiness' | 'startup';
-  result: 'success' | 'failure' | 'unknown';
-  /** Whether the pod's worker was asked to sync. */
-  dispatched?: boolean;
-}
-
-/** What a pod's lane is doing when it runs a unit of work. */
-export type WorkKind = 'sync' | 'terminating' | 'terminated';
-
-/** Hook the pod workers call around each unit of work of a lane. */
-export interface WorkerTrace {
-  work<T>(pod: IPod, kind: WorkKind, update: UpdateType, run: () => Promise<T>): Promise<T>;
-}
+import type { UpdateType, WorkKind, WorkerTrace } from './workers/pod-workers.js';
 
 export interface PodTraceRef {
   namespace: string;

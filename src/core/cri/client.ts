@@ -9,8 +9,9 @@ import type { ProtoGrpcType } from './generated/api.js';
 import type { RuntimeServiceClient } from './generated/runtime/v1/RuntimeService.js';
 import type { ImageServiceClient } from './generated/runtime/v1/ImageService.js';
 import type * as T from './types.js';
+import type { ContainerSummary, PodSandboxSummary } from './types.js';
 import type * as G from './generated-calls.js';
-import { decodeContainerSummaries, decodePodSandboxSummaries, type ContainerSummary, type PodSandboxSummary } from './summaries.js';
+import { decodeContainerSummaries, decodePodSandboxSummaries } from './summaries.js';
 
 /** The runtime half of the CRI, as the core uses it. */
 export interface RuntimeService {

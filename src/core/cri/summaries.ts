@@ -8,8 +8,8 @@ import type * as T from './types.js';
  * of the bytes: the generic decoder spent over half of every relist on them.
  * Field numbers are those of runtime/v1/api.proto.
  */
-export type PodSandboxSummary = Omit<T.PodSandbox, 'annotations'>;
-export type ContainerSummary = Omit<T.Container, 'annotations' | 'image'>;
+type PodSandboxSummary = T.PodSandboxSummary;
+type ContainerSummary = T.ContainerSummary;
 
 const { Reader, util } = protobuf;
 type ProtoReader = protobuf.Reader;

@@ -1,3 +1,5 @@
+import type { PodSandbox__Output } from './generated/runtime/v1/PodSandbox.js';
+import type { Container__Output } from './generated/runtime/v1/Container.js';
 /** Friendly names for the generated CRI message types: outputs as the runtime returns them, *Input as podctl sends them. */
 export type { VersionResponse__Output as VersionResponse } from './generated/runtime/v1/VersionResponse.js';
 export type { StatusResponse__Output as StatusResponse } from './generated/runtime/v1/StatusResponse.js';
@@ -45,4 +47,6 @@ export type { ContainerState__Output as ContainerState } from './generated/runti
 export type { PodSandboxState__Output as PodSandboxState } from './generated/runtime/v1/PodSandboxState.js';
 export type { ContainerEventType__Output as ContainerEventType } from './generated/runtime/v1/ContainerEventType.js';
 export type { NamespaceMode__Output as NamespaceMode } from './generated/runtime/v1/NamespaceMode.js';
-export type { PodSandboxSummary, ContainerSummary } from './summaries.js';
+/** What a relist needs of ListPodSandbox and ListContainers: cri/summaries decodes them without annotations or image specs. */
+export type PodSandboxSummary = Omit<PodSandbox__Output, 'annotations'>;
+export type ContainerSummary = Omit<Container__Output, 'annotations' | 'image'>;

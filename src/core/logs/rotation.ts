@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Clock, TimerHandle } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
-import type { ContainerSummary } from '../cri/summaries.js';
+import type { ContainerSummary } from '../cri/types.js';
 
 /** The kubelet's defaults (--container-log-max-size, --container-log-max-files, containerLogMonitorInterval). */
 export const DEFAULT_CONTAINER_LOG_MAX_SIZE = 10 * 1024 * 1024;

@@ -1,11 +1,18 @@
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import { errorMessage } from '../errors.js';
-import type { WorkerTrace, WorkKind } from '../trace.js';
 import { WorkQueue } from './work-queue.js';
 
 export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
 export type WorkerState = 'syncing' | 'terminating' | 'terminated';
+
+/** What a pod's lane is doing when it runs a unit of work. */
+export type WorkKind = 'sync' | 'terminating' | 'terminated';
+
+/** Hook the pod workers call around each unit of work of a lane. */
+export interface WorkerTrace {
+  work<T>(pod: IPod, kind: WorkKind, update: UpdateType, run: () => Promise<T>): Promise<T>;
+}
 
 export interface UpdatePodOptions {
   type: UpdateType;
