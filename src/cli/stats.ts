@@ -1,3 +1,4 @@
+import type * as T from '../core/cri/types.js';
 import type { DiskReport } from '../core/stats/disk.js';
 import { humanBytes, plainTable } from './table.js';
 
@@ -18,4 +19,12 @@ export function renderDiskReport(report: DiskReport, opts: { noHeaders?: boolean
     lines.push(`Image filesystem ${fs.mountpoint}: images ${humanBytes(fs.usedBytes)}, ${fs.inodesUsed} inodes${of}`);
   }
   return lines.join('\n');
+}
+
+/** CPU use between two samples, in percent of one core (as crictl stats computes it). */
+export function cpuPercent(before: T.ContainerStats | undefined, after: T.ContainerStats): number | undefined {
+  const a = before?.cpu;
+  const b = after.cpu;
+  if (!a?.usageCoreNanoSeconds || !b?.usageCoreNanoSeconds || !b.timestamp || b.timestamp <= a.timestamp) return undefined;
+  return ((b.usageCoreNanoSeconds.value - a.usageCoreNanoSeconds.value) / (b.timestamp - a.timestamp)) * 100;
 }

@@ -3,25 +3,12 @@ import { basename, dirname, resolve } from 'node:path';
 import { posix } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
+import { parseLocation, type Location } from '../cli/cp.js';
 import { chooseContainer, namespaceFlag, openPodView, podViewFlags, requirePod, requireRunning } from '../cli/podview.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
 import { execCollect } from '../core/exec/stream.js';
 import { entriesFromPath, extractPlanned, parseTar, planExtract, TarError, writeTar } from '../core/exec/tar.js';
-
-interface Location {
-  namespace?: string;
-  pod?: string;
-  path: string;
-}
-
-/** `[NS/]POD:PATH` names a path in a pod; anything else (./a:b, /x, a) is local, as kubectl reads it. */
-export function parseLocation(arg: string): Location {
-  const m = /^(?:([a-z0-9][-a-z0-9.]*)\/)?([a-z0-9][-a-z0-9.]*):(.*)$/.exec(arg);
-  if (!m) return { path: arg };
-  if (!m[3]) throw new PodctlError(`${arg}: no path after the pod name`, { hint: 'e.g. web:/tmp/file', exitCode: 2 });
-  return { namespace: m[1], pod: m[2], path: m[3] };
-}
 
 export class Cp extends PodctlCommand {
   static override summary = 'Copy files and directories between a pod and this host (tar through exec, as kubectl cp).';

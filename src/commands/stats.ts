@@ -5,16 +5,7 @@ import { connect } from '../cli/runtime.js';
 import { humanBytes, plainTable, shortId } from '../cli/table.js';
 import * as L from '../core/kuberuntime/labels.js';
 import { diskReport } from '../core/stats/disk.js';
-import { renderDiskReport } from '../cli/stats.js';
-import type * as T from '../core/cri/types.js';
-
-/** CPU use between two samples, in percent of one core (as crictl stats computes it). */
-export function cpuPercent(before: T.ContainerStats | undefined, after: T.ContainerStats): number | undefined {
-  const a = before?.cpu;
-  const b = after.cpu;
-  if (!a?.usageCoreNanoSeconds || !b?.usageCoreNanoSeconds || !b.timestamp || b.timestamp <= a.timestamp) return undefined;
-  return ((b.usageCoreNanoSeconds.value - a.usageCoreNanoSeconds.value) / (b.timestamp - a.timestamp)) * 100;
-}
+import { cpuPercent, renderDiskReport } from '../cli/stats.js';
 
 export class Stats extends PodctlCommand {
   static override summary = "Resource use of podctl's running containers (CRI ListContainerStats), as crictl stats shows it.";

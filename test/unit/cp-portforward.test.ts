@@ -5,7 +5,7 @@ import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
-import { parseLocation } from '../../src/commands/cp.js';
+import { parseLocation } from '../../src/cli/cp.js';
 import { forwardConnection, parsePortSpec, PORTFORWARD_PROTOCOL } from '../../src/core/exec/portforward.js';
 import { entriesFromPath, extractPlanned, parseTar, planExtract, TarError, writeTar, type TarEntry } from '../../src/core/exec/tar.js';
 

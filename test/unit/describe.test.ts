@@ -7,7 +7,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { fetchPodEvents, nextStart, whyNotRunning } from '../../src/core/podview/describe.js';
 import { startStatusServer } from '../../src/core/status/server.js';
-import { envFromLines, envLines } from '../../src/commands/describe.js';
+import { envFromLines, envLines } from '../../src/cli/describe.js';
 import { makePod } from '../support/builders.js';
 import { scratchDir } from '../support/e2e.js';
 

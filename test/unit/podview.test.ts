@@ -164,7 +164,7 @@ test("kubectl's durations and RESTARTS with how long ago", () => {
 
 test('crictl-style sizes and CPU percent between two samples', async () => {
   const { humanBytes } = await import('../../src/cli/table.js');
-  const { cpuPercent } = await import('../../src/commands/stats.js');
+  const { cpuPercent } = await import('../../src/cli/stats.js');
   assert.deepEqual([512, 1090000, 4_260_000, 332_000].map(humanBytes), ['512B', '1.09MB', '4.26MB', '332kB']);
   const at = (ns: number, used: number) => ({ attributes: null, memory: null, writableLayer: null, swap: null, cpu: { timestamp: ns, usageCoreNanoSeconds: { value: used }, usageNanoCores: null } });
   assert.equal(cpuPercent(at(1e9, 0), at(2e9, 5e8)), 50);
