@@ -1,8 +1,8 @@
 import { Args, Flags } from '@oclif/core';
+import { streamAttach } from '../cli/attach.js';
 import { PodctlCommand } from '../cli/base.js';
 import { chooseContainer, namespaceFlag, openPodView, podArg, podViewFlags, requirePod, requireRunning } from '../cli/podview.js';
 import { PodctlError } from '../core/errors.js';
-import { streamExec } from '../core/exec/stream.js';
 
 export class Attach extends PodctlCommand {
   static override summary = "Attach to a running container's output (and with -i its input): CRI Attach over the streaming server.";
@@ -36,17 +36,7 @@ The same WebSocket protocol as exec -it (v4.channel.k8s.io).`;
       const tty = flags.tty && spec?.tty === true;
       if (flags.tty && !tty) process.stderr.write(`Unable to use a TTY: container ${container} did not allocate one\n`);
       if (flags.stdin && !spec?.stdin) throw new PodctlError(`container "${container}" was not created with stdin: true, so -i has nothing to attach to`, { exitCode: 2 });
-      const url = await client.attach({ containerId: id, stdin: flags.stdin, tty, stdout: true, stderr: !tty });
-      const raw = tty && process.stdin.isTTY;
-      if (raw) process.stdin.setRawMode(true);
-      try {
-        await streamExec(url, { stdin: flags.stdin ? process.stdin : undefined, stdout: process.stdout, stderr: process.stderr });
-      } catch (err) {
-        throw new PodctlError(`attach: ${(err as Error).message}`, { cause: err });
-      } finally {
-        if (raw) process.stdin.setRawMode(false);
-        process.stdin.pause();
-      }
+      await streamAttach(client, id, { stdin: flags.stdin, tty, what: 'attach' });
     } finally {
       client.close();
     }

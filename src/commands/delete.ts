@@ -4,7 +4,8 @@ import { PodctlCommand } from '../cli/base.js';
 import { loadPodsFromArgs } from '../cli/manifests.js';
 import { namespaceFlag, openPodView, podViewFlags } from '../cli/podview.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
-import { AgentClient, AgentRequestError } from '../core/node/index.js';
+import { AgentClient } from '../core/node/index.js';
+import { deleteThroughAgent } from '../cli/delete.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { deleteGracePeriod, deleteRuntimePod, watchSourceOf } from '../core/podview/delete.js';
 
@@ -67,7 +68,7 @@ an error (exit 1) after the others are deleted.`;
     try {
       for (const t of targets) {
         try {
-          if (agentRuns && (await this.deleteThroughAgent(agent, t.namespace, t.name, override))) {
+          if (agentRuns && (await deleteThroughAgent(agent, t.namespace, t.name, override))) {
             this.log(`pod "${t.name}" deleted`);
             continue;
           }
@@ -96,28 +97,5 @@ an error (exit 1) after the others are deleted.`;
       for (const f of failures.slice(0, -1)) process.stderr.write(`Error: ${f}\n`);
       throw new PodctlError(failures.at(-1)!);
     }
-  }
-
-  /**
-   * Asks the agent to forget the pod and waits until it has terminated and removed it (its grace
-   * period, then some); false when the agent does not keep this pod, or keeps it from a watch source.
-   */
-  private async deleteThroughAgent(agent: AgentClient, namespace: string, name: string, grace: number): Promise<boolean> {
-    const kept = (await agent.pods()).find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
-    try {
-      await agent.delete(namespace, name, grace);
-    } catch (err) {
-      // 404: not the agent's; 405: a status server that takes no deletes; 409: its watch PATH or URL keeps it
-      // (deleted here, with the warning that it comes back).
-      if (err instanceof AgentRequestError && [404, 405, 409].includes(err.status)) return false;
-      throw err;
-    }
-    const seconds = grace >= 0 ? grace : (kept?.spec?.terminationGracePeriodSeconds ?? 30);
-    const deadline = Date.now() + (seconds + 60) * 1000;
-    while ((await agent.pods()).some((p) => p.metadata?.namespace === namespace && p.metadata?.name === name)) {
-      if (Date.now() > deadline) throw new PodctlError(`the agent still terminates pod "${name}" after ${seconds + 60} s`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    return true;
   }
 }

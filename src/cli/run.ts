@@ -1,0 +1,146 @@
+import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
+import { hygienePolicies, nodeOptionsFromFlags } from './node.js';
+import { streamPodLogs } from './log-stream.js';
+import { eventLine, eventWorthALine, statusLine } from './render.js';
+import { connect } from './runtime.js';
+import { tracerFor } from './trace.js';
+import { statusSummary } from '../core/kubelet.js';
+import { realClock } from '../core/clock.js';
+import { PodctlError, errorMessage } from '../core/errors.js';
+import { acquireStateLock } from '../core/lock.js';
+import { AgentClient, StandaloneNode, agentLogFile, startAgentInBackground, waitForPods, type AppliedPodRef, type WaitFor } from '../core/node/index.js';
+
+/** What `podctl run` does once it has its pods: hand them to the agent, or be the node until Ctrl-C. */
+
+const stamp = () => new Date().toISOString().slice(11, 19);
+
+/** --detach: the agent keeps the pods; wait for them as asked. */
+export async function detachPods(log: (line: string) => void, agent: AgentClient, texts: { file: string; text: string }[], flags: { 'root-dir': string }, waitFor: WaitFor, timeoutMs: number, nodeArgs: string[]): Promise<void> {
+  let started = '';
+  if (!(await agent.running())) {
+    const args = [process.argv[1]!, 'agent', ...nodeArgs, '--pleg', 'generic'];
+    const log = agentLogFile(flags['root-dir']);
+    const a = await startAgentInBackground({ rootDir: flags['root-dir'], command: process.execPath, args, env: { ...process.env, PODCTL_AGENT_LOG: log } });
+    started = `started the agent (pid ${a.pid}) on ${flags['root-dir']}`;
+  }
+  const refs = await agent.apply(texts);
+  const results = await waitForPods(agent, refs, { waitFor, timeoutMs, clock: realClock });
+  for (const r of results) if (r.pod?.status) log(statusLine(r.pod, r.pod.status));
+  const info = await agent.info().catch(() => undefined);
+  const where = `${started ? `${started}; ` : ''}agent pid ${info?.pid ?? '?'}, log ${info?.log ?? agentLogFile(flags['root-dir'])}, API ${agent.socket}`;
+  process.stderr.write(`${where}\n`);
+  const failed = results.filter((r) => !r.ok);
+  if (failed.length) {
+    for (const f of failed) process.stderr.write(`${f.ref.namespace}/${f.ref.name}: ${f.reason}: ${f.message}\n`);
+    const reasons = [...new Set(failed.map((f) => f.reason))].join(', ');
+    throw new PodctlError(`${failed.length} of ${results.length} pod(s) ${waitFor === 'ready' ? 'not ready' : 'not running'} (${reasons})`, {
+      hint: `the agent keeps them and retries; \`podctl describe pod NAME --root-dir ${flags['root-dir']}\` says why, \`podctl delete pod NAME\` removes one`,
+    });
+  }
+}
+
+/** Foreground with an agent already on the root dir: hand the pods over, follow them, take them back at exit. */
+export async function handOverUntilSignal(log: (line: string) => void, agent: AgentClient, texts: { file: string; text: string }[], flags: { 'root-dir': string; 'log-root': string; quiet: boolean }): Promise<void> {
+  const refs = await agent.apply(texts);
+  const info = await agent.info().catch(() => undefined);
+  process.stderr.write(`${stamp()} handed ${refs.length} pod(s) to the agent (pid ${info?.pid ?? '?'}) on ${flags['root-dir']}; Ctrl-C takes them back\n`);
+  const mine = (p: IPod) => refs.some((r) => r.namespace === p.metadata?.namespace && r.name === p.metadata?.name);
+  let pods: IPod[] = [];
+  const last = new Map<string, string>();
+  const poll = setInterval(() => {
+    agent
+      .pods()
+      .then((all) => {
+        pods = all.filter(mine);
+        for (const p of pods) {
+          if (!p.status || last.get(p.metadata!.uid!) === statusSummary(p.status)) continue;
+          last.set(p.metadata!.uid!, statusSummary(p.status));
+          log(statusLine(p, p.status));
+        }
+      })
+      .catch(() => undefined);
+  }, 500);
+  const stopLogs = flags.quiet ? undefined : streamPodLogs(flags['log-root'], () => pods, (line) => log(line));
+  await untilSignal();
+  log(`${stamp()} stopping: terminating ${refs.length} pod(s) gracefully (Ctrl-C again to stop waiting)`);
+  for (const r of refs) await agent.delete(r.namespace, r.name).catch((err) => process.stderr.write(`${r.namespace}/${r.name}: ${errorMessage(err)}\n`));
+  await Promise.race([untilGone(agent, refs), untilSignal()]);
+  clearInterval(poll);
+  stopLogs?.();
+  log(`${stamp()} stopped`);
+}
+
+/** Foreground with no agent: this process is the node (a short-lived agent serving the socket) until Ctrl-C. */
+export async function runUntilSignal(
+  log: (line: string) => void,
+  admitted: IPod[],
+  objects: { configMaps: IConfigMap[]; secrets: ISecret[] },
+  flags: { 'root-dir': string; 'log-root': string; 'node-name': string; 'allow-privileged': boolean; 'pleg-relist-period': string; quiet: boolean; trace: boolean; output: string } & Parameters<typeof connect>[0] &
+    Parameters<typeof hygienePolicies>[0],
+): Promise<void> {
+  const lock = acquireStateLock(flags['root-dir']);
+  // --trace: the trace is stdout; the status lines are left out (the workers' lines say the same).
+  const tracer = tracerFor(flags, () => node?.pleg, (line) => log(line));
+  let node: StandaloneNode | undefined;
+  const { client } = await connect(flags, tracer?.observeCall);
+  try {
+    const version = await client.version();
+    node = new StandaloneNode({
+      ...nodeOptionsFromFlags(client, flags, version.runtimeName),
+      lock,
+      trace: tracer,
+      hooks: { onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`), onSourceError: (m) => process.stderr.write(`${stamp()} ${m}\n`) },
+    });
+  } catch (err) {
+    client.close();
+    lock.release();
+    throw err;
+  }
+  const lastError = new Map<string, string>();
+  node.observe({
+    onStatus: ({ pod, status }) => tracer || log(statusLine(pod, status)),
+    onSyncError: (pod, err) => {
+      // Say each new reason once: a pod stuck in ContainerCreating must show why.
+      const message = errorMessage(err);
+      if (lastError.get(pod.metadata!.uid!) === message) return;
+      lastError.set(pod.metadata!.uid!, message);
+      process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
+    },
+  });
+  node.subscribeEvents((e) => eventWorthALine(e) && process.stderr.write(`${eventLine(e)}\n`));
+  await node.start();
+  const refused = node.runPods(admitted, objects);
+  for (const r of refused) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
+  const uids = new Set(admitted.filter((p) => !refused.some((r) => r.pod === p)).map((p) => p.metadata!.uid!));
+  const stopLogs = flags.quiet || flags.trace ? undefined : streamPodLogs(flags['log-root'], () => node!.pods().filter((p) => uids.has(p.metadata!.uid!)), (line) => log(line));
+
+  await untilSignal();
+  const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : log(line));
+  say(`${stamp()} stopping: terminating ${uids.size} pod(s) gracefully (Ctrl-C again to stop waiting)`);
+  await Promise.race([node.stopRunPods(), untilSignal()]);
+  stopLogs?.();
+  await node.stop();
+  client.close();
+  say(`${stamp()} stopped`);
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const handler = () => {
+      process.off('SIGINT', handler);
+      process.off('SIGTERM', handler);
+      resolve();
+    };
+    process.on('SIGINT', handler);
+    process.on('SIGTERM', handler);
+  });
+}
+
+/** Resolves once none of the pods is on the agent any more. */
+async function untilGone(agent: AgentClient, refs: AppliedPodRef[]): Promise<void> {
+  for (;;) {
+    const pods = await agent.pods().catch(() => []);
+    if (!pods.some((p) => refs.some((r) => r.namespace === p.metadata?.namespace && r.name === p.metadata?.name))) return;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
