@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeRuntime } from '../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../fakecri/index.js';
 import { PODCTL_BIN, machineInfo, ms, msStats, onCleanup, stats, timeProcess, until, type BenchContext, type BenchResult } from './lib.js';
 
 /** 5. CLI start-up: podctl --version and get pods (against a watch on an empty runtime), beside node -e 0. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { FakeRuntime } from '../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../fakecri/index.js';
 import type { CriClient } from '../src/core/cri/client.js';
 import { BUSYBOX, benchPod, machineInfo, ms, onCleanup, stats, until, type BenchContext, type BenchResult, type Row, type Stats } from './lib.js';
 import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods, sweepBenchPods } from './node.js';

@@ -1,4 +1,4 @@
-import { FakeRuntime } from '../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../fakecri/index.js';
 import { POD_NAMESPACE_LABEL } from '../src/core/kuberuntime/labels.js';
 import { BENCH_NAMESPACE, mb, machineInfo, ms, onCleanup, stats, type BenchContext, type BenchResult, type Row } from './lib.js';
 import type { MemorySample, RelistSample, SteadySample } from './watch-worker.js';

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { criContractCases } from '../../src/core/cri/fake/index.js';
+import { criContractCases } from '../../fakecri/index.js';
 import { POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { E2E_NAMESPACE, e2eClient, removeE2EPods } from '../support/e2e.js';
 

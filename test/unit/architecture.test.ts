@@ -27,3 +27,8 @@ test('no command imports another command\'s file, and no test imports from src/c
   const fromTests = [...tsFiles('test'), ...tsFiles('bench')].filter((f) => importsOf(f).some((i) => i.includes('src/commands/')));
   assert.deepEqual(fromTests, []);
 });
+
+test('src is only what runs in production: nothing in it imports the fake CRI (fakecri/) or node:assert', () => {
+  const offenders = tsFiles('src').filter((f) => importsOf(f).some((i) => i.includes('fakecri/') || i === 'node:assert' || i === 'node:assert/strict'));
+  assert.deepEqual(offenders, []);
+});

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { crashLoopBackOff } from '../../src/core/kuberuntime/crash-backoff.js';
 import { findContainerStatus } from '../../src/core/kuberuntime/types.js';

@@ -5,7 +5,7 @@ import protobuf from 'protobufjs';
 import { CriClient } from '../../src/core/cri/client.js';
 import { decodeContainerSummaries, decodePodSandboxSummaries } from '../../src/core/cri/summaries.js';
 import type * as T from '../../src/core/cri/types.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { criProtoFile } from '../../src/core/paths.js';
 
 const BUSYBOX = 'docker.io/library/busybox:1.36';

@@ -9,7 +9,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { isCriError, isNotFound, isUnimplemented, type CriError } from '../../src/core/cri/errors.js';
 import type * as T from '../../src/core/cri/types.js';
-import { FakeRuntime, criContractCases, normalizeImageRef, type FakeRuntimeOptions } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime, criContractCases, normalizeImageRef, type FakeRuntimeOptions } from '../../fakecri/index.js';
 
 const BUSYBOX = 'docker.io/library/busybox:1.36';
 

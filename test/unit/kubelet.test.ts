@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { podLogDirectory } from '../../src/core/kuberuntime/config.js';
 import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';

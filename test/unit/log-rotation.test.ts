@@ -6,7 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { followContainerLog, readContainerLog, type LogRecord } from '../../src/core/logs/index.js';
 import { rotatedLogFiles, rotatedName } from '../../src/core/logs/rotation.js';

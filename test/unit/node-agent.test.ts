@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { StandaloneNode, appliedDir, podProgress } from '../../src/core/node/index.js';
 import { scratchDir } from '../support/e2e.js';
 

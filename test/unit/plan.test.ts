@@ -4,7 +4,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { renderPlan } from '../../src/cli/render.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { computePodActions, isNoop } from '../../src/core/kuberuntime/actions.js';
 import { canonicalJSON } from '../../src/core/kuberuntime/hash.js';

@@ -5,7 +5,7 @@ import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { FakeClock, realClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { decodeHealthResponse, runHandler, type HandlerContext } from '../../src/core/prober/handlers.js';
 import { container } from '../support/builders.js';
 

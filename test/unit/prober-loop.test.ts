@@ -4,7 +4,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import type { IContainerStatus, IPod, IPodStatus } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';

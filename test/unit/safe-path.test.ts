@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { FakeRuntime } from '../../src/core/cri/fake/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { containerLogPath, podLogDirectory } from '../../src/core/kuberuntime/config.js';
 import * as L from '../../src/core/kuberuntime/labels.js';

@@ -6,9 +6,9 @@
  * same cases against containerd.
  */
 import assert from 'node:assert/strict';
-import type { CriClient } from '../client.js';
-import { isNotFound, isUnimplemented } from '../errors.js';
-import type * as T from '../types.js';
+import type { CriClient } from '../src/core/cri/client.js';
+import { isNotFound, isUnimplemented } from '../src/core/cri/errors.js';
+import type * as T from '../src/core/cri/types.js';
 import { normalizeImageRef } from './images.js';
 
 export interface CriContractContext {
