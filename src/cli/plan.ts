@@ -3,7 +3,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
-import { RuntimeManager } from '../core/kuberuntime/manager.js';
+import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
 import { planPods, type Plan } from '../core/plan.js';
 import { AgentClient } from '../core/node/index.js';
 import { renderPlan } from './render.js';
@@ -23,9 +23,9 @@ export const planFlags = {
  * code: 0 when nothing would change, 2 when something would.
  */
 export async function printPlan(client: CriClient, pods: IPod[], opts: { prune: boolean; output: string; log: (text: string) => void }): Promise<number> {
-  // A manager of its own: plan only reads (getPodStatus, ImageStatus, ListPodSandbox).
-  const manager = new RuntimeManager({ runtime: client, images: client, clock: realClock, logRoot: '' });
-  const plan: Plan = await planPods(manager, pods, { prune: opts.prune, now: realClock.now() });
+  // Plan only reads: GetPodStatus, ImageStatus, ListPodSandbox.
+  const statusReader = new PodStatusReader({ runtime: client, clock: realClock });
+  const plan: Plan = await planPods({ runtime: client, images: client, statusReader }, pods, { prune: opts.prune, now: realClock.now() });
   opts.log(opts.output === 'json' ? JSON.stringify(plan, null, 2) : renderPlan(plan));
   return plan.changes ? PLAN_CHANGES_EXIT_CODE : 0;
 }

@@ -77,7 +77,7 @@ an error (exit 1) after the others are deleted.`;
             failures.push(`pod "${t.name}" not found in namespace ${t.namespace}`);
             continue;
           }
-          await deleteRuntimePod(view, pod, deleteGracePeriod(view, pod, override));
+          await deleteRuntimePod(view, pod, deleteGracePeriod(pod, override));
           this.log(`pod "${t.name}" deleted`);
           const kept = (await view.fromWatch(t))?.[0];
           const source = kept && watchSourceOf(kept);

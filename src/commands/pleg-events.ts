@@ -4,7 +4,7 @@ import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { errorMessage } from '../core/errors.js';
-import { RuntimeManager } from '../core/kuberuntime/manager.js';
+import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
 import { GenericPleg, type PodLifecycleEvent } from '../core/pleg/generic.js';
 
 export class PlegEvents extends PodctlCommand {
@@ -29,13 +29,13 @@ one as died. Works whether or not \`podctl watch\` runs.`;
   async run(): Promise<void> {
     const { flags } = await this.parse(PlegEvents);
     const { client } = await connect(flags);
-    const manager = new RuntimeManager({ runtime: client, images: client, clock: realClock, logRoot: '' });
+    const statusReader = new PodStatusReader({ runtime: client, clock: realClock });
     const pleg = new GenericPleg({
       runtime: client,
       clock: realClock,
       relistPeriodMs: parseDuration(flags['relist-period'], '--relist-period'),
       labelSelector: flags.all ? {} : undefined,
-      inspect: (uid, name, namespace) => manager.getPodStatus(uid, name, namespace, { all: flags.all }),
+      inspect: (uid, name, namespace) => statusReader.getPodStatus(uid, name, namespace, { all: flags.all }),
       onError: (err) => process.stderr.write(`Error: ${errorMessage(err)}\n`),
     });
     const print = (e: PodLifecycleEvent) => this.log(this.format(e, pleg, flags.output === 'json'));

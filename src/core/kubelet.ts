@@ -1,7 +1,7 @@
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
-import { podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
+import { graceFromRuntime, podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './kuberuntime/types.js';
 import { generatePodStatus, type WaitingReason } from './status/generate.js';
 import { isTerminalPhase } from './status/phase.js';
@@ -345,7 +345,7 @@ export class Kubelet {
       if (failedAt !== undefined && this.orphanBackoff.isInBackOffSince(uid, failedAt)) continue;
       try {
         const status = await this.runtimeManager.getPodStatus(uid, id.name, id.namespace);
-        const grace = this.runtimeManager.graceFromRuntime(status);
+        const grace = graceFromRuntime(status);
         await this.runtimeManager.killPodByStatus(status, grace);
         await this.runtimeManager.removePod(status);
         result.removedPods.push(`${id.namespace}/${id.name}`);

@@ -3,7 +3,8 @@ import { computePodActions, noProbeFailures, type ContainerToStart, type PodActi
 import { crashLoopBackOff } from './kuberuntime/crash-backoff.js';
 import { pullDecision, pullPolicyOf, type PullPolicy } from './kuberuntime/images.js';
 import { isManagedByPodctl, podIdentityFromLabels, type PodIdentity } from './kuberuntime/labels.js';
-import type { RuntimeManager } from './kuberuntime/manager.js';
+import type { ImageService, RuntimeService } from './cri/client.js';
+import type { PodStatusReader } from './kuberuntime/pod-status.js';
 import { diffContainerSpec, type SpecChange } from './kuberuntime/spec-diff.js';
 import { findContainerStatus, newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from './kuberuntime/types.js';
 
@@ -141,27 +142,27 @@ export interface PlanOptions {
 }
 
 /**
- * Plans every pod against the runtime without changing it: the runtime
- * manager's own getPodStatus, then planPod. Only List/Status calls are made.
+ * Plans every pod against the runtime without changing it: the kubelet's
+ * GetPodStatus (the status reader SyncPod uses too), then planPod. Only List/Status calls are made.
  */
-export async function planPods(manager: RuntimeManager, pods: IPod[], opts: PlanOptions): Promise<Plan> {
+export async function planPods(cri: { runtime: RuntimeService; images: ImageService; statusReader: PodStatusReader }, pods: IPod[], opts: PlanOptions): Promise<Plan> {
   const images = new Map<string, boolean>();
   for (const pod of pods) {
     for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
       const image = c.image ?? '';
-      if (!images.has(image)) images.set(image, (await manager.images.imageStatus(image)) !== undefined);
+      if (!images.has(image)) images.set(image, (await cri.images.imageStatus(image)) !== undefined);
     }
   }
   const plans: PodPlan[] = [];
   for (const pod of pods) {
     const m = pod.metadata!;
-    const status = await manager.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default');
+    const status = await cri.statusReader.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default');
     plans.push(planPod({ pod, status, now: opts.now, imagePresent: (image) => images.get(image) ?? false }));
   }
   if (opts.prune) {
     const wanted = new Set(pods.map((p) => p.metadata!.uid!));
     const seen = new Set<string>();
-    for (const s of await manager.runtime.listPodSandbox({})) {
+    for (const s of await cri.runtime.listPodSandbox({})) {
       if (!isManagedByPodctl(s.labels)) continue;
       const id = podIdentityFromLabels(s.labels);
       if (!id || wanted.has(id.uid) || seen.has(id.uid)) continue;

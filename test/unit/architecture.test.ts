@@ -32,3 +32,8 @@ test('src is only what runs in production: nothing in it imports the fake CRI (f
   const offenders = tsFiles('src').filter((f) => importsOf(f).some((i) => i.includes('fakecri/') || i === 'node:assert' || i === 'node:assert/strict'));
   assert.deepEqual(offenders, []);
 });
+
+test('what only reads the runtime uses the status reader (the kubelet\'s GetPodStatus), never a RuntimeManager', () => {
+  const readers = ['src/core/plan.ts', 'src/cli/plan.ts', 'src/commands/pleg-events.ts', 'src/core/podview/index.ts'];
+  assert.deepEqual(readers.filter((f) => importsOf(f).some((i) => i.endsWith('kuberuntime/manager.js'))), []);
+});

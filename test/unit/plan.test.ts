@@ -140,17 +140,17 @@ describe('planPods on the fake runtime', () => {
     const writes = () => WRITES.reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
     const before = writes();
 
-    const steady = await planPods(kubelet.runtimeManager, [pod('kept')], { now: clock.now() });
+    const steady = await planPods({ runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader }, [pod('kept')], { now: clock.now() });
     assert.equal(steady.changes, false);
     assert.deepEqual(steady.pods.map((p) => [p.name, p.inDesiredState]), [['kept', true]]);
     assert.equal(renderPlan(steady), 'default/kept: in desired state, nothing to do\n\nNo changes: 1 pod(s) in desired state.');
 
-    const edited = await planPods(kubelet.runtimeManager, [pod('kept', 'busybox:1.37')], { now: clock.now() });
+    const edited = await planPods({ runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader }, [pod('kept', 'busybox:1.37')], { now: clock.now() });
     assert.equal(edited.changes, true);
     assert.deepEqual(edited.pods[0]!.actions.map((a) => a.action), ['KillContainer', 'PullImage', 'StartContainer']);
     assert.deepEqual(edited.pods[0]!.actions[0]!.changes, [{ field: 'containers[app].image', from: 'busybox:1.36', to: 'busybox:1.37' }]);
 
-    const pruned = await planPods(kubelet.runtimeManager, [pod('kept')], { now: clock.now(), prune: true });
+    const pruned = await planPods({ runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader }, [pod('kept')], { now: clock.now(), prune: true });
     assert.deepEqual(pruned.pods.map((p) => [p.name, p.actions.map((a) => `${a.action}: ${a.reason}`)]), [
       ['kept', []],
       ['other', ['RemovePod: no longer in any source']],

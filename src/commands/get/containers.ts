@@ -4,7 +4,7 @@ import { namespaceFlag, podViewFlags } from '../../cli/podview.js';
 import { connect } from '../../cli/runtime.js';
 import { age, plainTable, shortId } from '../../cli/table.js';
 import * as L from '../../core/kuberuntime/labels.js';
-import { toRuntimeContainerStatus } from '../../core/kuberuntime/manager.js';
+import { toRuntimeContainerStatus } from '../../core/kuberuntime/pod-status.js';
 
 const STATE: Record<string, string> = { CONTAINER_CREATED: 'Created', CONTAINER_RUNNING: 'Running', CONTAINER_EXITED: 'Exited', CONTAINER_UNKNOWN: 'Unknown' };
 

@@ -1,11 +1,12 @@
 import type { IPod } from 'kubernetes-models/v1';
 import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/load.js';
+import { graceFromRuntime, RuntimeManager } from '../kuberuntime/manager.js';
 import type { PodView, RuntimePod } from './index.js';
 
 /** The grace a delete gives a pod: the override, else the pod's terminationGracePeriodSeconds (30 s by default). */
-export function deleteGracePeriod(view: PodView, pod: RuntimePod, override?: number): number {
+export function deleteGracePeriod(pod: RuntimePod, override?: number): number {
   if (override !== undefined && override >= 0) return override;
-  return pod.spec.terminationGracePeriodSeconds ?? view.manager.graceFromRuntime(pod.runtime);
+  return pod.spec.terminationGracePeriodSeconds ?? graceFromRuntime(pod.runtime);
 }
 
 /**
@@ -14,8 +15,10 @@ export function deleteGracePeriod(view: PodView, pod: RuntimePod, override?: num
  * then every container and sandbox removed.
  */
 export async function deleteRuntimePod(view: PodView, pod: RuntimePod, gracePeriodSeconds: number): Promise<void> {
-  await view.manager.killPodByStatus(pod.runtime, gracePeriodSeconds);
-  await view.manager.removePod(pod.runtime);
+  // Only kills and removes: the pod's directories come from what its sandbox recorded, so no log root is needed.
+  const manager = new RuntimeManager({ runtime: view.opts.runtime, images: view.opts.images, clock: view.opts.clock, logRoot: '' });
+  await manager.killPodByStatus(pod.runtime, gracePeriodSeconds);
+  await manager.removePod(pod.runtime);
 }
 
 /** Where a pod the running watch keeps comes from, when that source would start it again. */

@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
-import { RuntimeManager } from '../kuberuntime/manager.js';
+import { PodStatusReader } from '../kuberuntime/pod-status.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
 import { getFromStatusSocket } from '../status/client.js';
 import { generatePodStatus, type WaitingReason } from '../status/generate.js';
@@ -185,10 +185,11 @@ const byNamespaceAndName = (a: ViewedPod, b: ViewedPod) =>
  * reasons of its last sync), and every other podctl pod read from the runtime.
  */
 export class PodView {
-  readonly manager: RuntimeManager;
+  /** Reads only: acting on a pod (delete) is podview/delete's, with a runtime manager of its own. */
+  readonly statusReader: PodStatusReader;
 
-  constructor(private readonly opts: PodViewOptions) {
-    this.manager = new RuntimeManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, logRoot: '' });
+  constructor(readonly opts: PodViewOptions) {
+    this.statusReader = new PodStatusReader({ runtime: opts.runtime, clock: opts.clock });
   }
 
   private matches(q: PodQuery, namespace: string | undefined, name: string | undefined): boolean {
@@ -225,7 +226,7 @@ export class PodView {
   /** The runtime's view of one pod (every sandbox and container instance podctl made for it). */
   async runtimeStatus(sandbox: T.PodSandbox): Promise<RuntimePodStatus> {
     const l = sandbox.labels;
-    return this.manager.getPodStatus(l[L.POD_UID_LABEL]!, l[L.POD_NAME_LABEL]!, l[L.POD_NAMESPACE_LABEL]!);
+    return this.statusReader.getPodStatus(l[L.POD_UID_LABEL]!, l[L.POD_NAME_LABEL]!, l[L.POD_NAMESPACE_LABEL]!);
   }
 
   async list(q: PodQuery = {}): Promise<ViewedPod[]> {

@@ -1,0 +1,180 @@
+import { open } from 'node:fs/promises';
+import type { Clock } from '../clock.js';
+import type { RuntimeService } from '../cri/client.js';
+import { ignoreNotFound } from '../cri/errors.js';
+import type * as T from '../cri/types.js';
+import { readLogTail } from '../logs/index.js';
+import * as L from './labels.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from './types.js';
+
+/** The kubelet reads at most this much of a termination-message file or of the log tail. */
+export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
+/** FallbackToLogsOnError: the log's last lines, bounded as the kubelet bounds them. */
+const FALLBACK_LOG_BYTES = 2048;
+const FALLBACK_LOG_LINES = 80;
+
+const nsToMs = (ns: number | undefined): number | undefined => (ns ? Math.floor(ns / 1e6) : undefined);
+
+/**
+ * The kubelet's GetPodStatus: what the runtime holds of one pod, from its labelled sandboxes
+ * and containers, each with its status and termination message. Reads only: plan, pleg-events
+ * and the pod views use it alone; RuntimeManager uses it for SyncPod.
+ */
+export class PodStatusReader {
+  private readonly runtime: RuntimeService;
+  readonly clock: Clock;
+  /** Why podctl killed a container (liveness, startup, postStart), for its terminated state's message. */
+  private readonly killMessages = new Map<string, string>();
+  /** Termination messages of exited containers: they never change, so each is read once. */
+  private readonly terminationMessages = new Map<string, string>();
+
+  constructor(opts: { runtime: RuntimeService; clock: Clock }) {
+    this.runtime = opts.runtime;
+    this.clock = opts.clock;
+  }
+
+  /** Why podctl killed this container, shown as its termination message when it wrote none. */
+  noteKillMessage(containerId: string, message: string): void {
+    this.killMessages.set(containerId, message);
+  }
+
+  /** The container was removed: nothing more to remember of it. */
+  forget(containerId: string): void {
+    this.killMessages.delete(containerId);
+    this.terminationMessages.delete(containerId);
+  }
+
+  /** The runtime's view of one pod, from its labelled sandboxes and containers. */
+  async getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean } = {}): Promise<RuntimePodStatus> {
+    // podctl's own objects only, unless a debugging command asks for every agent's.
+    const selector: Record<string, string> = opts.all ? { [L.POD_UID_LABEL]: uid } : { [L.POD_UID_LABEL]: uid, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
+    const [sandboxes, containers] = await Promise.all([
+      this.runtime.listPodSandbox({ labelSelector: selector }),
+      this.runtime.listContainers({ labelSelector: selector }),
+    ]);
+    const sandboxStatuses = await Promise.all(sandboxes.map((s) => this.sandboxStatus(s)));
+    const containerStatuses = await Promise.all(containers.map((c) => this.containerStatus(c)));
+    const live = sandboxStatuses.filter((s): s is RuntimeSandboxStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
+    const ready = live.find((s) => s.state === 'ready');
+    const known = containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort(newerFirst);
+    const ephemeralIds = new Set(containers.filter((c) => c.labels[L.EPHEMERAL_LABEL] === 'true').map((c) => c.id));
+    const isEphemeral = (c: RuntimeContainerStatus) => ephemeralIds.has(c.id);
+    return {
+      uid,
+      name,
+      namespace,
+      ips: ready?.ip ? [ready.ip, ...ready.additionalIps] : [],
+      sandboxes: live,
+      containers: known.filter((c) => !isEphemeral(c)),
+      ...(ephemeralIds.size ? { ephemeral: known.filter(isEphemeral) } : {}),
+      timestamp: this.clock.now(),
+    };
+  }
+
+  private async sandboxStatus(sandbox: T.PodSandbox): Promise<RuntimeSandboxStatus | undefined> {
+    const res = await ignoreNotFound(this.runtime.podSandboxStatus(sandbox.id));
+    if (!res) return undefined;
+    const status = res.status;
+    return {
+      id: sandbox.id,
+      state: sandbox.state === 'SANDBOX_READY' ? 'ready' : 'notready',
+      createdAt: nsToMs(sandbox.createdAt) ?? 0,
+      attempt: sandbox.metadata?.attempt ?? 0,
+      ip: status?.network?.ip || undefined,
+      additionalIps: (status?.network?.additionalIps ?? []).map((i) => i.ip).filter(Boolean),
+      hostNetwork: status?.linux?.namespaces?.options?.network === 'NODE',
+      podDir: status?.annotations?.[L.POD_DIR_ANNOTATION] || undefined,
+      logDirectory: status?.annotations?.[L.POD_LOG_DIR_ANNOTATION] || undefined,
+    };
+  }
+
+  private async containerStatus(container: T.Container): Promise<RuntimeContainerStatus | undefined> {
+    const res = await ignoreNotFound(this.runtime.containerStatus(container.id));
+    if (!res) return undefined;
+    const status = toRuntimeContainerStatus(container, res.status ?? undefined);
+    if (status.state === 'exited' && res.status) status.message = (await this.terminationMessage(status, res.status)) || status.message;
+    return status;
+  }
+
+  /**
+   * The kubelet's termination message: the file the container wrote at
+   * terminationMessagePath, else (FallbackToLogsOnError, non-zero exit) the
+   * tail of its log, else why podctl killed it.
+   */
+  private async terminationMessage(c: RuntimeContainerStatus, status: T.ContainerStatus): Promise<string | undefined> {
+    const known = this.terminationMessages.get(c.id);
+    if (known !== undefined) return known || undefined;
+    const annotations = status.annotations ?? {};
+    const path = annotations[L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION];
+    const mount = path ? status.mounts?.find((m) => m.containerPath === path) : undefined;
+    let message = mount ? await readHead(mount.hostPath, MAX_TERMINATION_MESSAGE_BYTES) : '';
+    if (!message && annotations[L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] === 'FallbackToLogsOnError' && c.exitCode !== 0 && status.logPath) {
+      message = await readLogTail(status.logPath, FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES);
+    }
+    message ||= this.killMessages.get(c.id) ?? '';
+    if (this.terminationMessages.size >= 10_000) this.terminationMessages.clear();
+    this.terminationMessages.set(c.id, message);
+    return message || undefined;
+  }
+}
+
+/** The first bytes of a file, as text; '' when it cannot be read. */
+async function readHead(path: string, max: number): Promise<string> {
+  try {
+    const fh = await open(path, 'r');
+    try {
+      const buf = Buffer.alloc(max);
+      const { bytesRead } = await fh.read(buf, 0, max, 0);
+      return buf.subarray(0, bytesRead).toString();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return '';
+  }
+}
+
+const STATE: Record<string, RuntimeContainerStatus['state']> = {
+  CONTAINER_CREATED: 'created',
+  CONTAINER_RUNNING: 'running',
+  CONTAINER_EXITED: 'exited',
+  CONTAINER_UNKNOWN: 'unknown',
+};
+
+/** Rebuilds what podctl knows of a container from its CRI labels, annotations and status. */
+export function toRuntimeContainerStatus(container: T.Container, status?: T.ContainerStatus): RuntimeContainerStatus {
+  const annotations = status?.annotations && Object.keys(status.annotations).length ? status.annotations : container.annotations;
+  const kind = annotations[L.CONTAINER_KIND_ANNOTATION];
+  return {
+    id: container.id,
+    name: container.labels[L.CONTAINER_NAME_LABEL] ?? container.metadata?.name ?? '',
+    state: STATE[status?.state ?? container.state] ?? 'unknown',
+    createdAt: nsToMs(status?.createdAt ?? container.createdAt) ?? 0,
+    startedAt: nsToMs(status?.startedAt),
+    finishedAt: nsToMs(status?.finishedAt),
+    exitCode: status && (status.state === 'CONTAINER_EXITED' || status.finishedAt) ? status.exitCode : undefined,
+    image: specImage(annotations[L.CONTAINER_SPEC_ANNOTATION]) || container.image?.userSpecifiedImage || container.image?.image || '',
+    imageRef: status?.imageRef || container.imageRef,
+    imageId: container.imageRef,
+    hash: annotations[L.CONTAINER_HASH_ANNOTATION] ?? '',
+    restartCount: Number(annotations[L.CONTAINER_RESTART_COUNT_ANNOTATION] ?? 0) || 0,
+    reason: status?.reason || undefined,
+    message: status?.message || undefined,
+    specJSON: annotations[L.CONTAINER_SPEC_ANNOTATION],
+    terminationGracePeriod: Number(annotations[L.POD_TERMINATION_GRACE_PERIOD_ANNOTATION]) || undefined,
+    preStopJSON: annotations[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION],
+    kind: kind === 'init' || kind === 'sidecar' ? kind : 'app',
+    logPath: status?.logPath || undefined,
+  };
+}
+
+/** The image as the pod spec named it, from the spec copy in the container's annotations. */
+function specImage(specJSON: string | undefined): string | undefined {
+  if (!specJSON) return undefined;
+  try {
+    const image = (JSON.parse(specJSON) as { image?: unknown }).image;
+    return typeof image === 'string' ? image : undefined;
+  } catch {
+    return undefined;
+  }
+}
