@@ -5,6 +5,7 @@ import { getFromStatusSocket } from '../core/status/client.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { admitPod, type NodeInfo } from '../core/admission.js';
+import { podKey } from '../core/util/pod-key.js';
 
 /** Loads the manifests named on the command line; warnings go to stderr. */
 export async function loadPodsFromArgs(paths: string[], nodeName: string, texts?: { file: string; text: string }[]): Promise<ManifestSet> {
@@ -47,7 +48,7 @@ export function admitPods(
   const admitted: IPod[] = [];
   const rejected: { pod: IPod; reason: string; message: string }[] = [];
   for (const pod of pods) {
-    const name = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+    const name = podKey(pod);
     if (opts.keptByWatch?.pods.has(name)) {
       rejected.push({ pod, reason: 'KeptByWatch', message: `the watch on ${opts.keptByWatch.rootDir} keeps this pod; change its manifest there, or stop that watch first` });
       continue;
@@ -85,7 +86,7 @@ export function admitPods(
 export async function podsKeptByWatch(rootDir: string): Promise<Set<string>> {
   try {
     const list = await getFromStatusSocket<{ items: IPod[] }>(join(rootDir, 'podctl.sock'), '/pods', 1000);
-    return new Set(list.items.map((p) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name}`));
+    return new Set(list.items.map((p) => podKey(p)));
   } catch {
     return new Set();
   }

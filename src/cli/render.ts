@@ -4,6 +4,7 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { PodEvent } from '../core/events.js';
 import { formatSpecChange } from '../core/kuberuntime/spec-diff.js';
 import type { Plan, PlannedAction } from '../core/plan.js';
+import { podKey } from '../core/util/pod-key.js';
 
 /** kubectl's READY column: ready/total app containers. */
 export function readyColumn(pod: IPod, status: IPodStatus | undefined): string {
@@ -66,7 +67,7 @@ export function renderResultTable(rows: ResultRow[]): string {
   for (const r of rows) {
     const m = r.pod.metadata!;
     table.push([
-      `${m.namespace}/${m.name}`,
+      podKey(m),
       r.status?.phase ?? 'Unknown',
       displayStatus(r.pod, r.status),
       readyColumn(r.pod, r.status),
@@ -107,7 +108,7 @@ export function eventLine(e: PodEvent, now = new Date()): string {
 export function renderPlan(plan: Plan): string {
   const lines: string[] = [];
   for (const p of plan.pods) {
-    const pod = `${p.namespace}/${p.name}`;
+    const pod = podKey(p);
     if (p.inDesiredState) {
       lines.push(`${pod}: in desired state, nothing to do`);
       continue;

@@ -1,11 +1,12 @@
 import type * as T from '../core/cri/types.js';
 import type { DiskReport } from '../core/stats/disk.js';
 import { humanBytes, plainTable } from './table.js';
+import { podKey } from '../core/util/pod-key.js';
 
 /** One row per pod (LOGS, EMPTYDIR, WRITABLE and their inodes), then the image filesystem. */
 export function renderDiskReport(report: DiskReport, opts: { noHeaders?: boolean; allNamespaces?: boolean } = {}): string {
   const rows = report.pods.map((p) => [
-    opts.allNamespaces ? `${p.namespace}/${p.name}` : p.name,
+    opts.allNamespaces ? podKey(p) : p.name,
     humanBytes(p.logs.bytes),
     humanBytes(p.emptyDirs.bytes),
     humanBytes(p.writableLayers.bytes),

@@ -6,6 +6,7 @@ import { parseDuration } from '../core/cri/endpoint.js';
 import { errorMessage } from '../core/errors.js';
 import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
 import { GenericPleg, type PodLifecycleEvent } from '../core/pleg/generic.js';
+import { podKey } from '../core/util/pod-key.js';
 
 export class PlegEvents extends PodctlCommand {
   static override summary = 'Print the pod lifecycle events the PLEG derives from the runtime (one relist, or --follow).';
@@ -71,6 +72,6 @@ one as died. Works whether or not \`podctl watch\` runs.`;
     if (json) {
       return JSON.stringify({ time, namespace: e.namespace, pod: e.name, podUID: e.id, container: e.containerName ?? null, id: e.data, event: e.type, detail });
     }
-    return [time.slice(11, 23).padEnd(12), `${e.namespace}/${e.name}`.padEnd(32), (e.containerName ?? '(sandbox)').padEnd(16), e.type.padEnd(17), `${detail} ${e.data.slice(0, 13)}`].join(' ');
+    return [time.slice(11, 23).padEnd(12), podKey(e).padEnd(32), (e.containerName ?? '(sandbox)').padEnd(16), e.type.padEnd(17), `${detail} ${e.data.slice(0, 13)}`].join(' ');
   }
 }

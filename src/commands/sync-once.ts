@@ -10,6 +10,7 @@ import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
 import { missingReferences } from '../core/pod/index.js';
+import { podKey } from '../core/util/pod-key.js';
 
 export class SyncOnce extends PodctlCommand {
   static override summary = "Run every pod found once, as the kubelet's RunOnce: wait until each runs or fails, print a table.";
@@ -80,7 +81,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
       else this.log(renderObjects(rows.map((r) => podWithStatus(r.pod, r.status)), flags.output as 'json' | 'yaml'));
       const failed = rows.filter((r) => !r.ok);
       if (failed.length) {
-        process.stderr.write(`Error: ${failed.length} of ${rows.length} pod(s) failed: ${failed.map((r) => `${r.pod.metadata!.namespace}/${r.pod.metadata!.name}`).join(', ')}\n`);
+        process.stderr.write(`Error: ${failed.length} of ${rows.length} pod(s) failed: ${failed.map((r) => podKey(r.pod)).join(', ')}\n`);
         this.exit(1);
       }
     } finally {

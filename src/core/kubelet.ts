@@ -22,6 +22,7 @@ import { Backoff } from './util/backoff.js';
 import { safeJoin } from './util/safe-path.js';
 import { TerminationRecords } from './status/termination-records.js';
 import type { WorkerTrace } from './workers/pod-workers.js';
+import { podKey } from './util/pod-key.js';
 
 export interface KubeletOptions {
   runtime: RuntimeService;
@@ -348,7 +349,7 @@ export class Kubelet {
         const grace = graceFromRuntime(status);
         await this.runtimeManager.killPodByStatus(status, grace);
         await this.runtimeManager.removePod(status);
-        result.removedPods.push(`${id.namespace}/${id.name}`);
+        result.removedPods.push(podKey(id));
         this.orphanFailedAt.delete(uid);
         this.orphanBackoff.reset(uid);
       } catch (err) {
@@ -356,7 +357,7 @@ export class Kubelet {
         const now = this.clock.now();
         const retryInMs = this.orphanBackoff.next(uid, now);
         this.orphanFailedAt.set(uid, now);
-        (result.failedPods ??= []).push({ pod: `${id.namespace}/${id.name}`, error: (err as Error).message, retryInMs });
+        (result.failedPods ??= []).push({ pod: podKey(id), error: (err as Error).message, retryInMs });
       }
     }
     for (const uid of this.orphanFailedAt.keys()) {

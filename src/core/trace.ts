@@ -7,6 +7,7 @@ import type { SyncStepResult } from './kuberuntime/manager.js';
 import type { LoopTrace, PodUpdate, ProbeResultTrace } from './loop.js';
 import type { PodLifecycleEvent, PodLifecycleEventType } from './pleg/generic.js';
 import type { UpdateType, WorkKind, WorkerTrace } from './workers/pod-workers.js';
+import { podKey } from './util/pod-key.js';
 
 export interface PodTraceRef {
   namespace: string;
@@ -167,7 +168,7 @@ function ref(pod: IPod): PodTraceRef {
   return { namespace: m.namespace ?? 'default', name: m.name!, uid: m.uid! };
 }
 
-const podName = (p: PodTraceRef) => (p.name ? `${p.namespace}/${p.name}` : p.uid);
+const podName = (p: PodTraceRef) => (p.name ? podKey(p) : p.uid);
 
 /** CRI calls grouped by method in order of first use: `RunPodSandbox 140ms, ContainerStatus×3 6ms`. */
 export function formatCalls(calls: CriCallTrace[]): string {

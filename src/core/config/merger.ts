@@ -2,6 +2,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { canonicalJSON } from '../kuberuntime/hash.js';
 import type { PodUpdate } from '../loop.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION } from '../pod/index.js';
+import { podKey } from '../util/pod-key.js';
 
 /** What decides UPDATE rather than RECONCILE: the content, not when it was seen. */
 function contentKey(pod: IPod): string {
@@ -68,10 +69,10 @@ export class PodConfigMerger {
 
   /** Another source that already holds this namespace/name. */
   private ownerOfName(pod: IPod, source: string): string | undefined {
-    const key = `${pod.metadata!.namespace}/${pod.metadata!.name}`;
+    const key = podKey(pod);
     for (const [other, pods] of this.bySource) {
       if (other === source) continue;
-      for (const p of pods.values()) if (`${p.metadata!.namespace}/${p.metadata!.name}` === key) return other;
+      for (const p of pods.values()) if (podKey(p) === key) return other;
     }
     return undefined;
   }

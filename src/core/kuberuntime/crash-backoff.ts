@@ -1,6 +1,15 @@
 import { CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
 import type { RuntimeContainerStatus } from './types.js';
 
+/**
+ * The one CrashLoopBackOff formula: the wait after an instance with this restart count exited.
+ * None after the first exit (restart count 0), then 10 s doubling up to 300 s.
+ */
+export function crashBackoffMs(restartCount: number): number {
+  if (restartCount <= 0) return 0;
+  return Math.min(CONTAINER_BACKOFF_INITIAL_MS * 2 ** Math.min(restartCount - 1, 30), CONTAINER_BACKOFF_MAX_MS);
+}
+
 export interface CrashBackoffEstimate {
   /** The CrashLoopBackOff delay that applies to this exit (0: restart at once). */
   delayMs: number;
@@ -31,6 +40,6 @@ export function crashLoopBackOff(c: RuntimeContainerStatus, now: number): CrashB
   if (c.state !== 'exited' || c.restartCount === 0) return none;
   const finishedAt = c.finishedAt ?? 0;
   if (c.startedAt !== undefined && finishedAt - c.startedAt > 2 * CONTAINER_BACKOFF_MAX_MS) return none;
-  const delayMs = Math.min(CONTAINER_BACKOFF_INITIAL_MS * 2 ** (c.restartCount - 1), CONTAINER_BACKOFF_MAX_MS);
+  const delayMs = crashBackoffMs(c.restartCount);
   return { delayMs, remainingMs: Math.max(0, finishedAt + delayMs - now) };
 }

@@ -6,6 +6,7 @@ import type { Clock, TimerHandle } from '../clock.js';
 import { NO_OBJECTS, type SourceObjects } from '../objects.js';
 import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION, MANIFEST_SCHEMA } from '../pod/load.js';
 import { formatProblem, isManifestFileName, parseManifestText, type ManifestProblem } from '../pod/index.js';
+import { podKey } from '../util/pod-key.js';
 
 /** The applied file of a pod: namespace and name are DNS labels, so `_` cannot be part of either. */
 export const appliedFileName = (namespace: string, name: string): string => `${namespace}_${name}.yaml`;
@@ -59,7 +60,7 @@ export function splitApplied(files: { file: string; text: string }[], nodeName: 
     problems.push(...parsed.problems.filter((p) => p.severity === 'error'));
     warnings.push(...parsed.problems.filter((p) => p.severity === 'warning'));
     for (const lp of parsed.pods) {
-      const key = `${lp.pod.metadata!.namespace}/${lp.pod.metadata!.name}`;
+      const key = podKey(lp.pod);
       const prev = keys.get(key);
       if (prev) problems.push({ file, index: lp.source.index, kind: 'Pod', name: lp.pod.metadata!.name, field: 'metadata.name', message: `pod ${key} is defined twice (also in ${prev}); pod names must be unique per namespace`, severity: 'error' });
       keys.set(key, file);

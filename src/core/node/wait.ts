@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { allContainersRunning, notRunningReasons } from '../runonce.js';
 import type { AgentClient } from './client.js';
 import type { AppliedPodRef } from './node.js';
+import { podKey } from '../util/pod-key.js';
 
 export type WaitFor = 'running' | 'ready' | 'none';
 
@@ -45,7 +46,7 @@ export function podProgress(ref: AppliedPodRef, pod: IPod | undefined, waitFor: 
  */
 export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], opts: { waitFor: WaitFor; timeoutMs: number; clock: Clock; pollMs?: number }): Promise<PodWaitResult[]> {
   const results = new Map<string, PodWaitResult>();
-  const key = (r: { namespace?: string; name?: string }) => `${r.namespace}/${r.name}`;
+  const key = (r: { namespace?: string; name?: string }) => podKey(r);
   if (opts.waitFor === 'none') return refs.map((ref) => ({ ref, ok: true }));
   const deadline = opts.clock.now() + opts.timeoutMs;
   let last = new Map<string, IPod>();

@@ -11,6 +11,7 @@ import { staticPodUID } from './uid.js';
 import { POD_FIELDS } from './fields.js';
 import { missingReferences, setLookup } from './references.js';
 import { validateDocument } from './validate.js';
+import { podKey } from '../util/pod-key.js';
 
 /**
  * Integers as Kubernetes reads manifests (YAML 1.1, through go-yaml): a
@@ -360,7 +361,7 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
   // Two pods with one namespace/name would fight over one sandbox.
   const byName = new Map<string, LoadedPod>();
   for (const lp of set.pods) {
-    const key = `${lp.pod.metadata!.namespace}/${lp.pod.metadata!.name}`;
+    const key = podKey(lp.pod);
     const prev = byName.get(key);
     if (prev) {
       problems.push({

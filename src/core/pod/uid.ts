@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Pod, PodSource } from './types.js';
+import type { PodSource } from './types.js';
 
 /**
  * A static pod's UID, as the kubelet derives one (config/common.go: md5 over
@@ -13,11 +13,6 @@ export function staticPodUID(nodeName: string, source: Pick<PodSource, 'kind' | 
   h.update(source.kind === 'http' ? `url:${source.path}` : `file:${source.path}`);
   h.update(`pod:${namespace}/${name}`);
   return h.digest('hex');
-}
-
-/** The kubelet's kubecontainer.GetPodFullName. */
-export function podFullName(pod: Pod): string {
-  return `${pod.metadata?.name}_${pod.metadata?.namespace ?? 'default'}`;
 }
 
 const RFC4122_UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

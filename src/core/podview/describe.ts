@@ -3,7 +3,8 @@ import type { IContainerStatus, IPod } from 'kubernetes-models/v1';
 import { containerLogFiles, readLogFile, restartCountOfLog } from '../logs/index.js';
 import { getFromStatusSocket } from '../status/client.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
-import { crashBackoffMs, type RuntimePod } from './index.js';
+import { crashBackoffMs } from '../kuberuntime/crash-backoff.js';
+import type { RuntimePod } from './index.js';
 
 /** A kubelet event as describe shows it (from the watch's /events, a v1 EventList). */
 export interface DescribedEvent {

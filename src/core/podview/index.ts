@@ -7,7 +7,8 @@ import { PodStatusReader } from '../kuberuntime/pod-status.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
 import { getFromStatusSocket } from '../status/client.js';
 import { generatePodStatus, type WaitingReason } from '../status/generate.js';
-import { CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
+import { crashBackoffMs } from '../kuberuntime/crash-backoff.js';
+import { podKey } from '../util/pod-key.js';
 
 /** Where a pod's view came from: the running watch's status socket, or the runtime read by podctl's labels. */
 export type PodViewSource = 'watch' | 'runtime';
@@ -36,15 +37,6 @@ export interface PodViewOptions {
   statusSocket?: string;
   runtimeName?: string;
   hostIP?: string;
-}
-
-/**
- * The crash backoff the runtime manager imposes after an instance with this
- * restartCount exited: none for the first exit, then 10 s doubling to 5 min.
- */
-export function crashBackoffMs(restartCount: number): number {
-  if (restartCount <= 0) return 0;
-  return Math.min(CONTAINER_BACKOFF_INITIAL_MS * 2 ** Math.min(restartCount - 1, 30), CONTAINER_BACKOFF_MAX_MS);
 }
 
 function parseJSON<V>(text: string | undefined): V | undefined {
@@ -177,7 +169,7 @@ export function unknownPod(sandbox: T.PodSandbox, error: unknown): ViewedPod {
 }
 
 const byNamespaceAndName = (a: ViewedPod, b: ViewedPod) =>
-  `${a.pod.metadata!.namespace}/${a.pod.metadata!.name}`.localeCompare(`${b.pod.metadata!.namespace}/${b.pod.metadata!.name}`);
+  podKey(a.pod).localeCompare(podKey(b.pod));
 
 /**
  * The pods podctl runs, as v1 Pods with status, whether or not `watch` runs:

@@ -2,6 +2,7 @@ import { lstat, readdir, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ImageService, RuntimeService } from '../cri/client.js';
 import * as L from '../kuberuntime/labels.js';
+import { podKey } from '../util/pod-key.js';
 
 export interface Usage {
   bytes: number;
@@ -89,7 +90,7 @@ export async function diskReport(runtime: Pick<RuntimeService, 'listPodSandbox' 
       writableLayers: writable.get(uid) ?? { bytes: 0, inodes: 0 },
     });
   }
-  pods.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+  pods.sort((a, b) => podKey(a).localeCompare(podKey(b)));
   const fs = fsInfo?.imageFilesystems[0];
   let imageFilesystem: ImageFsUsage | undefined;
   if (fs?.fsId?.mountpoint) {
