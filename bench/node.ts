@@ -163,7 +163,7 @@ export class InProcessNode {
   }
 
   status(uid: string): IPodStatus | undefined {
-    return this.kubelet.statuses.get(uid);
+    return this.kubelet.statusManager.get(uid);
   }
 
   async stop(): Promise<void> {

@@ -65,7 +65,7 @@ node.kubelet.observe({
 if (process.env.PODCTL_BENCH_DEBUG) {
   setInterval(() => {
     const m = process.memoryUsage();
-    console.error(`worker: rss ${Math.round(m.rss / 1e6)} MB heap ${Math.round(m.heapUsed / 1e6)} MB, running statuses ${[...node.kubelet.statuses.values()].filter((st) => st.phase === 'Running').length}, relists ${relists.length}, sync errors ${JSON.stringify([...syncErrors])}`);
+    console.error(`worker: rss ${Math.round(m.rss / 1e6)} MB heap ${Math.round(m.heapUsed / 1e6)} MB, running statuses ${node.kubelet.statusManager.all().filter((st) => st.phase === 'Running').length}, relists ${relists.length}, sync errors ${JSON.stringify([...syncErrors])}`);
   }, 5000).unref();
 }
 let eventsSeen = 0;

@@ -3,7 +3,8 @@ import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
 import { graceFromRuntime, podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './kuberuntime/types.js';
-import { generatePodStatus, type WaitingReason } from './status/generate.js';
+import { generatePodStatus } from './status/generate.js';
+import { StatusManager } from './status/manager.js';
 import { isTerminalPhase } from './status/phase.js';
 import { EventRecorder } from './events.js';
 import { ObjectStore } from './objects.js';
@@ -102,9 +103,14 @@ export class Kubelet {
   readonly workers: PodWorkers;
   readonly clock: Clock;
   /** Desired pods by UID. */
-  readonly pods = new Map<string, IPod>();
+  /** The pod manager's desired pods, by UID: written only through addOrUpdatePod, reconcilePod and removal. */
+  private readonly desired = new Map<string, IPod>();
+  get pods(): ReadonlyMap<string, IPod> {
+    return this.desired;
+  }
   /** Last status reported per pod UID. */
-  readonly statuses = new Map<string, IPodStatus>();
+  /** The kubelet's statusManager: the pods' last statuses and waiting reasons. */
+  readonly statusManager = new StatusManager();
   /** Last runtime view per pod UID (the podCache). */
   readonly runtimeStatuses = new Map<string, RuntimePodStatus>();
   /** The kubelet's events per pod (what `describe` lists). */
@@ -119,7 +125,6 @@ export class Kubelet {
   readonly imageGC: ImageGCManager;
   /** Rotates the logs of this agent's running containers; the sync loop starts and stops it. */
   readonly containerLogs: ContainerLogManager;
-  private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   /** When each pod was added, until it first ran (pod start latency). */
   private readonly addedAt = new Map<string, number>();
   private readonly observers = new Set<SyncObserver>();
@@ -177,7 +182,7 @@ export class Kubelet {
       runtime: opts.runtime,
       events: this.events,
       pod: (uid) => this.pods.get(uid),
-      status: (uid) => this.statuses.get(uid),
+      status: (uid) => this.statusManager.get(uid),
     });
     this.workers = new PodWorkers(this, {
       clock: opts.clock,
@@ -226,9 +231,14 @@ export class Kubelet {
     const uid = pod.metadata!.uid!;
     const known = this.pods.has(uid);
     if (!known) this.addedAt.set(uid, this.clock.now());
-    this.pods.set(uid, pod);
+    this.desired.set(uid, pod);
     this.workers.updatePod({ type: known ? 'update' : 'create', pod });
     this.prober.addPod(pod);
+  }
+
+  /** RECONCILE: only metadata or status moved; keep the new object, no sync needed. */
+  reconcilePod(pod: IPod): void {
+    if (this.desired.has(pod.metadata!.uid!)) this.desired.set(pod.metadata!.uid!, pod);
   }
 
   /** REMOVE / DELETE: terminate gracefully, then remove from the runtime. */
@@ -288,13 +298,12 @@ export class Kubelet {
   /** Computes and records the v1 status from a runtime view. */
   updateStatus(pod: IPod, runtime: RuntimePodStatus): IPodStatus {
     const uid = pod.metadata!.uid!;
-    const previous = this.statuses.get(uid);
-    const reasons = this.waiting.get(uid);
+    const previous = this.statusManager.get(uid);
     const status = generatePodStatus({
       pod,
       runtime,
       previous,
-      waitingReason: (name) => reasons?.get(name),
+      waitingReason: (name) => this.statusManager.waitingReason(uid, name),
       ready: (id, container) => this.prober.ready(id, container),
       started: (id, container) => this.prober.started(id, container),
       hostIP: this.opts.hostIP,
@@ -309,7 +318,7 @@ export class Kubelet {
       status.message = 'Pod was active on the node longer than the specified deadline';
     }
     this.terminations.remember(uid, status);
-    this.statuses.set(uid, status);
+    this.statusManager.set(uid, status);
     const added = this.addedAt.get(uid);
     if (added !== undefined && (status.containerStatuses ?? []).length > 0 && status.containerStatuses!.every((c) => c.state?.running)) {
       this.opts.metrics?.podStartDuration.observe((this.clock.now() - added) / 1000);
@@ -418,7 +427,7 @@ export class Kubelet {
       return true;
     }
     const result = await this.runtimeManager.syncPod(pod, before, this.prober);
-    this.recordWaiting(uid, result);
+    this.statusManager.recordWaiting(uid, result.waiting);
     this.observers.forEach((o) => o.onSyncResult?.(pod, result));
     const after = result.steps.length ? await this.getRuntimeStatus(pod) : before;
     const status = this.updateStatus(pod, after);
@@ -448,13 +457,12 @@ export class Kubelet {
     const uid = pod.metadata!.uid!;
     const status = await this.getRuntimeStatus(pod);
     await this.runtimeManager.removePod(status);
-    this.pods.delete(uid);
-    this.statuses.delete(uid);
+    this.desired.delete(uid);
+    this.statusManager.forget(uid);
     this.runtimeStatuses.delete(uid);
     this.lastSyncEnd.delete(uid);
     this.readRuntimeNext.delete(uid);
     this.pruneAfterSync.delete(uid);
-    this.waiting.delete(uid);
     this.addedAt.delete(uid);
     this.events.forget(uid);
     this.terminations.forget(uid);
@@ -462,15 +470,6 @@ export class Kubelet {
     this.observers.forEach((o) => o.onTerminated?.(pod));
   }
 
-  private recordWaiting(uid: string, result: SyncPodResult): void {
-    let reasons = this.waiting.get(uid);
-    for (const [name, reason] of result.waiting) {
-      if (reason) {
-        if (!reasons) this.waiting.set(uid, (reasons = new Map()));
-        reasons.set(name, reason);
-      } else reasons?.delete(name);
-    }
-  }
 }
 
 const OOM_SETTLE_MS = 500;

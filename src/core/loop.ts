@@ -143,7 +143,7 @@ export class SyncLoop {
         break;
       case 'RECONCILE':
         // Only metadata or status moved: keep the object, no sync needed.
-        for (const pod of u.pods) k.pods.set(pod.metadata!.uid!, pod);
+        for (const pod of u.pods) k.reconcilePod(pod);
         break;
       case 'SET':
         throw new Error('the kubelet does not support SET as a pod update operation');

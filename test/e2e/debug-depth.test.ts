@@ -192,7 +192,7 @@ test('debug --target app -- ps ax: lists the app\'s sleep 3600; the ephemeral co
     const left = await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': uid, 'io.podctl.ephemeral': 'true' } });
     assert.deepEqual(left.map((c) => [c.metadata?.name, c.state]).sort(), [['dbgshell', 'CONTAINER_EXITED'], ['fails', 'CONTAINER_EXITED']]);
     const agentStatus = await eventually('the agent reporting both debug containers as ended', async () => {
-      const s = node.kubelet.statuses.get(uid);
+      const s = node.kubelet.statusManager.get(uid);
       return (s?.ephemeralContainerStatuses ?? []).filter((e) => e.state?.terminated).length === 2 ? s : undefined;
     });
     assert.equal(agentStatus.containerStatuses![0]!.restartCount, 0);

@@ -128,7 +128,7 @@ test('get pods -w prints the pod again when its container restarts', async () =>
   const w = start(['get', 'pods', 'watched', '-n', NS, '-w', '--no-headers']);
   try {
     await w.waitFor(/^watched\s+1\/1\s+Running\s+0\s/m, 20_000);
-    const id = app(kubelet.statuses.get(p.metadata!.uid!)!).containerID!.replace(/^.*:\/\//, '');
+    const id = app(kubelet.statusManager.get(p.metadata!.uid!)!).containerID!.replace(/^.*:\/\//, '');
     await client.stopContainer(id, 0);
     await w.waitFor(/^watched\s+1\/1\s+Running\s+1 \(\d+s ago\)\s/m, 30_000);
   } finally {
@@ -418,12 +418,12 @@ test('delete a pod the running watch keeps from a file: deleted, with a warning 
   await waitFor(p, running, 30_000);
   // The in-process loop with the status server watch serves: what `delete` asks is the same /pods.
   const server = await startStatusServer(join(rootDir.dir, 'podctl.sock'), {
-    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statuses.get(q.metadata!.uid!) })),
+    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statusManager.get(q.metadata!.uid!) })),
     health: () => ({ ok: true, checks: [] }),
     metrics: new Metrics(),
   });
   try {
-    const first = app(kubelet.statuses.get(p.metadata!.uid!)!).containerID;
+    const first = app(kubelet.statusManager.get(p.metadata!.uid!)!).containerID;
     const r = await cli(['delete', 'pod', 'kept', '-n', NS, '--grace-period', '1']);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, 'pod "kept" deleted\n');
@@ -441,7 +441,7 @@ test('describe pod in CrashLoopBackOff: events, the timeline and the one-line re
   await waitFor(p, (s) => app(s).state?.waiting?.reason === 'CrashLoopBackOff' && app(s).restartCount >= 2, 40_000);
   const watchDir = scratchDir('e2e-debug-watch');
   const server = await startStatusServer(join(watchDir.dir, 'podctl.sock'), {
-    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statuses.get(q.metadata!.uid!) })),
+    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statusManager.get(q.metadata!.uid!) })),
     health: () => ({ ok: true, checks: [] }),
     metrics: new Metrics(),
     events: () => kubelet.events.all(),
@@ -503,7 +503,7 @@ test('get containers, get images, inspect, stats: crictl-style views of the same
   const p = pod('viewed', '  - {name: app, image: busybox:1.36, command: [sh, -c, "while :; do :; done"]}\n  - {name: idle, image: busybox:1.36, command: [sleep, "3600"]}\n');
   loop.addPods([p]);
   await waitFor(p, running, 30_000);
-  const ids = Object.fromEntries(kubelet.statuses.get(p.metadata!.uid!)!.containerStatuses!.map((c) => [c.name, c.containerID!.replace(/^.*:\/\//, '')]));
+  const ids = Object.fromEntries(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses!.map((c) => [c.name, c.containerID!.replace(/^.*:\/\//, '')]));
 
   const ps = await cli(['get', 'containers', '--pod', 'viewed', '-n', NS]);
   assert.equal(ps.code, 0, ps.stderr);
@@ -557,7 +557,7 @@ test('events: from the running watch (-w prints new ones as they come); without 
 
   const watchDir = scratchDir('e2e-debug-events');
   const server = await startStatusServer(join(watchDir.dir, 'podctl.sock'), {
-    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statuses.get(q.metadata!.uid!) })),
+    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statusManager.get(q.metadata!.uid!) })),
     health: () => ({ ok: true, checks: [] }),
     metrics: new Metrics(),
     events: () => kubelet.events.all(),
@@ -565,7 +565,7 @@ test('events: from the running watch (-w prints new ones as they come); without 
   const w = startPodctl(['events', '-n', NS, '--for', 'eventful', '-w', '--root-dir', watchDir.dir]);
   try {
     await w.waitFor(/Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app\n/, 15_000);
-    const id = app(kubelet.statuses.get(p.metadata!.uid!)!).containerID!.replace(/^.*:\/\//, '');
+    const id = app(kubelet.statusManager.get(p.metadata!.uid!)!).containerID!.replace(/^.*:\/\//, '');
     await client.stopContainer(id, 0);
     // The restart repeats Created and Started: the watch's recorder counts them, -w prints them again.
     await w.waitFor(/Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app \(x2\)\n/, 30_000);

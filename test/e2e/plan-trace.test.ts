@@ -55,7 +55,7 @@ test('plan: nothing to do for a pod that runs as its file says (exit 0); an imag
   const kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: join(dir.dir, 'logs'), nodeName: NODE, agent: 'plan-e2e' });
   const pod = await load(file);
   await kubelet.syncPod(pod, 'create');
-  assert.equal(kubelet.statuses.get(pod.metadata!.uid!)?.phase, 'Running');
+  assert.equal(kubelet.statusManager.get(pod.metadata!.uid!)?.phase, 'Running');
   try {
     const before = await snapshot();
     const steady = plan([file]);

@@ -185,7 +185,7 @@ test('tcpSocket readiness turns ready when the port listens; a failing startup p
   assert.equal(early.exitCode, 1, 'liveness never ran before startup succeeded');
   const ok = await client.execSync(id, ['sh', '-c', 'wc -l < /live-ok'], 5);
   assert.ok(Number(Buffer.from(ok.stdout).toString().trim()) >= 2, 'liveness runs once the container started');
-  assert.equal(cs(kubelet.statuses.get(gated.metadata!.uid!)!).restartCount, 0);
+  assert.equal(cs(kubelet.statusManager.get(gated.metadata!.uid!)!).restartCount, 0);
   await remove(tcp, neverStarts, gated);
 });
 

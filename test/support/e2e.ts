@@ -97,11 +97,11 @@ export const managedSelector = { [MANAGED_BY_LABEL]: 'podctl' };
 /** Resolves with the first status of the pod that satisfies cond (already current, or reported later). */
 export function waitForStatus(kubelet: Kubelet, p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<IPodStatus> {
   return new Promise((resolve, reject) => {
-    const current = kubelet.statuses.get(p.metadata!.uid!);
+    const current = kubelet.statusManager.get(p.metadata!.uid!);
     if (current && cond(current)) return resolve(current);
     const timer = setTimeout(() => {
       stop();
-      reject(new Error(`timed out; last status of ${p.metadata!.name}: ${JSON.stringify(kubelet.statuses.get(p.metadata!.uid!))}`));
+      reject(new Error(`timed out; last status of ${p.metadata!.name}: ${JSON.stringify(kubelet.statusManager.get(p.metadata!.uid!))}`));
     }, timeoutMs);
     const stop = kubelet.observe({
       onStatus: ({ pod, status }) => {

@@ -44,7 +44,7 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
 
   const writes = () => WRITES.reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
   const app = (s: IPodStatus) => s.containerStatuses![0]!;
-  const statusOf = (p: IPod) => kubelet.statuses.get(p.metadata!.uid!)!;
+  const statusOf = (p: IPod) => kubelet.statusManager.get(p.metadata!.uid!)!;
   const runningId = () => fake.containers().find((c) => c.state === 'CONTAINER_RUNNING')!.id;
 
   test('CrashLoopBackOff: first restart at once, then 10 s, then 20 s, counted from the exit', async () => {
@@ -203,7 +203,7 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
     const pleg = kubelet.createPleg();
     const p = pod('cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
-    const app = () => kubelet.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!;
+    const app = () => kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!;
     await kubelet.syncPod(p, 'create');
     assert.ok(app().state?.running);
 

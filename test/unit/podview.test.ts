@@ -64,7 +64,7 @@ describe('PodView: v1 Pods rebuilt from the runtime by podctl labels', () => {
     assert.deepEqual(v.pod.spec!.containers.map((c) => c.name), ['app', 'probed']);
     const appStatus = s.containerStatuses!.find((c) => c.name === 'app')!;
     assert.equal(appStatus.state?.waiting?.reason, 'CrashLoopBackOff');
-    const kubeletSays = kubelet.statuses.get(p.metadata!.uid!)!.containerStatuses!.find((c) => c.name === 'app')!.state!.waiting!;
+    const kubeletSays = kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses!.find((c) => c.name === 'app')!.state!.waiting!;
     assert.deepEqual(appStatus.state!.waiting, kubeletSays, 'the same reason and message as the agent reports');
     assert.match(kubeletSays.message!, /^back-off 10s restarting failed container=app/);
     assert.equal(appStatus.restartCount, 1);

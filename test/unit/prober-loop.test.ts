@@ -70,7 +70,7 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
     }
     throw new Error(`timed out waiting for ${what}`);
   }
-  const status = (p: IPod): IPodStatus | undefined => kubelet.statuses.get(p.metadata!.uid!);
+  const status = (p: IPod): IPodStatus | undefined => kubelet.statusManager.get(p.metadata!.uid!);
   const app = (p: IPod, name = 'app'): IContainerStatus | undefined => status(p)?.containerStatuses?.find((c) => c.name === name);
   const condition = (p: IPod, type: string) => status(p)?.conditions?.find((c) => c.type === type)?.status;
   const events = (p: IPod) => kubelet.events.eventsFor(p.metadata!.uid!);

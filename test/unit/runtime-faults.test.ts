@@ -38,7 +38,7 @@ describe('runtime faults (fake runtime, injected clock): retried with backoff, r
     fake.failNext('StartContainer', grpc.status.UNKNOWN, 'OCI runtime start failed: boom');
     kubelet.addOrUpdatePod(p);
     await kubelet.workers.waitIdle();
-    const s = kubelet.statuses.get(p.metadata!.uid!);
+    const s = kubelet.statusManager.get(p.metadata!.uid!);
     assert.equal(app(s)?.state?.waiting?.reason, 'RunContainerError');
     assert.match(app(s)!.state!.waiting!.message!, /OCI runtime start failed: boom/);
     assert.match(kubelet.workers.lastError(p.metadata!.uid!) ?? '', /StartContainer app/);
@@ -48,7 +48,7 @@ describe('runtime faults (fake runtime, injected clock): retried with backoff, r
     clock.advance(1);
     assert.deepEqual(kubelet.workers.syncDue(), [p.metadata!.uid!]);
     await kubelet.workers.waitIdle();
-    assert.ok(app(kubelet.statuses.get(p.metadata!.uid!))?.state?.running);
+    assert.ok(app(kubelet.statusManager.get(p.metadata!.uid!))?.state?.running);
     assert.deepEqual(fake.containers().map((c) => c.state), ['CONTAINER_RUNNING'], 'the instance whose start failed is removed once a new one runs, not leaked');
     await kubelet.syncTerminatingPod(p, 0);
     await kubelet.syncTerminatedPod(p);
@@ -60,11 +60,11 @@ describe('runtime faults (fake runtime, injected clock): retried with backoff, r
     const p = pod('hangs');
     fake.hang('CreateContainer');
     await assert.rejects(kubelet.syncPod(p, 'create'), /CreateContainer did not answer within 300ms/);
-    assert.equal(app(kubelet.statuses.get(p.metadata!.uid!))?.state?.waiting?.reason, 'CreateContainerError');
-    assert.match(app(kubelet.statuses.get(p.metadata!.uid!))!.state!.waiting!.message!, /raise --request-timeout or check the runtime/);
+    assert.equal(app(kubelet.statusManager.get(p.metadata!.uid!))?.state?.waiting?.reason, 'CreateContainerError');
+    assert.match(app(kubelet.statusManager.get(p.metadata!.uid!))!.state!.waiting!.message!, /raise --request-timeout or check the runtime/);
     fake.unhang('CreateContainer');
     await kubelet.syncPod(p, 'sync');
-    assert.ok(app(kubelet.statuses.get(p.metadata!.uid!))?.state?.running);
+    assert.ok(app(kubelet.statusManager.get(p.metadata!.uid!))?.state?.running);
     assert.deepEqual(fake.containers().map((c) => c.state), ['CONTAINER_RUNNING']);
     await kubelet.syncTerminatingPod(p, 0);
     await kubelet.syncTerminatedPod(p);

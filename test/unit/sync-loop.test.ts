@@ -280,14 +280,14 @@ test('a container\'s last termination is kept on disk: Last State survives conta
     await first.syncPod(p, 'sync'); // restarted at once; GC keeps no dead instance
     await first.housekeeping();
     assert.equal(fake.containers().filter((x) => x.state === 'CONTAINER_EXITED').length, 0, 'the dead instance is gone');
-    const last = first.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!.lastState?.terminated;
+    const last = first.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.lastState?.terminated;
     assert.equal(last?.exitCode, 7);
     assert.ok(last?.containerID?.endsWith(`://${c.id}`), 'the record names the instance that exited');
 
     const second = new Kubelet(opts);
     second.addOrUpdatePod(p);
     await second.workers.waitIdle();
-    const again = second.statuses.get(p.metadata!.uid!)!.containerStatuses![0]!;
+    const again = second.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!;
     assert.equal(again.restartCount, 1);
     assert.equal(again.lastState?.terminated?.exitCode, 7, 'a new agent shows the Last State from the record');
     assert.equal(again.lastState?.terminated?.message, 'bye');

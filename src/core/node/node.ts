@@ -277,7 +277,7 @@ export class StandaloneNode {
 
   private withStatus(p: IPod): IPod {
     const uid = p.metadata!.uid!;
-    const status = this.kubelet.statuses.get(uid);
+    const status = this.kubelet.statusManager.get(uid);
     const observed = this.observed.get(uid);
     return { ...p, status: { ...(status ?? { phase: 'Pending' }), ...(observed === undefined ? {} : { observedGeneration: observed }) } as IPod['status'] };
   }
