@@ -11,6 +11,7 @@ import { acquireStateLock } from '../core/lock.js';
 import { Metrics } from '../core/metrics.js';
 import { bytes } from '../core/util/quantity.js';
 import { StandaloneNode } from '../core/node/index.js';
+import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** Flags of the commands that run the node agent (agent, watch). */
 export const agentFlags = {
@@ -97,7 +98,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
         },
         onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
         onSourceError: (message) => process.stderr.write(`${stamp()} ${message}\n`),
-        onConflict: (source, pod, owner) => process.stderr.write(`${stamp()} ${source}: pod ${pod.metadata!.namespace}/${pod.metadata!.name} is already defined by the ${owner} source; ignored\n`),
+        onConflict: (source, pod, owner) => process.stderr.write(`${stamp()} ${source}: pod ${podKey(pod)} is already defined by the ${owner} source; ignored\n`),
         onPlegFallback: (reason) => say(`${stamp()} PLEG: ${reason}`),
       },
     });
@@ -115,13 +116,13 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
     onStatus: ({ pod, status }) => (tracer ? undefined : live ? redraw() : log(statusLine(pod, status))),
     onSyncError: (pod, err) => {
       const message = errorMessage(err);
-      if (lastError.get(pod.metadata!.uid!) === message) return;
-      lastError.set(pod.metadata!.uid!, message);
-      process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
+      if (lastError.get(podMeta(pod).uid) === message) return;
+      lastError.set(podMeta(pod).uid, message);
+      process.stderr.write(`${stamp()} ${podKey(pod)}: ${message} (retrying with backoff)\n`);
     },
     onTerminated: (pod) => {
-      lastError.delete(pod.metadata!.uid!);
-      if (!tracer) log(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}  terminated and removed`);
+      lastError.delete(podMeta(pod).uid);
+      if (!tracer) log(`${stamp()} ${podKey(pod)}  terminated and removed`);
     },
   });
   node.subscribeEvents((e) => {

@@ -40,7 +40,7 @@ export async function copyDebugPod(client: CriClient, rp: RuntimePod, copyName: 
   const source = podOf(rp);
   const spec = { ...rp.spec, containers: [...rp.spec.containers, container] };
   delete spec.nodeName;
-  const manifest = { apiVersion: 'v1', kind: 'Pod', metadata: { name: copyName, namespace: flags.namespace, labels: source.metadata!.labels }, spec };
+  const manifest = { apiVersion: 'v1', kind: 'Pod', metadata: { name: copyName, namespace: flags.namespace, labels: source.metadata?.labels }, spec };
   const dir = mkdtempSync(join(tmpdir(), 'podctl-debug-copy-'));
   const file = join(dir, `${copyName}.yaml`);
   writeFileSync(file, dump(manifest, { noRefs: true, lineWidth: -1 }));

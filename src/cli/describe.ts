@@ -4,6 +4,7 @@ import { displayStatus } from './render.js';
 import { podFieldValue } from '../core/kuberuntime/env.js';
 import { resourceFieldValue } from '../core/volumes/downward.js';
 import type { DescribedEvent, TimelineEntry } from '../core/podview/describe.js';
+import { podMeta } from '../core/util/pod-key.js';
 
 const pad = (label: string, width: number) => `${label}:`.padEnd(width + 2);
 
@@ -118,7 +119,7 @@ function clock(ms: number): string {
 
 /** kubectl describe's sections, plus Seen By, Why and the Timeline. */
 export function renderDescribe(pod: IPod, source: string, readinessUnknown: string[], timeline: TimelineEntry[], events: DescribedEvent[] | undefined, why: string | undefined, now: number): string {
-  const m = pod.metadata!;
+  const m = podMeta(pod);
   const s = pod.status;
   const lines: string[] = [];
   const top = (label: string, value: string | undefined) => kv(lines, '', 16, label, value);

@@ -2,6 +2,7 @@ import { openSync, readSync, closeSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import { CriLogParser } from '../core/logs/index.js';
+import { podMeta } from '../core/util/pod-key.js';
 
 /**
  * Streams the containers' output of the given pods as `docker compose up` does: each line prefixed
@@ -12,7 +13,7 @@ export function streamPodLogs(logRoot: string, pods: () => IPod[], write: (line:
   const files = new Map<string, { offset: number; parser: CriLogParser }>();
   const poll = () => {
     for (const pod of pods()) {
-      const m = pod.metadata!;
+      const m = podMeta(pod);
       const dir = join(logRoot, `${m.namespace}_${m.name}_${m.uid}`);
       let containers: string[];
       try {

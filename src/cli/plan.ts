@@ -7,6 +7,7 @@ import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
 import { planPods, type Plan } from '../core/plan.js';
 import { AgentClient } from '../core/node/index.js';
 import { renderPlan } from './render.js';
+import { podMeta } from '../core/util/pod-key.js';
 
 /** Exit code of a plan that would change something (terraform plan -detailed-exitcode). */
 export const PLAN_CHANGES_EXIT_CODE = 2;
@@ -49,7 +50,7 @@ export async function withAgentUIDs(pods: IPod[], rootDir: string): Promise<IPod
   if (!(await agent.running())) return pods;
   const kept = await agent.pods().catch(() => [] as IPod[]);
   return pods.map((pod) => {
-    const k = kept.find((p) => p.metadata?.namespace === pod.metadata!.namespace && p.metadata?.name === pod.metadata!.name);
+    const k = kept.find((p) => p.metadata?.namespace === podMeta(pod).namespace && p.metadata?.name === podMeta(pod).name);
     return k?.metadata?.uid ? { ...pod, metadata: { ...pod.metadata, uid: k.metadata.uid } } : pod;
   });
 }

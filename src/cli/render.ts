@@ -4,7 +4,7 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { PodEvent } from '../core/events.js';
 import { formatSpecChange } from '../core/kuberuntime/spec-diff.js';
 import type { Plan, PlannedAction } from '../core/plan.js';
-import { podKey } from '../core/util/pod-key.js';
+import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** kubectl's READY column: ready/total app containers. */
 export function readyColumn(pod: IPod, status: IPodStatus | undefined): string {
@@ -65,7 +65,7 @@ export function renderResultTable(rows: ResultRow[]): string {
     colWidths: [null, null, null, null, null, 60] as unknown as number[],
   });
   for (const r of rows) {
-    const m = r.pod.metadata!;
+    const m = podMeta(r.pod);
     table.push([
       podKey(m),
       r.status?.phase ?? 'Unknown',
@@ -86,7 +86,7 @@ export function statusLine(pod: IPod, status: IPodStatus, now = new Date()): str
       return `${c.name}=${state}${c.restartCount ? ` restarts=${c.restartCount}` : ''}`;
     })
     .join(' ');
-  return `${now.toISOString().slice(11, 19)} ${pod.metadata!.namespace}/${pod.metadata!.name}  ${displayStatus(pod, status)}  ${readyColumn(pod, status)}  ${containers}`;
+  return `${now.toISOString().slice(11, 19)} ${podKey(pod)}  ${displayStatus(pod, status)}  ${readyColumn(pod, status)}  ${containers}`;
 }
 
 /**

@@ -9,6 +9,7 @@ import { realClock } from '../core/clock.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
 import { AgentClient, StandaloneNode, agentLogFile, startAgentInBackground, waitForPods, type AppliedPodRef, type WaitFor } from '../core/node/index.js';
+import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** What `podctl run` does once it has its pods: hand them to the agent, or be the node until Ctrl-C. */
 
@@ -53,8 +54,8 @@ export async function handOverUntilSignal(log: (line: string) => void, agent: Ag
       .then((all) => {
         pods = all.filter(mine);
         for (const p of pods) {
-          if (!p.status || last.get(p.metadata!.uid!) === statusSummary(p.status)) continue;
-          last.set(p.metadata!.uid!, statusSummary(p.status));
+          if (!p.status || last.get(podMeta(p).uid) === statusSummary(p.status)) continue;
+          last.set(podMeta(p).uid, statusSummary(p.status));
           log(statusLine(p, p.status));
         }
       })
@@ -102,17 +103,17 @@ export async function runUntilSignal(
     onSyncError: (pod, err) => {
       // Say each new reason once: a pod stuck in ContainerCreating must show why.
       const message = errorMessage(err);
-      if (lastError.get(pod.metadata!.uid!) === message) return;
-      lastError.set(pod.metadata!.uid!, message);
-      process.stderr.write(`${stamp()} ${pod.metadata!.namespace}/${pod.metadata!.name}: ${message} (retrying with backoff)\n`);
+      if (lastError.get(podMeta(pod).uid) === message) return;
+      lastError.set(podMeta(pod).uid, message);
+      process.stderr.write(`${stamp()} ${podKey(pod)}: ${message} (retrying with backoff)\n`);
     },
   });
   node.subscribeEvents((e) => eventWorthALine(e) && process.stderr.write(`${eventLine(e)}\n`));
   await node.start();
   const refused = node.runPods(admitted, objects);
-  for (const r of refused) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
-  const uids = new Set(admitted.filter((p) => !refused.some((r) => r.pod === p)).map((p) => p.metadata!.uid!));
-  const stopLogs = flags.quiet || flags.trace ? undefined : streamPodLogs(flags['log-root'], () => node!.pods().filter((p) => uids.has(p.metadata!.uid!)), (line) => log(line));
+  for (const r of refused) process.stderr.write(`${podKey(r.pod)}: rejected at admission: ${r.message}\n`);
+  const uids = new Set(admitted.filter((p) => !refused.some((r) => r.pod === p)).map((p) => podMeta(p).uid));
+  const stopLogs = flags.quiet || flags.trace ? undefined : streamPodLogs(flags['log-root'], () => node!.pods().filter((p) => uids.has(podMeta(p).uid)), (line) => log(line));
 
   await untilSignal();
   const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : log(line));

@@ -1,6 +1,8 @@
+import yaml from 'js-yaml';
 import Table from 'cli-table3';
 import type { IPod } from 'kubernetes-models/v1';
 import { displayStatus, readyColumn, restartsColumn } from './render.js';
+import { podMeta } from '../core/util/pod-key.js';
 
 /** kubectl's HumanDuration: "45s", "3m20s", "25m", "5h12m", "30h", "3d4h", "40d". */
 export function humanDuration(ms: number): string {
@@ -70,7 +72,7 @@ export function podTableHead(opts: PodTableOptions): string[] {
 
 export function podRow(p: IPod, opts: PodTableOptions): string[] {
   const now = opts.now ?? Date.now();
-  const m = p.metadata!;
+  const m = podMeta(p);
   const containers = [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].map((c) => c.name).join(',');
   return [
     ...(opts.allNamespaces ? [m.namespace ?? 'default'] : []),
@@ -106,3 +108,13 @@ export function humanBytes(n: number): string {
 
 /** crictl's truncated IDs (13 characters, without a sha256: prefix). */
 export const shortId = (id: string): string => id.replace(/^sha256:/, '').slice(0, 13);
+
+export type PodOutput = 'table' | 'wide' | 'json' | 'yaml' | 'name';
+
+/** One pod as get -o prints it when it changes (-w). */
+export function renderOnePod(pod: IPod, output: PodOutput, opts: PodTableOptions): string {
+  if (output === 'json') return JSON.stringify(pod, null, 2);
+  if (output === 'yaml') return `---\n${yaml.dump(pod, { noRefs: true, lineWidth: 120 }).trimEnd()}`;
+  if (output === 'name') return `pod/${podMeta(pod).name}`;
+  return plainTable([], [podRow(pod, opts)], { noHeaders: true });
+}

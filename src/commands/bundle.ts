@@ -11,6 +11,7 @@ import { readLogFile } from '../core/logs/index.js';
 import { eventsFromRuntime, fetchPodEvents, podTimeline, type DescribedEvent } from '../core/podview/describe.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { expandInfo } from '../cli/render.js';
+import { podMeta } from '../core/util/pod-key.js';
 
 const LOG_TAIL = 1000;
 
@@ -56,7 +57,7 @@ the container's environment. The container's own output (logs) is included as wr
       bundle.add('manifest.yaml', dump(manifest, { noRefs: true, lineWidth: -1 }));
       bundle.add('status.json', json(status));
 
-      const events: DescribedEvent[] = (viewed.source === 'watch' ? await fetchPodEvents(statusSocket, pod.metadata!.uid!) : undefined) ?? eventsFromRuntime(rp.runtime);
+      const events: DescribedEvent[] = (viewed.source === 'watch' ? await fetchPodEvents(statusSocket, podMeta(pod).uid) : undefined) ?? eventsFromRuntime(rp.runtime);
       if (viewed.source !== 'watch') notes.push('events: implied by the runtime (no watch answered)');
       bundle.add('events.json', json(events));
       const timeline = await podTimeline(pod, rp, events);

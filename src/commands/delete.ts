@@ -8,6 +8,7 @@ import { AgentClient } from '../core/node/index.js';
 import { deleteThroughAgent } from '../cli/delete.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { deleteGracePeriod, deleteRuntimePod, watchSourceOf } from '../core/podview/delete.js';
+import { podMeta } from '../core/util/pod-key.js';
 
 export class Delete extends PodctlCommand {
   static override summary = 'Delete pods gracefully, as the kubelet terminates them (preStop, SIGTERM, the grace period, SIGKILL).';
@@ -45,11 +46,11 @@ an error (exit 1) after the others are deleted.`;
     const agentRuns = await agent.running();
     if (flags.all) {
       if (flags.filename?.length || words.some((w) => !/^(pods?|po)$/.test(w))) throw new PodctlError('--all deletes every pod of the namespace: give no names and no -f', { exitCode: 2 });
-      for (const v of await view.list({ namespace: flags.namespace })) targets.push({ namespace: flags.namespace, name: v.pod.metadata!.name! });
+      for (const v of await view.list({ namespace: flags.namespace })) targets.push({ namespace: flags.namespace, name: podMeta(v.pod).name });
     } else if (flags.filename?.length) {
       if (words.length) throw new PodctlError('give pod names or -f FILE, not both', { exitCode: 2 });
       const set = await loadPodsFromArgs(flags.filename, hostname());
-      for (const p of set.pods) targets.push({ namespace: p.pod.metadata!.namespace ?? 'default', name: p.pod.metadata!.name! });
+      for (const p of set.pods) targets.push({ namespace: podMeta(p.pod).namespace, name: podMeta(p.pod).name });
     } else {
       for (const [i, w] of words.entries()) {
         const slash = /^pods?\/(.+)$/.exec(w);

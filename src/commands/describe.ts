@@ -6,6 +6,7 @@ import { PodctlError } from '../core/errors.js';
 import { readLogFile } from '../core/logs/index.js';
 import { findRuntimePod, newestInstance } from '../core/podview/index.js';
 import { fetchPodEvents, podTimeline, whyNotRunning } from '../core/podview/describe.js';
+import { podMeta } from '../core/util/pod-key.js';
 
 export class Describe extends PodctlCommand {
   static override summary = 'Show a pod in detail: containers, states, probes, mounts, conditions, a lifecycle timeline, events, and why it is not running.';
@@ -32,7 +33,7 @@ records still give the timeline and the output says events need a watch.`;
       if (!viewed) throw new PodctlError(`pod "${name}" not found in namespace ${flags.namespace}`);
       const rp = viewed.runtimeError ? undefined : await findRuntimePod(view, flags.namespace, name);
       const pod = viewed.pod;
-      const events = viewed.source === 'watch' ? await fetchPodEvents(statusSocket, pod.metadata!.uid!) : undefined;
+      const events = viewed.source === 'watch' ? await fetchPodEvents(statusSocket, podMeta(pod).uid) : undefined;
       const lastLines = new Map<string, string | undefined>();
       for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
         const inst = rp && newestInstance(rp, c.name);

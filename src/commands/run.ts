@@ -9,6 +9,7 @@ import { parseDuration } from '../core/cri/endpoint.js';
 import { PodctlError } from '../core/errors.js';
 import { AgentClient, type WaitFor } from '../core/node/index.js';
 import { traceFlags } from '../cli/trace.js';
+import { podKey } from '../core/util/pod-key.js';
 
 export class Run extends PodctlCommand {
   static override summary = 'Run pods from manifests: until Ctrl-C, or (--detach) handed to the node agent that keeps them.';
@@ -58,7 +59,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
       return;
     }
     const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), { allowPrivileged: flags['allow-privileged'], node: nodeInfoFromFlags(flags) });
-    for (const r of rejected) process.stderr.write(`${r.pod.metadata!.namespace}/${r.pod.metadata!.name}: rejected at admission: ${r.message}\n`);
+    for (const r of rejected) process.stderr.write(`${podKey(r.pod)}: rejected at admission: ${r.message}\n`);
     if (flags.detach && rejected.length) throw new PodctlError(`${rejected.length} pod(s) rejected at admission; nothing was handed to the agent`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 

@@ -10,7 +10,7 @@ import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/cri/endpoint.js';
 import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
 import { missingReferences } from '../core/pod/index.js';
-import { podKey } from '../core/util/pod-key.js';
+import { podKey, podMeta } from '../core/util/pod-key.js';
 
 export class SyncOnce extends PodctlCommand {
   static override summary = "Run every pod found once, as the kubelet's RunOnce: wait until each runs or fails, print a table.";
@@ -68,7 +68,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
         // The set is read once: what it does not provide now, it never will in this run.
         neverStarts: (pod) => missingReferences(pod, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret'),
         onProgress: (pod, status) => {
-          if (allContainersRunning(pod, status) || status.phase === 'Succeeded') running.add(pod.metadata!.uid!);
+          if (allContainersRunning(pod, status) || status.phase === 'Succeeded') running.add(podMeta(pod).uid);
           if (spinner) spinner.text = `Running ${admitted.length} pod(s)… ${running.size} done`;
         },
       });

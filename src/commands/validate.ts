@@ -6,6 +6,7 @@ import { PodctlError } from '../core/errors.js';
 import { hostname } from 'node:os';
 import { relative } from 'node:path';
 import { admitPod, hostCapacity } from '../core/admission.js';
+import { podMeta } from '../core/util/pod-key.js';
 
 export class Validate extends PodctlCommand {
   static override summary = 'Check manifests without running anything: every error and warning, with its file, document and field.';
@@ -37,7 +38,7 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
         const r = admitPod({ ...lp.pod, spec: { ...lp.pod.spec!, nodeSelector: undefined, affinity: undefined } }, [], host);
         if (r.admit) continue;
         const file = lp.source.kind === 'file' ? relative(process.cwd(), lp.source.path) || lp.source.path : '<stdin>';
-        findings.push({ file, index: lp.source.index, kind: 'Pod', name: lp.pod.metadata!.name, field: 'spec.containers[].resources.requests', message: `never fits this host: ${r.reason}: ${r.message}`, severity: 'warning' });
+        findings.push({ file, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field: 'spec.containers[].resources.requests', message: `never fits this host: ${r.reason}: ${r.message}`, severity: 'warning' });
       }
       counts = { pods: set.pods.length, configMaps: set.configMaps.length, secrets: set.secrets.length };
     } catch (err) {

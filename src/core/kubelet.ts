@@ -23,7 +23,7 @@ import { Backoff } from './util/backoff.js';
 import { safeJoin } from './util/safe-path.js';
 import { TerminationRecords } from './status/termination-records.js';
 import type { WorkerTrace } from './workers/pod-workers.js';
-import { podKey } from './util/pod-key.js';
+import { podKey, podMeta } from './util/pod-key.js';
 
 export interface KubeletOptions {
   runtime: RuntimeService;
@@ -228,7 +228,7 @@ export class Kubelet {
 
   /** ADD / UPDATE from a config source. */
   addOrUpdatePod(pod: IPod): void {
-    const uid = pod.metadata!.uid!;
+    const uid = podMeta(pod).uid;
     const known = this.pods.has(uid);
     if (!known) this.addedAt.set(uid, this.clock.now());
     this.desired.set(uid, pod);
@@ -238,7 +238,7 @@ export class Kubelet {
 
   /** RECONCILE: only metadata or status moved; keep the new object, no sync needed. */
   reconcilePod(pod: IPod): void {
-    if (this.desired.has(pod.metadata!.uid!)) this.desired.set(pod.metadata!.uid!, pod);
+    if (this.desired.has(podMeta(pod).uid)) this.desired.set(podMeta(pod).uid, pod);
   }
 
   /** REMOVE / DELETE: terminate gracefully, then remove from the runtime. */
@@ -270,7 +270,7 @@ export class Kubelet {
   }
 
   async getRuntimeStatus(pod: IPod): Promise<RuntimePodStatus> {
-    const m = pod.metadata!;
+    const m = podMeta(pod);
     const status = await this.runtimeManager.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default');
     this.runtimeStatuses.set(m.uid!, status);
     return status;
@@ -283,7 +283,7 @@ export class Kubelet {
    * otherwise. A periodic resync or a sync after a PLEG event then makes no CRI call at all.
    */
   private async statusForSync(pod: IPod): Promise<RuntimePodStatus> {
-    const uid = pod.metadata!.uid!;
+    const uid = podMeta(pod).uid;
     const mustRead = this.readRuntimeNext.delete(uid);
     const cached = this.podCache?.get(uid);
     const freshness = this.podCache?.freshness(uid);
@@ -297,7 +297,7 @@ export class Kubelet {
 
   /** Computes and records the v1 status from a runtime view. */
   updateStatus(pod: IPod, runtime: RuntimePodStatus): IPodStatus {
-    const uid = pod.metadata!.uid!;
+    const uid = podMeta(pod).uid;
     const previous = this.statusManager.get(uid);
     const status = generatePodStatus({
       pod,
@@ -401,7 +401,7 @@ export class Kubelet {
 
   /** SyncPod at the kubelet level: returns true once the pod is terminal. */
   async syncPod(pod: IPod, _type: UpdateType): Promise<boolean> {
-    const uid = pod.metadata!.uid!;
+    const uid = podMeta(pod).uid;
     try {
       return await this.syncPodOnce(pod);
     } finally {
@@ -413,7 +413,7 @@ export class Kubelet {
   }
 
   private async syncPodOnce(pod: IPod): Promise<boolean> {
-    const uid = pod.metadata!.uid!;
+    const uid = podMeta(pod).uid;
     const before = await this.statusForSync(pod);
     const current = this.updateStatus(pod, before);
     const deadline = current.reason === DEADLINE_EXCEEDED;
@@ -448,13 +448,13 @@ export class Kubelet {
 
   async syncTerminatingPod(pod: IPod, gracePeriodSeconds: number | undefined): Promise<void> {
     // A terminating pod is not probed: a failing liveness probe must not restart what is being stopped.
-    this.prober.removePod(pod.metadata!.uid!);
+    this.prober.removePod(podMeta(pod).uid);
     const status = await this.getRuntimeStatus(pod);
     await this.runtimeManager.killPod(pod, status, gracePeriodSeconds);
   }
 
   async syncTerminatedPod(pod: IPod): Promise<void> {
-    const uid = pod.metadata!.uid!;
+    const uid = podMeta(pod).uid;
     const status = await this.getRuntimeStatus(pod);
     await this.runtimeManager.removePod(status);
     this.desired.delete(uid);

@@ -5,6 +5,7 @@ import type { HousekeepingResult, Kubelet } from './kubelet.js';
 import type { Pleg } from './pleg/evented.js';
 import type { PodLifecycleEvent } from './pleg/generic.js';
 import type { ProbeResultUpdate } from './prober/index.js';
+import { podMeta } from './util/pod-key.js';
 
 /** Constants of the kubelet's syncLoop. */
 export const SYNC_TICK_MS = 1000;
@@ -139,7 +140,7 @@ export class SyncLoop {
         break;
       case 'REMOVE':
       case 'DELETE':
-        for (const pod of u.pods) k.removePod(pod.metadata!.uid!);
+        for (const pod of u.pods) k.removePod(podMeta(pod).uid);
         break;
       case 'RECONCILE':
         // Only metadata or status moved: keep the object, no sync needed.
@@ -185,7 +186,7 @@ export class SyncLoop {
           this.runtimeBackoffMs = RUNTIME_BACKOFF_INITIAL_MS;
           this.opts.onRuntimeState?.(true);
           // Everything may have moved while we were blind.
-          for (const pod of this.opts.kubelet.pods.values()) this.opts.kubelet.syncPodSoon(pod.metadata!.uid!);
+          for (const pod of this.opts.kubelet.pods.values()) this.opts.kubelet.syncPodSoon(podMeta(pod).uid);
         }
       } catch (err) {
         if (this.runtimeUp) this.opts.onRuntimeState?.(false, errorMessage(err));

@@ -7,6 +7,7 @@ import type { ImageService, RuntimeService } from './cri/client.js';
 import type { PodStatusReader } from './kuberuntime/pod-status.js';
 import { diffContainerSpec, type SpecChange } from './kuberuntime/spec-diff.js';
 import { findContainerStatus, newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from './kuberuntime/types.js';
+import { podMeta } from './util/pod-key.js';
 
 /**
  * One step SyncPod would take. The names are SyncPod's steps (SyncStepResult)
@@ -60,7 +61,7 @@ export interface PlanPodInput {
 /** The plan for one pod: the very computePodActions SyncPod runs, said in words. */
 export function planPod({ pod, status, now, imagePresent, probes = noProbeFailures }: PlanPodInput): PodPlan {
   const actions = computePodActions(pod, status, probes);
-  const m = pod.metadata!;
+  const m = podMeta(pod);
   const planned = describeActions(pod, status, actions, now, imagePresent);
   return { namespace: m.namespace ?? 'default', name: m.name!, uid: m.uid!, inDesiredState: planned.length === 0, actions: planned };
 }
@@ -155,12 +156,12 @@ export async function planPods(cri: { runtime: RuntimeService; images: ImageServ
   }
   const plans: PodPlan[] = [];
   for (const pod of pods) {
-    const m = pod.metadata!;
+    const m = podMeta(pod);
     const status = await cri.statusReader.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default');
     plans.push(planPod({ pod, status, now: opts.now, imagePresent: (image) => images.get(image) ?? false }));
   }
   if (opts.prune) {
-    const wanted = new Set(pods.map((p) => p.metadata!.uid!));
+    const wanted = new Set(pods.map((p) => podMeta(p).uid));
     const seen = new Set<string>();
     for (const s of await cri.runtime.listPodSandbox({})) {
       if (!isManagedByPodctl(s.labels)) continue;

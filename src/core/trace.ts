@@ -7,7 +7,7 @@ import type { SyncStepResult } from './kuberuntime/manager.js';
 import type { LoopTrace, PodUpdate, ProbeResultTrace } from './loop.js';
 import type { PodLifecycleEvent, PodLifecycleEventType } from './pleg/generic.js';
 import type { UpdateType, WorkKind, WorkerTrace } from './workers/pod-workers.js';
-import { podKey } from './util/pod-key.js';
+import { podKey, podMeta } from './util/pod-key.js';
 
 export interface PodTraceRef {
   namespace: string;
@@ -164,7 +164,7 @@ export class Tracer implements LoopTrace, WorkerTrace {
 }
 
 function ref(pod: IPod): PodTraceRef {
-  const m = pod.metadata!;
+  const m = podMeta(pod);
   return { namespace: m.namespace ?? 'default', name: m.name!, uid: m.uid! };
 }
 

@@ -1,20 +1,12 @@
 import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
-import yaml from 'js-yaml';
 import { PodctlCommand } from '../../cli/base.js';
 import { namespaceFlag, openPodView, podViewFlags } from '../../cli/podview.js';
-import { plainTable, podRow, podTable, podTableHead, type PodTableOptions } from '../../cli/table.js';
+import yaml from 'js-yaml';
+import { podRow, podTable, podTableHead, renderOnePod, type PodOutput as Output, type PodTableOptions } from '../../cli/table.js';
 import { PodctlError } from '../../core/errors.js';
 import type { PodQuery, ViewedPod } from '../../core/podview/index.js';
-
-type Output = 'table' | 'wide' | 'json' | 'yaml' | 'name';
-
-function renderOne(pod: IPod, output: Output, opts: PodTableOptions): string {
-  if (output === 'json') return JSON.stringify(pod, null, 2);
-  if (output === 'yaml') return `---\n${yaml.dump(pod, { noRefs: true, lineWidth: 120 }).trimEnd()}`;
-  if (output === 'name') return `pod/${pod.metadata!.name}`;
-  return plainTable([], [podRow(pod, opts)], { noHeaders: true });
-}
+import { podMeta } from '../../core/util/pod-key.js';
 
 export class GetPods extends PodctlCommand {
   static override summary = "List podctl's pods with kubectl's columns, whether or not `podctl watch` runs.";
@@ -65,7 +57,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       return;
     }
     if (output === 'name') {
-      for (const p of pods) this.log(`pod/${p.metadata!.name}`);
+      for (const p of pods) this.log(`pod/${podMeta(p).name}`);
       return;
     }
     if (pods.length === 0) {
@@ -75,14 +67,14 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     this.log(podTable(pods, opts));
     const unknown = viewed.filter((v) => v.readinessUnknown.length);
     if (unknown.length) {
-      const names = unknown.map((v) => `${v.pod.metadata!.name} (${v.readinessUnknown.join(', ')})`).join('; ');
+      const names = unknown.map((v) => `${podMeta(v.pod).name} (${v.readinessUnknown.join(', ')})`).join('; ');
       process.stderr.write(`note: no running watch knows the readiness probes of ${names}: shown not ready\n`);
     }
   }
 
   /** Polls the view each second and prints a pod again when its row (or object) changes. */
   private async follow(list: () => Promise<ViewedPod[]>, first: ViewedPod[], output: Output, opts: PodTableOptions): Promise<void> {
-    const key = (p: IPod) => p.metadata!.uid!;
+    const key = (p: IPod) => podMeta(p).uid;
     // The row without AGE (and the restart's "ago"): what changes by itself is not a change.
     const fingerprint = (p: IPod) => (output === 'table' || output === 'wide' ? JSON.stringify(podRow(p, { ...opts, now: 0 }).filter((_, i) => podTableHead(opts)[i] !== 'AGE').map((c) => c.replace(/ \(.* ago\)$/, ''))) : JSON.stringify(p.status));
     const last = new Map(first.map((v) => [key(v.pod), { pod: v.pod, print: fingerprint(v.pod) }]));
@@ -106,14 +98,14 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
         const print = fingerprint(v.pod);
         if (last.get(key(v.pod))?.print === print) continue;
         last.set(key(v.pod), { pod: v.pod, print });
-        this.log(renderOne(v.pod, output, opts));
+        this.log(renderOnePod(v.pod, output, opts));
       }
       for (const [uid, { pod }] of last) {
         if (present.has(uid)) continue;
         last.delete(uid);
         // Gone from the runtime: one last row saying so (STATUS shows the phase when no container has a reason).
         const gone: IPod = { ...pod, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
-        this.log(renderOne(gone, output, opts));
+        this.log(renderOnePod(gone, output, opts));
       }
     }
   }

@@ -2,7 +2,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { canonicalJSON } from '../kuberuntime/hash.js';
 import type { PodUpdate } from '../loop.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION } from '../pod/index.js';
-import { podKey } from '../util/pod-key.js';
+import { podKey, podMeta } from '../util/pod-key.js';
 
 /** What decides UPDATE rather than RECONCILE: the content, not when it was seen. */
 function contentKey(pod: IPod): string {
@@ -37,7 +37,7 @@ export class PodConfigMerger {
     const reconciles: IPod[] = [];
     const deletes: IPod[] = [];
     for (const pod of snapshot) {
-      const uid = pod.metadata!.uid!;
+      const uid = podMeta(pod).uid;
       const owner = this.ownerOfName(pod, source);
       if (owner) {
         this.onConflict?.(source, pod, owner);
@@ -80,7 +80,7 @@ export class PodConfigMerger {
   /** The source that holds this namespace/name, if any. */
   sourceOfName(namespace: string, name: string): string | undefined {
     for (const [source, pods] of this.bySource) {
-      for (const p of pods.values()) if (p.metadata!.namespace === namespace && p.metadata!.name === name) return source;
+      for (const p of pods.values()) if (podMeta(p).namespace === namespace && podMeta(p).name === name) return source;
     }
     return undefined;
   }

@@ -8,6 +8,7 @@ import { expandCommand } from './env.js';
 import { canonicalJSON, hashContainer } from './hash.js';
 import * as L from './labels.js';
 import { checkComponent, safeJoin } from '../util/safe-path.js';
+import { podMeta } from '../util/pod-key.js';
 
 /** The name of a pod's log directory, <namespace>_<name>_<uid>, each part checked to be one path element. */
 export function podLogDirectoryName(m: { namespace?: string; name?: string; uid?: string }): string {
@@ -19,7 +20,7 @@ export function podLogDirectoryName(m: { namespace?: string; name?: string; uid?
 
 /** Where a pod's logs live: <logRoot>/<namespace>_<name>_<uid> (just the name when there is no log root). */
 export function podLogDirectory(logRoot: string, pod: Pick<IPod, 'metadata'>): string {
-  const dir = podLogDirectoryName(pod.metadata!);
+  const dir = podLogDirectoryName(podMeta(pod));
   return logRoot ? safeJoin(logRoot, [['pod log directory', dir]]) : dir;
 }
 
@@ -29,7 +30,7 @@ export function containerLogPath(containerName: string, restartCount: number): s
 }
 
 export function podIdentity(pod: IPod): L.PodIdentity {
-  const m = pod.metadata!;
+  const m = podMeta(pod);
   return { name: m.name!, namespace: m.namespace ?? 'default', uid: m.uid! };
 }
 
@@ -150,7 +151,7 @@ export function dnsConfigFor(pod: IPod, hostResolvConf: string | undefined): T.D
  */
 export function managedHostsFile(pod: IPod, podIPs: string[], hostEtcHosts: string): string {
   const spec = pod.spec!;
-  const m = pod.metadata!;
+  const m = podMeta(pod);
   let text: string;
   if (spec.hostNetwork) {
     text = hostEtcHosts.endsWith('\n') || hostEtcHosts === '' ? hostEtcHosts : `${hostEtcHosts}\n`;

@@ -4,6 +4,7 @@ import type { ImageService } from '../cri/client.js';
 import { errorMessage } from '../errors.js';
 import { Backoff, IMAGE_BACKOFF_INITIAL_MS, IMAGE_BACKOFF_MAX_MS } from '../util/backoff.js';
 import type * as T from '../cri/types.js';
+import { podMeta } from '../util/pod-key.js';
 
 /** A container that cannot start yet, with the kubelet's waiting reason. */
 export class StartContainerError extends Error {
@@ -52,7 +53,7 @@ export class ImagePuller {
     if (decision === 'never') {
       throw new StartContainerError('ErrImageNeverPull', `Container image "${image}" is not present with pull policy of Never`);
     }
-    const key = `${pod.metadata!.uid}/${image}`;
+    const key = `${podMeta(pod).uid}/${image}`;
     if (this.backoff.isInBackOffSinceUpdate(key, now)) {
       throw new StartContainerError('ImagePullBackOff', `Back-off pulling image "${image}"`);
     }

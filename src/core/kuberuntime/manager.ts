@@ -20,6 +20,7 @@ import { checkComponent, removeBelow, safeJoin, UnsafePathError } from '../util/
 import * as L from './labels.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from './types.js';
 import { PodStatusReader } from './pod-status.js';
+import { podMeta } from '../util/pod-key.js';
 
 /** The kubelet's minimum grace when killing (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
@@ -150,9 +151,9 @@ export class RuntimeManager {
     if (actions.killPod) {
       try {
         await this.killPod(pod, status);
-        result.steps.push({ action: 'KillPod', target: pod.metadata!.name! });
+        result.steps.push({ action: 'KillPod', target: podMeta(pod).name });
       } catch (err) {
-        fail({ action: 'KillPod', target: pod.metadata!.name!, error: errorMessage(err) });
+        fail({ action: 'KillPod', target: podMeta(pod).name, error: errorMessage(err) });
         return result;
       }
       if (!actions.createSandbox) return result;
@@ -176,7 +177,7 @@ export class RuntimeManager {
         const message = `container ${privileged[0]!.name} is privileged, and podctl runs without --allow-privileged`;
         for (const c of privileged) result.waiting.set(c.name, { reason: 'CreateContainerConfigError', message });
         this.events.record(podRef(pod), 'Warning', 'Failed', `Error: ${message}`, privileged[0]!.name);
-        fail({ action: 'CreatePodSandbox', target: pod.metadata!.name!, error: message, reason: 'CreateContainerConfigError' });
+        fail({ action: 'CreatePodSandbox', target: podMeta(pod).name, error: message, reason: 'CreateContainerConfigError' });
         return result;
       }
     }
@@ -190,20 +191,20 @@ export class RuntimeManager {
         // VolumeErrors already speak the kubelet's words ("MountVolume.SetUp failed for volume ...").
         const message = errorMessage(err).startsWith('MountVolume') ? errorMessage(err) : `MountVolume.SetUp failed: ${errorMessage(err)}`;
         this.events.record(podRef(pod), 'Warning', 'FailedMount', message);
-        fail({ action: 'CreatePodSandbox', target: pod.metadata!.name!, error: message, reason: 'FailedMount' });
+        fail({ action: 'CreatePodSandbox', target: podMeta(pod).name, error: message, reason: 'FailedMount' });
         return result;
       }
     }
 
     let sandboxId = actions.sandboxId;
-    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf, this.rootDir ? this.podDir(pod.metadata!.uid!) : undefined);
+    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf, this.rootDir ? this.podDir(podMeta(pod).uid) : undefined);
     if (actions.createSandbox) {
       try {
         await mkdir(podLogDirectory(this.logRoot, pod), { recursive: true, mode: 0o755 });
         sandboxId = await this.runtime.runPodSandbox(sandboxConfig);
-        result.steps.push({ action: 'CreatePodSandbox', target: pod.metadata!.name! });
+        result.steps.push({ action: 'CreatePodSandbox', target: podMeta(pod).name });
       } catch (err) {
-        fail({ action: 'CreatePodSandbox', target: pod.metadata!.name!, error: errorMessage(err), reason: 'CreatePodSandboxError' });
+        fail({ action: 'CreatePodSandbox', target: podMeta(pod).name, error: errorMessage(err), reason: 'CreatePodSandboxError' });
         return result;
       }
     }
@@ -248,7 +249,7 @@ export class RuntimeManager {
         if (last) left = this.crashBackoff.remainingSince(crashKey(pod, last), last.finishedAt ?? 0);
       } else if (waiting.reason === 'ImagePullBackOff' || waiting.reason === 'ErrImagePull') {
         const image = [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers].find((c) => c.name === name)?.image;
-        if (image) left = this.imagePuller.backoff.remainingSinceUpdate(`${pod.metadata!.uid}/${image}`, this.clock.now());
+        if (image) left = this.imagePuller.backoff.remainingSinceUpdate(`${podMeta(pod).uid}/${image}`, this.clock.now());
       }
       if (left !== undefined && (soonest === undefined || left < soonest)) soonest = left;
     }
@@ -275,7 +276,7 @@ export class RuntimeManager {
         const delay = Math.round(this.crashBackoff.get(key) / 1000);
         throw new StartContainerError(
           'CrashLoopBackOff',
-          `back-off ${delay}s restarting failed container=${container.name} pod=${pod.metadata!.name}_${pod.metadata!.namespace}(${pod.metadata!.uid})`,
+          `back-off ${delay}s restarting failed container=${container.name} pod=${podMeta(pod).name}_${podMeta(pod).namespace}(${podMeta(pod).uid})`,
         );
       }
       this.crashBackoff.next(key, finishedAt);
@@ -348,7 +349,7 @@ export class RuntimeManager {
   private async etcHostsMount(pod: IPod, container: IContainer, podIPs: string[]): Promise<T.MountInput | undefined> {
     if (!this.rootDir) return undefined;
     if ((container.volumeMounts ?? []).some((m) => m.mountPath === '/etc/hosts')) return undefined;
-    const file = join(await this.ensurePodDir(pod.metadata!.uid!), 'etc-hosts');
+    const file = join(await this.ensurePodDir(podMeta(pod).uid), 'etc-hosts');
     await writeFile(file, managedHostsFile(pod, podIPs, (await this.readHostFiles()).etcHosts), { mode: 0o644 });
     return { containerPath: '/etc/hosts', hostPath: file, readonly: false };
   }
@@ -358,7 +359,7 @@ export class RuntimeManager {
     const sc = container.securityContext ?? {};
     const podSc = pod.spec?.securityContext ?? {};
     if (!(sc.runAsNonRoot ?? podSc.runAsNonRoot)) return;
-    const m = pod.metadata!;
+    const m = podMeta(pod);
     const who = `(pod: "${m.name}_${m.namespace}(${m.uid})", container: ${container.name})`;
     const runAsUser = sc.runAsUser ?? podSc.runAsUser;
     if (runAsUser !== undefined) {
@@ -376,7 +377,7 @@ export class RuntimeManager {
   /** Creates the empty host file the container's termination message is written to (0666: any user may write). */
   private async terminationMessageFile(pod: IPod, container: IContainer, restartCount: number): Promise<string | undefined> {
     if (!this.rootDir) return undefined;
-    const dir = safeJoin(await this.ensurePodDir(pod.metadata!.uid!), [
+    const dir = safeJoin(await this.ensurePodDir(podMeta(pod).uid), [
       ['containers', 'containers'],
       ['container name', container.name],
     ]);
@@ -412,7 +413,7 @@ export class RuntimeManager {
     timeoutSeconds: number,
   ): Promise<string | undefined> {
     const what = hook.exec ? `Exec lifecycle hook (${JSON.stringify(hook.exec.command ?? [])})` : hook.httpGet ? `HTTP lifecycle hook (${hook.httpGet.path ?? '/'})` : 'Sleep lifecycle hook';
-    const m = pod.metadata!;
+    const m = podMeta(pod);
     try {
       const podIP = hook.httpGet && !hook.httpGet.host ? await this.podIP(pod, sandboxId) : undefined;
       const outcome = await runHandler(hook as Handler, { runtime: this.runtime, clock: this.clock, containerId, container, podIP, timeoutSeconds });
@@ -579,7 +580,7 @@ function parsePreStop(json: string | undefined): ILifecycleHandler | undefined {
 }
 
 export function podRef(pod: IPod): PodRef {
-  const m = pod.metadata!;
+  const m = podMeta(pod);
   return { uid: m.uid!, namespace: m.namespace ?? 'default', name: m.name! };
 }
 
@@ -589,7 +590,7 @@ function lastExited(status: RuntimePodStatus, name: string): RuntimeContainerSta
 
 /** Keyed as the kubelet keys CrashLoopBackOff: a spec change starts a fresh backoff. */
 function crashKey(pod: IPod, c: RuntimeContainerStatus): string {
-  const m = pod.metadata!;
+  const m = podMeta(pod);
   return `${m.name}_${m.namespace}_${m.uid}_${c.name}_${c.hash}`;
 }
 

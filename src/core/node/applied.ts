@@ -6,7 +6,7 @@ import type { Clock, TimerHandle } from '../clock.js';
 import { NO_OBJECTS, type SourceObjects } from '../objects.js';
 import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION, MANIFEST_SCHEMA } from '../pod/load.js';
 import { formatProblem, isManifestFileName, parseManifestText, type ManifestProblem } from '../pod/index.js';
-import { podKey } from '../util/pod-key.js';
+import { podKey, podMeta } from '../util/pod-key.js';
 
 /** The applied file of a pod: namespace and name are DNS labels, so `_` cannot be part of either. */
 export const appliedFileName = (namespace: string, name: string): string => `${namespace}_${name}.yaml`;
@@ -62,7 +62,7 @@ export function splitApplied(files: { file: string; text: string }[], nodeName: 
     for (const lp of parsed.pods) {
       const key = podKey(lp.pod);
       const prev = keys.get(key);
-      if (prev) problems.push({ file, index: lp.source.index, kind: 'Pod', name: lp.pod.metadata!.name, field: 'metadata.name', message: `pod ${key} is defined twice (also in ${prev}); pod names must be unique per namespace`, severity: 'error' });
+      if (prev) problems.push({ file, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field: 'metadata.name', message: `pod ${key} is defined twice (also in ${prev}); pod names must be unique per namespace`, severity: 'error' });
       keys.set(key, file);
     }
     if (parsed.problems.some((p) => p.severity === 'error')) continue;
@@ -79,7 +79,7 @@ export function splitApplied(files: { file: string; text: string }[], nodeName: 
       .map((r) => r.doc)
       .filter((d) => ns(d) === ns(doc) && ((d.kind === 'ConfigMap' && refs.configMaps.has(d.metadata?.name ?? '')) || (d.kind === 'Secret' && refs.secrets.has(d.metadata?.name ?? ''))));
     const body = [doc, ...objects].map((d) => yaml.dump(d, { noRefs: true, lineWidth: -1 })).join('---\n');
-    pods.push({ namespace: ns(doc), name: doc.metadata!.name!, text: `# handed to the podctl agent from ${file}\n${body}` });
+    pods.push({ namespace: ns(doc), name: podMeta(doc).name, text: `# handed to the podctl agent from ${file}\n${body}` });
   }
   return { pods, problems, warnings };
 }
@@ -185,7 +185,7 @@ export class AppliedSource {
       state.error = undefined;
       state.pods = parsed.pods.map(({ pod }) => {
         // Handed over through the API: no source file would bring it back once deleted.
-        const annotations: Record<string, string> = { ...pod.metadata!.annotations, [CONFIG_SOURCE_ANNOTATION]: 'api' };
+        const annotations: Record<string, string> = { ...pod.metadata?.annotations, [CONFIG_SOURCE_ANNOTATION]: 'api' };
         delete annotations[CONFIG_FILE_ANNOTATION];
         return { ...pod, metadata: { ...pod.metadata, annotations } };
       });

@@ -20,6 +20,7 @@ import type { Tracer } from '../trace.js';
 import { AppliedSource, splitApplied } from './applied.js';
 import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
 import { wireNode } from './wire.js';
+import { podMeta } from '../util/pod-key.js';
 
 /** What the node says as it runs (the commands print these; the agent's log is their output). */
 export interface NodeHooks {
@@ -156,9 +157,9 @@ export class StandaloneNode {
     opts.trace?.attach(this.kubelet);
     this.merger = new PodConfigMerger((u) => this.handleUpdate(u), (source, pod, owner) => hooks.onConflict?.(source, pod, owner));
     this.kubelet.observe({
-      onSynced: (pod) => this.observed.set(pod.metadata!.uid!, pod.metadata!.generation ?? 1),
+      onSynced: (pod) => this.observed.set(podMeta(pod).uid, pod.metadata?.generation ?? 1),
       onTerminated: (pod) => {
-        const uid = pod.metadata!.uid!;
+        const uid = podMeta(pod).uid;
         this.generations.delete(uid);
         this.observed.delete(uid);
         const again = this.readdAfterTermination.get(uid);
@@ -220,7 +221,7 @@ export class StandaloneNode {
   private handleUpdate(u: PodUpdate): void {
     const pods: IPod[] = [];
     for (const pod of u.pods) {
-      const uid = pod.metadata!.uid!;
+      const uid = podMeta(pod).uid;
       const state = this.kubelet.workers.state(uid);
       if (u.op === 'ADD' && (state === 'terminating' || state === 'terminated')) {
         // Handed over again while its previous life ends: start it once that is gone.
@@ -276,7 +277,7 @@ export class StandaloneNode {
   }
 
   private withStatus(p: IPod): IPod {
-    const uid = p.metadata!.uid!;
+    const uid = podMeta(p).uid;
     const status = this.kubelet.statusManager.get(uid);
     const observed = this.observed.get(uid);
     return { ...p, status: { ...(status ?? { phase: 'Pending' }), ...(observed === undefined ? {} : { observedGeneration: observed }) } as IPod['status'] };
@@ -289,7 +290,7 @@ export class StandaloneNode {
   /** Every change of a pod's status, and its end. */
   watchPods(listener: (e: PodWatchEvent) => void): () => void {
     return this.kubelet.observe({
-      onStatus: ({ pod }) => listener({ type: 'MODIFIED', object: this.withStatus(this.kubelet.pods.get(pod.metadata!.uid!) ?? pod) }),
+      onStatus: ({ pod }) => listener({ type: 'MODIFIED', object: this.withStatus(this.kubelet.pods.get(podMeta(pod).uid) ?? pod) }),
       onTerminated: (pod) => listener({ type: 'DELETED', object: pod }),
     });
   }
@@ -361,8 +362,8 @@ export class StandaloneNode {
     }
     this.applied.write(split.pods);
     return split.pods.map((p) => {
-      const pod = [...this.kubelet.pods.values()].find((x) => x.metadata!.namespace === p.namespace && x.metadata!.name === p.name);
-      const pending = [...this.readdAfterTermination.values()].find((x) => x.metadata!.namespace === p.namespace && x.metadata!.name === p.name);
+      const pod = [...this.kubelet.pods.values()].find((x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name);
+      const pending = [...this.readdAfterTermination.values()].find((x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name);
       const uid = pod?.metadata?.uid ?? pending?.metadata?.uid ?? '';
       return { namespace: p.namespace, name: p.name, uid, generation: this.generations.get(uid) ?? 1 };
     });
@@ -374,7 +375,7 @@ export class StandaloneNode {
    * refused: that source would bring it back.
    */
   async delete(namespace: string, name: string, gracePeriodSeconds?: number): Promise<Record<string, unknown>> {
-    const pod = [...this.kubelet.pods.values()].find((p) => p.metadata!.namespace === namespace && p.metadata!.name === name);
+    const pod = [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === namespace && podMeta(p).name === name);
     const owner = this.merger.sourceOfName(namespace, name);
     if (owner && owner !== APPLIED_SOURCE && owner !== RUN_SOURCE) {
       throw new ApiError(409, `pod ${namespace}/${name} comes from the watch's ${owner === 'file' ? this.opts.manifestPath : this.opts.manifestUrl}; remove it there to delete it for good`);
@@ -382,7 +383,7 @@ export class StandaloneNode {
     const uid = pod?.metadata?.uid;
     if (uid && gracePeriodSeconds !== undefined && gracePeriodSeconds >= 0) this.kubelet.removePod(uid, gracePeriodSeconds);
     const had = this.applied.remove(namespace, name);
-    if (owner === RUN_SOURCE) this.merger.merge(RUN_SOURCE, this.merger.pods().filter((p) => this.merger.sourceOfName(p.metadata!.namespace!, p.metadata!.name!) === RUN_SOURCE && p.metadata!.uid !== uid));
+    if (owner === RUN_SOURCE) this.merger.merge(RUN_SOURCE, this.merger.pods().filter((p) => this.merger.sourceOfName(podMeta(p).namespace!, podMeta(p).name) === RUN_SOURCE && podMeta(p).uid !== uid));
     if (!had && !uid) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
     return { apiVersion: 'v1', kind: 'Deleted', namespace, name, ...(uid ? { uid } : {}) };
   }
@@ -391,7 +392,7 @@ export class StandaloneNode {
   runPods(pods: IPod[], objects: SourceObjects): { pod: IPod; message: string }[] {
     const refused: { pod: IPod; message: string }[] = [];
     const accepted = pods.filter((pod) => {
-      const owner = this.merger.sourceOfName(pod.metadata!.namespace!, pod.metadata!.name!);
+      const owner = this.merger.sourceOfName(podMeta(pod).namespace!, podMeta(pod).name);
       if (!owner || owner === RUN_SOURCE) return true;
       refused.push({ pod, message: `the ${owner === APPLIED_SOURCE ? 'agent' : 'watch'} on ${this.opts.rootDir} keeps this pod; delete it there first` });
       return false;
@@ -404,8 +405,8 @@ export class StandaloneNode {
   async stopRunPods(): Promise<void> {
     const uids = this.merger
       .pods()
-      .filter((p) => this.merger.sourceOfName(p.metadata!.namespace!, p.metadata!.name!) === RUN_SOURCE)
-      .map((p) => p.metadata!.uid!);
+      .filter((p) => this.merger.sourceOfName(podMeta(p).namespace!, podMeta(p).name) === RUN_SOURCE)
+      .map((p) => podMeta(p).uid);
     const done = this.whenTerminated(uids);
     this.merger.merge(RUN_SOURCE, []);
     await done;
@@ -424,7 +425,7 @@ export class StandaloneNode {
       if (left.size === 0) return resolve();
       const stop = this.kubelet.observe({
         onTerminated: (pod) => {
-          left.delete(pod.metadata!.uid!);
+          left.delete(podMeta(pod).uid);
           if (left.size) return;
           stop();
           resolve();

@@ -11,7 +11,7 @@ import { staticPodUID } from './uid.js';
 import { POD_FIELDS } from './fields.js';
 import { missingReferences, setLookup } from './references.js';
 import { validateDocument } from './validate.js';
-import { podKey } from '../util/pod-key.js';
+import { podKey, podMeta } from '../util/pod-key.js';
 
 /**
  * Integers as Kubernetes reads manifests (YAML 1.1, through go-yaml): a
@@ -251,8 +251,9 @@ function normalizeSecret(secret: ISecret, problem: (field: string, message: stri
 
 function finishPod(raw: Pod, source: PodSource, nodeName: string, seen: Date): Pod {
   const pod = applyPodDefaults(raw);
-  const meta = pod.metadata!;
-  meta.uid = raw.metadata?.uid || staticPodUID(nodeName, source, meta.namespace!, meta.name!);
+  // Loading is what gives a pod its UID: this writes the pod's own metadata.
+  const meta = (pod.metadata ??= {});
+  meta.uid = raw.metadata?.uid || staticPodUID(nodeName, source, meta.namespace ?? 'default', meta.name ?? '');
   meta.annotations = {
     ...(meta.annotations ?? {}),
     [CONFIG_SOURCE_ANNOTATION]: source.kind === 'http' ? 'http' : 'file',
@@ -368,7 +369,7 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
         file: lp.source.path,
         index: lp.source.index,
         kind: 'Pod',
-        name: lp.pod.metadata!.name,
+        name: podMeta(lp.pod).name,
         field: 'metadata.name',
         message: `pod ${key} is defined twice (also in ${prev.source.path}, document ${prev.source.index + 1}); pod names must be unique per namespace`,
         severity: 'error',
@@ -380,7 +381,7 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
   for (const lp of set.pods) {
     for (const m of missingReferences(lp.pod, lookup)) {
       const consequence = m.reason === 'FailedToRetrieveImagePullSecret' ? '' : `; no document of this set provides it, so the pod would never start (${m.reason})`;
-      problems.push({ file: displayOf.get(lp.source.path) ?? lp.source.path, index: lp.source.index, kind: 'Pod', name: lp.pod.metadata!.name, field: m.field, message: `${m.message}${consequence}`, severity: 'warning' });
+      problems.push({ file: displayOf.get(lp.source.path) ?? lp.source.path, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field: m.field, message: `${m.message}${consequence}`, severity: 'warning' });
     }
   }
   const errors = problems.filter((p) => p.severity === 'error');

@@ -8,7 +8,7 @@ import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '
 import { getFromStatusSocket } from '../status/client.js';
 import { generatePodStatus, type WaitingReason } from '../status/generate.js';
 import { crashBackoffMs } from '../kuberuntime/crash-backoff.js';
-import { podKey } from '../util/pod-key.js';
+import { podKey, podMeta } from '../util/pod-key.js';
 
 /** Where a pod's view came from: the running watch's status socket, or the runtime read by podctl's labels. */
 export type PodViewSource = 'watch' | 'runtime';
@@ -98,7 +98,7 @@ export function inferWaiting(pod: IPod, runtime: RuntimePodStatus, name: string)
   // A first exit is restarted at once: the agent shows it terminated until then.
   if (newest.restartCount === 0) return undefined;
   const delay = Math.round(crashBackoffMs(newest.restartCount) / 1000);
-  const m = pod.metadata!;
+  const m = podMeta(pod);
   return { reason: 'CrashLoopBackOff', message: `back-off ${delay}s restarting failed container=${name} pod=${m.name}_${m.namespace}(${m.uid})` };
 }
 
@@ -224,7 +224,7 @@ export class PodView {
   async list(q: PodQuery = {}): Promise<ViewedPod[]> {
     const [watched, sandboxes] = await Promise.all([this.fromWatch(q), this.sandboxesByPod(q)]);
     const result: ViewedPod[] = (watched ?? []).map((pod) => ({ pod, source: 'watch', readinessUnknown: [] }));
-    const seen = new Set(result.map((v) => v.pod.metadata!.uid));
+    const seen = new Set(result.map((v) => podMeta(v.pod).uid));
     const now = this.opts.clock.now();
     const fromRuntime = await Promise.all(
       [...sandboxes.entries()]

@@ -5,6 +5,7 @@ import type { EventRecorder } from '../events.js';
 import type { ProbeVerdicts } from '../kuberuntime/actions.js';
 import { runHandler } from './handlers.js';
 import { PROBE_DEFAULTS, ProbeWorker, probeOf, type ProbeResult, type ProbeType } from './worker.js';
+import { podMeta } from '../util/pod-key.js';
 
 export interface ProbeResultUpdate {
   uid: string;
@@ -45,7 +46,7 @@ export class ProberManager implements ProbeVerdicts {
 
   /** Starts a worker for every probe the pod declares and stops those it no longer declares. */
   addPod(pod: IPod): void {
-    const uid = pod.metadata!.uid!;
+    const uid = podMeta(pod).uid;
     let lanes = this.workers.get(uid);
     const wanted = new Set<string>();
     for (const c of probedContainers(pod)) {
@@ -81,7 +82,7 @@ export class ProberManager implements ProbeVerdicts {
         onRunOutcome: (container, t, kind, output) => {
           const p = this.opts.pod(uid);
           if (!p) return;
-          const m = p.metadata!;
+          const m = podMeta(p);
           const verb = kind === 'failed' ? 'failed' : kind;
           this.opts.events.record(
             { uid, namespace: m.namespace ?? 'default', name: m.name! },

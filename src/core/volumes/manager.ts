@@ -13,6 +13,7 @@ import { setVolumeOwnership } from './ownership.js';
 import { configMapPayload, DEFAULT_MODE, downwardAPIPayload, secretPayload } from './payload.js';
 import { bindSubPath, expandSubPathExpr } from './subpath.js';
 import type { NodeInfo, PodVolumeDir, PodVolumes, VolumeKind, VolumeObjects } from './types.js';
+import { podMeta } from '../util/pod-key.js';
 
 /** The kubelet's plugin directory names under pods/<uid>/volumes. */
 export const PLUGIN_DIRS: Record<Exclude<VolumeKind, 'hostPath'>, string> = {
@@ -164,7 +165,7 @@ export class VolumeManager {
   async setUpPodVolumes(pod: IPod, _podIPs: string[]): Promise<PodVolumes> {
     // _podIPs: Kubernetes allows only metadata.* fieldRefs in downwardAPI volumes, so the IPs are not used here.
     const podDir = this.podDir(pod.metadata?.uid);
-    const uid = pod.metadata!.uid!;
+    const uid = podMeta(pod).uid;
     // The pod's directories hold secrets' mount points and configuration: not for other users of the host.
     await mkdir(this.rootDir, { recursive: true, mode: 0o700 });
     await ensureDir(podDir, 0o750);

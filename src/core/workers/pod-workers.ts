@@ -2,6 +2,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import { errorMessage } from '../errors.js';
 import { WorkQueue } from './work-queue.js';
+import { podMeta } from '../util/pod-key.js';
 
 export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
 export type WorkerState = 'syncing' | 'terminating' | 'terminated';
@@ -79,7 +80,7 @@ export class PodWorkers {
   }
 
   updatePod(update: UpdatePodOptions): void {
-    const uid = update.pod.metadata!.uid!;
+    const uid = podMeta(update.pod).uid;
     let lane = this.lanes.get(uid);
     if (!lane) {
       if (update.type === 'kill' && update.pod.metadata?.uid === undefined) return;
@@ -183,10 +184,10 @@ export class PodWorkers {
   syncDue(): string[] {
     const due = this.dueForSync();
     for (const pod of due) {
-      const lane = this.lanes.get(pod.metadata!.uid!)!;
+      const lane = this.lanes.get(podMeta(pod).uid)!;
       this.updatePod({ type: lane.state === 'terminating' ? 'kill' : 'sync', pod });
     }
-    return due.map((p) => p.metadata!.uid!);
+    return due.map((p) => podMeta(p).uid);
   }
 
   state(uid: string): WorkerState | undefined {
