@@ -66,7 +66,7 @@ export const DIAGNOSES: Record<string, string> = {
     'importing oclif, or a bundled oclif entry, would bring it near node -e 0.',
   ].join(' '),
   'detection:containerd, generic 1 s: ContainerDied': [
-    'The budget is tight by construction: containerd shows the exit in ContainerStatus 60-75 ms after it happens (RUNTIME-NOTES.md),',
+    'The budget is tight by construction: containerd shows the exit in ContainerStatus 60-75 ms after it happens (measured on containerd 1.6),',
     'the relist waits up to one period, and the relist plus the inspection of the changed pod take 5-15 ms; the next relist is scheduled a',
     'period after the previous one ends (as the kubelet\'s wait.Until), so 1 s + 75 ms + 15 ms leaves about 10 ms of the 1.1 s target.',
     'Timer and scheduling delays on a loaded 2-core machine (see the load average above) take that. Scheduling relists by their start',

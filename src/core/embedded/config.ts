@@ -8,7 +8,7 @@ export const BRIDGE_NAME = 'podctl0';
 
 const q = (s: string) => JSON.stringify(s);
 
-/** containerd's config: its own root, state and socket; CRI with the settings RUNTIME-NOTES found necessary. */
+/** containerd's config: its own root, state and socket; CRI with the settings this host was found to need. */
 export function containerdConfig(paths: EmbeddedPaths): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   return `# Written by podctl runtime up; rewritten on every up.
