@@ -5,7 +5,7 @@ import { connect, type GlobalFlags } from './runtime.js';
 import { nodeFlags, nodeOptionsFromFlags } from './node.js';
 import { diskReport } from '../core/stats/disk.js';
 import { traceFlags, tracerFor } from './trace.js';
-import { parseDuration } from '../core/cri/endpoint.js';
+import { parseDuration } from '../core/util/duration.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
 import { Metrics } from '../core/metrics.js';

@@ -7,7 +7,7 @@ import { realClock } from '../core/clock.js';
 import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
 import type { NodeOptions } from '../core/node/node.js';
 import { allocatable, hostCapacity, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
-import { parseDuration } from '../core/cri/endpoint.js';
+import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
 import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';

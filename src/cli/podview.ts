@@ -4,7 +4,7 @@ import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError, escapeControls, quoteName } from '../core/errors.js';
 import { PodView, defaultContainer, findRuntimePod, newestInstance, type RuntimePod } from '../core/podview/index.js';
-import type { RuntimeContainerStatus } from '../core/kuberuntime/types.js';
+import type { RuntimeContainerStatus } from '../core/container/types.js';
 import { DEFAULT_ROOT_DIR, hostIP } from './node.js';
 import { connect, type GlobalFlags } from './runtime.js';
 

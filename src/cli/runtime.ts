@@ -1,5 +1,6 @@
 import { CriClient, type CallObserver } from '../core/cri/client.js';
-import { loadSettings, parseDuration, resolveEndpoints, type ResolvedEndpoints } from '../core/cri/endpoint.js';
+import { loadSettings, resolveEndpoints, type ResolvedEndpoints } from '../core/cri/endpoint.js';
+import { parseDuration } from '../core/util/duration.js';
 import { embeddedEndpoint, embeddedStatus } from '../core/embedded/index.js';
 
 export interface GlobalFlags {

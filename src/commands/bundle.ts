@@ -6,7 +6,7 @@ import { namespaceFlag, openPodView, podArg, podViewFlags } from '../cli/podview
 import { Bundle, specContainer } from '../core/bundle/index.js';
 import { redactEnv, secretEnvPredicate } from '../core/redact.js';
 import { errorMessage, PodctlError } from '../core/errors.js';
-import { newerFirst } from '../core/kuberuntime/types.js';
+import { newerFirst } from '../core/container/types.js';
 import { readLogFile } from '../core/logs/index.js';
 import { eventsFromRuntime, fetchPodEvents, podTimeline, type DescribedEvent } from '../core/podview/describe.js';
 import { findRuntimePod } from '../core/podview/index.js';

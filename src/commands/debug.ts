@@ -3,7 +3,7 @@ import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { attachDebugContainer, copyDebugPod, createDebugContainer, printWhenDone } from '../cli/debug.js';
 import { chooseContainer, namespaceFlag, openPodView, podArg, podViewFlags, requirePod, requireRunning } from '../cli/podview.js';
-import { parseDuration } from '../core/cri/endpoint.js';
+import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 
 export class Debug extends PodctlCommand {

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { chooseContainer, containerNames, namespaceFlag, openPodView, podArg, podViewFlags, requirePod } from '../cli/podview.js';
-import { parseDuration } from '../core/cri/endpoint.js';
+import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 import { followContainerLog, readContainerLog, readRotatedLogs, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';
 import { followStopper, logFileOf, readWhole } from '../cli/logs.js';

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
-import { parseDuration } from '../core/cri/endpoint.js';
+import { parseDuration } from '../core/util/duration.js';
 import { errorMessage } from '../core/errors.js';
 import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
 import { GenericPleg, type PodLifecycleEvent } from '../core/pleg/generic.js';

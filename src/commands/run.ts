@@ -5,7 +5,7 @@ import { admissionFlags, agentArgs, nodeFlags, nodeInfoFromFlags } from '../cli/
 import { planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
 import { detachPods, handOverUntilSignal, runUntilSignal } from '../cli/run.js';
 import { connect } from '../cli/runtime.js';
-import { parseDuration } from '../core/cri/endpoint.js';
+import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 import { AgentClient, type WaitFor } from '../core/node/index.js';
 import { traceFlags } from '../cli/trace.js';

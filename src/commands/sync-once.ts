@@ -7,7 +7,7 @@ import { planFlags, printPlan } from '../cli/plan.js';
 import { podWithStatus, renderObjects, renderResultTable, type ResultRow } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
 import { realClock } from '../core/clock.js';
-import { parseDuration } from '../core/cri/endpoint.js';
+import { parseDuration } from '../core/util/duration.js';
 import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
 import { missingReferences } from '../core/pod/index.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';

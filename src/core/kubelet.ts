@@ -2,7 +2,7 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
 import { graceFromRuntime, podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
-import type { RuntimePodStatus } from './kuberuntime/types.js';
+import type { RuntimePodStatus } from './container/types.js';
 import { generatePodStatus } from './status/generate.js';
 import { StatusManager } from './status/manager.js';
 import { isTerminalPhase } from './status/phase.js';

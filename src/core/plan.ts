@@ -6,7 +6,7 @@ import { isManagedByPodctl, podIdentityFromLabels, type PodIdentity } from './ku
 import type { ImageService, RuntimeService } from './cri/client.js';
 import type { PodStatusReader } from './kuberuntime/pod-status.js';
 import { diffContainerSpec, type SpecChange } from './kuberuntime/spec-diff.js';
-import { findContainerStatus, newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from './kuberuntime/types.js';
+import { findContainerStatus, newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from './container/types.js';
 import { podMeta } from './util/pod-key.js';
 
 /**

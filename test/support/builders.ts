@@ -1,6 +1,6 @@
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import { hashContainer } from '../../src/core/kuberuntime/hash.js';
-import type { RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '../../src/core/kuberuntime/types.js';
+import type { RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '../../src/core/container/types.js';
 
 /** A defaulted pod as the manifest layer hands it to the core. */
 export function makePod(overrides: { name?: string; uid?: string; restartPolicy?: 'Always' | 'OnFailure' | 'Never'; containers?: IContainer[]; initContainers?: IContainer[]; hostNetwork?: boolean } = {}): IPod {

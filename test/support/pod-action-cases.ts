@@ -1,6 +1,6 @@
 import type { IPod } from 'kubernetes-models/v1';
 import type { PodActions, ProbeVerdicts } from '../../src/core/kuberuntime/actions.js';
-import type { RuntimePodStatus } from '../../src/core/kuberuntime/types.js';
+import type { RuntimePodStatus } from '../../src/core/container/types.js';
 import { container, instance, makePod, podStatus, sandbox } from './builders.js';
 
 /** The parts of PodActions a case asserts, with names instead of indexes. */

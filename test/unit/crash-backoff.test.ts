@@ -6,7 +6,7 @@ import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { crashLoopBackOff } from '../../src/core/kuberuntime/crash-backoff.js';
-import { findContainerStatus } from '../../src/core/kuberuntime/types.js';
+import { findContainerStatus } from '../../src/core/container/types.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 

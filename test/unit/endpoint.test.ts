@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadSettings, normalizeEndpoint, parseDuration, resolveEndpoints } from '../../src/core/cri/endpoint.js';
+import { loadSettings, normalizeEndpoint, resolveEndpoints } from '../../src/core/cri/endpoint.js';
+import { parseDuration } from '../../src/core/util/duration.js';
 import { PodctlError } from '../../src/core/errors.js';
 
 const embedded = 'unix:///run/podctl/embedded/containerd.sock';

@@ -7,7 +7,7 @@ import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { computePodActions, isNoop } from '../../src/core/kuberuntime/actions.js';
-import { canonicalJSON } from '../../src/core/kuberuntime/hash.js';
+import { canonicalJSON } from '../../src/core/util/canonical-json.js';
 import { diffContainerSpec, formatSpecChange } from '../../src/core/kuberuntime/spec-diff.js';
 import { hasSomethingToStop, planPod, planPods, type PodPlan } from '../../src/core/plan.js';
 import { parseManifestText } from '../../src/core/pod/index.js';

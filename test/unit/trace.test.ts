@@ -6,7 +6,7 @@ import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { SyncLoop } from '../../src/core/loop.js';
-import type { RuntimeContainerStatus } from '../../src/core/kuberuntime/types.js';
+import type { RuntimeContainerStatus } from '../../src/core/container/types.js';
 import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { formatCalls, formatTraceEvent, Tracer, type TraceEvent } from '../../src/core/trace.js';

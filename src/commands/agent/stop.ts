@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { podViewFlags } from '../../cli/podview.js';
-import { parseDuration } from '../../core/cri/endpoint.js';
+import { parseDuration } from '../../core/util/duration.js';
 import { stopAgent } from '../../core/node/index.js';
 
 export class AgentStop extends PodctlCommand {

@@ -3,7 +3,7 @@ import { PodctlCommand } from '../../cli/base.js';
 import { connect } from '../../cli/runtime.js';
 import { humanBytes, plainTable, shortId } from '../../cli/table.js';
 import { realClock } from '../../core/clock.js';
-import { parseDuration } from '../../core/cri/endpoint.js';
+import { parseDuration } from '../../core/util/duration.js';
 import { ImageGCManager, imagesNamedByPods } from '../../core/kuberuntime/image-gc.js';
 
 export class ImagePrune extends PodctlCommand {

@@ -1,5 +1,5 @@
 import type { IPod } from 'kubernetes-models/v1';
-import { canonicalJSON } from '../kuberuntime/hash.js';
+import { canonicalJSON } from '../util/canonical-json.js';
 import type { PodUpdate } from '../loop.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION } from '../pod/index.js';
 import { podKey, podMeta } from '../util/pod-key.js';

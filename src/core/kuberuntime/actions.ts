@@ -1,6 +1,6 @@
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import { hashContainer } from './hash.js';
-import { findContainerStatus, type RuntimeContainerStatus, type RuntimePodStatus } from './types.js';
+import { findContainerStatus, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 

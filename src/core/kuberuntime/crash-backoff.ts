@@ -1,5 +1,5 @@
 import { CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
-import type { RuntimeContainerStatus } from './types.js';
+import type { RuntimeContainerStatus } from '../container/types.js';
 
 /**
  * The one CrashLoopBackOff formula: the wait after an instance with this restart count exited.

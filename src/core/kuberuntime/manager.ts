@@ -18,7 +18,7 @@ import { makeEnvironmentVariables, type EnvObjects, type NodeAllocatable } from 
 import { removePodDirectory, type PodVolumes, type VolumeManager } from '../volumes/index.js';
 import { checkComponent, removeBelow, safeJoin, UnsafePathError } from '../util/safe-path.js';
 import * as L from './labels.js';
-import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from './types.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { PodStatusReader } from './pod-status.js';
 import { podMeta } from '../util/pod-key.js';
 

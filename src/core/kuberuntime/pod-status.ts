@@ -5,7 +5,7 @@ import { ignoreNotFound } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import { readLogTail } from '../logs/index.js';
 import * as L from './labels.js';
-import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from './types.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from '../container/types.js';
 
 /** The kubelet reads at most this much of a termination-message file or of the log tail. */
 export const MAX_TERMINATION_MESSAGE_BYTES = 4096;

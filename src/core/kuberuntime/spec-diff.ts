@@ -1,5 +1,5 @@
 import type { IContainer } from 'kubernetes-models/v1';
-import { canonicalJSON } from './hash.js';
+import { canonicalJSON } from '../util/canonical-json.js';
 import { containerSpecForHash } from './config.js';
 
 /** One field that differs between a running container's spec and the desired one. */

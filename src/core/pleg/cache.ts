@@ -1,4 +1,4 @@
-import type { RuntimePodStatus } from '../kuberuntime/types.js';
+import type { RuntimePodStatus } from '../container/types.js';
 
 interface Entry {
   status: RuntimePodStatus;

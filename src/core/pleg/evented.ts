@@ -3,7 +3,7 @@ import type { ContainerEventStream, RuntimeService } from '../cri/client.js';
 import { isUnimplemented, type CriError } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
-import type { RuntimePodStatus } from '../kuberuntime/types.js';
+import type { RuntimePodStatus } from '../container/types.js';
 import type { PodCache } from './cache.js';
 import { type GenericPleg, type PodLifecycleEvent, type PodLifecycleEventType } from './generic.js';
 

@@ -3,7 +3,7 @@ import type { RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
 import * as L from '../kuberuntime/labels.js';
-import type { RuntimePodStatus } from '../kuberuntime/types.js';
+import type { RuntimePodStatus } from '../container/types.js';
 import { PodCache } from './cache.js';
 import { forEachLimited } from '../util/concurrency.js';
 

@@ -4,7 +4,7 @@ import { extname, join, resolve } from 'node:path';
 import yaml from 'js-yaml';
 import type { IConfigMap, ISecret } from 'kubernetes-models/v1';
 import { PodctlError } from '../errors.js';
-import { canonicalJSON } from '../kuberuntime/hash.js';
+import { canonicalJSON } from '../util/canonical-json.js';
 import { applyPodDefaults } from './defaults.js';
 import type { LoadedPod, ManifestProblem, Pod, PodSource } from './types.js';
 import { staticPodUID } from './uid.js';

@@ -2,7 +2,7 @@ import { dirname } from 'node:path';
 import type { IContainerStatus, IPod } from 'kubernetes-models/v1';
 import { containerLogFiles, readLogFile, restartCountOfLog } from '../logs/index.js';
 import { getFromStatusSocket } from '../status/client.js';
-import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { crashBackoffMs } from '../kuberuntime/crash-backoff.js';
 import type { RuntimePod } from './index.js';
 

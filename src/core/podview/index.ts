@@ -4,7 +4,7 @@ import type { ImageService, RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
 import { PodStatusReader } from '../kuberuntime/pod-status.js';
-import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { getFromStatusSocket } from '../status/client.js';
 import { generatePodStatus, type WaitingReason } from '../status/generate.js';
 import { crashBackoffMs } from '../kuberuntime/crash-backoff.js';

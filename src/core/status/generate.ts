@@ -1,5 +1,5 @@
 import type { IContainer, IContainerState, IContainerStateTerminated, IContainerStatus, IPod, IPodCondition, IPodStatus } from 'kubernetes-models/v1';
-import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../kuberuntime/types.js';
+import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { getPhase, type PodPhase } from './phase.js';
 
 /** Why a container is waiting, kept from the last SyncPod (the kubelet's reasonCache). */
