@@ -294,5 +294,9 @@ test('debug --copy-to starts a copy of the pod with the debug container added, a
   assert.equal(orig.status!.ephemeralContainerStatuses, undefined);
   const del = await cli(['delete', 'pod', 'orig-copy', '--force']);
   assert.equal(del.code, 0, del.stderr);
+  // The copy was started as run --detach starts pods: by the agent on this root dir, stopped here by its PID.
+  const stop = await podctlAsync(['agent', 'stop', '--root-dir', rootDir.dir]);
+  assert.equal(stop.code, 0, stop.stderr);
+  assert.match(stop.stdout, /agent pid \d+ stopped/, 'the copy ran under an agent of its own');
   await node.remove(original);
 });
