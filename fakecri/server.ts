@@ -2,10 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { realClock, type Clock } from '../src/core/clock.js';
-import { criProtoFile } from '../src/core/paths.js';
-import type { ProtoGrpcType } from '../src/core/cri/generated/api.js';
+import { criServices } from '../src/core/cri/proto.js';
 import type { ContainerConfig__Output } from '../src/core/cri/generated/runtime/v1/ContainerConfig.js';
 import type { ContainerEventResponse } from '../src/core/cri/generated/runtime/v1/ContainerEventResponse.js';
 import type { GetEventsRequest__Output } from '../src/core/cri/generated/runtime/v1/GetEventsRequest.js';
@@ -54,16 +52,6 @@ interface Parked {
 }
 
 type EventCall = grpc.ServerWritableStream<GetEventsRequest__Output, ContainerEventResponse>;
-
-let packageDefinition: ProtoGrpcType | undefined;
-
-function loadProto(): ProtoGrpcType {
-  // The same options as the client, so that the server sees what the client means.
-  packageDefinition ??= grpc.loadPackageDefinition(
-    protoLoader.loadSync(criProtoFile(), { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true }),
-  ) as unknown as ProtoGrpcType;
-  return packageDefinition;
-}
 
 /**
  * Large lists are answered from per-item encodings cached on the records:
@@ -142,12 +130,13 @@ export class FakeRuntime {
       networkReady: () => this.conditions.find((c) => c.type === 'NetworkReady')?.status === true,
       sandboxEvents: opts.sandboxEvents ?? true,
     });
-    const proto = loadProto();
-    const runtimeService = proto.runtime.v1.RuntimeService.service;
+    // The client's own definitions, so that the server sees what the client means.
+    const services = criServices();
+    const runtimeService = services.RuntimeService;
     this.encodeContainer = (c) => runtimeService.ListContainers.responseSerialize({ containers: [this.state.toContainer(c)] });
     this.encodeSandbox = (sb) => runtimeService.ListPodSandbox.responseSerialize({ items: [this.state.toPodSandbox(sb)] });
     this.server.addService(passThroughBuffers(runtimeService, ['ListContainers', 'ListPodSandbox']), this.runtimeHandlers());
-    this.server.addService(proto.runtime.v1.ImageService.service, this.imageHandlers());
+    this.server.addService(services.ImageService, this.imageHandlers());
   }
 
   static async start(opts: FakeRuntimeOptions = {}): Promise<FakeRuntime> {

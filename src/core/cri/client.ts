@@ -1,11 +1,9 @@
 import { AsyncResource } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { criProtoFile } from '../paths.js';
 import { CriError, mapGrpcError, noRuntimeError } from './errors.js';
 import { socketPath } from './endpoint.js';
-import type { ProtoGrpcType } from './generated/api.js';
+import { criClientConstructors } from './proto.js';
 import type { RuntimeServiceClient } from './generated/runtime/v1/RuntimeService.js';
 import type { ImageServiceClient } from './generated/runtime/v1/ImageService.js';
 import type * as T from './types.js';
@@ -76,16 +74,6 @@ export interface CriClientOptions {
   observer?: CallObserver;
 }
 
-let packageDefinition: ProtoGrpcType | undefined;
-
-function loadProto(): ProtoGrpcType {
-  if (!packageDefinition) {
-    const def = protoLoader.loadSync(criProtoFile(), { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true });
-    packageDefinition = grpc.loadPackageDefinition(def) as unknown as ProtoGrpcType;
-  }
-  return packageDefinition;
-}
-
 /** Request and response types of each unary CRI method. */
 interface RuntimeCalls {
   Version: [G.VersionRequest, G.VersionResponse__Output];
@@ -141,13 +129,12 @@ export class CriClient implements RuntimeService, ImageService {
     this.opts = opts;
     this.endpoint = opts.runtimeEndpoint;
     this.imageEndpoint = opts.imageEndpoint ?? opts.runtimeEndpoint;
-    const proto = loadProto();
+    // The generated client types describe what these constructors make: one method per CRI call, by its proto name.
+    const { RuntimeService, ImageService } = criClientConstructors();
     const credentials = grpc.credentials.createInsecure();
-    this.runtime = new proto.runtime.v1.RuntimeService(this.endpoint, credentials, CHANNEL_OPTIONS);
-    this.images =
-      this.imageEndpoint === this.endpoint
-        ? new proto.runtime.v1.ImageService(this.endpoint, credentials, { ...CHANNEL_OPTIONS, channelOverride: this.runtime.getChannel() })
-        : new proto.runtime.v1.ImageService(this.imageEndpoint, credentials, CHANNEL_OPTIONS);
+    this.runtime = new RuntimeService(this.endpoint, credentials, CHANNEL_OPTIONS) as unknown as RuntimeServiceClient;
+    const imageOptions = this.imageEndpoint === this.endpoint ? { ...CHANNEL_OPTIONS, channelOverride: this.runtime.getChannel() } : CHANNEL_OPTIONS;
+    this.images = new ImageService(this.imageEndpoint, credentials, imageOptions) as unknown as ImageServiceClient;
   }
 
   close(): void {
