@@ -10,7 +10,7 @@ import { PodctlError, errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
 import { Metrics } from '../core/metrics.js';
 import { bytes } from '../core/util/quantity.js';
-import { StandaloneNode } from '../core/node/index.js';
+import { StandaloneNode } from '../core/node/node.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** Flags of the commands that run the node agent (agent, watch). */

@@ -1,5 +1,5 @@
 import { PodctlError } from '../core/errors.js';
-import { AgentRequestError, type AgentClient } from '../core/node/index.js';
+import { AgentRequestError, type AgentClient } from '../core/node/client.js';
 
 /**
  * Asks the agent to forget the pod and waits until it has terminated and removed it (its grace

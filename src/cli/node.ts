@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
-import { hostname, networkInterfaces } from 'node:os';
+import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
 import { realClock } from '../core/clock.js';
-import { Kubelet, type KubeletOptions } from '../core/kubelet.js';
+import type { Kubelet, KubeletOptions } from '../core/kubelet.js';
 import type { NodeOptions } from '../core/node/node.js';
 import { allocatable, hostCapacity, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
 import { parseDuration } from '../core/util/duration.js';
@@ -12,7 +12,7 @@ import { PodctlError } from '../core/errors.js';
 import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
 import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';
 import { bytes } from '../core/util/quantity.js';
-import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, nodeAgentLabel } from '../core/node/paths.js';
+import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, hostIP, nodeAgentLabel } from '../core/node/paths.js';
 
 export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
 
@@ -124,14 +124,6 @@ export function containerLogPolicy(flags: { 'container-log-max-size'?: string; '
   };
 }
 
-/** The first non-internal IPv4 address: what the kubelet reports as hostIP. */
-export function hostIP(): string | undefined {
-  for (const addrs of Object.values(networkInterfaces())) {
-    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  }
-  return undefined;
-}
-
 /** The agent label of a state dir's node (kept under its old name for callers). */
 export const watchAgent = nodeAgentLabel;
 
@@ -152,12 +144,13 @@ export function hygienePolicies(flags: HygieneFlags): Pick<KubeletOptions, 'cont
   };
 }
 
-export function buildKubelet(
+export async function buildKubelet(
   client: CriClient,
   flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean } & HygieneFlags,
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
-): Kubelet {
+): Promise<Kubelet> {
+  const { Kubelet } = await import('../core/kubelet.js');
   return new Kubelet({
     ...extra,
     runtime: client,

@@ -5,7 +5,7 @@ import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
 import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
 import { planPods, type Plan } from '../core/plan.js';
-import { AgentClient } from '../core/node/index.js';
+import { AgentClient } from '../core/node/client.js';
 import { renderPlan } from './render.js';
 import { podMeta } from '../core/util/pod-key.js';
 

@@ -4,11 +4,15 @@ import { streamPodLogs } from './log-stream.js';
 import { eventLine, eventWorthALine, statusLine } from './render.js';
 import { connect } from './runtime.js';
 import { tracerFor } from './trace.js';
-import { statusSummary } from '../core/kubelet.js';
+import { statusSummary } from '../core/status/phase.js';
 import { realClock } from '../core/clock.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
-import { AgentClient, StandaloneNode, agentLogFile, startAgentInBackground, waitForPods, type AppliedPodRef, type WaitFor } from '../core/node/index.js';
+import { AgentClient } from '../core/node/client.js';
+import type { AppliedPodRef, StandaloneNode } from '../core/node/node.js';
+import { agentLogFile } from '../core/node/paths.js';
+import { startAgentInBackground } from '../core/node/spawn.js';
+import { waitForPods, type WaitFor } from '../core/node/wait.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** What `podctl run` does once it has its pods: hand them to the agent, or be the node until Ctrl-C. */
@@ -86,6 +90,8 @@ export async function runUntilSignal(
   const { client } = await connect(flags, tracer?.observeCall);
   try {
     const version = await client.version();
+    // The node, and the kubelet in it, load only on this path: --detach and a hand-over never need them.
+    const { StandaloneNode } = await import('../core/node/node.js');
     node = new StandaloneNode({
       ...nodeOptionsFromFlags(client, flags, version.runtimeName),
       lock,

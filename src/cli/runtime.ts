@@ -1,4 +1,4 @@
-import { CriClient, type CallObserver } from '../core/cri/client.js';
+import type { CallObserver, CriClient } from '../core/cri/client.js';
 import { loadSettings, resolveEndpoints, type ResolvedEndpoints } from '../core/cri/endpoint.js';
 import { parseDuration } from '../core/util/duration.js';
 import { embeddedEndpoint, embeddedStatus } from '../core/embedded/index.js';
@@ -29,7 +29,13 @@ export async function resolveFromFlags(flags: GlobalFlags): Promise<ResolvedEndp
 }
 
 export async function connect(flags: GlobalFlags, observer?: CallObserver): Promise<{ client: CriClient; endpoints: ResolvedEndpoints }> {
-  const endpoints = await resolveFromFlags(flags);
+  return clientFor(await resolveFromFlags(flags), observer);
+}
+
+/** A CRI client on resolved endpoints. */
+export async function clientFor(endpoints: ResolvedEndpoints, observer?: CallObserver): Promise<{ client: CriClient; endpoints: ResolvedEndpoints }> {
+  // gRPC and the CRI's definitions load here, when a command first talks to the runtime, not at start.
+  const { CriClient } = await import('../core/cri/client.js');
   const client = new CriClient({
     runtimeEndpoint: endpoints.runtime.endpoint,
     imageEndpoint: endpoints.image.endpoint,

@@ -4,7 +4,7 @@ import { PodctlCommand } from '../cli/base.js';
 import { loadPodsFromArgs } from '../cli/manifests.js';
 import { namespaceFlag, openPodView, podViewFlags } from '../cli/podview.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
-import { AgentClient } from '../core/node/index.js';
+import { AgentClient } from '../core/node/client.js';
 import { deleteThroughAgent } from '../cli/delete.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { deleteGracePeriod, deleteRuntimePod, watchSourceOf } from '../core/podview/delete.js';

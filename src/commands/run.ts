@@ -7,7 +7,8 @@ import { detachPods, handOverUntilSignal, runUntilSignal } from '../cli/run.js';
 import { connect } from '../cli/runtime.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
-import { AgentClient, type WaitFor } from '../core/node/index.js';
+import { AgentClient } from '../core/node/client.js';
+import { type WaitFor } from '../core/node/wait.js';
 import { traceFlags } from '../cli/trace.js';
 import { podKey } from '../core/util/pod-key.js';
 

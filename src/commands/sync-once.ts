@@ -51,7 +51,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
     }
     try {
       const version = await client.version();
-      const kubelet = buildKubelet(client, flags, version.runtimeName);
+      const kubelet = await buildKubelet(client, flags, version.runtimeName);
       kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets });
       const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), {
       allowPrivileged: flags['allow-privileged'],

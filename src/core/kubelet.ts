@@ -5,7 +5,7 @@ import { graceFromRuntime, podRef, RuntimeManager, type ContainerGCPolicy, type 
 import type { RuntimePodStatus } from './container/types.js';
 import { generatePodStatus } from './status/generate.js';
 import { StatusManager } from './status/manager.js';
-import { isTerminalPhase } from './status/phase.js';
+import { isTerminalPhase, statusSummary } from './status/phase.js';
 import { EventRecorder } from './events.js';
 import { ObjectStore } from './objects.js';
 import { VolumeManager } from './volumes/index.js';
@@ -495,12 +495,3 @@ function oomMayStillShow(status: RuntimePodStatus, now: number): boolean {
   return status.containers.some((c) => c.state === 'exited' && c.exitCode === 137 && c.reason === 'Error' && c.finishedAt !== undefined && now - c.finishedAt < 2000);
 }
 
-/** What changes in a status that a person would want to hear about. */
-export function statusSummary(status: IPodStatus): string {
-  const parts = [status.phase ?? ''];
-  for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
-    const state = c.state?.running ? 'running' : c.state?.terminated ? `terminated:${c.state.terminated.exitCode}` : `waiting:${c.state?.waiting?.reason ?? ''}`;
-    parts.push(`${c.name}=${state}/${c.restartCount}/${c.ready}`);
-  }
-  return parts.join(' ');
-}

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openrcScript, systemdUnit } from '../../src/core/node/index.js';
+import { openrcScript, systemdUnit } from '../../src/core/node/supervise.js';
 import { scratchDir } from '../support/e2e.js';
 
 const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js');

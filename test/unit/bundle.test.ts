@@ -1,47 +1,61 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { gunzipSync } from 'node:zlib';
-import { Bundle } from '../../src/core/bundle/index.js';
-import { REDACTED, redactEnv, secretEnvPredicate } from '../../src/core/redact.js';
-import { parseTar } from '../../src/core/exec/tar.js';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { COMMANDS } from '../../src/commands.js';
 
-test('secret env names: secretKeyRef ones; with envFrom secretRef, everything not set to a literal value', () => {
-  const byRef = secretEnvPredicate({ name: 'a', env: [{ name: 'PASS', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }, { name: 'PLAIN', value: 'x' }] });
-  assert.deepEqual(['PASS', 'PLAIN', 'PATH'].map(byRef), [true, false, false]);
-  const whole = secretEnvPredicate({ name: 'a', env: [{ name: 'PLAIN', value: 'x' }], envFrom: [{ secretRef: { name: 's' } }] });
-  assert.deepEqual(['DB_PASSWORD', 'PLAIN'].map(whole), [true, false]);
-  assert.equal(secretEnvPredicate(undefined)('PASS'), false);
+/** The package root (tests run from dist/test/unit). */
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+
+interface Meta {
+  outputs: Record<string, { entryPoint?: string; inputs: Record<string, unknown>; imports: { path: string; kind: string }[] }>;
+}
+
+const meta = (): Meta => JSON.parse(readFileSync(join(ROOT, 'dist/cli/meta.json'), 'utf8')) as Meta;
+
+/** Every source file a bundle entry loads before it runs: its chunk and the chunks those import statically. */
+function loadedAtStart(entry: string): string[] {
+  const { outputs } = meta();
+  const start = Object.keys(outputs).find((o) => outputs[o]!.entryPoint === entry);
+  assert.ok(start, `no chunk for ${entry}: run npm run build`);
+  const seen = new Set([start]);
+  const queue = [start];
+  while (queue.length) {
+    for (const imp of outputs[queue.shift()!]!.imports) {
+      if (imp.kind !== 'import-statement' || seen.has(imp.path) || !outputs[imp.path]) continue;
+      seen.add(imp.path);
+      queue.push(imp.path);
+    }
+  }
+  return [...seen].flatMap((o) => Object.keys(outputs[o]!.inputs));
+}
+
+test('the command index lists every command in src/commands, by its oclif id', () => {
+  const ids = readdirSync(join(ROOT, 'src/commands'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => relative(join(ROOT, 'src/commands'), join(e.parentPath, e.name)).replace(/\.ts$/, '').replace(/\/index$/, '').replaceAll('/', ':'))
+    .sort();
+  assert.deepEqual(Object.keys(COMMANDS).sort(), ids);
 });
 
-test('redactEnv replaces secret values in CRI envs and OCI process.env, anywhere in the document, and keeps the rest', () => {
-  const doc = {
-    status: { id: 'c1' },
-    info: {
-      config: { envs: [{ key: 'PASS', value: 'hunter2' }, { key: 'PLAIN', value: 'ok' }] },
-      runtimeSpec: { process: { env: ['PASS=hunter2', 'PLAIN=ok', 'PATH=/bin'] } },
-    },
-  };
-  const out = redactEnv(doc, (n) => n === 'PASS');
-  assert.ok(!JSON.stringify(out).includes('hunter2'));
-  assert.deepEqual((out as typeof doc).info.config.envs, [{ key: 'PASS', value: REDACTED }, { key: 'PLAIN', value: 'ok' }]);
-  assert.deepEqual((out as typeof doc).info.runtimeSpec.process.env, [`PASS=${REDACTED}`, 'PLAIN=ok', 'PATH=/bin']);
-  assert.equal(doc.info.config.envs[0]!.value, 'hunter2', 'the input is not modified');
+test('the CLI starts on oclif and the command index alone: no command, gRPC or validator is loaded before a command runs', () => {
+  assert.ok(existsSync(join(ROOT, 'dist/cli/main.js')));
+  const atStart = [...loadedAtStart('src/main.ts'), ...loadedAtStart('src/commands.ts')];
+  assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs/.test(f)), []);
 });
 
-test('a bundle is a .tar.gz of its files under one top directory, with their directories', () => {
-  const b = new Bundle('web-bundle');
-  b.add('status.json', '{}\n');
-  b.add('logs/app/current.log', 'line\n');
-  const entries = parseTar(gunzipSync(b.toTarGz()));
-  assert.deepEqual(
-    entries.map((e) => [e.name, e.type]),
-    [
-      ['web-bundle/', 'directory'],
-      ['web-bundle/logs/', 'directory'],
-      ['web-bundle/logs/app/', 'directory'],
-      ['web-bundle/status.json', 'file'],
-      ['web-bundle/logs/app/current.log', 'file'],
-    ],
-  );
-  assert.equal(entries[4]!.data!.toString(), 'line\n');
+test('each command loads only what it uses: gRPC loads when the runtime is first called, never at start', () => {
+  // runtime up and down start and stop the runtime itself: they talk to it at once.
+  const commands = Object.keys(COMMANDS).filter((id) => !id.startsWith('runtime:'));
+  for (const id of commands) {
+    const file = `src/commands/${id.replaceAll(':', '/')}${id === 'agent' ? '/index' : ''}.ts`;
+    const loaded = loadedAtStart(file);
+    assert.ok(loaded.includes(file), file);
+    assert.deepEqual(loaded.filter((f) => f.includes('@grpc/grpc-js')), [], `${id} loads gRPC before it calls the runtime`);
+  }
+  // Listing pods through the agent and validating need no runtime at all.
+  assert.deepEqual(loadedAtStart('src/commands/validate.ts').filter((f) => /protobufjs|src\/core\/cri\/client|src\/core\/kubelet/.test(f)), []);
+  assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /kubernetes-models\/_schemas|src\/core\/kubelet|src\/core\/pod\/validate/.test(f)), []);
+  // The runtime path is there when called: the CRI client is its own chunk, imported on first use.
+  assert.ok(loadedAtStart('src/core/cri/client.ts').some((f) => f.includes('@grpc/grpc-js')));
 });

@@ -81,3 +81,10 @@ test('requests and responses encode to the same bytes and decode to the same obj
   assert.deepEqual(empty, sourceService('RuntimeService').ContainerStatus!.responseDeserialize(Buffer.alloc(0)));
   assert.deepEqual(empty.info, {});
 });
+
+test("the CRI error codes are gRPC's own", async () => {
+  const { status } = await import('@grpc/grpc-js');
+  const { GrpcStatus } = await import('../../src/core/cri/errors.js');
+  for (const [name, code] of Object.entries(GrpcStatus)) assert.equal(code, status[name as keyof typeof status], name);
+  assert.equal(Object.keys(GrpcStatus).length, Object.keys(status).filter((k) => Number.isNaN(Number(k))).length);
+});

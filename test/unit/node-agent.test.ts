@@ -7,7 +7,9 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { StandaloneNode, appliedDir, podProgress } from '../../src/core/node/index.js';
+import { StandaloneNode } from '../../src/core/node/node.js';
+import { appliedDir } from '../../src/core/node/paths.js';
+import { podProgress } from '../../src/core/node/wait.js';
 import { scratchDir } from '../support/e2e.js';
 
 const podText = (name: string, command: string[], ns = 'default') =>

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { agentArgs, nodeFlags } from '../../cli/node.js';
-import { openrcScript, systemdUnit } from '../../core/node/index.js';
+import { openrcScript, systemdUnit } from '../../core/node/supervise.js';
 
 export class AgentInstall extends PodctlCommand {
   static override summary = 'Write a systemd unit (or an OpenRC script) that starts the node agent at boot.';

@@ -2,7 +2,9 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { podViewFlags } from '../../cli/podview.js';
 import { PodctlError } from '../../core/errors.js';
-import { AgentClient, agentLogFile, agentProcess } from '../../core/node/index.js';
+import { AgentClient } from '../../core/node/client.js';
+import { agentLogFile } from '../../core/node/paths.js';
+import { agentProcess } from '../../core/node/supervise.js';
 
 export class AgentStatus extends PodctlCommand {
   static override summary = 'Whether the node agent runs on this --root-dir: its PID, since when, its socket, log and pods.';

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { podViewFlags } from '../../cli/podview.js';
 import { parseDuration } from '../../core/util/duration.js';
-import { stopAgent } from '../../core/node/index.js';
+import { stopAgent } from '../../core/node/supervise.js';
 
 export class AgentStop extends PodctlCommand {
   static override summary = 'Stop the node agent of this --root-dir (SIGTERM to the PID in its lock); its pods keep running.';

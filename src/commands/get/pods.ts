@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../../cli/base.js';
-import { namespaceFlag, openPodView, podViewFlags } from '../../cli/podview.js';
+import { namespaceFlag, openPodLister, podViewFlags } from '../../cli/podview.js';
 import yaml from 'js-yaml';
 import { podRow, podTable, podTableHead, renderOnePod, type PodOutput as Output, type PodTableOptions } from '../../cli/table.js';
 import { PodctlError } from '../../core/errors.js';
@@ -36,7 +36,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     const { args, flags } = await this.parse(GetPods);
     const output = flags.output as Output;
     const query: PodQuery = { namespace: flags['all-namespaces'] ? undefined : flags.namespace, name: args.name };
-    const { view, client } = await openPodView(flags);
+    const view = await openPodLister(flags);
     const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', noHeaders: flags['no-headers'] };
     try {
       const viewed = await view.list(query);
@@ -44,7 +44,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       this.print(viewed, output, tableOpts, !!args.name, flags['all-namespaces'] ? 'any' : flags.namespace);
       if (flags.watch) await this.follow(() => view.list(query), viewed, output, tableOpts);
     } finally {
-      client.close();
+      view.close();
     }
   }
 

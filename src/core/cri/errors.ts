@@ -1,5 +1,31 @@
-import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
 import { PodctlError } from '../errors.js';
+
+/**
+ * gRPC's status codes (fixed by the gRPC spec), kept here so that what only
+ * branches on a CRI error's code does not load grpc-js: a command that never
+ * calls the runtime never pays for it.
+ */
+export const GrpcStatus = {
+  OK: 0,
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  OUT_OF_RANGE: 11,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  DATA_LOSS: 15,
+  UNAUTHENTICATED: 16,
+} as const;
+export type GrpcStatus = (typeof GrpcStatus)[keyof typeof GrpcStatus];
 
 /** A failed CRI call, with the gRPC code kept so the core can branch on it. */
 export class CriError extends PodctlError {

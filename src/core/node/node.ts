@@ -15,6 +15,7 @@ import type { SourceObjects } from '../objects.js';
 import type { Pleg } from '../pleg/evented.js';
 import type { PodLifecycleEvent } from '../pleg/generic.js';
 import { formatProblem } from '../pod/index.js';
+import { PodView, type PodQuery, type PodViewAnswer } from '../podview/index.js';
 import { ApiError, startStatusServer, type PodWatchEvent } from '../status/server.js';
 import type { Tracer } from '../trace.js';
 import { AppliedSource, splitApplied } from './applied.js';
@@ -247,6 +248,7 @@ export class StandaloneNode {
         metrics: this.metrics,
         events: () => this.events(),
         agent: () => this.info(),
+        view: (q) => this.view(q),
         watchPods: (listener) => this.watchPods(listener),
         apply: (body, contentType) => this.applyBody(body, contentType),
         remove: (namespace, name, grace) => this.delete(namespace, name, grace),
@@ -274,6 +276,21 @@ export class StandaloneNode {
   /** Desired pods with their last status and status.observedGeneration (a v1 PodList's items). */
   pods(): IPod[] {
     return [...this.kubelet.pods.values()].map((p) => this.withStatus(p));
+  }
+
+  private podView?: PodView;
+
+  /** Every podctl pod on this node's runtime: its own as it keeps them, any other read from the runtime (GET /v1/podview). */
+  async view(q: PodQuery): Promise<PodViewAnswer> {
+    this.podView ??= new PodView({
+      runtime: this.opts.runtime,
+      images: this.opts.images,
+      clock: this.opts.clock,
+      ownPods: () => this.pods(),
+      runtimeName: this.opts.runtimeName,
+      hostIP: this.opts.hostIP,
+    });
+    return { runtimeEndpoint: this.opts.runtime.endpoint, items: await this.podView.list(q) };
   }
 
   private withStatus(p: IPod): IPod {

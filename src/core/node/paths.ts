@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 
 export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
@@ -19,4 +20,12 @@ export const appliedDir = (rootDir: string): string => join(rootDir, 'applied');
 export function nodeAgentLabel(rootDir: string): string {
   const dir = resolve(rootDir);
   return dir === DEFAULT_ROOT_DIR ? 'watch' : `watch-${createHash('sha256').update(dir).digest('hex').slice(0, 10)}`;
+}
+
+/** The first non-internal IPv4 address: what the kubelet reports as hostIP. */
+export function hostIP(): string | undefined {
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return undefined;
 }

@@ -35,8 +35,17 @@ export interface PodViewOptions {
   clock: Clock;
   /** The running watch's status socket (<root-dir>/podctl.sock); skipped when absent or silent. */
   statusSocket?: string;
+  /** The agent's own view, in place of a socket: its desired pods with their last status. */
+  ownPods?: () => IPod[];
   runtimeName?: string;
   hostIP?: string;
+}
+
+/** GET /v1/podview: what an agent sees of every podctl pod on its runtime, its own and any other. */
+export interface PodViewAnswer {
+  /** The runtime the agent reads: a client on another runtime reads its own instead. */
+  runtimeEndpoint: string;
+  items: ViewedPod[];
 }
 
 function parseJSON<V>(text: string | undefined): V | undefined {
@@ -190,6 +199,7 @@ export class PodView {
 
   /** The watch's pods, or undefined when no watch answers on the socket. */
   async fromWatch(q: PodQuery = {}): Promise<IPod[] | undefined> {
+    if (this.opts.ownPods) return this.opts.ownPods().filter((p) => this.matches(q, p.metadata?.namespace, p.metadata?.name));
     if (!this.opts.statusSocket) return undefined;
     try {
       const list = await getFromStatusSocket<{ items: IPod[] }>(this.opts.statusSocket, '/pods');

@@ -1,11 +1,11 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { IContainer, IHTTPGetAction, IProbe } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
-import { isCriError } from '../cri/errors.js';
+import { GrpcStatus, isCriError } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 
 /** What one run of a handler says (the kubelet's probe.Result; Warning counts as success). */
@@ -60,7 +60,7 @@ async function runExec(command: string[], ctx: HandlerContext): Promise<HandlerO
     return { result: 'failure', output: output.trim() || `command ${JSON.stringify(command)} exited with ${res.exitCode}` };
   } catch (err) {
     // A runtime-side timeout is a failed probe, as the kubelet's ExecProbeTimeout makes it.
-    if (isCriError(err, grpc.status.DEADLINE_EXCEEDED) || /timeout|deadline exceeded/i.test(errorMessage(err))) {
+    if (isCriError(err, GrpcStatus.DEADLINE_EXCEEDED) || /timeout|deadline exceeded/i.test(errorMessage(err))) {
       return { result: 'failure', output: `command ${JSON.stringify(command)} timed out` };
     }
     throw err;
@@ -194,25 +194,34 @@ export function decodeHealthResponse(buf: Buffer): number {
   return 0;
 }
 
-const HealthClient = grpc.makeGenericClientConstructor(
-  {
-    Check: {
-      path: '/grpc.health.v1.Health/Check',
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (service: string) => encodeHealthRequest(service),
-      requestDeserialize: (b: Buffer) => b.toString(),
-      responseSerialize: (s: number) => Buffer.from([0x08, s]),
-      responseDeserialize: (b: Buffer) => decodeHealthResponse(b),
-    },
-  },
-  'Health',
-);
+let healthClient: grpc.ServiceClientConstructor | undefined;
 
-function runGrpc(host: string | undefined, port: number, service: string, timeoutSeconds: number): Promise<HandlerOutcome> {
-  if (!host) return Promise.resolve({ result: 'failure', output: 'the pod has no IP address yet' });
+/** The health service's client, made on the first gRPC probe: a pod without one never loads grpc-js for it. */
+async function healthClientClass(): Promise<grpc.ServiceClientConstructor> {
+  const { makeGenericClientConstructor } = await import('@grpc/grpc-js');
+  healthClient ??= makeGenericClientConstructor(
+    {
+      Check: {
+        path: '/grpc.health.v1.Health/Check',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (service: string) => encodeHealthRequest(service),
+        requestDeserialize: (b: Buffer) => b.toString(),
+        responseSerialize: (s: number) => Buffer.from([0x08, s]),
+        responseDeserialize: (b: Buffer) => decodeHealthResponse(b),
+      },
+    },
+    'Health',
+  );
+  return healthClient;
+}
+
+async function runGrpc(host: string | undefined, port: number, service: string, timeoutSeconds: number): Promise<HandlerOutcome> {
+  if (!host) return { result: 'failure', output: 'the pod has no IP address yet' };
   const target = `${hostForUrl(host)}:${port}`;
-  const client = new HealthClient(target, grpc.credentials.createInsecure());
+  const { credentials } = await import('@grpc/grpc-js');
+  const HealthClient = await healthClientClass();
+  const client = new HealthClient(target, credentials.createInsecure());
   return new Promise((resolve) => {
     const deadline = Date.now() + timeoutSeconds * 1000;
     (client as unknown as { Check: (req: string, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: number) => void) => void }).Check(
@@ -222,9 +231,9 @@ function runGrpc(host: string | undefined, port: number, service: string, timeou
         client.close();
         if (err) {
           const output =
-            err.code === grpc.status.DEADLINE_EXCEEDED
+            err.code === GrpcStatus.DEADLINE_EXCEEDED
               ? `timeout: health rpc did not complete within ${timeoutSeconds}s`
-              : err.code === grpc.status.UNAVAILABLE
+              : err.code === GrpcStatus.UNAVAILABLE
                 ? `timeout: failed to connect service "${target}" within ${timeoutSeconds}s: ${err.details}`
                 : `error: health rpc probe failed: ${err.details || err.message}`;
           resolve({ result: 'failure', output });

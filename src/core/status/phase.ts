@@ -1,4 +1,4 @@
-import type { IContainerStatus, IPodSpec } from 'kubernetes-models/v1';
+import type { IContainerStatus, IPodSpec, IPodStatus } from 'kubernetes-models/v1';
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
 
@@ -66,4 +66,14 @@ export function getPhase(spec: IPodSpec, statuses: IContainerStatus[], initStatu
 
 export function isTerminalPhase(phase: PodPhase | string | undefined): boolean {
   return phase === 'Succeeded' || phase === 'Failed';
+}
+
+/** What changes in a status that a person would want to hear about. */
+export function statusSummary(status: IPodStatus): string {
+  const parts = [status.phase ?? ''];
+  for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
+    const state = c.state?.running ? 'running' : c.state?.terminated ? `terminated:${c.state.terminated.exitCode}` : `waiting:${c.state?.waiting?.reason ?? ''}`;
+    parts.push(`${c.name}=${state}/${c.restartCount}/${c.ready}`);
+  }
+  return parts.join(' ');
 }

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { IPod } from 'kubernetes-models/v1';
 import { toV1Event, type PodEvent } from '../events.js';
 import type { Metrics } from '../metrics.js';
+import type { PodQuery, PodViewAnswer } from '../podview/index.js';
 
 /** One change of a pod, as a line of `GET /v1/pods?watch=1` (the API server's watch event). */
 export interface PodWatchEvent {
@@ -31,6 +32,8 @@ export interface StatusSource {
   events?: () => PodEvent[];
   /** Who serves: pid, root dir, log (GET /v1/agent). */
   agent?: () => Record<string, unknown>;
+  /** GET /v1/podview?namespace=&name=: every podctl pod on the agent's runtime, its own first-hand and the rest read from the runtime. */
+  view?: (q: PodQuery) => Promise<PodViewAnswer>;
   /** Every change of a pod from now on; returns the unsubscribe (GET /v1/pods?watch=1). */
   watchPods?: (listener: (e: PodWatchEvent) => void) => () => void;
   /** POST /v1/pods: manifest documents handed to the agent; the keys (namespace/name) of its pods. Throws ApiError. */
@@ -147,6 +150,9 @@ export async function startStatusServer(socket: string, source: StatusSource, li
       const uid = url.searchParams.get('uid');
       const items = source.events().filter((e) => !uid || e.uid === uid).map((e) => toV1Event(e));
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'EventList', apiVersion: 'v1', metadata: {}, items }));
+    } else if (path === '/podview' && versioned && source.view) {
+      const q = { namespace: url.searchParams.get('namespace') ?? undefined, name: url.searchParams.get('name') ?? undefined };
+      source.view(q).then((answer) => json(res, 200, answer), (err: unknown) => fail(res, err));
     } else if (path === '/agent' && versioned && source.agent) {
       json(res, 200, { apiVersion: API_VERSION, ...source.agent() });
     } else if (path === '/metrics') {

@@ -1,0 +1,59 @@
+import { Command, type Config, type Interfaces } from '@oclif/core';
+
+/**
+ * Every command, for oclif's explicit command discovery (package.json's
+ * oclif.commands). oclif reads flags, args and help from oclif.manifest.json,
+ * so a command's module is imported only when that command runs: each entry
+ * is a stand-in that imports its command, and with it only what that command
+ * uses, at run time. A unit test keeps this list equal to src/commands.
+ */
+function lazy(load: () => Promise<Command.Class>): Command.Class {
+  return class LazyCommand extends Command {
+    static override async run<T extends Command>(this: new (argv: string[], config: Config) => T, argv?: string[], opts?: Interfaces.LoadOptions): Promise<ReturnType<T['run']>> {
+      // oclif set the id and plugin on this stand-in when it found it; the real class runs as that command.
+      const self = this as unknown as Command.Class;
+      const real = await load();
+      real.id = self.id;
+      real.plugin = self.plugin;
+      return real.run(argv, opts) as Promise<ReturnType<T['run']>>;
+    }
+
+    async run(): Promise<void> {
+      throw new Error('a command is run through its static run');
+    }
+  };
+}
+
+export const COMMANDS: Record<string, Command.Class> = {
+  'agent': lazy(() => import('./commands/agent/index.js').then((m) => m.Agent)),
+  'agent:install': lazy(() => import('./commands/agent/install.js').then((m) => m.AgentInstall)),
+  'agent:status': lazy(() => import('./commands/agent/status.js').then((m) => m.AgentStatus)),
+  'agent:stop': lazy(() => import('./commands/agent/stop.js').then((m) => m.AgentStop)),
+  'attach': lazy(() => import('./commands/attach.js').then((m) => m.Attach)),
+  'bundle': lazy(() => import('./commands/bundle.js').then((m) => m.BundleCommand)),
+  'cp': lazy(() => import('./commands/cp.js').then((m) => m.Cp)),
+  'debug': lazy(() => import('./commands/debug.js').then((m) => m.Debug)),
+  'delete': lazy(() => import('./commands/delete.js').then((m) => m.Delete)),
+  'describe': lazy(() => import('./commands/describe.js').then((m) => m.Describe)),
+  'events': lazy(() => import('./commands/events.js').then((m) => m.Events)),
+  'exec': lazy(() => import('./commands/exec.js').then((m) => m.Exec)),
+  'get:containers': lazy(() => import('./commands/get/containers.js').then((m) => m.GetContainers)),
+  'get:images': lazy(() => import('./commands/get/images.js').then((m) => m.GetImages)),
+  'get:pods': lazy(() => import('./commands/get/pods.js').then((m) => m.GetPods)),
+  'image:prune': lazy(() => import('./commands/image/prune.js').then((m) => m.ImagePrune)),
+  'info': lazy(() => import('./commands/info.js').then((m) => m.Info)),
+  'inspect': lazy(() => import('./commands/inspect.js').then((m) => m.Inspect)),
+  'logs': lazy(() => import('./commands/logs.js').then((m) => m.Logs)),
+  'plan': lazy(() => import('./commands/plan.js').then((m) => m.Plan)),
+  'pleg-events': lazy(() => import('./commands/pleg-events.js').then((m) => m.PlegEvents)),
+  'port-forward': lazy(() => import('./commands/port-forward.js').then((m) => m.PortForward)),
+  'run': lazy(() => import('./commands/run.js').then((m) => m.Run)),
+  'runtime:down': lazy(() => import('./commands/runtime/down.js').then((m) => m.RuntimeDown)),
+  'runtime:status': lazy(() => import('./commands/runtime/status.js').then((m) => m.RuntimeStatus)),
+  'runtime:up': lazy(() => import('./commands/runtime/up.js').then((m) => m.RuntimeUp)),
+  'stats': lazy(() => import('./commands/stats.js').then((m) => m.Stats)),
+  'sync-once': lazy(() => import('./commands/sync-once.js').then((m) => m.SyncOnce)),
+  'validate': lazy(() => import('./commands/validate.js').then((m) => m.Validate)),
+  'version': lazy(() => import('./commands/version.js').then((m) => m.Version)),
+  'watch': lazy(() => import('./commands/watch.js').then((m) => m.Watch)),
+};
