@@ -37,7 +37,7 @@ export const agentFlags = {
 };
 
 type AgentFlags = GlobalFlags & {
-  [K in keyof typeof agentFlags]: K extends 'manifest-url-header' ? string[] | undefined : K extends 'manifest-url' | 'kubelet-config' ? string | undefined : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'
+  [K in keyof typeof agentFlags]: K extends 'manifest-url-header' ? string[] | undefined : K extends 'manifest-url' | 'kubelet-config' | 'runtime-handler' ? string | undefined : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'
       ? boolean
       : K extends 'maximum-dead-containers-per-container' | 'maximum-dead-containers' | 'image-gc-high-threshold' | 'image-gc-low-threshold' | 'container-log-max-files'
         ? number

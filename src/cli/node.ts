@@ -25,6 +25,10 @@ export const nodeFlags = {
   }),
   'node-name': Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() }),
   'allow-privileged': Flags.boolean({ summary: 'Allow privileged containers (securityContext.privileged: true); refused otherwise.' }),
+  'runtime-handler': Flags.string({
+    summary: "CRI runtime handler of pods without spec.runtimeClassName (runc or crun on the embedded runtime); a pod's RuntimeClass (node.k8s.io/v1, in the manifests) names its own. Default: the runtime's default.",
+    env: 'PODCTL_RUNTIME_HANDLER',
+  }),
   'root-dir': Flags.string({
     summary: 'State directory: per-pod files (<root-dir>/pods/<uid>, e.g. termination messages) and the API socket of its agent.',
     default: DEFAULT_ROOT_DIR,
@@ -146,7 +150,7 @@ export function hygienePolicies(flags: HygieneFlags): Pick<KubeletOptions, 'cont
 
 export async function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean } & HygieneFlags,
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'runtime-handler'?: string } & HygieneFlags,
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
 ): Promise<Kubelet> {
@@ -159,6 +163,7 @@ export async function buildKubelet(
     logRoot: flags['log-root'],
     rootDir: flags['root-dir'],
     allowPrivileged: flags['allow-privileged'] ?? false,
+    runtimeHandler: flags['runtime-handler'],
     nodeName: flags['node-name'],
     hostIP: hostIP(),
     runtimeName,
@@ -169,9 +174,9 @@ export async function buildKubelet(
 /** What every node a command runs (agent, watch, foreground run) takes from the shared flags. */
 export function nodeOptionsFromFlags(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'pleg-relist-period': string } & HygieneFlags,
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'runtime-handler'?: string; 'pleg-relist-period': string } & HygieneFlags,
   runtimeName: string | undefined,
-): Pick<NodeOptions, 'runtime' | 'images' | 'clock' | 'rootDir' | 'logRoot' | 'nodeName' | 'hostIP' | 'runtimeName' | 'allowPrivileged' | 'hygiene' | 'relistPeriodMs'> {
+): Pick<NodeOptions, 'runtime' | 'images' | 'clock' | 'rootDir' | 'logRoot' | 'nodeName' | 'hostIP' | 'runtimeName' | 'allowPrivileged' | 'runtimeHandler' | 'hygiene' | 'relistPeriodMs'> {
   return {
     runtime: client,
     images: client,
@@ -182,6 +187,7 @@ export function nodeOptionsFromFlags(
     hostIP: hostIP(),
     runtimeName,
     allowPrivileged: flags['allow-privileged'],
+    runtimeHandler: flags['runtime-handler'],
     hygiene: hygienePolicies(flags),
     relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period'),
   };

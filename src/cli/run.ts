@@ -1,4 +1,5 @@
-import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
+import type { IPod } from 'kubernetes-models/v1';
+import type { SourceObjects } from '../core/objects.js';
 import { hygienePolicies, nodeOptionsFromFlags } from './node.js';
 import { streamPodLogs } from './log-stream.js';
 import { eventLine, eventWorthALine, statusLine } from './render.js';
@@ -79,7 +80,7 @@ export async function handOverUntilSignal(log: (line: string) => void, agent: Ag
 export async function runUntilSignal(
   log: (line: string) => void,
   admitted: IPod[],
-  objects: { configMaps: IConfigMap[]; secrets: ISecret[] },
+  objects: SourceObjects,
   flags: { 'root-dir': string; 'log-root': string; 'node-name': string; 'allow-privileged': boolean; 'pleg-relist-period': string; quiet: boolean; trace: boolean; output: string } & Parameters<typeof connect>[0] &
     Parameters<typeof hygienePolicies>[0],
 ): Promise<void> {

@@ -67,6 +67,6 @@ Manifests are validated first: an invalid one hands nothing over.`;
     const agent = new AgentClient(flags['root-dir']);
     if (flags.detach) return detachPods((l) => this.log(l), agent, texts, flags, flags.wait as WaitFor, timeoutMs, agentArgs(flags, metadata, { also: ['pleg-relist-period', 'runtime-endpoint', 'image-endpoint'] }));
     if (await agent.running()) return handOverUntilSignal((l) => this.log(l), agent, texts, flags);
-    return runUntilSignal((l) => this.log(l), admitted, { configMaps: set.configMaps, secrets: set.secrets }, flags);
+    return runUntilSignal((l) => this.log(l), admitted, { configMaps: set.configMaps, secrets: set.secrets, runtimeClasses: set.runtimeClasses }, flags);
   }
 }

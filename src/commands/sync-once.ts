@@ -52,7 +52,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
     try {
       const version = await client.version();
       const kubelet = await buildKubelet(client, flags, version.runtimeName);
-      kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets });
+      kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets, runtimeClasses: set.runtimeClasses });
       const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), {
       allowPrivileged: flags['allow-privileged'],
       keptByWatch: { pods: await podsKeptByWatch(flags['root-dir']), rootDir: flags['root-dir'] },

@@ -42,6 +42,8 @@ export interface KubeletOptions {
   rootDir?: string;
   /** Privileged containers run only when set (the kubelet's old --allow-privileged). */
   allowPrivileged?: boolean;
+  /** The CRI runtime handler of pods without spec.runtimeClassName; empty: the runtime's default. */
+  runtimeHandler?: string;
   /**
    * Whether housekeeping kills pods of this agent that no source wants. Only
    * watch has sources that can drop a pod; a foreground run knows only its
@@ -172,6 +174,8 @@ export class Kubelet {
       events: this.events,
       hostIP: opts.hostIP,
       objects: this.objects,
+      runtimeClasses: this.objects,
+      defaultRuntimeHandler: opts.runtimeHandler,
       allowPrivileged: opts.allowPrivileged,
       containerGC: opts.containerGC,
       node,

@@ -1,12 +1,20 @@
 import type { IConfigMap, ISecret } from 'kubernetes-models/v1';
 
 /** The ConfigMaps and Secrets one source delivered with its pods. */
+/** A node.k8s.io/v1 RuntimeClass: the CRI runtime handler a pod's runtimeClassName selects. */
+export interface RuntimeClassRef {
+  name: string;
+  handler: string;
+}
+
 export interface SourceObjects {
   configMaps: IConfigMap[];
   secrets: ISecret[];
+  /** Cluster-scoped, by name. */
+  runtimeClasses?: RuntimeClassRef[];
 }
 
-export const NO_OBJECTS: SourceObjects = Object.freeze({ configMaps: [], secrets: [] }) as SourceObjects;
+export const NO_OBJECTS: SourceObjects = Object.freeze({ configMaps: [], secrets: [], runtimeClasses: [] }) as SourceObjects;
 
 /**
  * The kubelet's configMap and secret managers, for a node without an API
@@ -14,14 +22,23 @@ export const NO_OBJECTS: SourceObjects = Object.freeze({ configMaps: [], secrets
  * source, and the latest snapshot of each source replaces its previous one.
  */
 export class ObjectStore {
-  private readonly bySource = new Map<string, { configMaps: Map<string, IConfigMap>; secrets: Map<string, ISecret> }>();
+  private readonly bySource = new Map<string, { configMaps: Map<string, IConfigMap>; secrets: Map<string, ISecret>; runtimeClasses: Map<string, RuntimeClassRef> }>();
 
   set(source: string, objects: SourceObjects): void {
     const key = (o: { metadata?: { namespace?: string; name?: string } }) => `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
     this.bySource.set(source, {
       configMaps: new Map(objects.configMaps.map((c) => [key(c), c])),
       secrets: new Map(objects.secrets.map((s) => [key(s), s])),
+      runtimeClasses: new Map((objects.runtimeClasses ?? []).map((r) => [r.name, r])),
     });
+  }
+
+  runtimeClass(name: string): RuntimeClassRef | undefined {
+    for (const s of this.bySource.values()) {
+      const r = s.runtimeClasses.get(name);
+      if (r) return r;
+    }
+    return undefined;
   }
 
   configMap(namespace: string, name: string): IConfigMap | undefined {

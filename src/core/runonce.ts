@@ -103,6 +103,8 @@ export async function runOnce(kubelet: Kubelet, pods: IPod[], opts: RunOnceOptio
 
 function failure(status: IPodStatus, summary: string, lastError?: string): { reason: string; message: string } {
   const why = notRunningReasons(status);
-  const message = [summary, why.message || lastError].filter(Boolean).join(': ');
+  // ContainerCreating says only that the sandbox is not there yet: the last sync's error says why.
+  const generic = !why.reason || why.reason === 'ContainerCreating';
+  const message = [summary, why.message, generic ? lastError : undefined].filter(Boolean).join(': ');
   return { reason: why.reason || (status.phase === 'Failed' ? 'Failed' : 'NotRunning'), message };
 }

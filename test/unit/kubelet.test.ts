@@ -154,6 +154,24 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     }
   });
 
+  test('runOnce: a pod whose sandbox cannot be made ends naming the sync error, not only ContainerCreating', async () => {
+    const p = pod('nosandbox', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+    (p.spec as { runtimeClassName?: string }).runtimeClassName = 'ghost';
+    const done = runOnce(kubelet, [p], { clock, maxRetries: 2, retryDelayMs: 1000 });
+    let settled = false;
+    void done.finally(() => (settled = true));
+    while (!settled) {
+      await new Promise((r) => setTimeout(r, 2));
+      clock.advance(250);
+    }
+    const [r] = await done;
+    assert.equal(r!.ok, false);
+    assert.equal(r!.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
+    assert.match(r!.message!, /^containers not running after 2 retries: app: ContainerCreating: .*runtimeclass\.node\.k8s\.io "ghost" not found/);
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+  });
+
   test('runOnce: a pod whose ConfigMap no document provides fails after its first sync, in the kubelet\'s words, not after its retries', async () => {
     const p = pod('nocm', '  - name: app\n    image: busybox:1.36\n    env: [{name: A, valueFrom: {configMapKeyRef: {name: settings, key: a}}}]\n');
     const done = runOnce(kubelet, [p], { clock, maxRetries: 10, retryDelayMs: 1000, neverStarts: (x) => missingReferences(x, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret') });

@@ -99,7 +99,7 @@ test('each error names the document, the field and what was expected', () => {
     [`${POD}  - name: app\n    image: busybox\n`, 'error doc1 spec.containers[1].name: duplicate container name "app" (also spec.containers[0])'],
     [`${POD}    volumeMounts: [{name: data, mountPath: /data}]\n`, 'error doc1 spec.containers[0].volumeMounts[0].name: volume "data" is not defined in spec.volumes'],
     ['kind: Pod\nmetadata: {name: x}\n', 'error doc1 apiVersion: required; expected v1 for Pod'],
-    ['apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n', 'warning doc1 kind: kind Deployment is not supported by podctl (only Pod, ConfigMap and Secret); skipped'],
+    ['apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n', 'warning doc1 kind: kind Deployment is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped'],
     ['apiVersion: v2\nkind: Pod\nmetadata: {name: x}\n', 'error doc1 apiVersion: "v2" is not supported for Pod; expected v1'],
     ['- a\n- b\n', 'error doc1 : expected a Kubernetes object (a mapping with apiVersion and kind), got a list'],
     [`---\n${POD}---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: "not base64!"}\n`, 'error doc2 data.k: expected a base64-encoded value (use stringData for plain text)'],

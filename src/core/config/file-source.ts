@@ -130,14 +130,14 @@ export class FileSource {
       if (warnings && warnings !== state.warnings) this.opts.onWarning?.({ source: 'file', file, message: warnings });
       state.warnings = warnings;
       state.pods = parsed.pods.map((p) => p.pod);
-      state.objects = { configMaps: parsed.configMaps, secrets: parsed.secrets };
+      state.objects = { configMaps: parsed.configMaps, secrets: parsed.secrets, runtimeClasses: parsed.runtimeClasses };
       state.error = undefined;
     }
     for (const file of [...this.files.keys()]) if (!seen.has(file)) this.files.delete(file);
     const files = [...this.files.values()];
     this.opts.onSnapshot(
       files.flatMap((s) => s.pods),
-      { configMaps: files.flatMap((s) => s.objects.configMaps), secrets: files.flatMap((s) => s.objects.secrets) },
+      { configMaps: files.flatMap((s) => s.objects.configMaps), secrets: files.flatMap((s) => s.objects.secrets), runtimeClasses: files.flatMap((s) => s.objects.runtimeClasses ?? []) },
     );
     this.schedule();
   }

@@ -108,7 +108,7 @@ export class HttpSource {
       if (warnings && warnings !== this.lastWarnings) this.opts.onWarning?.({ source: 'http', file: this.opts.url, message: warnings });
       this.lastWarnings = warnings;
       this.lastGood = parsed.pods.map((p) => p.pod);
-      this.lastObjects = { configMaps: parsed.configMaps, secrets: parsed.secrets };
+      this.lastObjects = { configMaps: parsed.configMaps, secrets: parsed.secrets, runtimeClasses: parsed.runtimeClasses };
       this.opts.onSnapshot(this.lastGood, this.lastObjects);
     } catch (err) {
       const message = `${(err as Error).message.startsWith(this.opts.url) ? '' : `${this.opts.url}: `}${(err as Error).message}${this.lastGood ? ' (keeping the last good pods)' : ''}`;

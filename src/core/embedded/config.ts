@@ -5,6 +5,8 @@ export const MIRRORED_REGISTRIES = ['docker.io', 'registry.k8s.io', 'quay.io', '
 export const SANDBOX_IMAGE = 'registry.k8s.io/pause:3.6';
 export const POD_SUBNET = '10.89.0.0/16';
 export const BRIDGE_NAME = 'podctl0';
+/** Debian's crun, run by the runc shim as the handler "crun". */
+export const CRUN_BINARY = '/usr/bin/crun';
 
 const q = (s: string) => JSON.stringify(s);
 
@@ -50,6 +52,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   runtime_type = "io.containerd.runc.v2"
 
 [${cri}.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+
+# The same shim running crun: the handler a RuntimeClass with handler "crun" selects.
+[${cri}.containerd.runtimes.crun]
+  runtime_type = "io.containerd.runc.v2"
+
+[${cri}.containerd.runtimes.crun.options]
+  BinaryName = ${q(CRUN_BINARY)}
   SystemdCgroup = false
 `;
 }

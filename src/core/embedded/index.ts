@@ -64,6 +64,26 @@ async function writeConfigs(paths: EmbeddedPaths, port: number): Promise<boolean
   return changed;
 }
 
+/**
+ * crun refuses a hybrid cgroup layout in which the cgroup2 hierarchy (/sys/fs/cgroup/unified) holds
+ * controllers ("cgroups in hybrid mode not supported, drop all controllers from cgroupv2"); runc does
+ * not mind. A controller no v1 hierarchy binds (hugetlb, often) is mounted as v1 beside the others,
+ * which leaves cgroup2 empty: both OCI runtimes then manage the same v1 controllers.
+ */
+async function ensureCrunCgroups(log: Log, root = '/sys/fs/cgroup'): Promise<void> {
+  const controllers = readFileSync(join(root, 'unified', 'cgroup.controllers'), 'utf8').trim().split(/\s+/).filter(Boolean);
+  for (const controller of controllers) {
+    const dir = join(root, controller);
+    try {
+      await mkdir(dir, { recursive: true });
+      await run('mount', ['-t', 'cgroup', '-o', controller, 'cgroup', dir]);
+      log(`mounted the ${controller} cgroup controller as v1 at ${dir} (crun needs cgroup2 without controllers in a hybrid layout)`);
+    } catch (err) {
+      log(`warning: crun will not start containers here: the cgroup2 hierarchy holds ${controller}, and mounting it as v1 failed: ${(err as Error).message}`);
+    }
+  }
+}
+
 /** The CNI bridge masquerades and forwards: the kernel must route. */
 async function ensureForwarding(log: Log): Promise<void> {
   const file = '/proc/sys/net/ipv4/ip_forward';
@@ -132,6 +152,7 @@ export async function embeddedUp(opts: {
   const port = registryPort();
   const changed = await writeConfigs(paths, port);
   await ensureForwarding(log);
+  if (existsSync('/sys/fs/cgroup/unified/cgroup.controllers')) await ensureCrunCgroups(log);
   await startRegistry(paths, port);
   await ensureImages(paths.imagesDir, port, log);
   await startContainerd(paths, changed, log);

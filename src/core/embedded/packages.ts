@@ -7,6 +7,8 @@ import { run } from './process.js';
 export const REQUIREMENTS: { what: string; paths: string[]; pkg: string }[] = [
   { what: 'containerd', paths: ['containerd', 'containerd-shim-runc-v2'], pkg: 'containerd' },
   { what: 'runc', paths: ['runc'], pkg: 'runc' },
+  // A second OCI runtime, registered as the handler "crun" (a RuntimeClass's handler, or --runtime-handler).
+  { what: 'crun', paths: ['crun'], pkg: 'crun' },
   { what: 'CNI plugins', paths: ['/usr/lib/cni/bridge', '/usr/lib/cni/host-local', '/usr/lib/cni/portmap', '/usr/lib/cni/loopback'], pkg: 'containernetworking-plugins' },
   { what: 'iptables', paths: ['iptables'], pkg: 'iptables' },
   { what: 'image registry', paths: ['docker-registry'], pkg: 'docker-registry' },

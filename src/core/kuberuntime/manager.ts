@@ -18,6 +18,8 @@ import { makeEnvironmentVariables, type EnvObjects, type NodeAllocatable } from 
 import { removePodDirectory, type PodVolumes, type VolumeManager } from '../volumes/index.js';
 import { checkComponent, removeBelow, safeJoin, UnsafePathError } from '../util/safe-path.js';
 import * as L from './labels.js';
+import type { RuntimeClassRef } from '../objects.js';
+import { runtimeClassNotFound } from '../pod/references.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { PodStatusReader } from './pod-status.js';
 import { podMeta } from '../util/pod-key.js';
@@ -59,6 +61,10 @@ export interface RuntimeManagerOptions {
   hostIP?: string;
   /** ConfigMaps and Secrets for env, envFrom and volumes. */
   objects?: EnvObjects;
+  /** The RuntimeClasses a pod's runtimeClassName is looked up in (the kubelet's runtimeClassManager). */
+  runtimeClasses?: { runtimeClass(name: string): RuntimeClassRef | undefined };
+  /** The CRI runtime handler of a pod without runtimeClassName; empty: the runtime's default. */
+  defaultRuntimeHandler?: string;
   /** The node's allocatable (resource fields of containers without limits, OOM scores). */
   node?: NodeAllocatable;
   /** Privileged containers run only when set (the kubelet's old --allow-privileged). */
@@ -107,6 +113,8 @@ export class RuntimeManager {
   private readonly node: NodeAllocatable;
   private readonly allowPrivileged: boolean;
   private readonly volumes?: VolumeManager;
+  private readonly runtimeClasses?: RuntimeManagerOptions['runtimeClasses'];
+  private readonly defaultRuntimeHandler: string;
   readonly containerGC: ContainerGCPolicy;
   /** The host's resolv.conf and /etc/hosts, read once: pods merge dnsConfig into the first and host-network pods copy the second. */
   private hostFiles?: Promise<{ resolvConf: string; etcHosts: string }>;
@@ -128,6 +136,8 @@ export class RuntimeManager {
     this.node = opts.node ?? { cpuCores: cpus().length, memoryBytes: totalmem() };
     this.allowPrivileged = opts.allowPrivileged ?? false;
     this.volumes = opts.volumes;
+    this.runtimeClasses = opts.runtimeClasses;
+    this.defaultRuntimeHandler = opts.defaultRuntimeHandler ?? '';
     this.containerGC = { ...DEFAULT_CONTAINER_GC, ...opts.containerGC };
     this.crashBackoff = new Backoff(opts.clock, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS);
     this.imagePuller = new ImagePuller(opts.images, opts.clock);
@@ -200,8 +210,9 @@ export class RuntimeManager {
     const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf, this.rootDir ? this.podDir(podMeta(pod).uid) : undefined);
     if (actions.createSandbox) {
       try {
+        const handler = this.runtimeHandler(pod);
         await mkdir(podLogDirectory(this.logRoot, pod), { recursive: true, mode: 0o755 });
-        sandboxId = await this.runtime.runPodSandbox(sandboxConfig);
+        sandboxId = await this.runtime.runPodSandbox(sandboxConfig, handler);
         result.steps.push({ action: 'CreatePodSandbox', target: podMeta(pod).name });
       } catch (err) {
         fail({ action: 'CreatePodSandbox', target: podMeta(pod).name, error: errorMessage(err), reason: 'CreatePodSandboxError' });
@@ -386,6 +397,15 @@ export class RuntimeManager {
     await writeFile(file, '', { mode: 0o666 });
     await chmod(file, 0o666);
     return file;
+  }
+
+  /** The pod's RuntimeClass handler, as the kubelet's runtimeClassManager resolves it; throws when it does not exist. */
+  private runtimeHandler(pod: IPod): string {
+    const name = pod.spec?.runtimeClassName;
+    if (!name) return this.defaultRuntimeHandler;
+    const found = this.runtimeClasses?.runtimeClass(name);
+    if (!found) throw new Error(runtimeClassNotFound(name));
+    return found.handler;
   }
 
   private podDir(uid: string): string {

@@ -47,7 +47,7 @@ function referencedObjects(spec: IPodSpec): { configMaps: Set<string>; secrets: 
 
 /**
  * Splits manifest texts (already valid) into one applied file per pod: the pod's document as written,
- * plus the ConfigMaps and Secrets of its namespace that it names. Problems (errors only) are returned,
+ * plus the ConfigMaps and Secrets of its namespace that it names, and its RuntimeClass. Problems (errors only) are returned,
  * naming the file, document and field; nothing is split when there is one.
  */
 export function splitApplied(files: { file: string; text: string }[], nodeName: string): { pods: AppliedPod[]; problems: ManifestProblem[]; warnings: ManifestProblem[] } {
@@ -77,7 +77,12 @@ export function splitApplied(files: { file: string; text: string }[], nodeName: 
     const refs = referencedObjects((doc as IPod).spec!);
     const objects = raw
       .map((r) => r.doc)
-      .filter((d) => ns(d) === ns(doc) && ((d.kind === 'ConfigMap' && refs.configMaps.has(d.metadata?.name ?? '')) || (d.kind === 'Secret' && refs.secrets.has(d.metadata?.name ?? ''))));
+      .filter(
+        (d) =>
+          (ns(d) === ns(doc) && ((d.kind === 'ConfigMap' && refs.configMaps.has(d.metadata?.name ?? '')) || (d.kind === 'Secret' && refs.secrets.has(d.metadata?.name ?? '')))) ||
+          // RuntimeClasses are cluster-scoped: the one the pod names goes with it.
+          (d.kind === 'RuntimeClass' && d.metadata?.name === (doc as IPod).spec?.runtimeClassName),
+      );
     const body = [doc, ...objects].map((d) => yaml.dump(d, { noRefs: true, lineWidth: -1 })).join('---\n');
     pods.push({ namespace: ns(doc), name: podMeta(doc).name, text: `# handed to the podctl agent from ${file}\n${body}` });
   }
@@ -189,13 +194,13 @@ export class AppliedSource {
         delete annotations[CONFIG_FILE_ANNOTATION];
         return { ...pod, metadata: { ...pod.metadata, annotations } };
       });
-      state.objects = { configMaps: parsed.configMaps as IConfigMap[], secrets: parsed.secrets as ISecret[] };
+      state.objects = { configMaps: parsed.configMaps as IConfigMap[], secrets: parsed.secrets as ISecret[], runtimeClasses: parsed.runtimeClasses };
     }
     for (const path of [...this.files.keys()]) if (!seen.has(path)) this.files.delete(path);
     const all = [...this.files.values()];
     this.opts.onSnapshot(
       all.flatMap((f) => f.pods),
-      { configMaps: all.flatMap((f) => f.objects.configMaps), secrets: all.flatMap((f) => f.objects.secrets) },
+      { configMaps: all.flatMap((f) => f.objects.configMaps), secrets: all.flatMap((f) => f.objects.secrets), runtimeClasses: all.flatMap((f) => f.objects.runtimeClasses ?? []) },
     );
     if (!this.stopped) {
       if (this.timer) this.opts.clock.clearTimeout(this.timer);

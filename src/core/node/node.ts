@@ -46,6 +46,8 @@ export interface NodeOptions {
   hostIP?: string;
   runtimeName?: string;
   allowPrivileged?: boolean;
+  /** The CRI runtime handler of pods without spec.runtimeClassName. */
+  runtimeHandler?: string;
   pleg?: 'generic' | 'evented';
   relistPeriodMs?: number;
   /** watch PATH: a manifests file or directory the node follows too. */
@@ -122,6 +124,7 @@ export class StandaloneNode {
       logRoot: opts.logRoot,
       rootDir: opts.rootDir,
       allowPrivileged: opts.allowPrivileged ?? false,
+      runtimeHandler: opts.runtimeHandler,
       nodeName: opts.nodeName,
       hostIP: opts.hostIP,
       runtimeName: opts.runtimeName,

@@ -64,7 +64,7 @@ const table: Record<string, FieldFate> = {
     otherNode: { fate: 'warned', when: 'another node than this host', reason: "this host's node name is used" },
   }),
   'spec.overhead': warned('ignored: pod overhead is not accounted for on this host'),
-  'spec.runtimeClassName': warned("ignored: the pod runs with the runtime's default handler"),
+  'spec.runtimeClassName': honoured('kuberuntime/manager (the RuntimeClass of that name in the manifests gives the CRI runtime handler)'),
   'spec.os': honoured('pod/validate'),
   'spec.os.name': honoured('pod/validate', {
     notLinux: { fate: 'refused', when: 'other than linux', reason: 'this node runs linux' },

@@ -11,6 +11,8 @@ import { staticPodUID } from './uid.js';
 import { POD_FIELDS } from './fields.js';
 import { missingReferences, setLookup } from './references.js';
 import { validateDocument } from './validate.js';
+import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain } from './names.js';
+import type { RuntimeClassRef } from '../objects.js';
 import { podKey, podMeta } from '../util/pod-key.js';
 
 /**
@@ -75,6 +77,7 @@ export interface ParsedManifest {
   pods: LoadedPod[];
   configMaps: IConfigMap[];
   secrets: ISecret[];
+  runtimeClasses: RuntimeClassRef[];
   problems: ManifestProblem[];
 }
 
@@ -82,6 +85,7 @@ export interface ManifestSet {
   pods: LoadedPod[];
   configMaps: IConfigMap[];
   secrets: ISecret[];
+  runtimeClasses: RuntimeClassRef[];
   warnings: ManifestProblem[];
   /** The files read, absolute. */
   files: string[];
@@ -112,7 +116,30 @@ export class ManifestError extends PodctlError {
   }
 }
 
-const SUPPORTED = new Set(['Pod', 'ConfigMap', 'Secret']);
+const SUPPORTED = new Set(['Pod', 'ConfigMap', 'Secret', 'RuntimeClass']);
+/** The apiVersion each supported kind is read in. */
+const API_VERSION_OF: Record<string, string> = { Pod: 'v1', ConfigMap: 'v1', Secret: 'v1', RuntimeClass: 'node.k8s.io/v1' };
+
+/**
+ * A node.k8s.io/v1 RuntimeClass, validated as the API server does what a node uses of it: a
+ * name, and a handler that is a DNS label (the CRI runtime handler it selects). Its overhead
+ * and scheduling belong to a cluster's admission and scheduler: warned and ignored.
+ */
+function runtimeClassProblems(doc: Record<string, unknown>, unknown: 'error' | 'warn'): { field: string; message: string; severity: 'error' | 'warning' }[] {
+  const out: { field: string; message: string; severity: 'error' | 'warning' }[] = [];
+  const name = (doc.metadata as { name?: unknown } | undefined)?.name;
+  if (typeof name !== 'string' || !isDNS1123Subdomain(name)) out.push({ field: 'metadata.name', message: `required; expected ${DNS1123_SUBDOMAIN_EXPECTED}`, severity: 'error' });
+  if (typeof doc.handler !== 'string' || !isDNS1123Label(doc.handler)) {
+    out.push({ field: 'handler', message: `required; expected the CRI runtime handler's name (${DNS1123_LABEL_EXPECTED}), e.g. runc or crun`, severity: 'error' });
+  }
+  for (const field of ['overhead', 'scheduling']) {
+    if (doc[field] !== undefined) out.push({ field, message: 'ignored: a single node has no scheduler or RuntimeClass admission to apply it', severity: 'warning' });
+  }
+  for (const field of Object.keys(doc)) {
+    if (!['apiVersion', 'kind', 'metadata', 'handler', 'overhead', 'scheduling'].includes(field)) out.push({ field, message: 'unknown field', severity: unknown === 'error' ? 'error' : 'warning' });
+  }
+  return out;
+}
 
 /** A manifest file (or URL body) larger than this is refused before it is parsed. */
 export const MAX_MANIFEST_BYTES = 8 << 20;
@@ -159,7 +186,7 @@ export function expandedWeight(doc: unknown): string | undefined {
 /** Splits YAML (or JSON) text into documents and validates each; pure. */
 export function parseManifestText(text: string, source: { kind: PodSource['kind']; path: string; display?: string }, opts: LoadOptions): ParsedManifest {
   const file = source.display ?? source.path;
-  const out: ParsedManifest = { pods: [], configMaps: [], secrets: [], problems: [] };
+  const out: ParsedManifest = { pods: [], configMaps: [], secrets: [], runtimeClasses: [], problems: [] };
   if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) {
     out.problems.push({ file, index: -1, field: '', message: `the manifest is ${Buffer.byteLength(text)} bytes; at most ${MAX_MANIFEST_BYTES} (${MAX_MANIFEST_BYTES >> 20} MiB) are read`, severity: 'error' });
     return out;
@@ -197,25 +224,26 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
     const apiVersion = obj.apiVersion;
     const name = typeof (obj.metadata as { name?: unknown } | undefined)?.name === 'string' ? ((obj.metadata as { name: string }).name) : undefined;
     if (typeof kind !== 'string' || kind === '') {
-      problem('kind', 'required; expected Pod (or ConfigMap, Secret)');
+      problem('kind', 'required; expected Pod (or ConfigMap, Secret, RuntimeClass)');
       return;
     }
     if (typeof apiVersion !== 'string' || apiVersion === '') {
-      problem('apiVersion', `required; expected v1 for ${kind}`, 'error', kind, name);
+      problem('apiVersion', `required; expected ${API_VERSION_OF[kind] ?? 'v1'} for ${kind}`, 'error', kind, name);
       return;
     }
     if (!SUPPORTED.has(kind)) {
-      problem('kind', `kind ${kind} is not supported by podctl (only Pod, ConfigMap and Secret); skipped`, 'warning', kind, name);
+      problem('kind', `kind ${kind} is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped`, 'warning', kind, name);
       return;
     }
-    if (apiVersion !== 'v1') {
-      problem('apiVersion', `"${apiVersion}" is not supported for ${kind}; expected v1`, 'error', kind, name);
+    if (apiVersion !== API_VERSION_OF[kind]) {
+      problem('apiVersion', `"${apiVersion}" is not supported for ${kind}; expected ${API_VERSION_OF[kind]}`, 'error', kind, name);
       return;
     }
-    const problems = validateDocument(kind as 'Pod' | 'ConfigMap' | 'Secret', obj, opts.unknownFields ?? 'error');
+    const problems = kind === 'RuntimeClass' ? runtimeClassProblems(obj, opts.unknownFields ?? 'error') : validateDocument(kind as 'Pod' | 'ConfigMap' | 'Secret', obj, opts.unknownFields ?? 'error');
     for (const p of problems) problem(p.field, p.message, p.severity, kind, name);
     if (problems.some((p) => p.severity === 'error')) return;
-    if (kind === 'ConfigMap') out.configMaps.push(obj as unknown as IConfigMap);
+    if (kind === 'RuntimeClass') out.runtimeClasses.push({ name: name!, handler: obj.handler as string });
+    else if (kind === 'ConfigMap') out.configMaps.push(obj as unknown as IConfigMap);
     else if (kind === 'Secret') {
       const secret = normalizeSecret(obj as unknown as ISecret, (field, message) => problem(field, message, 'error', kind, name));
       if (secret) out.secrets.push(secret);
@@ -332,12 +360,13 @@ async function expand(path: string, problems: ManifestProblem[]): Promise<{ abs:
  */
 export async function loadManifests(paths: string[], opts: LoadOptions): Promise<ManifestSet> {
   const problems: ManifestProblem[] = [];
-  const set: ManifestSet = { pods: [], configMaps: [], secrets: [], warnings: [], files: [] };
+  const set: ManifestSet = { pods: [], configMaps: [], secrets: [], runtimeClasses: [], warnings: [], files: [] };
   const displayOf = new Map<string, string>([['-', '<stdin>']]);
   const add = (parsed: ParsedManifest) => {
     set.pods.push(...parsed.pods);
     set.configMaps.push(...parsed.configMaps);
     set.secrets.push(...parsed.secrets);
+    set.runtimeClasses.push(...parsed.runtimeClasses);
     problems.push(...parsed.problems);
   };
   for (const path of paths) {
@@ -377,7 +406,7 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
     } else byName.set(key, lp);
   }
   // References no document of the set provides: the pod would wait for ever.
-  const lookup = setLookup(set.configMaps, set.secrets);
+  const lookup = setLookup(set.configMaps, set.secrets, set.runtimeClasses);
   for (const lp of set.pods) {
     for (const m of missingReferences(lp.pod, lookup)) {
       const consequence = m.reason === 'FailedToRetrieveImagePullSecret' ? '' : `; no document of this set provides it, so the pod would never start (${m.reason})`;

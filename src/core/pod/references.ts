@@ -1,9 +1,12 @@
 import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
+import type { RuntimeClassRef } from '../objects.js';
 
 /** Where the ConfigMaps and Secrets of a pod's namespace come from (the ObjectStore, or a manifest set). */
 export interface ObjectLookup {
   configMap(namespace: string, name: string): IConfigMap | undefined;
   secret(namespace: string, name: string): ISecret | undefined;
+  /** RuntimeClasses by name; a lookup without it cannot tell a missing one. */
+  runtimeClass?(name: string): RuntimeClassRef | undefined;
 }
 
 /** A reference the set does not provide, in the kubelet's words. */
@@ -17,7 +20,7 @@ export interface MissingReference {
    * the volume is never set up (FailedMount), or the pull goes without the
    * credentials (FailedToRetrieveImagePullSecret, which does not stop the pod).
    */
-  reason: 'CreateContainerConfigError' | 'FailedMount' | 'FailedToRetrieveImagePullSecret';
+  reason: 'CreateContainerConfigError' | 'FailedMount' | 'FailedToRetrieveImagePullSecret' | 'CreatePodSandboxError';
 }
 
 const keysOf = (o: { data?: Record<string, unknown>; binaryData?: Record<string, unknown> } | undefined) => new Set([...Object.keys(o?.data ?? {}), ...Object.keys(o?.binaryData ?? {})]);
@@ -32,6 +35,9 @@ export function missingReferences(pod: IPod, objects: ObjectLookup): MissingRefe
   const ns = pod.metadata?.namespace ?? 'default';
   const spec = pod.spec;
   if (!spec) return out;
+  if (spec.runtimeClassName && objects.runtimeClass && !objects.runtimeClass(spec.runtimeClassName)) {
+    out.push({ field: 'spec.runtimeClassName', message: runtimeClassNotFound(spec.runtimeClassName), reason: 'CreatePodSandboxError' });
+  }
   const containers = [
     ...(spec.initContainers ?? []).map((c, i) => [c, `spec.initContainers[${i}]`] as const),
     ...(spec.containers ?? []).map((c, i) => [c, `spec.containers[${i}]`] as const),
@@ -89,10 +95,16 @@ export function missingReferences(pod: IPod, objects: ObjectLookup): MissingRefe
   return out;
 }
 
+/** The kubelet's words when a pod's RuntimeClass does not exist (its runtimeClassManager lookup). */
+export function runtimeClassNotFound(name: string): string {
+  return `failed to lookup RuntimeClass ${name}: runtimeclass.node.k8s.io "${name}" not found`;
+}
+
 /** A lookup over the documents of one manifest set. */
-export function setLookup(configMaps: IConfigMap[], secrets: ISecret[]): ObjectLookup {
+export function setLookup(configMaps: IConfigMap[], secrets: ISecret[], runtimeClasses: RuntimeClassRef[] = []): ObjectLookup {
+  const classes = new Map(runtimeClasses.map((r) => [r.name, r]));
   const key = (o: { metadata?: { namespace?: string; name?: string } }) => `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
   const cms = new Map(configMaps.map((c) => [key(c), c]));
   const secs = new Map(secrets.map((s) => [key(s), s]));
-  return { configMap: (ns, name) => cms.get(`${ns}/${name}`), secret: (ns, name) => secs.get(`${ns}/${name}`) };
+  return { configMap: (ns, name) => cms.get(`${ns}/${name}`), secret: (ns, name) => secs.get(`${ns}/${name}`), runtimeClass: (name) => classes.get(name) };
 }
