@@ -6,7 +6,7 @@ import { parseDuration } from '../core/util/duration.js';
 import { errorMessage } from '../core/errors.js';
 import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
 import { GenericPleg, type PodLifecycleEvent } from '../core/pleg/generic.js';
-import { podKey } from '../core/util/pod-key.js';
+import { PLEG_EVENTS_HEADER, formatPlegEvent, printPlegEvents } from '../cli/pleg-events.js';
 
 export class PlegEvents extends PodctlCommand {
   static override summary = 'Print the pod lifecycle events the PLEG derives from the runtime (one relist, or --follow).';
@@ -39,39 +39,16 @@ one as died. Works whether or not \`podctl watch\` runs.`;
       inspect: (uid, name, namespace) => statusReader.getPodStatus(uid, name, namespace, { all: flags.all }),
       onError: (err) => process.stderr.write(`Error: ${errorMessage(err)}\n`),
     });
-    const print = (e: PodLifecycleEvent) => this.log(this.format(e, pleg, flags.output === 'json'));
-    if (flags.output === 'text') this.log(['TIME'.padEnd(12), 'POD'.padEnd(32), 'CONTAINER'.padEnd(16), 'EVENT'.padEnd(17), 'DETAIL'].join(' '));
-    if (!flags.follow) {
-      try {
-        (await pleg.relist()).forEach(print);
-      } finally {
-        client.close();
-      }
-      return;
-    }
-    pleg.watch(print);
-    // The first relist surfaces errors such as a missing runtime at once.
-    (await pleg.relist()).forEach(print);
-    pleg.start();
-    await new Promise<void>((resolve) => {
+    const print = (e: PodLifecycleEvent) => this.log(formatPlegEvent(e, pleg.cache, flags.output === 'json'));
+    if (flags.output === 'text') this.log(PLEG_EVENTS_HEADER);
+    const stopped = new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
     });
-    pleg.stop();
-    client.close();
-  }
-
-  private format(e: PodLifecycleEvent, pleg: GenericPleg, json: boolean): string {
-    const c = pleg.cache.get(e.id)?.containers.find((x) => x.id === e.data);
-    let detail = '';
-    if (e.type === 'ContainerDied') detail = c?.exitCode !== undefined ? `exited with code ${c.exitCode}${c.reason ? ` (${c.reason})` : ''}` : 'exited';
-    else if (e.type === 'ContainerStarted') detail = e.containerName ? `running ${c?.image ?? ''}`.trim() : 'sandbox ready';
-    else if (e.type === 'ContainerRemoved') detail = 'removed';
-    else if (e.type === 'ContainerChanged') detail = `state ${c?.state ?? 'unknown'}`;
-    const time = new Date(e.time).toISOString();
-    if (json) {
-      return JSON.stringify({ time, namespace: e.namespace, pod: e.name, podUID: e.id, container: e.containerName ?? null, id: e.data, event: e.type, detail });
+    try {
+      await printPlegEvents(pleg, print, { follow: flags.follow, stopped });
+    } finally {
+      client.close();
     }
-    return [time.slice(11, 23).padEnd(12), podKey(e).padEnd(32), (e.containerName ?? '(sandbox)').padEnd(16), e.type.padEnd(17), `${detail} ${e.data.slice(0, 13)}`].join(' ');
   }
 }
