@@ -1,4 +1,12 @@
-import type { PodLifecycleEvent } from '../core/pleg/generic.js';
+import { realClock } from '../core/clock.js';
+import type { RuntimeService } from '../core/cri/client.js';
+import { ContainerdEventsClient } from '../core/cri/containerd-events.js';
+import { errorMessage } from '../core/errors.js';
+import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
+import type { Pleg } from '../core/pleg/evented.js';
+import { GenericPleg, type PodLifecycleEvent } from '../core/pleg/generic.js';
+import { choosePleg, type PlegKind } from '../core/pleg/select.js';
+import { parseDuration } from '../core/util/duration.js';
 import type { PodCache } from '../core/pleg/cache.js';
 import { podKey } from '../core/util/pod-key.js';
 
@@ -23,10 +31,44 @@ export async function printPlegEvents(source: EventSource, print: (e: PodLifecyc
   // A relist hands its events to the listeners and also returns them: with a listener watching,
   // printing what it returns too printed every event of the first relist twice.
   source.watch(print);
-  await source.relist();
   source.start();
-  await opts.stopped;
-  source.stop();
+  try {
+    await source.relist();
+    await opts.stopped;
+  } finally {
+    source.stop();
+  }
+}
+
+/** The PLEG pleg-events follows: the same choice as the agent's (--pleg), over a generic PLEG with its own selector. */
+export function plegForEvents(
+  client: RuntimeService,
+  flags: { pleg: string; 'relist-period': string; all: boolean },
+  runtimeName: string | undefined,
+  say: (line: string) => void,
+): Pleg {
+  const statusReader = new PodStatusReader({ runtime: client, clock: realClock });
+  const inspect = (uid: string, name: string, namespace: string) => statusReader.getPodStatus(uid, name, namespace, { all: flags.all });
+  const onError = (err: unknown) => say(`Error: ${errorMessage(err)}`);
+  const generic = new GenericPleg({
+    runtime: client,
+    clock: realClock,
+    relistPeriodMs: parseDuration(flags['relist-period'], '--relist-period'),
+    labelSelector: flags.all ? {} : undefined,
+    inspect,
+    onError,
+  });
+  return choosePleg({
+    kind: flags.pleg as PlegKind,
+    runtime: client,
+    clock: realClock,
+    generic,
+    inspect,
+    runtimeName,
+    containerdEvents: () => new ContainerdEventsClient(client.endpoint),
+    onFallback: (reason) => say(`PLEG: ${reason}`),
+    onError,
+  });
 }
 
 /** One event as a line of text, or as JSON. */

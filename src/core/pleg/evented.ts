@@ -5,7 +5,7 @@ import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
 import type { RuntimePodStatus } from '../container/types.js';
 import type { PodCache } from './cache.js';
-import { type GenericPleg, type PodLifecycleEvent, type PodLifecycleEventType } from './generic.js';
+import { type GenericPleg, type PlegSource, type PodLifecycleEvent, type PodLifecycleEventType } from './generic.js';
 
 /** Constants of the kubelet's evented PLEG (pleg/evented.go). */
 export const EVENTED_RELIST_PERIOD_MS = 300_000;
@@ -14,6 +14,10 @@ export const MAX_STREAM_FAILURES = 5;
 /** What the sync loop needs of a PLEG, generic or evented. */
 export interface Pleg {
   readonly cache: PodCache;
+  /** Where the events come from now (a PLEG that fell back says relist). */
+  readonly source: PlegSource;
+  /** One relist now (its events also reach the listeners). */
+  relist(): Promise<PodLifecycleEvent[]>;
   watch(listener: (e: PodLifecycleEvent) => void): () => void;
   start(): void;
   stop(): void;
@@ -32,8 +36,13 @@ export interface EventedPlegOptions {
   /** The generic PLEG: the safety-net relist, and the fallback. */
   generic: GenericPleg;
   inspect: (uid: string, name: string, namespace: string) => Promise<RuntimePodStatus>;
-  /** Said once, when the evented PLEG gives way to the generic one. */
+  /** Said once, when the evented PLEG gives way to the generic one (or to `next`). */
   onFallback?: (reason: string) => void;
+  /**
+   * Takes over when the runtime does not implement GetContainerEvents (--pleg=auto on containerd:
+   * its own event service), over the same generic PLEG, whose listeners it emits to.
+   */
+  next?: Pleg;
 }
 
 /**
@@ -49,6 +58,7 @@ export class EventedPleg implements Pleg {
   private reopen?: TimerHandle;
   private readonly listeners = new Set<(e: PodLifecycleEvent) => void>();
   private unwatchGeneric?: () => void;
+  private handedOver?: Pleg;
 
   /** The generic PLEG's own period, restored when it takes over. */
   private readonly genericPeriodMs: number;
@@ -63,6 +73,15 @@ export class EventedPleg implements Pleg {
 
   get mode(): 'evented' | 'generic' {
     return this.fellBack ? 'generic' : 'evented';
+  }
+
+  get source(): PlegSource {
+    if (this.handedOver) return this.handedOver.source;
+    return this.fellBack ? 'relist' : 'cri-events';
+  }
+
+  relist(): Promise<PodLifecycleEvent[]> {
+    return this.opts.generic.relist();
   }
 
   watch(listener: (e: PodLifecycleEvent) => void): () => void {
@@ -90,6 +109,7 @@ export class EventedPleg implements Pleg {
     this.stream = undefined;
     if (this.reopen) this.opts.clock.clearTimeout(this.reopen);
     this.unwatchGeneric?.();
+    this.handedOver?.stop();
     this.opts.generic.stop();
   }
 
@@ -112,12 +132,21 @@ export class EventedPleg implements Pleg {
   private broken(err: CriError | undefined): void {
     if (!this.running || this.fellBack) return;
     this.stream = undefined;
+    if (err && isUnimplemented(err) && this.opts.next) return this.handOver(this.opts.next);
     if (err && isUnimplemented(err)) return this.fallBack(`the runtime does not implement GetContainerEvents`);
     this.failures++;
     if (this.failures >= MAX_STREAM_FAILURES) return this.fallBack(`the container event stream broke ${this.failures} times`);
     // Every stream error forces a relist, so nothing is missed while it was down.
     void this.opts.generic.relist().catch(() => undefined);
     this.reopen = this.opts.clock.setTimeout(() => this.open(), 1000);
+  }
+
+  /** The next source takes over; its events reach our listeners through the generic PLEG's. */
+  private handOver(next: Pleg): void {
+    this.fellBack = true;
+    this.handedOver = next;
+    this.opts.onFallback?.(`the runtime does not implement GetContainerEvents: using ${next.source === 'containerd-events' ? "containerd's event service" : next.source}`);
+    next.start();
   }
 
   private fallBack(reason: string): void {
