@@ -16,11 +16,12 @@ export const OPEN_GRACE_MS = 1000;
 /** A stream up this long without breaking clears the count of breaks. */
 export const STABLE_STREAM_MS = 60_000;
 /**
- * containerd publishes a task's event before the CRI plugin has recorded it (a TaskExit reaches
- * us while ContainerStatus may still say running): the status is read again after these delays
- * until it shows what the event says, then left to the next event or relist.
+ * containerd publishes a task's event before the CRI plugin has recorded it (on a TaskExit, the
+ * CRI deletes the task and only then records the exit, so ContainerStatus says running for tens
+ * of milliseconds): the status is read again after these delays until it shows what the event
+ * says, then left to the next event or relist.
  */
-export const REREAD_DELAYS_MS = [20, 50, 100, 200, 500, 1000, 2000];
+export const REREAD_DELAYS_MS = [10, 10, 20, 20, 40, 100, 200, 500, 1000, 2000];
 
 /** What each topic says the container's state now is (undefined: no expectation). */
 function expected(event: ContainerdEvent): ((state: PlegState | undefined) => boolean) | undefined {
