@@ -138,6 +138,9 @@ test('containerd-events PLEG: a task exit refreshes its pod and gives one Contai
     assert.equal(count(t.seen, 'ContainerDied', app), 1);
     assert.equal(count(t.seen, 'ContainerStarted', app), 1);
     assert.deepEqual(t.fallbacks, []);
+    // Quiet for 4 minutes: healthy (the threshold is 10 minutes beside a 300 s relist, not the generic 3).
+    t.clock.advance(4 * 60_000);
+    assert.equal(t.pleg.healthy().ok, true, t.pleg.healthy().message);
   } finally {
     await t.cleanup();
   }

@@ -6,7 +6,7 @@ import { errorMessage } from '../errors.js';
 import * as L from '../kuberuntime/labels.js';
 import type { PodCache } from './cache.js';
 import type { GenericPleg, PlegSource, PlegState, PodLifecycleEvent } from './generic.js';
-import { EVENTED_RELIST_PERIOD_MS, MAX_STREAM_FAILURES, type Pleg } from './evented.js';
+import { EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, MAX_STREAM_FAILURES, type Pleg } from './evented.js';
 
 /** Reconnect backoff after a broken stream: 1 s, doubling, at most 30 s. */
 export const RECONNECT_INITIAL_MS = 1000;
@@ -98,7 +98,7 @@ export class ContainerdPleg implements Pleg {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS);
+    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS);
     this.opts.generic.start();
     this.open();
   }

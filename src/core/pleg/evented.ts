@@ -9,6 +9,7 @@ import { type GenericPleg, type PlegSource, type PodLifecycleEvent, type PodLife
 
 /** Constants of the kubelet's evented PLEG (pleg/evented.go). */
 export const EVENTED_RELIST_PERIOD_MS = 300_000;
+export const EVENTED_RELIST_THRESHOLD_MS = 10 * 60_000;
 export const MAX_STREAM_FAILURES = 5;
 
 /** What the sync loop needs of a PLEG, generic or evented. */
@@ -98,7 +99,7 @@ export class EventedPleg implements Pleg {
     this.running = true;
     // Relist events reach our listeners too: the safety net, and the fallback.
     this.unwatchGeneric = this.opts.generic.watch((e) => this.emit(e));
-    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS);
+    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS);
     this.opts.generic.start();
     this.open();
   }

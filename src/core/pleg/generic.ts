@@ -100,6 +100,7 @@ export class GenericPleg {
   lastRelistAt?: number;
   lastRelistDurationMs?: number;
   relistPeriodMs: number;
+  relistThresholdMs = RELIST_THRESHOLD_MS;
 
   constructor(private readonly opts: GenericPlegOptions) {
     this.relistPeriodMs = opts.relistPeriodMs ?? RELIST_PERIOD_MS;
@@ -110,9 +111,14 @@ export class GenericPleg {
     return () => this.listeners.delete(listener);
   }
 
-  /** The evented PLEG slows the relist to a safety net, and restores it when it falls back. */
-  setRelistPeriod(ms: number): void {
+  /**
+   * The evented PLEGs slow the relist to a safety net, and restore it when they fall back; the
+   * health threshold moves with it (the kubelet's 10 minutes beside a 300 s relist), or a PLEG
+   * that relists every 300 s would be unhealthy after 3 minutes of quiet.
+   */
+  setRelistPeriod(ms: number, thresholdMs = RELIST_THRESHOLD_MS): void {
     this.relistPeriodMs = ms;
+    this.relistThresholdMs = thresholdMs;
     // A relist under way schedules the next one itself, with the new period.
     if (!this.stopped && !this.relisting) {
       if (this.timer) this.opts.clock.clearTimeout(this.timer);
@@ -132,13 +138,13 @@ export class GenericPleg {
     this.timer = undefined;
   }
 
-  /** Unhealthy when no relist has completed for 3 minutes (relistThreshold). */
+  /** Unhealthy when no relist has completed for 3 minutes (relistThreshold; 10 minutes under an evented PLEG). */
   healthy(): { ok: boolean; message: string } {
     const now = this.opts.clock.now();
     const last = this.lastRelistAt ?? this.relistStarted;
     if (last === undefined) return { ok: true, message: 'PLEG has not relisted yet' };
     const since = now - last;
-    if (since > RELIST_THRESHOLD_MS) return { ok: false, message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; threshold is ${RELIST_THRESHOLD_MS / 1000} s` };
+    if (since > this.relistThresholdMs) return { ok: false, message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; threshold is ${this.relistThresholdMs / 1000} s` };
     return { ok: true, message: `PLEG relisted ${Math.round(since)} ms ago` };
   }
 
