@@ -63,7 +63,6 @@ export function plegForEvents(
     runtime: client,
     clock: realClock,
     generic,
-    inspect,
     runtimeName,
     containerdEvents: () => new ContainerdEventsClient(client.endpoint),
     onFallback: (reason) => say(`PLEG: ${reason}`),

@@ -223,7 +223,6 @@ export class Kubelet {
       runtime: this.opts.runtime,
       clock: this.clock,
       generic: this.createPleg({ relistPeriodMs: opts.relistPeriodMs, onError: opts.onError }),
-      inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
       onFallback: opts.onFallback,
     });
   }
@@ -236,7 +235,6 @@ export class Kubelet {
       runtime: this.opts.runtime,
       clock: this.clock,
       generic,
-      inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
       runtimeName: this.opts.runtimeName,
       containerdEvents: opts.containerdEvents,
       onFallback: opts.onFallback,

@@ -3,9 +3,8 @@ import type { ContainerEventStream, RuntimeService } from '../cri/client.js';
 import { isUnimplemented, type CriError } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
-import type { RuntimePodStatus } from '../container/types.js';
 import type { PodCache } from './cache.js';
-import { type GenericPleg, type PlegSource, type PodLifecycleEvent, type PodLifecycleEventType } from './generic.js';
+import { type GenericPleg, type PlegSource, type PodLifecycleEvent } from './generic.js';
 
 /** Constants of the kubelet's evented PLEG (pleg/evented.go). */
 export const EVENTED_RELIST_PERIOD_MS = 300_000;
@@ -25,18 +24,12 @@ export interface Pleg {
   healthy(): { ok: boolean; message: string };
 }
 
-const EVENT_TYPES: Partial<Record<T.ContainerEventType, PodLifecycleEventType>> = {
-  CONTAINER_STARTED_EVENT: 'ContainerStarted',
-  CONTAINER_STOPPED_EVENT: 'ContainerDied',
-  CONTAINER_DELETED_EVENT: 'ContainerRemoved',
-};
 
 export interface EventedPlegOptions {
   runtime: RuntimeService;
   clock: Clock;
   /** The generic PLEG: the safety-net relist, and the fallback. */
   generic: GenericPleg;
-  inspect: (uid: string, name: string, namespace: string) => Promise<RuntimePodStatus>;
   /** Said once, when the evented PLEG gives way to the generic one (or to `next`). */
   onFallback?: (reason: string) => void;
   /**
@@ -156,21 +149,19 @@ export class EventedPleg implements Pleg {
     this.opts.onFallback?.(`${reason}: using the generic PLEG (relist every ${this.genericPeriodMs / 1000} s)`);
   }
 
+  /**
+   * One event refreshes its pod through the generic PLEG (one status read, diffed against the
+   * relist's state): the events come out of that diff, so the safety-net relist, or the one after a
+   * stream break, does not report the same change again.
+   */
   private async handle(event: T.ContainerEventResponse): Promise<void> {
     const sandbox = event.podSandboxStatus;
-    // An event about the sandbox itself asks for a whole-pod sync (PodSync), as in the kubelet.
-    const type = sandbox && event.containerId === sandbox.id ? 'PodSync' : EVENT_TYPES[event.containerEventType];
     const uid = sandbox?.labels?.[L.POD_UID_LABEL] ?? sandbox?.metadata?.uid;
-    if (!type || !uid || !L.isManagedByPodctl(sandbox?.labels)) return;
-    const name = sandbox?.metadata?.name ?? '';
-    const namespace = sandbox?.metadata?.namespace ?? '';
-    const status = event.containersStatuses.find((c) => c.id === event.containerId);
-    const now = this.opts.clock.now();
+    if (!uid || !this.opts.generic.selects(sandbox?.labels)) return;
     try {
-      this.cache.set(uid, await this.opts.inspect(uid, name, namespace), now);
+      await this.opts.generic.refreshPod(uid, sandbox?.metadata?.name ?? '', sandbox?.metadata?.namespace ?? '');
     } catch {
       // The next relist refreshes it.
     }
-    this.emit({ type, id: uid, data: event.containerId, name, namespace, containerName: status?.labels?.[L.CONTAINER_NAME_LABEL] ?? status?.metadata?.name, time: now });
   }
 }

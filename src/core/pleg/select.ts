@@ -1,7 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
 import type { ContainerdEventSource } from '../cri/containerd-events.js';
-import type { RuntimePodStatus } from '../container/types.js';
 import { ContainerdPleg } from './containerd.js';
 import { EventedPleg, type Pleg } from './evented.js';
 import type { GenericPleg } from './generic.js';
@@ -19,7 +18,6 @@ export interface PlegChoice {
   clock: Clock;
   /** The generic PLEG every kind builds on (state, cache, safety-net relist, fallback). */
   generic: GenericPleg;
-  inspect: (uid: string, name: string, namespace: string) => Promise<RuntimePodStatus>;
   /** The runtime's name from Version: auto tries containerd's events only on containerd. */
   runtimeName?: string;
   /** Opens containerd's event service (called only when that source may be used). */
@@ -31,7 +29,7 @@ export interface PlegChoice {
 /** The one place that picks a PLEG (the agent, watch and pleg-events use it). */
 export function choosePleg(c: PlegChoice): Pleg {
   const containerd = () => new ContainerdPleg({ runtime: c.runtime, clock: c.clock, generic: c.generic, events: c.containerdEvents(), onFallback: c.onFallback, onError: c.onError });
-  const evented = (next?: Pleg) => new EventedPleg({ runtime: c.runtime, clock: c.clock, generic: c.generic, inspect: c.inspect, onFallback: c.onFallback, next });
+  const evented = (next?: Pleg) => new EventedPleg({ runtime: c.runtime, clock: c.clock, generic: c.generic, onFallback: c.onFallback, next });
   switch (c.kind) {
     case 'generic':
       return c.generic;
