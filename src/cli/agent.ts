@@ -67,6 +67,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : log(line));
   const stamp = () => new Date().toISOString().slice(11, 19);
   let node: StandaloneNode | undefined;
+  let sourceTraced = false;
   const { client } = await connect(flags, (call) => {
     metrics.observeCall(call);
     tracer?.observeCall(call);
@@ -103,6 +104,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
         onConflict: (source, pod, owner) => process.stderr.write(`${stamp()} ${source}: pod ${podKey(pod)} is already defined by the ${owner} source; ignored\n`),
         onPlegFallback: (reason) => {
           say(`${stamp()} PLEG: ${reason}`);
+          sourceTraced = true;
           tracer?.plegSource(node?.pleg.source ?? 'relist', reason);
         },
       },
@@ -137,7 +139,9 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   });
   metrics.watchPlegSource(() => node!.pleg.source);
   await node.start();
-  tracer?.plegSource(node.pleg.source);
+  // The source once it has settled: a CRI without GetContainerEvents says so within milliseconds
+  // (then the fallback line names the source), so the first line waits a moment instead of naming one it leaves.
+  setTimeout(() => sourceTraced || tracer?.plegSource(node!.pleg.source), 1000).unref();
   say(`${stamp()} ${what ? `watching ${what}; ` : ''}agent pid ${process.pid} on ${flags['root-dir']}; API on ${node.socket}`);
 
   await new Promise<void>((resolve) => {
