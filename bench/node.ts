@@ -11,7 +11,8 @@ import { wireNode } from '../src/core/node/wire.js';
 import { POD_NAMESPACE_LABEL } from '../src/core/kuberuntime/labels.js';
 import type { SyncLoop } from '../src/core/loop.js';
 import type { Pleg } from '../src/core/pleg/evented.js';
-import type { GenericPleg, PodLifecycleEvent } from '../src/core/pleg/generic.js';
+import { GenericPleg, type PodLifecycleEvent } from '../src/core/pleg/generic.js';
+import type { PlegKind } from '../src/core/pleg/select.js';
 import { allContainersRunning } from '../src/core/runonce.js';
 import { BENCH_AGENT, BENCH_NAMESPACE } from './lib.js';
 
@@ -65,7 +66,7 @@ export async function sweepBenchPods(): Promise<number> {
 
 export interface InProcessNodeOptions {
   client: CriClient;
-  plegKind?: 'generic' | 'evented';
+  plegKind?: PlegKind;
   relistPeriodMs?: number;
   onPlegEvent?: (e: PodLifecycleEvent) => void;
   /** After each generic relist: its duration. */
@@ -106,7 +107,8 @@ export class InProcessNode {
   }
 
   get generic(): GenericPleg | undefined {
-    return 'relist' in this.pleg ? (this.pleg as GenericPleg) : undefined;
+    // Every PLEG relists now (the event-driven ones as a safety net): only the generic one is its own class.
+    return this.pleg instanceof GenericPleg ? this.pleg : undefined;
   }
 
   start(): void {

@@ -11,6 +11,7 @@ import { acquireStateLock } from '../core/lock.js';
 import { Metrics } from '../core/metrics.js';
 import { bytes } from '../core/util/quantity.js';
 import { StandaloneNode } from '../core/node/node.js';
+import type { PlegKind } from '../core/pleg/select.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** Flags of the commands that run the node agent (agent, watch). */
@@ -26,8 +27,9 @@ export const agentFlags = {
   'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
   'pleg-relist-period': Flags.string({ summary: 'How often the generic PLEG relists the runtime.', default: '1s' }),
   pleg: Flags.string({
-    summary: 'generic: relist; evented: the runtime\'s event stream, relisting as a safety net; auto: evented where the runtime has it.',
-    options: ['generic', 'evented', 'auto'],
+    summary:
+      'generic: relist; evented: the CRI\'s event stream (GetContainerEvents); containerd: containerd\'s own event service; both relist every 300 s as a safety net. auto: CRI events, else containerd\'s events on containerd, else relist.',
+    options: ['generic', 'evented', 'containerd', 'auto'],
     default: 'auto',
   }),
   'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
@@ -65,6 +67,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : log(line));
   const stamp = () => new Date().toISOString().slice(11, 19);
   let node: StandaloneNode | undefined;
+  let sourceTraced = false;
   const { client } = await connect(flags, (call) => {
     metrics.observeCall(call);
     tracer?.observeCall(call);
@@ -74,7 +77,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
     metrics.watchDisk(() => diskReport(client, client));
     node = new StandaloneNode({
       ...nodeOptionsFromFlags(client, flags, version.runtimeName),
-      pleg: flags.pleg === 'generic' ? 'generic' : 'evented',
+      pleg: flags.pleg as PlegKind,
       manifestPath: path,
       fileCheckMs: parseDuration(flags['file-check-frequency'], '--file-check-frequency'),
       manifestUrl: flags['manifest-url'],
@@ -99,7 +102,11 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
         onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
         onSourceError: (message) => process.stderr.write(`${stamp()} ${message}\n`),
         onConflict: (source, pod, owner) => process.stderr.write(`${stamp()} ${source}: pod ${podKey(pod)} is already defined by the ${owner} source; ignored\n`),
-        onPlegFallback: (reason) => say(`${stamp()} PLEG: ${reason}`),
+        onPlegFallback: (reason) => {
+          say(`${stamp()} PLEG: ${reason}`);
+          sourceTraced = true;
+          tracer?.plegSource(node?.pleg.source ?? 'relist', reason);
+        },
       },
     });
   } catch (err) {
@@ -130,7 +137,11 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
     if (live) redraw();
     else process.stderr.write(`${eventLine(e)}\n`);
   });
+  metrics.watchPlegSource(() => node!.pleg.source);
   await node.start();
+  // The source once it has settled: a CRI without GetContainerEvents says so within milliseconds
+  // (then the fallback line names the source), so the first line waits a moment instead of naming one it leaves.
+  setTimeout(() => sourceTraced || tracer?.plegSource(node!.pleg.source), 1000).unref();
   say(`${stamp()} ${what ? `watching ${what}; ` : ''}agent pid ${process.pid} on ${flags['root-dir']}; API on ${node.socket}`);
 
   await new Promise<void>((resolve) => {

@@ -11,7 +11,9 @@ import { ObjectStore } from './objects.js';
 import { VolumeManager } from './volumes/index.js';
 import { cpus, totalmem } from 'node:os';
 import type { Metrics } from './metrics.js';
-import { EventedPleg } from './pleg/evented.js';
+import { EventedPleg, type Pleg } from './pleg/evented.js';
+import { choosePleg, type PlegKind } from './pleg/select.js';
+import type { ContainerdEventSource } from './cri/containerd-events.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
 import type { PodCache } from './pleg/cache.js';
@@ -225,7 +227,20 @@ export class Kubelet {
       runtime: this.opts.runtime,
       clock: this.clock,
       generic: this.createPleg({ relistPeriodMs: opts.relistPeriodMs, onError: opts.onError }),
-      inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
+      onFallback: opts.onFallback,
+    });
+  }
+
+  /** The PLEG of that kind over a generic one of this kubelet (see choosePleg). */
+  choosePleg(kind: PlegKind, opts: { relistPeriodMs?: number; onRelist?: (durationMs: number, intervalMs?: number) => void; onFallback?: (reason: string) => void; containerdEvents: () => ContainerdEventSource }): Pleg {
+    const generic = this.createPleg({ relistPeriodMs: opts.relistPeriodMs, ...(opts.onRelist ? { onRelist: opts.onRelist } : {}) });
+    return choosePleg({
+      kind,
+      runtime: this.opts.runtime,
+      clock: this.clock,
+      generic,
+      runtimeName: this.opts.runtimeName,
+      containerdEvents: opts.containerdEvents,
       onFallback: opts.onFallback,
     });
   }

@@ -14,6 +14,20 @@ export class Metrics {
   readonly runtimeErrors = new Counter({ name: 'podctl_runtime_operations_errors_total', help: 'Failed CRI calls, by method.', labelNames: ['operation_type'], registers: [this.registry] });
   readonly runtimeDuration = new Histogram({ name: 'podctl_runtime_operations_duration_seconds', help: 'Duration of CRI calls, by method.', labelNames: ['operation_type'], buckets: BUCKETS, registers: [this.registry] });
 
+  /** podctl_pleg_source{source}: 1 for the source the PLEG's events come from now, 0 for the others. */
+  watchPlegSource(read: () => string): void {
+    new Gauge({
+      name: 'podctl_pleg_source',
+      help: 'Where the PLEG\'s events come from now: 1 for the live source (cri-events, containerd-events or relist).',
+      labelNames: ['source'],
+      registers: [this.registry],
+      collect() {
+        const live = read();
+        for (const source of ['cri-events', 'containerd-events', 'relist']) this.set({ source }, source === live ? 1 : 0);
+      },
+    });
+  }
+
   /**
    * Disk gauges, computed when /metrics is read: per pod and source (logs,
    * emptydir, writable), and the image filesystem.

@@ -26,6 +26,7 @@ export type TraceEvent =
   | { time: string; type: 'config'; op: PodUpdate['op']; source: string; pods: PodTraceRef[] }
   | { time: string; type: 'pleg'; event: PodLifecycleEventType; pod: PodTraceRef; container?: string; exitCode?: number; dispatched: boolean }
   | { time: string; type: 'sync'; due: PodTraceRef[] }
+  | { time: string; type: 'pleg-source'; source: string; reason?: string }
   | { time: string; type: 'housekeeping'; removedPods: string[]; removedContainers: number; durationMs: number; error?: string; calls: CriCallTrace[] }
   | ({ time: string; type: 'probe'; pod: PodTraceRef } & Omit<ProbeResultTrace, 'uid'>)
   | {
@@ -101,6 +102,11 @@ export class Tracer implements LoopTrace, WorkerTrace {
       ...(exitCode === undefined ? {} : { exitCode }),
       dispatched,
     });
+  }
+
+  /** Where the PLEG's events come from now (cri-events, containerd-events or relist), at start and at each change. */
+  plegSource(source: string, reason?: string): void {
+    this.opts.emit({ time: this.time(), type: 'pleg-source', source, ...(reason ? { reason } : {}) });
   }
 
   syncTick(dueUids: string[]): void {
@@ -193,6 +199,8 @@ export function formatTraceEvent(e: TraceEvent): string {
       return `${t} config ${e.op} (${e.source}) → ${e.pods.map(podName).join(', ') || 'no pods'}`;
     case 'pleg':
       return `${t} pleg ${e.event} ${podName(e.pod)}${e.container ? ` ${e.container}` : ''}${e.exitCode === undefined ? '' : ` (exit ${e.exitCode})`}${e.dispatched ? ` → sync ${podName(e.pod)}` : ''}`;
+    case 'pleg-source':
+      return `${t} pleg source ${e.source}${e.reason ? ` (${e.reason})` : ''}`;
     case 'sync':
       return `${t} sync tick → ${e.due.map(podName).join(', ')}`;
     case 'probe':

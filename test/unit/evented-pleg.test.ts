@@ -5,6 +5,7 @@ import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
+import { EVENTED_RELIST_PERIOD_MS } from '../../src/core/pleg/evented.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -71,6 +72,39 @@ test('evented PLEG falls back to the generic one, once, when the runtime answers
     clock.advance(1000);
     await until(() => ((fake.calls().ListContainers ?? 0) >= 1 ? true : undefined));
     pleg.stop();
+  } finally {
+    client.close();
+    await fake.stop();
+  }
+});
+
+test('evented PLEG: a death from the stream is not reported again by the safety-net relist (each event once)', async () => {
+  const clock = new FakeClock();
+  const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  try {
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+    const pleg = kubelet.createEventedPleg({});
+    const events: PodLifecycleEvent[] = [];
+    pleg.watch((e) => events.push(e));
+    pleg.start();
+    clock.advance(0);
+    await new Promise((r) => setTimeout(r, 50));
+    await kubelet.syncPod(pod, 'create');
+    const id = fake.containers()[0]!.id;
+    await until(() => events.find((e) => e.type === 'ContainerStarted' && e.data === id));
+    fake.exitContainer(id, 2);
+    await until(() => events.find((e) => e.type === 'ContainerDied' && e.data === id));
+    fake.resetCalls();
+    clock.advance(EVENTED_RELIST_PERIOD_MS);
+    await until(() => ((fake.calls().ListContainers ?? 0) >= 1 ? true : undefined));
+    // Let the relist finish (event-loop turns, not time).
+    for (let i = 0; i < 500; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(events.filter((e) => e.type === 'ContainerDied' && e.data === id).length, 1);
+    assert.equal(events.filter((e) => e.type === 'ContainerStarted' && e.data === id).length, 1);
+    pleg.stop();
+    await kubelet.syncTerminatingPod(pod, 0);
+    await kubelet.syncTerminatedPod(pod);
   } finally {
     client.close();
     await fake.stop();

@@ -21,6 +21,7 @@ import type { Tracer } from '../trace.js';
 import { AppliedSource, splitApplied } from './applied.js';
 import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
 import { wireNode } from './wire.js';
+import type { PlegKind } from '../pleg/select.js';
 import { podMeta } from '../util/pod-key.js';
 
 /** What the node says as it runs (the commands print these; the agent's log is their output). */
@@ -48,7 +49,7 @@ export interface NodeOptions {
   allowPrivileged?: boolean;
   /** The CRI runtime handler of pods without spec.runtimeClassName. */
   runtimeHandler?: string;
-  pleg?: 'generic' | 'evented';
+  pleg?: PlegKind;
   relistPeriodMs?: number;
   /** watch PATH: a manifests file or directory the node follows too. */
   manifestPath?: string;

@@ -1,9 +1,14 @@
 import { Kubelet, type KubeletOptions } from '../kubelet.js';
 import { SyncLoop, type SyncLoopOptions } from '../loop.js';
 import type { Pleg } from '../pleg/evented.js';
+import type { PlegKind } from '../pleg/select.js';
+import { ContainerdEventsClient, type ContainerdEventSource } from '../cri/containerd-events.js';
 
 export interface WiringOptions extends KubeletOptions {
-  pleg?: 'generic' | 'evented';
+  /** Which PLEG (see choosePleg); generic by default. */
+  pleg?: PlegKind;
+  /** containerd's event service (default: a client on the runtime's endpoint). */
+  containerdEvents?: () => ContainerdEventSource;
   relistPeriodMs?: number;
   /** After each generic relist: its duration and the interval since the previous one. */
   onRelist?: (durationMs: number, intervalMs?: number) => void;
@@ -24,12 +29,14 @@ export interface NodeWiring {
  * and so do the in-process nodes of the end-to-end tests and benchmarks. Nothing is started.
  */
 export function wireNode(opts: WiringOptions): NodeWiring {
-  const { pleg: kind, relistPeriodMs, onRelist, onPlegFallback, loop: loopOpts, ...kubeletOpts } = opts;
+  const { pleg: kind, relistPeriodMs, onRelist, onPlegFallback, containerdEvents, loop: loopOpts, ...kubeletOpts } = opts;
   const kubelet = new Kubelet(kubeletOpts);
-  const pleg =
-    kind === 'evented'
-      ? kubelet.createEventedPleg({ relistPeriodMs, onFallback: onPlegFallback })
-      : kubelet.createPleg({ relistPeriodMs, ...(onRelist ? { onRelist } : {}) });
+  const pleg = kubelet.choosePleg(kind ?? 'generic', {
+    relistPeriodMs,
+    onRelist,
+    onFallback: onPlegFallback,
+    containerdEvents: containerdEvents ?? (() => new ContainerdEventsClient(opts.runtime.endpoint)),
+  });
   const loop = new SyncLoop({ ...loopOpts, kubelet, pleg, clock: opts.clock });
   return { kubelet, pleg, loop };
 }

@@ -3,37 +3,40 @@ import type { ContainerEventStream, RuntimeService } from '../cri/client.js';
 import { isUnimplemented, type CriError } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
-import type { RuntimePodStatus } from '../container/types.js';
 import type { PodCache } from './cache.js';
-import { type GenericPleg, type PodLifecycleEvent, type PodLifecycleEventType } from './generic.js';
+import { type GenericPleg, type PlegSource, type PodLifecycleEvent } from './generic.js';
 
 /** Constants of the kubelet's evented PLEG (pleg/evented.go). */
 export const EVENTED_RELIST_PERIOD_MS = 300_000;
+export const EVENTED_RELIST_THRESHOLD_MS = 10 * 60_000;
 export const MAX_STREAM_FAILURES = 5;
 
 /** What the sync loop needs of a PLEG, generic or evented. */
 export interface Pleg {
   readonly cache: PodCache;
+  /** Where the events come from now (a PLEG that fell back says relist). */
+  readonly source: PlegSource;
+  /** One relist now (its events also reach the listeners). */
+  relist(): Promise<PodLifecycleEvent[]>;
   watch(listener: (e: PodLifecycleEvent) => void): () => void;
   start(): void;
   stop(): void;
   healthy(): { ok: boolean; message: string };
 }
 
-const EVENT_TYPES: Partial<Record<T.ContainerEventType, PodLifecycleEventType>> = {
-  CONTAINER_STARTED_EVENT: 'ContainerStarted',
-  CONTAINER_STOPPED_EVENT: 'ContainerDied',
-  CONTAINER_DELETED_EVENT: 'ContainerRemoved',
-};
 
 export interface EventedPlegOptions {
   runtime: RuntimeService;
   clock: Clock;
   /** The generic PLEG: the safety-net relist, and the fallback. */
   generic: GenericPleg;
-  inspect: (uid: string, name: string, namespace: string) => Promise<RuntimePodStatus>;
-  /** Said once, when the evented PLEG gives way to the generic one. */
+  /** Said once, when the evented PLEG gives way to the generic one (or to `next`). */
   onFallback?: (reason: string) => void;
+  /**
+   * Takes over when the runtime does not implement GetContainerEvents (--pleg=auto on containerd:
+   * its own event service), over the same generic PLEG, whose listeners it emits to.
+   */
+  next?: Pleg;
 }
 
 /**
@@ -49,6 +52,7 @@ export class EventedPleg implements Pleg {
   private reopen?: TimerHandle;
   private readonly listeners = new Set<(e: PodLifecycleEvent) => void>();
   private unwatchGeneric?: () => void;
+  private handedOver?: Pleg;
 
   /** The generic PLEG's own period, restored when it takes over. */
   private readonly genericPeriodMs: number;
@@ -65,6 +69,15 @@ export class EventedPleg implements Pleg {
     return this.fellBack ? 'generic' : 'evented';
   }
 
+  get source(): PlegSource {
+    if (this.handedOver) return this.handedOver.source;
+    return this.fellBack ? 'relist' : 'cri-events';
+  }
+
+  relist(): Promise<PodLifecycleEvent[]> {
+    return this.opts.generic.relist();
+  }
+
   watch(listener: (e: PodLifecycleEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -79,7 +92,7 @@ export class EventedPleg implements Pleg {
     this.running = true;
     // Relist events reach our listeners too: the safety net, and the fallback.
     this.unwatchGeneric = this.opts.generic.watch((e) => this.emit(e));
-    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS);
+    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS);
     this.opts.generic.start();
     this.open();
   }
@@ -90,6 +103,7 @@ export class EventedPleg implements Pleg {
     this.stream = undefined;
     if (this.reopen) this.opts.clock.clearTimeout(this.reopen);
     this.unwatchGeneric?.();
+    this.handedOver?.stop();
     this.opts.generic.stop();
   }
 
@@ -112,6 +126,7 @@ export class EventedPleg implements Pleg {
   private broken(err: CriError | undefined): void {
     if (!this.running || this.fellBack) return;
     this.stream = undefined;
+    if (err && isUnimplemented(err) && this.opts.next) return this.handOver(this.opts.next);
     if (err && isUnimplemented(err)) return this.fallBack(`the runtime does not implement GetContainerEvents`);
     this.failures++;
     if (this.failures >= MAX_STREAM_FAILURES) return this.fallBack(`the container event stream broke ${this.failures} times`);
@@ -120,27 +135,33 @@ export class EventedPleg implements Pleg {
     this.reopen = this.opts.clock.setTimeout(() => this.open(), 1000);
   }
 
+  /** The next source takes over; its events reach our listeners through the generic PLEG's. */
+  private handOver(next: Pleg): void {
+    this.fellBack = true;
+    this.handedOver = next;
+    this.opts.onFallback?.(`the runtime does not implement GetContainerEvents: using ${next.source === 'containerd-events' ? "containerd's event service" : next.source}`);
+    next.start();
+  }
+
   private fallBack(reason: string): void {
     this.fellBack = true;
     this.opts.generic.setRelistPeriod(this.genericPeriodMs);
     this.opts.onFallback?.(`${reason}: using the generic PLEG (relist every ${this.genericPeriodMs / 1000} s)`);
   }
 
+  /**
+   * One event refreshes its pod through the generic PLEG (one status read, diffed against the
+   * relist's state): the events come out of that diff, so the safety-net relist, or the one after a
+   * stream break, does not report the same change again.
+   */
   private async handle(event: T.ContainerEventResponse): Promise<void> {
     const sandbox = event.podSandboxStatus;
-    // An event about the sandbox itself asks for a whole-pod sync (PodSync), as in the kubelet.
-    const type = sandbox && event.containerId === sandbox.id ? 'PodSync' : EVENT_TYPES[event.containerEventType];
     const uid = sandbox?.labels?.[L.POD_UID_LABEL] ?? sandbox?.metadata?.uid;
-    if (!type || !uid || !L.isManagedByPodctl(sandbox?.labels)) return;
-    const name = sandbox?.metadata?.name ?? '';
-    const namespace = sandbox?.metadata?.namespace ?? '';
-    const status = event.containersStatuses.find((c) => c.id === event.containerId);
-    const now = this.opts.clock.now();
+    if (!uid || !this.opts.generic.selects(sandbox?.labels)) return;
     try {
-      this.cache.set(uid, await this.opts.inspect(uid, name, namespace), now);
+      await this.opts.generic.refreshPod(uid, sandbox?.metadata?.name ?? '', sandbox?.metadata?.namespace ?? '');
     } catch {
       // The next relist refreshes it.
     }
-    this.emit({ type, id: uid, data: event.containerId, name, namespace, containerName: status?.labels?.[L.CONTAINER_NAME_LABEL] ?? status?.metadata?.name, time: now });
   }
 }

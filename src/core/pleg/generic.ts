@@ -25,11 +25,14 @@ export interface PodLifecycleEvent {
   time: number;
 }
 
+/** Where a PLEG's events come from now: CRI GetContainerEvents, containerd's event service, or relists. */
+export type PlegSource = 'cri-events' | 'containerd-events' | 'relist';
+
 /** Constants of the kubelet's generic PLEG. */
 export const RELIST_PERIOD_MS = 1000;
 export const RELIST_THRESHOLD_MS = 3 * 60_000;
 
-type PlegState = 'running' | 'exited' | 'unknown' | 'non-existent';
+export type PlegState = 'running' | 'exited' | 'unknown' | 'non-existent';
 
 interface Seen {
   uid: string;
@@ -82,6 +85,7 @@ export interface GenericPlegOptions {
  */
 export class GenericPleg {
   readonly cache = new PodCache();
+  readonly source: PlegSource = 'relist';
   private previous = new Map<string, Seen>();
   /** Pods whose inspection failed: retried on the next relist. */
   private reinspect = new Map<string, { name: string; namespace: string }>();
@@ -89,11 +93,14 @@ export class GenericPleg {
   private timer?: TimerHandle;
   private stopped = true;
   private relisting = false;
+  /** Relists and one-pod refreshes run one at a time: each diffs against the state the other left. */
+  private turn: Promise<unknown> = Promise.resolve();
   private relistStarted?: number;
   private previousRelistStart?: number;
   lastRelistAt?: number;
   lastRelistDurationMs?: number;
   relistPeriodMs: number;
+  relistThresholdMs = RELIST_THRESHOLD_MS;
 
   constructor(private readonly opts: GenericPlegOptions) {
     this.relistPeriodMs = opts.relistPeriodMs ?? RELIST_PERIOD_MS;
@@ -104,9 +111,14 @@ export class GenericPleg {
     return () => this.listeners.delete(listener);
   }
 
-  /** The evented PLEG slows the relist to a safety net, and restores it when it falls back. */
-  setRelistPeriod(ms: number): void {
+  /**
+   * The evented PLEGs slow the relist to a safety net, and restore it when they fall back; the
+   * health threshold moves with it (the kubelet's 10 minutes beside a 300 s relist), or a PLEG
+   * that relists every 300 s would be unhealthy after 3 minutes of quiet.
+   */
+  setRelistPeriod(ms: number, thresholdMs = RELIST_THRESHOLD_MS): void {
     this.relistPeriodMs = ms;
+    this.relistThresholdMs = thresholdMs;
     // A relist under way schedules the next one itself, with the new period.
     if (!this.stopped && !this.relisting) {
       if (this.timer) this.opts.clock.clearTimeout(this.timer);
@@ -126,13 +138,13 @@ export class GenericPleg {
     this.timer = undefined;
   }
 
-  /** Unhealthy when no relist has completed for 3 minutes (relistThreshold). */
+  /** Unhealthy when no relist has completed for 3 minutes (relistThreshold; 10 minutes under an evented PLEG). */
   healthy(): { ok: boolean; message: string } {
     const now = this.opts.clock.now();
     const last = this.lastRelistAt ?? this.relistStarted;
     if (last === undefined) return { ok: true, message: 'PLEG has not relisted yet' };
     const since = now - last;
-    if (since > RELIST_THRESHOLD_MS) return { ok: false, message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; threshold is ${RELIST_THRESHOLD_MS / 1000} s` };
+    if (since > this.relistThresholdMs) return { ok: false, message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; threshold is ${this.relistThresholdMs / 1000} s` };
     return { ok: true, message: `PLEG relisted ${Math.round(since)} ms ago` };
   }
 
@@ -145,10 +157,72 @@ export class GenericPleg {
     }, ms);
   }
 
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(fn, fn);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The pod a sandbox or container belongs to, as the last relist or refresh saw it. */
+  podOf(id: string): { uid: string; name: string; namespace: string } | undefined {
+    const seen = this.previous.get(id);
+    return seen && { uid: seen.uid, name: seen.name, namespace: seen.namespace };
+  }
+
+  /** The state a sandbox or container was last seen in; undefined when it is not known (or gone). */
+  stateOf(id: string): PlegState | undefined {
+    return this.previous.get(id)?.state;
+  }
+
+  /** Whether labels match the PLEG's selector (podctl's own by default). */
+  selects(labels: Record<string, string> | undefined): boolean {
+    const selector = this.opts.labelSelector ?? { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
+    return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+  }
+
+  /**
+   * One pod's status read, diffed against what the PLEG last saw of that pod: the events of what
+   * changed, the cache refreshed. A runtime event's way in (the containerd-events PLEG); it shares
+   * the relist's state, so a change either of them reported is not reported again by the other.
+   */
+  refreshPod(uid: string, name: string, namespace: string): Promise<PodLifecycleEvent[]> {
+    return this.exclusive(async () => {
+      const time = this.opts.clock.now();
+      const status = await this.opts.inspect(uid, name, namespace);
+      const current = new Map<string, Seen>();
+      for (const s of status.sandboxes) current.set(s.id, { uid, name, namespace, state: s.state === 'ready' ? 'running' : 'exited' });
+      for (const c of [...status.containers, ...(status.ephemeral ?? [])]) {
+        const state: PlegState = c.state === 'running' ? 'running' : c.state === 'exited' ? 'exited' : 'unknown';
+        current.set(c.id, { uid, name, namespace, containerName: c.name, state });
+      }
+      const events: PodLifecycleEvent[] = [];
+      const changed = new Map<string, { name: string; namespace: string }>();
+      for (const [id, before] of this.previous) {
+        if (before.uid === uid && !current.has(id)) {
+          this.collect(events, changed, id, before, before.state, 'non-existent', time);
+          this.previous.delete(id);
+        }
+      }
+      for (const [id, after] of current) {
+        const before = this.previous.get(id);
+        this.collect(events, changed, id, { ...after, containerName: after.containerName ?? before?.containerName }, before?.state ?? 'non-existent', after.state, time);
+        if (!before || before.state !== after.state) this.previous.set(id, after);
+      }
+      if (current.size > 0) this.cache.set(uid, status, time);
+      else this.cache.delete(uid);
+      for (const e of events) for (const l of this.listeners) l(e);
+      return events;
+    });
+  }
+
   /** One relist: list, compare with the last one, inspect what changed, emit the events. */
-  async relist(): Promise<PodLifecycleEvent[]> {
-    if (this.relisting) return [];
+  relist(): Promise<PodLifecycleEvent[]> {
+    if (this.relisting) return Promise.resolve([]);
     this.relisting = true;
+    return this.exclusive(() => this.relistNow());
+  }
+
+  private async relistNow(): Promise<PodLifecycleEvent[]> {
     const started = this.opts.clock.now();
     this.relistStarted ??= started;
     try {

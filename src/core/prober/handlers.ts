@@ -6,6 +6,7 @@ import type { IContainer, IHTTPGetAction, IProbe } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
 import { GrpcStatus, isCriError } from '../cri/errors.js';
+import { loadGrpc } from '../cri/grpc-lazy.js';
 import { errorMessage } from '../errors.js';
 
 /** What one run of a handler says (the kubelet's probe.Result; Warning counts as success). */
@@ -198,7 +199,7 @@ let healthClient: grpc.ServiceClientConstructor | undefined;
 
 /** The health service's client, made on the first gRPC probe: a pod without one never loads grpc-js for it. */
 async function healthClientClass(): Promise<grpc.ServiceClientConstructor> {
-  const { makeGenericClientConstructor } = await import('@grpc/grpc-js');
+  const { makeGenericClientConstructor } = await loadGrpc();
   healthClient ??= makeGenericClientConstructor(
     {
       Check: {
@@ -219,7 +220,7 @@ async function healthClientClass(): Promise<grpc.ServiceClientConstructor> {
 async function runGrpc(host: string | undefined, port: number, service: string, timeoutSeconds: number): Promise<HandlerOutcome> {
   if (!host) return { result: 'failure', output: 'the pod has no IP address yet' };
   const target = `${hostForUrl(host)}:${port}`;
-  const { credentials } = await import('@grpc/grpc-js');
+  const { credentials } = await loadGrpc();
   const HealthClient = await healthClientClass();
   const client = new HealthClient(target, credentials.createInsecure());
   return new Promise((resolve) => {

@@ -1,0 +1,218 @@
+import type { Clock, TimerHandle } from '../clock.js';
+import type { RuntimeService } from '../cri/client.js';
+import type { ContainerdEvent, ContainerdEventSource } from '../cri/containerd-events.js';
+import { isNotFound, isUnimplemented, type CriError } from '../cri/errors.js';
+import { errorMessage } from '../errors.js';
+import * as L from '../kuberuntime/labels.js';
+import type { PodCache } from './cache.js';
+import type { GenericPleg, PlegSource, PlegState, PodLifecycleEvent } from './generic.js';
+import { EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, MAX_STREAM_FAILURES, type Pleg } from './evented.js';
+
+/** Reconnect backoff after a broken stream: 1 s, doubling, at most 30 s. */
+export const RECONNECT_INITIAL_MS = 1000;
+export const RECONNECT_MAX_MS = 30_000;
+/** A subscription that has not failed this long is taken as open. */
+export const OPEN_GRACE_MS = 1000;
+/** A stream up this long without breaking clears the count of breaks. */
+export const STABLE_STREAM_MS = 60_000;
+/**
+ * containerd publishes a task's event before the CRI plugin has recorded it (on a TaskExit, the
+ * CRI deletes the task and only then records the exit, so ContainerStatus says running for tens
+ * of milliseconds): the status is read again after these delays until it shows what the event
+ * says, then left to the next event or relist.
+ */
+export const REREAD_DELAYS_MS = [10, 10, 20, 20, 40, 100, 200, 500, 1000, 2000];
+
+/** What each topic says the container's state now is (undefined: no expectation). */
+function expected(event: ContainerdEvent): ((state: PlegState | undefined) => boolean) | undefined {
+  switch (event.topic) {
+    case '/tasks/start':
+      return (s) => s === 'running' || s === 'exited';
+    case '/tasks/exit':
+      return (s) => s === 'exited' || s === undefined;
+    case '/containers/delete':
+      return (s) => s === undefined;
+    default:
+      return undefined;
+  }
+}
+
+export interface ContainerdPlegOptions {
+  runtime: RuntimeService;
+  clock: Clock;
+  /** The generic PLEG: its state and cache, the safety-net relist, and the fallback. */
+  generic: GenericPleg;
+  /** Opens containerd's event service on the runtime's socket. */
+  events: ContainerdEventSource;
+  /** Said once, when this PLEG gives way to the generic one. */
+  onFallback?: (reason: string) => void;
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * A PLEG on containerd's own event service (Events/Subscribe), for a containerd whose CRI does not
+ * implement GetContainerEvents (1.6). Each task or container event refreshes the one pod it
+ * belongs to (found through the relist's state, or the CRI for a container new since the last
+ * relist) and the events come out of that pod's diff, as a relist's would. It relists every
+ * 300 s as a safety net, and once after each reconnect; a stream that cannot be opened, or breaks
+ * 5 times in a row, hands over to the generic PLEG at its own period.
+ */
+export class ContainerdPleg implements Pleg {
+  private stream?: { cancel(): void };
+  private failures = 0;
+  private fellBack = false;
+  private running = false;
+  /** The stream has worked at least once: a break is then retried, not a reason to fall back. */
+  private everOpened = false;
+  private timers = new Set<TimerHandle>();
+  private openTimer?: TimerHandle;
+  private stableTimer?: TimerHandle;
+  /** Containers and sandboxes found not to be ours (another client's, or not podctl's). */
+  private readonly foreign = new Set<string>();
+  private readonly genericPeriodMs: number;
+
+  constructor(private readonly opts: ContainerdPlegOptions) {
+    this.genericPeriodMs = opts.generic.relistPeriodMs;
+  }
+
+  get cache(): PodCache {
+    return this.opts.generic.cache;
+  }
+
+  get source(): PlegSource {
+    return this.fellBack ? 'relist' : 'containerd-events';
+  }
+
+  watch(listener: (e: PodLifecycleEvent) => void): () => void {
+    return this.opts.generic.watch(listener);
+  }
+
+  relist(): Promise<PodLifecycleEvent[]> {
+    return this.opts.generic.relist();
+  }
+
+  healthy(): { ok: boolean; message: string } {
+    return this.opts.generic.healthy();
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS);
+    this.opts.generic.start();
+    this.open();
+  }
+
+  stop(): void {
+    this.running = false;
+    this.close();
+    for (const t of this.timers) this.opts.clock.clearTimeout(t);
+    this.timers.clear();
+    this.opts.generic.stop();
+    // The event source is this PLEG's own.
+    this.opts.events.close();
+  }
+
+  private later(ms: number, fn: () => void): TimerHandle {
+    const t = this.opts.clock.setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    this.timers.add(t);
+    return t;
+  }
+
+  private close(): void {
+    this.stream?.cancel();
+    this.stream = undefined;
+    for (const t of [this.openTimer, this.stableTimer]) if (t) this.opts.clock.clearTimeout(t);
+    this.openTimer = this.stableTimer = undefined;
+  }
+
+  private open(): void {
+    if (!this.running || this.fellBack) return;
+    const reopened = this.everOpened;
+    let opened = false;
+    const markOpen = () => {
+      if (opened) return;
+      opened = true;
+      this.everOpened = true;
+      // Subscribed first, relisted after: whatever happened while the stream was down is seen.
+      if (reopened) void this.opts.generic.relist().catch((err) => this.opts.onError?.(err));
+      this.stableTimer = this.later(STABLE_STREAM_MS, () => (this.failures = 0));
+    };
+    const stream = this.opts.events.subscribe({
+      onEvent: (event) => {
+        if (stream !== this.stream) return;
+        markOpen();
+        void this.handle(event).catch((err) => this.opts.onError?.(err));
+      },
+      onError: (err) => stream === this.stream && this.broken(err, opened),
+      onEnd: () => stream === this.stream && this.broken(undefined, opened),
+    });
+    this.stream = stream;
+    this.openTimer = this.later(OPEN_GRACE_MS, () => stream === this.stream && markOpen());
+  }
+
+  private broken(err: CriError | undefined, opened: boolean): void {
+    if (!this.running || this.fellBack) return;
+    this.close();
+    const why = err ? errorMessage(err) : 'the stream ended';
+    if (err && isUnimplemented(err)) return this.fallBack(`the runtime has no containerd event service`);
+    if (!this.everOpened && !opened) return this.fallBack(`containerd's event stream cannot be opened (${why})`);
+    this.failures++;
+    if (this.failures >= MAX_STREAM_FAILURES) return this.fallBack(`containerd's event stream broke ${this.failures} times (${why})`);
+    const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_INITIAL_MS * 2 ** (this.failures - 1));
+    this.later(delay, () => this.open());
+  }
+
+  private fallBack(reason: string): void {
+    this.fellBack = true;
+    this.close();
+    this.opts.generic.setRelistPeriod(this.genericPeriodMs);
+    void this.opts.generic.relist().catch((err) => this.opts.onError?.(err));
+    this.opts.onFallback?.(`${reason}: using the generic PLEG (relist every ${this.genericPeriodMs / 1000} s)`);
+  }
+
+  /** The pod a container or sandbox belongs to: the relist's state, else one CRI status read. */
+  private async podOf(id: string): Promise<{ uid: string; name: string; namespace: string } | undefined> {
+    const known = this.opts.generic.podOf(id);
+    if (known || this.foreign.has(id)) return known;
+    const { runtime, generic } = this.opts;
+    try {
+      const c = (await runtime.containerStatus(id)).status;
+      const labels = c?.labels ?? {};
+      const uid = labels[L.POD_UID_LABEL];
+      if (uid && generic.selects(labels)) return { uid, name: labels[L.POD_NAME_LABEL] ?? '', namespace: labels[L.POD_NAMESPACE_LABEL] ?? '' };
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      try {
+        const s = (await runtime.podSandboxStatus(id)).status;
+        const uid = s?.labels?.[L.POD_UID_LABEL] ?? s?.metadata?.uid;
+        if (uid && generic.selects(s?.labels)) return { uid, name: s?.metadata?.name ?? '', namespace: s?.metadata?.namespace ?? '' };
+      } catch (err2) {
+        // Not yet known to the CRI (containerd announces a container before the CRI has recorded
+        // it), or gone: nothing to refresh, and not remembered as foreign.
+        if (!isNotFound(err2)) throw err2;
+        return undefined;
+      }
+    }
+    if (this.foreign.size > 10_000) this.foreign.clear();
+    this.foreign.add(id);
+    return undefined;
+  }
+
+  private async handle(event: ContainerdEvent): Promise<void> {
+    // An exec's exit (a probe's ExecSync, podctl exec) says nothing of the container.
+    if (event.execId) return;
+    const pod = await this.podOf(event.containerId);
+    if (!pod) return;
+    const done = expected(event);
+    for (let attempt = 0; ; attempt++) {
+      if (!this.running || this.fellBack) return;
+      await this.opts.generic.refreshPod(pod.uid, pod.name, pod.namespace);
+      if (!done || done(this.opts.generic.stateOf(event.containerId)) || attempt >= REREAD_DELAYS_MS.length) return;
+      await new Promise<void>((resolve) => this.later(REREAD_DELAYS_MS[attempt]!, resolve));
+    }
+  }
+}
