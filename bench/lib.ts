@@ -142,7 +142,7 @@ export function writeResult(result: BenchResult): string {
 }
 
 /** A defaulted pod in the bench namespace. */
-export function benchPod(name: string, uid: string, opts: { containers?: IContainer[]; hostNetwork?: boolean; restartPolicy?: 'Always' | 'Never'; namespace?: string } = {}): IPod {
+export function benchPod(name: string, uid: string, opts: { containers?: IContainer[]; hostNetwork?: boolean; restartPolicy?: 'Always' | 'Never'; namespace?: string; runtimeClassName?: string } = {}): IPod {
   return applyPodDefaults({
     apiVersion: 'v1',
     kind: 'Pod',
@@ -150,12 +150,18 @@ export function benchPod(name: string, uid: string, opts: { containers?: IContai
     spec: {
       restartPolicy: opts.restartPolicy ?? 'Always',
       hostNetwork: opts.hostNetwork,
+      ...(opts.runtimeClassName ? { runtimeClassName: opts.runtimeClassName } : {}),
       containers: opts.containers ?? [{ name: 'app', image: BUSYBOX, command: SLEEP_COMMAND }],
     },
   });
 }
 
-export function podYaml(name: string, image: string, opts: { namespace?: string } = {}): string {
+/** The RuntimeClass, named after its handler, a bench pod names to run on that OCI runtime. */
+export function runtimeClassYaml(handler: string): string {
+  return `apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: ${handler}\nhandler: ${handler}\n---\n`;
+}
+
+export function podYaml(name: string, image: string, opts: { namespace?: string; runtimeClassName?: string } = {}): string {
   const command = SLEEP_COMMAND.map((a) => JSON.stringify(a)).join(', ');
   return [
     'apiVersion: v1',
@@ -164,6 +170,7 @@ export function podYaml(name: string, image: string, opts: { namespace?: string 
     `  name: ${name}`,
     ...(opts.namespace ? [`  namespace: ${opts.namespace}`] : []),
     'spec:',
+    ...(opts.runtimeClassName ? [`  runtimeClassName: ${opts.runtimeClassName}`] : []),
     '  containers:',
     '  - name: app',
     `    image: ${image}`,

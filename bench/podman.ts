@@ -107,13 +107,13 @@ export class PodmanPeer {
     return run('podman', args, { env: this.env, maxBuffer: 16 * 1024 * 1024 });
   }
 
-  /** `podman kube play` of the one-container pod, timed from spawn to exit. */
-  play(): Promise<Timed> {
-    return timeProcess('podman', ['kube', 'play', '--network', PODMAN_NETWORK, this.yamlFile], { env: this.env });
+  /** `podman kube play` of the one-container pod on an OCI runtime (runc, crun), timed from spawn to exit. */
+  play(runtime = 'runc'): Promise<Timed> {
+    return timeProcess('podman', ['--runtime', runtime, 'kube', 'play', '--network', PODMAN_NETWORK, this.yamlFile], { env: this.env });
   }
 
-  async down(): Promise<void> {
-    await this.podman(['kube', 'down', this.yamlFile]).catch(() => this.podman(['pod', 'rm', '--force', '--all']));
+  async down(runtime = 'runc'): Promise<void> {
+    await this.podman(['--runtime', runtime, 'kube', 'down', this.yamlFile]).catch(() => this.podman(['pod', 'rm', '--force', '--all']));
   }
 
   /** Removes every pod and container of this private storage, then the storage itself. */

@@ -31,6 +31,7 @@ export const COMMANDS: Record<string, Command.Class> = {
   'agent:stop': lazy(() => import('./commands/agent/stop.js').then((m) => m.AgentStop)),
   'attach': lazy(() => import('./commands/attach.js').then((m) => m.Attach)),
   'bundle': lazy(() => import('./commands/bundle.js').then((m) => m.BundleCommand)),
+  'condition': lazy(() => import('./commands/condition.js').then((m) => m.Condition)),
   'cp': lazy(() => import('./commands/cp.js').then((m) => m.Cp)),
   'debug': lazy(() => import('./commands/debug.js').then((m) => m.Debug)),
   'delete': lazy(() => import('./commands/delete.js').then((m) => m.Delete)),

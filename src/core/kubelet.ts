@@ -255,6 +255,18 @@ export class Kubelet {
     this.prober.addPod(pod);
   }
 
+  /**
+   * A pod condition set from outside (a readiness gate's, as a controller patches it through the
+   * API server): recorded, and the status recomputed at once from the last runtime view.
+   */
+  setPodCondition(uid: string, c: Parameters<StatusManager['setCondition']>[1]): IPodStatus | undefined {
+    const pod = this.pods.get(uid);
+    if (!pod) return undefined;
+    this.statusManager.setCondition(uid, c, this.clock.now());
+    const runtime = this.runtimeStatuses.get(uid);
+    return runtime ? this.updateStatus(pod, runtime) : this.statusManager.get(uid);
+  }
+
   /** RECONCILE: only metadata or status moved; keep the new object, no sync needed. */
   reconcilePod(pod: IPod): void {
     if (this.desired.has(podMeta(pod).uid)) this.desired.set(podMeta(pod).uid, pod);
@@ -329,6 +341,7 @@ export class Kubelet {
       now: this.clock.now(),
       runtimeName: this.opts.runtimeName,
       lastTermination: (name) => this.terminations.get(uid, name),
+      podConditions: this.statusManager.conditions(uid),
     });
     if (pastActiveDeadline(pod, previous ?? status, this.clock.now())) {
       // The kubelet's active deadline handler: the pod fails as a whole, whatever its containers say.

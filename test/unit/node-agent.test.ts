@@ -106,6 +106,39 @@ describe('the node agent on the fake runtime', () => {
     assert.equal(sandboxesOf('web').length, 1);
   });
 
+  test('POST /v1/pods/NS/NAME/conditions sets a readiness gate\'s condition and Ready follows it; the kubelet\'s own types, bad bodies and unknown pods are refused', async () => {
+    const node = await startNode(true);
+    const gated = `${podText('gated', ['sleep', '3600'])}  readinessGates:\n  - conditionType: example.com/lb\n`;
+    node.apply([{ file: 'g.yaml', text: gated }]);
+    await until(clock, 'gated running', () => running(node, 'gated'));
+    const ready = () => podOf(node, 'gated')!.status!.conditions!.find((c) => c.type === 'Ready')!;
+    assert.deepEqual([ready().status, ready().reason], ['False', 'ReadinessGatesNotReady']);
+    const socket = join(dirs.dir, 'root', 'podctl.sock');
+    const set = (path: string, body: string) => post(socket, path, body);
+    assert.equal((await set('/v1/pods/default/gated/conditions', '{"type": "Ready", "status": "True"}')).status, 400);
+    assert.equal((await set('/v1/pods/default/gated/conditions', '{"type": "example.com/lb", "status": "yes"}')).status, 400);
+    assert.equal((await set('/v1/pods/default/gated/conditions', 'not json')).status, 400);
+    assert.equal((await set('/v1/pods/default/nosuch/conditions', '{"type": "example.com/lb", "status": "True"}')).status, 404);
+    assert.equal(ready().status, 'False', 'nothing refused changed the pod');
+    const ok = await set('/v1/pods/default/gated/conditions', '{"type": "example.com/lb", "status": "True", "reason": "Attached"}');
+    assert.equal(ok.status, 200, ok.body);
+    const answered = JSON.parse(ok.body) as IPod;
+    assert.equal(answered.status!.conditions!.find((c) => c.type === 'Ready')!.status, 'True', 'the answer carries the new Ready');
+    assert.equal(ready().status, 'True');
+    assert.equal(podOf(node, 'gated')!.status!.conditions!.find((c) => c.type === 'example.com/lb')!.reason, 'Attached');
+  });
+
+  test('the watch publishes every status a waiter needs: the settling one comes as an event, observedGeneration included, not only in a later list', async () => {
+    const node = await startNode();
+    const events: IPod[] = [];
+    const stop = node.watchPods((e) => e.type === 'MODIFIED' && events.push(e.object));
+    const [ref] = node.apply([{ file: 'a.yaml', text: podText('web', ['sleep', '3600']) }]);
+    await until(clock, 'a watch event settles web', () => events.some((p) => podProgress(ref!, p, 'running')?.ok === true));
+    const [second] = node.apply([{ file: 'b.yaml', text: podText('web', ['sleep', '4000']) }]);
+    await until(clock, 'a watch event settles the second version', () => events.some((p) => podProgress(second!, p, 'running')?.ok === true));
+    stop();
+  });
+
   test('update: the same namespace/name from another file is the same pod, its container replaced in the same sandbox', async () => {
     const node = await startNode();
     const [first] = node.apply([{ file: 'a.yaml', text: podText('web', ['sleep', '3600']) }]);

@@ -64,19 +64,19 @@ spec:
   const found = parsed.problems.map((p) => `${p.severity} ${p.file} doc${p.index + 1} ${p.field}`);
   assert.deepEqual(found.sort(), [
     'warning pod.yaml doc1 spec.containers[0].lifecycle.stopSignal',
+    'warning pod.yaml doc1 spec.containers[0].resizePolicy',
     'warning pod.yaml doc1 spec.containers[0].resources.limits["ephemeral-storage"]',
     'warning pod.yaml doc1 spec.containers[0].securityContext.appArmorProfile',
     'warning pod.yaml doc1 spec.containers[0].securityContext.seLinuxOptions',
     'warning pod.yaml doc1 spec.imagePullSecrets',
     'warning pod.yaml doc1 spec.nodeName',
-    'warning pod.yaml doc1 spec.readinessGates',
     'warning pod.yaml doc1 spec.resources',
     'warning pod.yaml doc1 spec.schedulingGates',
     'warning pod.yaml doc1 spec.securityContext.appArmorProfile',
     'warning pod.yaml doc1 spec.securityContext.seLinuxOptions',
     'warning pod.yaml doc1 spec.volumes[0].emptyDir.sizeLimit',
   ]);
-  // resizePolicy is honoured (in-place resize); the Memory emptyDir's sizeLimit is its tmpfs size.
+  // The Memory emptyDir's sizeLimit is its tmpfs size.
   assert.equal(parsed.pods.length, 1);
   assert.equal(parsed.pods[0]!.pod.spec!.nodeName, 'node-a', "the host's node name is used");
   assert.match(parsed.problems.find((p) => p.field === 'spec.nodeName')!.message, /"elsewhere" is not this host: this host's node name is used \("node-a"\)/);

@@ -74,6 +74,56 @@ export class AgentClient {
     return (await this.json<{ pods: AppliedPodRef[] }>('POST', '/v1/pods', { body: JSON.stringify({ files }), timeoutMs: 30_000 })).pods;
   }
 
+  /**
+   * GET /v1/pods?watch=1: every pod as ADDED, then each change as it happens. onEnd gets an error
+   * when the stream could not be opened or broke; cancel() ends it quietly.
+   */
+  watchPods(onEvent: (e: { type: string; object: IPod }) => void, onEnd: (err?: Error) => void): { cancel(): void } {
+    let cancelled = false;
+    let ended = false;
+    const end = (err?: Error) => {
+      if (ended || cancelled) return;
+      ended = true;
+      onEnd(err);
+    };
+    const req = request({ socketPath: this.socket, path: '/v1/pods?watch=1', method: 'GET' }, (res) => {
+      if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').includes('json')) {
+        res.resume();
+        return end(new Error(`GET /v1/pods?watch=1: HTTP ${res.statusCode}`));
+      }
+      let buffered = '';
+      res.on('data', (d: Buffer) => {
+        buffered += d.toString();
+        let nl: number;
+        while ((nl = buffered.indexOf('\n')) >= 0) {
+          const line = buffered.slice(0, nl).trim();
+          buffered = buffered.slice(nl + 1);
+          if (!line) continue;
+          try {
+            onEvent(JSON.parse(line) as { type: string; object: IPod });
+          } catch (err) {
+            req.destroy(err as Error);
+          }
+        }
+      });
+      res.on('end', () => end(new Error('the agent ended the watch')));
+      res.on('error', (err) => end(err));
+    });
+    req.on('error', (err) => end(err));
+    req.end();
+    return {
+      cancel: () => {
+        cancelled = true;
+        req.destroy();
+      },
+    };
+  }
+
+  /** Sets a pod condition (a readiness gate's); the pod as the agent now has it. */
+  setCondition(namespace: string, name: string, condition: { type: string; status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string }): Promise<IPod> {
+    return this.json('POST', `/v1/pods/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/conditions`, { body: JSON.stringify(condition) });
+  }
+
   /** Tells the agent to forget the pod; it terminates it (poll pods() for the end). */
   delete(namespace: string, name: string, gracePeriodSeconds?: number): Promise<{ uid?: string }> {
     const q = gracePeriodSeconds === undefined || gracePeriodSeconds < 0 ? '' : `?gracePeriodSeconds=${gracePeriodSeconds}`;

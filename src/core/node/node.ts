@@ -17,6 +17,7 @@ import type { PodLifecycleEvent } from '../pleg/generic.js';
 import { formatProblem } from '../pod/index.js';
 import { PodView, type PodQuery, type PodViewAnswer } from '../podview/index.js';
 import { ApiError, startStatusServer, type PodWatchEvent } from '../status/server.js';
+import { StatusManager } from '../status/manager.js';
 import type { Tracer } from '../trace.js';
 import { AppliedSource, splitApplied } from './applied.js';
 import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
@@ -256,6 +257,7 @@ export class StandaloneNode {
         watchPods: (listener) => this.watchPods(listener),
         apply: (body, contentType) => this.applyBody(body, contentType),
         remove: (namespace, name, grace) => this.delete(namespace, name, grace),
+        setCondition: async (namespace, name, body) => this.setCondition(namespace, name, body) as unknown as Record<string, unknown>,
       });
     }
     this.loop.start();
@@ -310,9 +312,24 @@ export class StandaloneNode {
 
   /** Every change of a pod's status, and its end. */
   watchPods(listener: (e: PodWatchEvent) => void): () => void {
+    // status.observedGeneration moves when a sync ends, which may change nothing else: that is a change too.
+    const sentGeneration = new Map<string, number | undefined>();
+    const send = (pod: IPod) => {
+      const uid = podMeta(pod).uid;
+      const object = this.withStatus(this.kubelet.pods.get(uid) ?? pod);
+      sentGeneration.set(uid, (object.status as { observedGeneration?: number } | undefined)?.observedGeneration);
+      listener({ type: 'MODIFIED', object });
+    };
     return this.kubelet.observe({
-      onStatus: ({ pod }) => listener({ type: 'MODIFIED', object: this.withStatus(this.kubelet.pods.get(podMeta(pod).uid) ?? pod) }),
-      onTerminated: (pod) => listener({ type: 'DELETED', object: pod }),
+      onStatus: ({ pod }) => send(pod),
+      onSynced: (pod) => {
+        const uid = podMeta(pod).uid;
+        if (this.kubelet.pods.has(uid) && sentGeneration.get(uid) !== this.observed.get(uid)) send(pod);
+      },
+      onTerminated: (pod) => {
+        sentGeneration.delete(podMeta(pod).uid);
+        listener({ type: 'DELETED', object: pod });
+      },
     });
   }
 
@@ -407,6 +424,29 @@ export class StandaloneNode {
     if (owner === RUN_SOURCE) this.merger.merge(RUN_SOURCE, this.merger.pods().filter((p) => this.merger.sourceOfName(podMeta(p).namespace!, podMeta(p).name) === RUN_SOURCE && podMeta(p).uid !== uid));
     if (!had && !uid) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
     return { apiVersion: 'v1', kind: 'Deleted', namespace, name, ...(uid ? { uid } : {}) };
+  }
+
+  /**
+   * POST /v1/pods/NS/NAME/conditions: sets a pod condition, as a controller patches one through the
+   * API server (a readiness gate's); the kubelet's own types are refused. Returns the pod.
+   */
+  setCondition(namespace: string, name: string, body: string): IPod {
+    let c: { type?: unknown; status?: unknown; reason?: unknown; message?: unknown };
+    try {
+      c = JSON.parse(body) as typeof c;
+    } catch {
+      throw new ApiError(400, 'expected a JSON condition: {"type": "...", "status": "True" | "False" | "Unknown", "reason"?, "message"?}');
+    }
+    if (typeof c !== 'object' || c === null || typeof c.type !== 'string' || !/^([a-z0-9.-]+\/)?[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(c.type)) {
+      throw new ApiError(400, 'type: expected a condition type, e.g. example.com/feature-1 (a qualified name)');
+    }
+    if (StatusManager.OWNED_CONDITIONS.has(c.type)) throw new ApiError(400, `type: ${c.type} is set by the kubelet itself; set a readiness gate's condition instead`);
+    if (c.status !== 'True' && c.status !== 'False' && c.status !== 'Unknown') throw new ApiError(400, `status: expected True, False or Unknown, got ${JSON.stringify(c.status)}`);
+    for (const f of ['reason', 'message'] as const) if (c[f] !== undefined && typeof c[f] !== 'string') throw new ApiError(400, `${f}: expected a string`);
+    const pod = [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === namespace && podMeta(p).name === name);
+    if (!pod) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
+    this.kubelet.setPodCondition(podMeta(pod).uid, { type: c.type, status: c.status, reason: c.reason as string | undefined, message: c.message as string | undefined });
+    return this.withStatus(pod);
   }
 
   /** A foreground run's pods: in memory only, never written to the applied dir. Returns those refused. */

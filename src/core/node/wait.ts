@@ -41,23 +41,46 @@ export function podProgress(ref: AppliedPodRef, pod: IPod | undefined, waitFor: 
 }
 
 /**
- * Polls the agent until every pod handed over is running (or ready), one cannot start, or the time
- * is up. Each pod is judged on the first status that settles it.
+ * Follows the agent's watch until every pod handed over is running (or ready), one cannot start, or
+ * the time is up: each pod is judged on the first status that settles it, as the agent publishes it.
+ * Should the watch break, the agent's pods are polled instead (every pollMs).
  */
 export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], opts: { waitFor: WaitFor; timeoutMs: number; clock: Clock; pollMs?: number }): Promise<PodWaitResult[]> {
   const results = new Map<string, PodWaitResult>();
   const key = (r: { namespace?: string; name?: string }) => podKey(r);
   if (opts.waitFor === 'none') return refs.map((ref) => ({ ref, ok: true }));
   const deadline = opts.clock.now() + opts.timeoutMs;
-  let last = new Map<string, IPod>();
-  for (;;) {
-    last = new Map((await client.pods()).map((p) => [key(p.metadata ?? {}), p]));
-    for (const ref of refs) {
-      if (results.has(key(ref))) continue;
-      const r = podProgress(ref, last.get(key(ref)), opts.waitFor);
-      if (r) results.set(key(ref), r);
+  const last = new Map<string, IPod>();
+  const judge = (pod: IPod) => {
+    const k = key(pod.metadata ?? {});
+    last.set(k, pod);
+    const ref = refs.find((r) => key(r) === k);
+    if (!ref || results.has(k)) return;
+    const r = podProgress(ref, pod, opts.waitFor);
+    if (r) results.set(k, r);
+  };
+  const settled = () => results.size === refs.length;
+
+  // The watch: every status the agent publishes, none missed between two polls.
+  const broke = await new Promise<boolean>((resolve) => {
+    const timer = opts.clock.setTimeout(() => finish(false), Math.max(0, deadline - opts.clock.now()));
+    const watch = client.watchPods(
+      (e) => {
+        if (e.type === 'DELETED' || !e.object) return;
+        judge(e.object);
+        if (settled()) finish(false);
+      },
+      () => finish(true),
+    );
+    function finish(brokeOff: boolean) {
+      opts.clock.clearTimeout(timer);
+      watch.cancel();
+      resolve(brokeOff);
     }
-    if (results.size === refs.length || opts.clock.now() >= deadline) break;
+  });
+  while (broke && !settled() && opts.clock.now() < deadline) {
+    for (const p of await client.pods()) judge(p);
+    if (settled()) break;
     await new Promise((r) => opts.clock.setTimeout(() => r(undefined), opts.pollMs ?? 250));
   }
   return refs.map((ref) => {

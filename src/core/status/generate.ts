@@ -25,6 +25,22 @@ export interface StatusInputs {
   runtimeName?: string;
   /** A container's last termination as recorded on disk: Last State once GC removed that instance. */
   lastTermination?: (containerName: string) => IContainerStateTerminated | undefined;
+  /** Conditions set from outside the kubelet (readiness gates'), as an API client patches them in. */
+  podConditions?: IPodCondition[];
+}
+
+/**
+ * The kubelet's readiness gate check (GeneratePodReadyCondition): each gate's condition must be
+ * present and True; its words when one is not.
+ */
+export function readinessGateProblems(pod: IPod, conditions: IPodCondition[]): string[] {
+  const out: string[] = [];
+  for (const gate of pod.spec?.readinessGates ?? []) {
+    const c = conditions.find((x) => x.type === gate.conditionType);
+    if (!c) out.push(`corresponding condition of pod readiness gate "${gate.conditionType}" does not exist.`);
+    else if (c.status !== 'True') out.push(`the status of pod readiness gate "${gate.conditionType}" is not "True", but ${c.status}`);
+  }
+  return out;
 }
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined || ms <= 0 ? undefined : new Date(ms).toISOString());
@@ -141,12 +157,18 @@ export function generatePodStatus(inputs: StatusInputs): IPodStatus {
   const notReady = [...sidecarStatuses, ...statuses].filter((s) => !s.ready).map((s) => s.name);
   const containersReady = notReady.length === 0 && phase !== 'Succeeded' && phase !== 'Failed';
   const notReadyMessage = `containers with unready status: [${notReady.join(' ')}]`;
+  const external = inputs.podConditions ?? [];
+  const gates = containersReady ? readinessGateProblems(pod, external) : [];
+  const readyCondition = containersReady
+    ? condition('Ready', gates.length === 0, now, previous, 'ReadinessGatesNotReady', gates.join(', '))
+    : condition('Ready', false, now, previous, phase === 'Succeeded' ? 'PodCompleted' : 'ContainersNotReady', notReadyMessage);
   const conditions: IPodCondition[] = [
     condition('PodReadyToStartContainers', runtime.sandboxes.some((s) => s.state === 'ready'), now, previous),
     condition('Initialized', initialized, now, previous, 'ContainersNotInitialized', 'containers with incomplete status'),
-    condition('Ready', containersReady, now, previous, phase === 'Succeeded' ? 'PodCompleted' : 'ContainersNotReady', notReadyMessage),
+    readyCondition,
     condition('ContainersReady', containersReady, now, previous, phase === 'Succeeded' ? 'PodCompleted' : 'ContainersNotReady', notReadyMessage),
     condition('PodScheduled', true, now, previous),
+    ...external,
   ];
 
   const startTime =

@@ -1,4 +1,4 @@
-import type { IPodStatus } from 'kubernetes-models/v1';
+import type { IPodCondition, IPodStatus } from 'kubernetes-models/v1';
 import type { WaitingReason } from './generate.js';
 
 /**
@@ -9,6 +9,35 @@ import type { WaitingReason } from './generate.js';
 export class StatusManager {
   private readonly statuses = new Map<string, IPodStatus>();
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
+  private readonly external = new Map<string, Map<string, IPodCondition>>();
+
+  /**
+   * The kubelet-owned condition types: a client may set any other (a readiness gate's), as it may
+   * patch a pod's status conditions through the API server.
+   */
+  static readonly OWNED_CONDITIONS = new Set(['PodScheduled', 'PodReadyToStartContainers', 'Initialized', 'ContainersReady', 'Ready', 'DisruptionTarget']);
+
+  /** Sets a condition from outside (kept while the pod lives); its transition time moves only when its status does. */
+  setCondition(uid: string, c: { type: string; status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string }, now: number): IPodCondition {
+    let known = this.external.get(uid);
+    if (!known) this.external.set(uid, (known = new Map()));
+    const prev = known.get(c.type);
+    const next: IPodCondition = {
+      type: c.type,
+      status: c.status,
+      lastProbeTime: null as unknown as undefined,
+      lastTransitionTime: prev && prev.status === c.status ? prev.lastTransitionTime : new Date(now).toISOString(),
+      ...(c.reason ? { reason: c.reason } : {}),
+      ...(c.message ? { message: c.message } : {}),
+    };
+    known.set(c.type, next);
+    return next;
+  }
+
+  /** The conditions set from outside, in the order first set. */
+  conditions(uid: string): IPodCondition[] {
+    return [...(this.external.get(uid)?.values() ?? [])];
+  }
 
   get(uid: string): IPodStatus | undefined {
     return this.statuses.get(uid);
@@ -45,5 +74,6 @@ export class StatusManager {
   forget(uid: string): void {
     this.statuses.delete(uid);
     this.waiting.delete(uid);
+    this.external.delete(uid);
   }
 }

@@ -38,6 +38,8 @@ export interface StatusSource {
   watchPods?: (listener: (e: PodWatchEvent) => void) => () => void;
   /** POST /v1/pods: manifest documents handed to the agent; the keys (namespace/name) of its pods. Throws ApiError. */
   apply?: (body: string, contentType: string) => Promise<Record<string, unknown>>;
+  /** POST /v1/pods/NS/NAME/conditions: sets a pod condition (a readiness gate's); the pod. Throws ApiError. */
+  setCondition?: (namespace: string, name: string, body: string) => Promise<Record<string, unknown>>;
   /** DELETE /v1/pods/NS/NAME: the agent forgets the pod and terminates it. Throws ApiError. */
   remove?: (namespace: string, name: string, gracePeriodSeconds?: number) => Promise<Record<string, unknown>>;
 }
@@ -91,7 +93,8 @@ function servePods(req: IncomingMessage, res: ServerResponse, url: URL, source: 
 
 /**
  * The agent's API on a unix socket private to the user (0600). Versioned under /v1: GET healthz, pods
- * (a v1 PodList; ?watch=1 streams JSON lines), events (a v1 EventList), metrics, agent; POST pods;
+ * (a v1 PodList; ?watch=1 streams JSON lines), events (a v1 EventList), metrics, agent; POST pods and
+ * pods/NS/NAME/conditions;
  * DELETE pods/NS/NAME. The unversioned GET /healthz, /pods, /events and /metrics answer as before.
  */
 export async function startStatusServer(socket: string, source: StatusSource, limits: ServerLimits = {}): Promise<Server> {
@@ -122,6 +125,14 @@ export async function startStatusServer(socket: string, source: StatusSource, li
     if (versioned && req.method === 'POST' && path === '/pods' && source.apply) {
       readBody(req)
         .then((body) => source.apply!(body, req.headers['content-type'] ?? ''))
+        .then((r) => json(res, 200, r))
+        .catch((err: unknown) => fail(res, err));
+      return;
+    }
+    const conditionsPath = /^\/pods\/([^/]+)\/([^/]+)\/conditions$/.exec(path);
+    if (versioned && req.method === 'POST' && conditionsPath && source.setCondition) {
+      readBody(req, 64 << 10)
+        .then((body) => source.setCondition!(decodeURIComponent(conditionsPath[1]!), decodeURIComponent(conditionsPath[2]!), body))
         .then((r) => json(res, 200, r))
         .catch((err: unknown) => fail(res, err));
       return;

@@ -1,0 +1,94 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { IPod } from 'kubernetes-models/v1';
+import { realClock } from '../../src/core/clock.js';
+import { AgentClient } from '../../src/core/node/client.js';
+import { waitForPods } from '../../src/core/node/wait.js';
+import { scratchDir } from '../support/e2e.js';
+
+const ref = { namespace: 'default', name: 'web', uid: 'u1', generation: 1 };
+
+function pod(state: 'waiting' | 'running' | 'crash', generation = 1): IPod {
+  const s = state === 'running' ? { running: { startedAt: '2026-11-24T00:00:00Z' } } : { waiting: { reason: state === 'crash' ? 'CrashLoopBackOff' : 'ContainerCreating' } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'default', uid: 'u1' },
+    spec: { containers: [{ name: 'app', image: 'busybox' }] },
+    status: { phase: state === 'running' ? 'Running' : 'Pending', observedGeneration: generation, containerStatuses: [{ name: 'app', image: 'busybox', imageID: '', ready: false, restartCount: 0, state: s }] } as IPod['status'],
+  };
+}
+
+/** A stand-in agent socket: the watch gets the lines `script` writes; /v1/pods lists `listed`. */
+async function fakeAgent(dir: string, script: (res: ServerResponse) => void, opts: { watch?: boolean; listed?: IPod[] } = {}): Promise<{ client: AgentClient; server: Server; polls: () => number }> {
+  let polls = 0;
+  const server = createServer((req, res) => {
+    if (req.url === '/v1/pods?watch=1') {
+      if (opts.watch === false) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      script(res);
+      return;
+    }
+    if (req.url?.startsWith('/v1/pods')) {
+      polls++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'PodList', items: opts.listed ?? [] }));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((r) => server.listen(join(dir, 'podctl.sock'), r));
+  return { client: new AgentClient(dir), server, polls: () => polls };
+}
+
+const line = (type: string, object: IPod) => `${JSON.stringify({ type, object })}\n`;
+
+test('waitForPods settles each pod on the first status the watch publishes that settles it, without polling', async () => {
+  const dir = scratchDir('agent-wait');
+  // Running for a moment, then crashing: the first settling status (Running) is the answer.
+  const agent = await fakeAgent(dir.dir, (res) => {
+    res.write(line('ADDED', pod('waiting')));
+    setTimeout(() => res.write(line('MODIFIED', pod('running')) + line('MODIFIED', pod('crash'))), 20);
+  });
+  try {
+    const [r] = await waitForPods(agent.client, [ref], { waitFor: 'running', timeoutMs: 10_000, clock: realClock });
+    assert.equal(r!.ok, true);
+    assert.equal(r!.pod?.status?.phase, 'Running');
+    assert.equal(agent.polls(), 0);
+  } finally {
+    agent.server.closeAllConnections();
+    agent.server.close();
+    dir.cleanup();
+  }
+});
+
+test("a status of an older generation settles nothing; a pod that cannot start fails at once with its reason", async () => {
+  const dir = scratchDir('agent-wait');
+  const agent = await fakeAgent(dir.dir, (res) => {
+    res.write(line('ADDED', pod('running', 0)));
+    setTimeout(() => res.write(line('MODIFIED', pod('crash'))), 20);
+  });
+  try {
+    const [r] = await waitForPods(agent.client, [ref], { waitFor: 'running', timeoutMs: 10_000, clock: realClock });
+    assert.deepEqual([r!.ok, r!.reason], [false, 'CrashLoopBackOff']);
+  } finally {
+    agent.server.closeAllConnections();
+    agent.server.close();
+    dir.cleanup();
+  }
+});
+
+test('an agent without the watch is polled instead', async () => {
+  const dir = scratchDir('agent-wait');
+  const agent = await fakeAgent(dir.dir, () => undefined, { watch: false, listed: [pod('running')] });
+  try {
+    const [r] = await waitForPods(agent.client, [ref], { waitFor: 'running', timeoutMs: 10_000, clock: realClock, pollMs: 10 });
+    assert.equal(r!.ok, true);
+    assert.ok(agent.polls() >= 1);
+  } finally {
+    agent.server.closeAllConnections();
+    agent.server.close();
+    dir.cleanup();
+  }
+});
