@@ -42,6 +42,17 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     logs.cleanup();
   });
 
+  /** Moves the injected clock whenever the CRI round trips have settled, until the promise ends. */
+  async function settledOnClock<T>(done: Promise<T>): Promise<T> {
+    let settled = false;
+    void done.finally(() => (settled = true));
+    while (!settled) {
+      await new Promise((r) => setTimeout(r, 2));
+      clock.advance(250);
+    }
+    return done;
+  }
+
   const writes = () => WRITES.reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
   const app = (s: IPodStatus) => s.containerStatuses![0]!;
   const statusOf = (p: IPod) => kubelet.statusManager.get(p.metadata!.uid!)!;
@@ -135,15 +146,7 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
   test('runOnce: a pod that completes counts as done; one that cannot pull fails after its retries', async () => {
     const ok = pod('job', '  - {name: app, image: busybox:1.36, command: [sh, -c, "exit 0"]}\n', 'Never');
     const bad = pod('nopull', '  - {name: app, image: registry.example/nosuch:1}\n');
-    const done = runOnce(kubelet, [ok, bad], { clock, maxRetries: 3, retryDelayMs: 1000 });
-    // Move the injected clock whenever the CRI round trips have settled, until RunOnce ends.
-    let settled = false;
-    void done.finally(() => (settled = true));
-    while (!settled) {
-      await new Promise((r) => setTimeout(r, 2));
-      clock.advance(250);
-    }
-    const [a, b] = await done;
+    const [a, b] = await settledOnClock(runOnce(kubelet, [ok, bad], { clock, maxRetries: 3, retryDelayMs: 1000 }));
     assert.equal(a!.ok, true);
     assert.equal(a!.status?.phase, 'Succeeded');
     assert.equal(b!.ok, false);
@@ -157,14 +160,7 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
   test('runOnce: a pod whose sandbox cannot be made ends naming the sync error, not only ContainerCreating', async () => {
     const p = pod('nosandbox', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
     (p.spec as { runtimeClassName?: string }).runtimeClassName = 'ghost';
-    const done = runOnce(kubelet, [p], { clock, maxRetries: 2, retryDelayMs: 1000 });
-    let settled = false;
-    void done.finally(() => (settled = true));
-    while (!settled) {
-      await new Promise((r) => setTimeout(r, 2));
-      clock.advance(250);
-    }
-    const [r] = await done;
+    const [r] = await settledOnClock(runOnce(kubelet, [p], { clock, maxRetries: 2, retryDelayMs: 1000 }));
     assert.equal(r!.ok, false);
     assert.equal(r!.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
     assert.match(r!.message!, /^containers not running after 2 retries: app: ContainerCreating: .*runtimeclass\.node\.k8s\.io "ghost" not found/);
@@ -174,14 +170,7 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
 
   test('runOnce: a pod whose ConfigMap no document provides fails after its first sync, in the kubelet\'s words, not after its retries', async () => {
     const p = pod('nocm', '  - name: app\n    image: busybox:1.36\n    env: [{name: A, valueFrom: {configMapKeyRef: {name: settings, key: a}}}]\n');
-    const done = runOnce(kubelet, [p], { clock, maxRetries: 10, retryDelayMs: 1000, neverStarts: (x) => missingReferences(x, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret') });
-    let settled = false;
-    void done.finally(() => (settled = true));
-    while (!settled) {
-      await new Promise((r) => setTimeout(r, 2));
-      clock.advance(250);
-    }
-    const [r] = await done;
+    const [r] = await settledOnClock(runOnce(kubelet, [p], { clock, maxRetries: 10, retryDelayMs: 1000, neverStarts: (x) => missingReferences(x, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret') }));
     assert.equal(r!.ok, false);
     assert.equal(r!.attempts, 1, 'failed after the first sync');
     assert.equal(r!.reason, 'CreateContainerConfigError');
