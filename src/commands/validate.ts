@@ -28,7 +28,7 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Validate);
     let findings: ManifestProblem[];
-    let counts = { pods: 0, configMaps: 0, secrets: 0 };
+    let counts = { pods: 0, configMaps: 0, secrets: 0, runtimeClasses: 0 };
     try {
       const set = await loadManifests(argv as string[], { nodeName: hostname(), readStdin });
       findings = [...set.warnings];
@@ -40,7 +40,7 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
         const file = lp.source.kind === 'file' ? relative(process.cwd(), lp.source.path) || lp.source.path : '<stdin>';
         findings.push({ file, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field: 'spec.containers[].resources.requests', message: `never fits this host: ${r.reason}: ${r.message}`, severity: 'warning' });
       }
-      counts = { pods: set.pods.length, configMaps: set.configMaps.length, secrets: set.secrets.length };
+      counts = { pods: set.pods.length, configMaps: set.configMaps.length, secrets: set.secrets.length, runtimeClasses: set.runtimeClasses.length };
     } catch (err) {
       if (!(err instanceof ManifestError)) throw err;
       findings = [...err.problems, ...err.warnings].sort((a, b) => a.file.localeCompare(b.file) || a.index - b.index);
@@ -54,7 +54,7 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
       this.log(
         errors
           ? `${errors} error(s), ${warnings} warning(s): podctl would refuse these manifests`
-          : `valid: ${counts.pods} pod(s), ${counts.configMaps} ConfigMap(s), ${counts.secrets} Secret(s); ${warnings} warning(s)`,
+          : `valid: ${counts.pods} pod(s), ${counts.configMaps} ConfigMap(s), ${counts.secrets} Secret(s)${counts.runtimeClasses ? `, ${counts.runtimeClasses} RuntimeClass(es)` : ''}; ${warnings} warning(s)`,
       );
     }
     if (errors) throw new PodctlError(`${errors} error(s) in ${(argv as string[]).join(', ')}`, { exitCode: 1 });

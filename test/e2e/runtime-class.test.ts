@@ -37,6 +37,8 @@ after(async () => {
 test('a RuntimeClass in the manifests picks the OCI runtime: crun and runc side by side, and --runtime-handler for pods that name none', async () => {
   const file = join(dir.dir, 'classes.yaml');
   writeFileSync(file, [runtimeClass('fast', 'crun'), runtimeClass('classic', 'runc'), pod('on-crun', 'fast'), pod('on-runc', 'classic'), pod('default-crun')].join('---\n'));
+  const v = podctl(['validate', file]);
+  assert.match(v.stdout, /^valid: 3 pod\(s\), 0 ConfigMap\(s\), 0 Secret\(s\), 2 RuntimeClass\(es\); 0 warning\(s\)$/m);
   const r = podctl(['sync-once', file, '--runtime-handler', 'crun', ...common], { timeoutMs: 180_000 });
   assert.equal(r.code, 0, r.stdout + r.stderr);
   const crun = await sandboxOf('on-crun');
