@@ -216,6 +216,10 @@ export class FakeRuntime {
     this.state.exitContainer(containerId, exitCode, opts);
   }
 
+  relabelExit(containerId: string, reason: string): void {
+    this.state.relabelExit(containerId, reason);
+  }
+
   /** Replaces the default (commands like `sh -c 'exit 3'` or `true` exit at once); return undefined to keep running. */
   setContainerBehaviour(match: (config: ContainerConfig__Output) => { exitCode: number; afterMs?: number } | undefined): void {
     this.state.behaviour = match;

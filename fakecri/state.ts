@@ -527,6 +527,14 @@ export class RuntimeState {
     this.exit(c, exitCode, opts.reason ?? '', opts.message ?? '');
   }
 
+  /** An exited container's reason set afterwards, as containerd's CRI records an OOM kill from a TaskOOM handled after the exit. */
+  relabelExit(id: string, reason: string): void {
+    const c = this.getContainer(id);
+    if (c.state !== 'CONTAINER_EXITED') throw new Error(`fake runtime: container ${id} is ${c.state}, not exited`);
+    c.reason = reason;
+    c.wire = undefined;
+  }
+
   stopContainer(id: string, timeoutSeconds: number): void {
     const c = this.getContainer(id);
     // SIGTERM honoured within the grace period, else SIGKILL. Stopping a created or exited container is a no-op.

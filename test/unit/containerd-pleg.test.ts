@@ -115,6 +115,27 @@ test('Subscribe filters: the mapped topics in the k8s.io namespace; an envelope 
   assert.equal(toContainerdEvent({ topic: '/snapshot/prepare', event: {} }), undefined);
 });
 
+test('an OOM kill: after TaskOOM, the exit is reported once the CRI records OOMKilled, so the first status of the death has its reason', async () => {
+  const t = await setup();
+  try {
+    const { app } = await startWithPod(t);
+    t.events.send({ topic: '/tasks/start', containerId: app });
+    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
+    t.events.send({ topic: '/tasks/oom', containerId: app });
+    // The exit lands in the CRI as Error first; its TaskOOM handler relabels it a moment later.
+    t.fake.exitContainer(app, 137, { reason: 'Error' });
+    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 137 });
+    await turns();
+    assert.equal(count(t.seen, 'ContainerDied', app), 0, 'not reported while the CRI still says Error');
+    t.fake.relabelExit(app, 'OOMKilled');
+    t.clock.advance(REREAD_DELAYS_MS[0]!);
+    await until('ContainerDied', () => count(t.seen, 'ContainerDied', app) === 1);
+    assert.equal(t.pleg.cache.get(uid)?.containers[0]?.reason, 'OOMKilled');
+  } finally {
+    await t.cleanup();
+  }
+});
+
 test('containerd-events PLEG: a task exit refreshes its pod and gives one ContainerDied, without a relist; the next relist does not repeat it', async () => {
   const t = await setup();
   try {

@@ -69,6 +69,8 @@ export class ContainerdPleg implements Pleg {
   private stableTimer?: TimerHandle;
   /** Containers and sandboxes found not to be ours (another client's, or not podctl's). */
   private readonly foreign = new Set<string>();
+  /** Containers containerd reported OOM-killed (TaskOOM comes before their TaskExit). */
+  private readonly oomKilled = new Set<string>();
   private readonly genericPeriodMs: number;
 
   constructor(private readonly opts: ContainerdPlegOptions) {
@@ -205,14 +207,36 @@ export class ContainerdPleg implements Pleg {
   private async handle(event: ContainerdEvent): Promise<void> {
     // An exec's exit (a probe's ExecSync, podctl exec) says nothing of the container.
     if (event.execId) return;
+    if (event.topic === '/tasks/oom') {
+      if (this.oomKilled.size > 10_000) this.oomKilled.clear();
+      this.oomKilled.add(event.containerId);
+      return;
+    }
     const pod = await this.podOf(event.containerId);
     if (!pod) return;
+    if (event.topic === '/tasks/exit' && this.oomKilled.delete(event.containerId)) await this.untilOomRecorded(event.containerId);
     const done = expected(event);
     for (let attempt = 0; ; attempt++) {
       if (!this.running || this.fellBack) return;
       await this.opts.generic.refreshPod(pod.uid, pod.name, pod.namespace);
       if (!done || done(this.opts.generic.stateOf(event.containerId)) || attempt >= REREAD_DELAYS_MS.length) return;
       await new Promise<void>((resolve) => this.later(REREAD_DELAYS_MS[attempt]!, resolve));
+    }
+  }
+
+  /**
+   * The CRI plugin records an OOM kill's reason from the same TaskOOM, after TaskExit may reach us:
+   * the pod's status is read only once ContainerStatus says OOMKilled (or the re-reads run out),
+   * so that the first status of the exit has its reason, not Error.
+   */
+  private async untilOomRecorded(containerId: string): Promise<void> {
+    // At most about 2 s, as the kubelet's own OOM settle.
+    for (const delay of [0, ...REREAD_DELAYS_MS.slice(0, -1)]) {
+      if (delay) await new Promise<void>((resolve) => this.later(delay, resolve));
+      if (!this.running || this.fellBack) return;
+      const c = (await this.opts.runtime.containerStatus(containerId).catch(() => undefined))?.status;
+      // Gone, or the reason is there; still running (the CRI lags) or exited as Error: read again.
+      if (!c || c.reason === 'OOMKilled') return;
     }
   }
 }
