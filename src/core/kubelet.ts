@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
@@ -8,7 +9,8 @@ import { StatusManager } from './status/manager.js';
 import { isTerminalPhase, statusSummary } from './status/phase.js';
 import { EventRecorder } from './events.js';
 import { ObjectStore } from './objects.js';
-import { VolumeManager } from './volumes/index.js';
+import { PLUGIN_DIRS, VolumeManager } from './volumes/index.js';
+import { emptyDirOverLimit, limitedEmptyDirs } from './eviction/local-storage.js';
 import { cpus, totalmem } from 'node:os';
 import type { Metrics } from './metrics.js';
 import { EventedPleg, type Pleg } from './pleg/evented.js';
@@ -117,6 +119,9 @@ export class Kubelet {
   readonly statusManager = new StatusManager();
   /** Last runtime view per pod UID (the podCache). */
   readonly runtimeStatuses = new Map<string, RuntimePodStatus>();
+  private readonly volumes?: VolumeManager;
+  /** Pods the eviction manager evicted, with its message: they end Failed, reason Evicted. */
+  private readonly evictions = new Map<string, string>();
   /** The kubelet's events per pod (what `describe` lists). */
   readonly events: EventRecorder;
   /** Liveness, readiness and startup probes of the desired pods. */
@@ -166,6 +171,7 @@ export class Kubelet {
       owns: (c) => this.pods.has(c.labels[POD_UID_LABEL] ?? ''),
     });
     const node = { nodeName: opts.nodeName, hostIP: opts.hostIP, cpuCores: cpus().length, memoryBytes: totalmem() };
+    this.volumes = opts.rootDir ? new VolumeManager({ rootDir: opts.rootDir, objects: this.objects, node }) : undefined;
     this.runtimeManager = new RuntimeManager({
       runtime: opts.runtime,
       images: opts.images,
@@ -181,7 +187,7 @@ export class Kubelet {
       allowPrivileged: opts.allowPrivileged,
       containerGC: opts.containerGC,
       node,
-      volumes: opts.rootDir ? new VolumeManager({ rootDir: opts.rootDir, objects: this.objects, node }) : undefined,
+      volumes: this.volumes,
     });
     this.prober = new ProberManager({
       clock: opts.clock,
@@ -349,6 +355,12 @@ export class Kubelet {
       status.reason = DEADLINE_EXCEEDED;
       status.message = 'Pod was active on the node longer than the specified deadline';
     }
+    const evicted = this.evictions.get(uid);
+    if (evicted !== undefined || previous?.reason === EVICTED) {
+      status.phase = 'Failed';
+      status.reason = EVICTED;
+      status.message = evicted ?? previous!.message;
+    }
     this.terminations.remember(uid, status);
     this.statusManager.set(uid, status);
     const added = this.addedAt.get(uid);
@@ -416,8 +428,28 @@ export class Kubelet {
       return undefined;
     });
     if (images?.removed.length) result.images = images;
+    await this.evictForLocalStorage();
     result.durationMs = this.clock.now() - started;
     return result;
+  }
+
+  /**
+   * The kubelet eviction manager's local storage check, for emptyDir: a pod whose disk emptyDir
+   * outgrows its sizeLimit is evicted (killed, Failed with reason Evicted and the kubelet's message).
+   */
+  private async evictForLocalStorage(): Promise<void> {
+    const volumes = this.volumes;
+    if (!volumes) return;
+    for (const [uid, pod] of this.pods) {
+      if (this.evictions.has(uid) || limitedEmptyDirs(pod).length === 0) continue;
+      const status = this.statusManager.get(uid);
+      if (status && isTerminalPhase(status.phase)) continue;
+      const message = await emptyDirOverLimit(pod, (name) => join(volumes.volumesDir(uid), PLUGIN_DIRS.emptyDir, name)).catch(() => undefined);
+      if (!message) continue;
+      this.evictions.set(uid, message);
+      this.events.record(podRef(pod), 'Warning', EVICTED, message);
+      this.workers.requeueAfter(uid, 0);
+    }
   }
 
   /**
@@ -448,10 +480,11 @@ export class Kubelet {
     const uid = podMeta(pod).uid;
     const before = await this.statusForSync(pod);
     const current = this.updateStatus(pod, before);
-    const deadline = current.reason === DEADLINE_EXCEEDED;
-    if (deadline && before.containers.some((c) => c.state === 'running')) {
+    if (current.reason === DEADLINE_EXCEEDED && before.containers.some((c) => c.state === 'running')) {
       this.events.record(podRef(pod), 'Normal', DEADLINE_EXCEEDED, current.message!);
     }
+    // Past its deadline or evicted, a pod is killed whatever its restart policy says.
+    const deadline = current.reason === DEADLINE_EXCEEDED || current.reason === EVICTED;
     if (deadline || (isTerminalPhase(current.phase) && !before.containers.some((c) => c.state === 'running'))) {
       // A finished pod keeps its containers for logs but releases its sandbox.
       this.prober.removePod(uid);
@@ -491,6 +524,7 @@ export class Kubelet {
     await this.runtimeManager.removePod(status);
     this.desired.delete(uid);
     this.statusManager.forget(uid);
+    this.evictions.delete(uid);
     this.runtimeStatuses.delete(uid);
     this.lastSyncEnd.delete(uid);
     this.readRuntimeNext.delete(uid);
@@ -506,6 +540,7 @@ export class Kubelet {
 
 const OOM_SETTLE_MS = 500;
 const DEADLINE_EXCEEDED = 'DeadlineExceeded';
+const EVICTED = 'Evicted';
 
 /** How long until spec.activeDeadlineSeconds runs out, counted from the status' startTime. */
 function activeDeadlineLeftMs(pod: IPod, status: IPodStatus, now: number): number | undefined {

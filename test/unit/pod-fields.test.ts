@@ -74,7 +74,6 @@ spec:
     'warning pod.yaml doc1 spec.schedulingGates',
     'warning pod.yaml doc1 spec.securityContext.appArmorProfile',
     'warning pod.yaml doc1 spec.securityContext.seLinuxOptions',
-    'warning pod.yaml doc1 spec.volumes[0].emptyDir.sizeLimit',
   ]);
   // The Memory emptyDir's sizeLimit is its tmpfs size.
   assert.equal(parsed.pods.length, 1);

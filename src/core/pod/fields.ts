@@ -136,9 +136,7 @@ const table: Record<string, FieldFate> = {
   'spec.volumes.name': honoured('volumes/manager'),
   'spec.volumes.emptyDir': honoured('volumes/manager'),
   'spec.volumes.emptyDir.medium': honoured('volumes/manager'),
-  'spec.volumes.emptyDir.sizeLimit': honoured('volumes/manager (the tmpfs size for medium: Memory)', {
-    onDisk: { fate: 'warned', when: 'on disk (no medium)', reason: 'not enforced on disk: podctl does not evict a pod whose emptyDir outgrows it' },
-  }),
+  'spec.volumes.emptyDir.sizeLimit': honoured('volumes/manager (the tmpfs size for medium: Memory), eviction/local-storage (on disk: the pod is evicted once the emptyDir outgrows it)'),
   'spec.volumes.hostPath': honoured('volumes/manager'),
   'spec.volumes.hostPath.path': honoured('volumes/manager'),
   'spec.volumes.hostPath.type': honoured('volumes/manager'),

@@ -339,8 +339,6 @@ function singleHostProblems(doc: Record<string, unknown>, spec: Record<string, u
       // Types the schema does not know are reported as unknown fields; the table has the rest.
       if (!VOLUME_TYPES.has(t) && !(t in (FIELD_TYPES.IVolume ?? {}))) out.push({ field: `spec.volumes[${i}].${t}`, message: `${t} volumes are not supported on a single host`, severity: 'error' });
     }
-    const ed = (v as { emptyDir?: { medium?: unknown; sizeLimit?: unknown } }).emptyDir;
-    if (isObject(ed) && ed.sizeLimit !== undefined && ed.medium !== 'Memory') except('spec.volumes.emptyDir.sizeLimit', 'onDisk', `spec.volumes[${i}].emptyDir.sizeLimit`);
   });
   for (const [c, path] of containers) {
     if (!isObject(c)) continue;

@@ -1,0 +1,76 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FakeClock } from '../../src/core/clock.js';
+import { CriClient } from '../../src/core/cri/client.js';
+import { FakeRuntime } from '../../fakecri/index.js';
+import { Kubelet } from '../../src/core/kubelet.js';
+import { limitedEmptyDirs } from '../../src/core/eviction/local-storage.js';
+import { parseManifestText } from '../../src/core/pod/index.js';
+import { podMeta } from '../../src/core/util/pod-key.js';
+import { scratchDir } from '../support/e2e.js';
+
+let fake: FakeRuntime;
+let client: CriClient;
+const clock = new FakeClock();
+const dir = scratchDir('eviction');
+
+before(async () => {
+  fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
+  client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+});
+after(async () => {
+  client.close();
+  await fake.stop();
+  dir.cleanup();
+});
+
+const containersOf = (name: string) => fake.containers().filter((c) => fake.sandboxes().some((s) => s.id === c.podSandboxId && s.metadata.name === name));
+
+const pod = (name: string) =>
+  parseManifestText(
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    volumeMounts: [{name: scratch, mountPath: /scratch}]\n  volumes:\n  - {name: scratch, emptyDir: {sizeLimit: 64Ki}}\n`,
+    { kind: 'file', path: `/unit/${name}.yaml` },
+    { nodeName: 'unit' },
+  ).pods[0]!.pod;
+
+test('only disk emptyDirs with a sizeLimit are measured (a Memory one is a tmpfs of that size)', () => {
+  const p = parseManifestText(
+    'apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n  containers: [{name: app, image: busybox:1.36}]\n  volumes:\n  - {name: disk, emptyDir: {sizeLimit: 1Mi}}\n  - {name: ram, emptyDir: {medium: Memory, sizeLimit: 1Mi}}\n  - {name: free, emptyDir: {}}\n',
+    { kind: 'file', path: '/unit/m.yaml' },
+    { nodeName: 'unit' },
+  ).pods[0]!.pod;
+  assert.deepEqual(limitedEmptyDirs(p), [{ name: 'disk', limit: '1Mi', bytes: 1024 * 1024 }]);
+});
+
+test('an emptyDir on disk past its sizeLimit gets its pod evicted at housekeeping: killed, Failed, reason Evicted, the kubelet\'s message; one within its limit is kept', async () => {
+  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: join(dir.dir, 'logs'), rootDir: join(dir.dir, 'root'), nodeName: 'unit' });
+  const big = pod('big');
+  const small = pod('small');
+  const statusOf = (p: typeof big) => kubelet.statusManager.get(podMeta(p).uid);
+  for (const p of [big, small]) kubelet.addOrUpdatePod(p);
+  await kubelet.workers.waitIdle();
+  assert.deepEqual([statusOf(big)?.phase, statusOf(small)?.phase], ['Running', 'Running']);
+  const scratchOf = (p: typeof big) => join(dir.dir, 'root', 'pods', podMeta(p).uid, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+  writeFileSync(join(scratchOf(big), 'fill'), Buffer.alloc(256 * 1024, 1));
+  writeFileSync(join(scratchOf(small), 'note'), 'a few bytes');
+  await kubelet.housekeeping();
+  // Housekeeping queues the evicted pod's sync at once (the loop's next sync tick takes it): that sync kills it.
+  await kubelet.syncPod(big, 'sync');
+  await kubelet.syncPod(small, 'sync');
+  assert.ok(containersOf('big').every((c) => c.state === 'CONTAINER_EXITED'), 'its containers are killed');
+
+  const status = statusOf(big)!;
+  assert.deepEqual([status.phase, status.reason, status.message], ['Failed', 'Evicted', 'Usage of EmptyDir volume "scratch" exceeds the limit "64Ki". ']);
+  assert.ok(containersOf('big').length > 0);
+  assert.ok(kubelet.events.all().some((e) => e.reason === 'Evicted' && e.message === status.message));
+  assert.equal(statusOf(small)!.phase, 'Running');
+  assert.ok(containersOf('small').some((c) => c.state === 'CONTAINER_RUNNING'));
+  // Once evicted, a pod stays Failed: a later status keeps the reason.
+  await kubelet.syncPod(big, 'sync').catch(() => undefined);
+  assert.equal(statusOf(big)!.reason, 'Evicted');
+  for (const p of [big, small]) kubelet.removePod(podMeta(p).uid, 0);
+  await kubelet.workers.waitIdle();
+  assert.equal(fake.sandboxes().filter((s) => s.state === 'SANDBOX_READY').length, 0);
+});
