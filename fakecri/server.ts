@@ -23,6 +23,8 @@ export interface FakeRuntimeOptions {
   images?: string[];
   /** What PullImage can find; default any name containing 'busybox' or 'pause'. */
   registry?: string[];
+  /** Registry hosts that want credentials, e.g. {'127.0.0.1:5055': {username, password}}: a pull without them fails 401 as containerd words it. */
+  registryAuth?: Record<string, { username: string; password: string }>;
   networkReady?: boolean;
   /** Pod IPs are `${ipPrefix}x.y`; default '10.99.'. */
   ipPrefix?: string;
@@ -462,6 +464,18 @@ export class FakeRuntime {
         const ref = req.image?.image ?? '';
         if (!ref) throw new FakeCriError(grpc.status.INVALID_ARGUMENT, 'failed to parse image reference "": invalid reference format');
         const normalized = normalizeImageRef(ref);
+        const host = normalized.split('/')[0]!;
+        const wanted = this.opts.registryAuth?.[host];
+        if (wanted) {
+          const given = req.auth?.auth ? Buffer.from(req.auth.auth, 'base64').toString('utf8') : `${req.auth?.username ?? ''}:${req.auth?.password ?? ''}`;
+          if (given !== `${wanted.username}:${wanted.password}`) {
+            const tag = normalized.slice(normalized.lastIndexOf(':') + 1);
+            throw new FakeCriError(
+              grpc.status.UNKNOWN,
+              `failed to pull and unpack image "${normalized}": failed to resolve reference "${normalized}": pulling from host ${host} failed with status code [manifests ${tag}]: 401 Unauthorized`,
+            );
+          }
+        }
         // A pull always asks the registry, even for an image that is present, as containerd does.
         if (!this.inRegistry(normalized)) {
           throw new FakeCriError(

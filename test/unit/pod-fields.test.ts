@@ -68,7 +68,6 @@ spec:
     'warning pod.yaml doc1 spec.containers[0].resources.limits["ephemeral-storage"]',
     'warning pod.yaml doc1 spec.containers[0].securityContext.appArmorProfile',
     'warning pod.yaml doc1 spec.containers[0].securityContext.seLinuxOptions',
-    'warning pod.yaml doc1 spec.imagePullSecrets',
     'warning pod.yaml doc1 spec.nodeName',
     'warning pod.yaml doc1 spec.resources',
     'warning pod.yaml doc1 spec.schedulingGates',
@@ -149,7 +148,7 @@ data: {here: "1"}
 `);
   const set = await loadManifests([join(dir, 'pod.yaml')], opts);
   cleanup();
-  assert.deepEqual(set.warnings.filter((w) => w.field !== 'spec.imagePullSecrets' /* the table's: not used yet */).map((w) => `${w.file.endsWith('pod.yaml')} doc${w.index + 1} ${w.field}: ${w.message}`), [
+  assert.deepEqual(set.warnings.map((w) => `${w.file.endsWith('pod.yaml')} doc${w.index + 1} ${w.field}: ${w.message}`), [
     'true doc1 spec.containers[0].envFrom[0].secretRef: secret "creds" not found; no document of this set provides it, so the pod would never start (CreateContainerConfigError)',
     'true doc1 spec.containers[0].env[0].valueFrom.configMapKeyRef: configmap "settings" not found; no document of this set provides it, so the pod would never start (CreateContainerConfigError)',
     "true doc1 spec.containers[0].env[1].valueFrom.configMapKeyRef: couldn't find key nokey in ConfigMap default/present; no document of this set provides it, so the pod would never start (CreateContainerConfigError)",

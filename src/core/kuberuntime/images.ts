@@ -1,4 +1,5 @@
-import type { IContainer, IPod } from 'kubernetes-models/v1';
+import type { IContainer, IPod, ISecret } from 'kubernetes-models/v1';
+import { keyringFromSecrets, nodeKeyring } from '../credentials/keyring.js';
 import type { Clock } from '../clock.js';
 import type { ImageService } from '../cri/client.js';
 import { errorMessage } from '../errors.js';
@@ -30,7 +31,17 @@ export function pullDecision(policy: PullPolicy, present: boolean): 'pull' | 'us
   return policy === 'Never' ? 'never' : 'pull';
 }
 
-/** The kubelet's imageManager.EnsureImageExists: pull policy and ImagePullBackOff. */
+/** Where pull credentials come from: the pod's imagePullSecrets and the node's docker config files. */
+export interface PullCredentialSources {
+  /** A Secret of the manifest set, by namespace and name. */
+  secret?(namespace: string, name: string): ISecret | undefined;
+  /** The node's docker config paths, searched in order at each pull (nodeDockerConfigPaths). */
+  nodeConfigPaths?: string[];
+  /** The pull secrets a pod names that the set does not provide (the kubelet's FailedToRetrieveImagePullSecret). */
+  onMissingPullSecrets?(pod: IPod, names: string[]): void;
+}
+
+/** The kubelet's imageManager.EnsureImageExists: pull policy, pull credentials and ImagePullBackOff. */
 export class ImagePuller {
   readonly backoff: Backoff;
 
@@ -38,8 +49,43 @@ export class ImagePuller {
     private readonly images: ImageService,
     clock: Clock,
     private readonly onPulled?: (image: string, durationMs: number) => void,
+    private readonly credentials: PullCredentialSources = {},
   ) {
     this.backoff = new Backoff(clock, IMAGE_BACKOFF_INITIAL_MS, IMAGE_BACKOFF_MAX_MS);
+  }
+
+  /**
+   * The credentials to try for this image, in the kubelet's order: the pod's pull
+   * secrets' matches first, then the node's. None: the pull goes without any.
+   */
+  credentialsFor(pod: IPod, image: string): T.AuthConfigInput[] {
+    const namespace = podMeta(pod).namespace ?? 'default';
+    const secrets: ISecret[] = [];
+    const missing: string[] = [];
+    for (const ref of pod.spec?.imagePullSecrets ?? []) {
+      if (!ref.name) continue;
+      const s = this.credentials.secret?.(namespace, ref.name);
+      if (s) secrets.push(s);
+      else missing.push(ref.name);
+    }
+    if (missing.length) this.credentials.onMissingPullSecrets?.(pod, missing);
+    const node = this.credentials.nodeConfigPaths ? nodeKeyring(this.credentials.nodeConfigPaths) : undefined;
+    return [...keyringFromSecrets(secrets).lookup(image), ...(node?.lookup(image) ?? [])];
+  }
+
+  /** PullImage with each credential in turn until one works; without any when none matches. */
+  private async pull(pod: IPod, image: string, sandboxConfig: T.PodSandboxConfigInput): Promise<string> {
+    const creds = this.credentialsFor(pod, image);
+    if (creds.length === 0) return this.images.pullImage(image, sandboxConfig);
+    const errors: string[] = [];
+    for (const auth of creds) {
+      try {
+        return await this.images.pullImage(image, sandboxConfig, auth);
+      } catch (err) {
+        errors.push(errorMessage(err));
+      }
+    }
+    throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
   }
 
   /** Returns the image reference to create the container from. */
@@ -59,7 +105,7 @@ export class ImagePuller {
     }
     const started = Date.now();
     try {
-      const ref = await this.images.pullImage(image, sandboxConfig);
+      const ref = await this.pull(pod, image, sandboxConfig);
       this.backoff.reset(key);
       this.onPulled?.(image, Date.now() - started);
       return ref || image;

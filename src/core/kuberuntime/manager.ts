@@ -23,6 +23,7 @@ import { runtimeClassNotFound } from '../pod/references.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { PodStatusReader } from './pod-status.js';
 import { podMeta } from '../util/pod-key.js';
+import { nodeDockerConfigPaths } from '../credentials/keyring.js';
 
 /** The kubelet's minimum grace when killing (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
@@ -140,7 +141,13 @@ export class RuntimeManager {
     this.defaultRuntimeHandler = opts.defaultRuntimeHandler ?? '';
     this.containerGC = { ...DEFAULT_CONTAINER_GC, ...opts.containerGC };
     this.crashBackoff = new Backoff(opts.clock, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS);
-    this.imagePuller = new ImagePuller(opts.images, opts.clock);
+    this.imagePuller = new ImagePuller(opts.images, opts.clock, undefined, {
+      secret: (namespace, name) => this.objects.secret(namespace, name),
+      nodeConfigPaths: nodeDockerConfigPaths(opts.rootDir),
+      onMissingPullSecrets: (pod, names) => {
+        for (const name of names) this.events.record(podRef(pod), 'Warning', 'FailedToRetrieveImagePullSecret', `Unable to retrieve some image pull secrets (${name}); attempting to pull the image may not succeed.`);
+      },
+    });
     this.statusReader = new PodStatusReader({ runtime: opts.runtime, clock: opts.clock });
   }
 

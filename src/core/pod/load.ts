@@ -272,6 +272,21 @@ function normalizeSecret(secret: ISecret, problem: (field: string, message: stri
   }
   for (const [k, v] of Object.entries(secret.stringData ?? {})) data[k] = Buffer.from(v, 'utf8').toString('base64');
   if (!ok) return undefined;
+  // The API server's checks of the two docker config types: the key is there and holds JSON.
+  const dockerKey = secret.type === 'kubernetes.io/dockerconfigjson' ? '.dockerconfigjson' : secret.type === 'kubernetes.io/dockercfg' ? '.dockercfg' : undefined;
+  if (dockerKey) {
+    const value = data[dockerKey];
+    if (value === undefined) {
+      problem(`data[${JSON.stringify(dockerKey)}]`, `Required value: a Secret of type ${secret.type} holds its docker config under ${dockerKey}`);
+      return undefined;
+    }
+    try {
+      JSON.parse(Buffer.from(value, 'base64').toString('utf8'));
+    } catch (err) {
+      problem(`data[${JSON.stringify(dockerKey)}]`, `Invalid value: <secret contents redacted>: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
   const out: ISecret = { ...secret, data };
   delete out.stringData;
   return out;

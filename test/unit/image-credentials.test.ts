@@ -1,0 +1,173 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { IPod, ISecret } from 'kubernetes-models/v1';
+import { FakeClock } from '../../src/core/clock.js';
+import { CriClient } from '../../src/core/cri/client.js';
+import { DockerKeyring, imageRepository, keyringFromSecrets, nodeDockerConfigPaths, nodeKeyring, parseDockerConfig } from '../../src/core/credentials/keyring.js';
+import { ImagePuller, StartContainerError } from '../../src/core/kuberuntime/images.js';
+import { parseManifestText } from '../../src/core/pod/index.js';
+import { FakeRuntime } from '../../fakecri/index.js';
+import { container, makePod } from '../support/builders.js';
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+
+function pullSecret(name: string, auths: Record<string, { username: string; password: string } | { auth: string }>): ISecret {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'default' }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': b64(JSON.stringify({ auths })) } };
+}
+
+test('imageRepository: the repository a pull asks for, fully qualified, without tag or digest', () => {
+  assert.equal(imageRepository('busybox'), 'docker.io/library/busybox');
+  assert.equal(imageRepository('busybox:1.36'), 'docker.io/library/busybox');
+  assert.equal(imageRepository('team/app:v1'), 'docker.io/team/app');
+  assert.equal(imageRepository('127.0.0.1:5055/private/busybox:1'), '127.0.0.1:5055/private/busybox');
+  assert.equal(imageRepository('localhost/app@sha256:abc'), 'localhost/app');
+  assert.equal(imageRepository('registry.example.com/a/b'), 'registry.example.com/a/b');
+});
+
+test('DockerKeyring: most specific key first, globbed hosts, ports must match, Docker Hub under index.docker.io', () => {
+  const k = new DockerKeyring().add(
+    parseDockerConfig(
+      JSON.stringify({
+        auths: {
+          'registry.example.com': { username: 'host', password: 'p1' },
+          'https://registry.example.com/v2/team': { username: 'team', password: 'p2' },
+          '*.corp.example': { auth: b64('glob:p3') },
+          '127.0.0.1:5055': { username: 'port', password: 'p4' },
+          'https://index.docker.io/v1/': { username: 'hub', password: 'p5' },
+        },
+      }),
+    ),
+  );
+  assert.deepEqual(k.lookup('registry.example.com/team/app:1').map((a) => a.username), ['team', 'host']);
+  assert.deepEqual(k.lookup('registry.example.com/other/app').map((a) => a.username), ['host']);
+  assert.deepEqual(k.lookup('registry.example.com/teamwork/app').map((a) => a.username), ['host'], 'a path key matches whole path segments');
+  const glob = k.lookup('eu.corp.example/app');
+  assert.deepEqual(glob.map((a) => [a.username, a.password, a.auth]), [['glob', 'p3', b64('glob:p3')]], 'auth alone gives the pair too');
+  assert.deepEqual(k.lookup('a.b.corp.example/app'), [], 'one label per *');
+  assert.deepEqual(k.lookup('127.0.0.1:5055/private/busybox:1').map((a) => [a.username, a.serverAddress]), [['port', undefined]]);
+  assert.deepEqual(k.lookup('127.0.0.1:5000/private/busybox:1'), [], 'another port is another registry');
+  assert.deepEqual(k.lookup('busybox:1.36').map((a) => a.username), ['hub']);
+  assert.deepEqual(k.lookup('docker.io/team/app').map((a) => a.username), ['hub']);
+  assert.deepEqual(k.lookup('quay.io/team/app'), []);
+});
+
+test('pull secrets: dockerconfigjson and dockercfg Secrets give credentials; other types and bad data give none', () => {
+  const secrets: ISecret[] = [
+    pullSecret('json', { 'reg.example': { username: 'a', password: 'b' } }),
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'legacy' }, type: 'kubernetes.io/dockercfg', data: { '.dockercfg': b64(JSON.stringify({ 'old.example': { auth: b64('c:d') } })) } },
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'opaque' }, type: 'Opaque', data: { '.dockerconfigjson': b64(JSON.stringify({ auths: { 'x.example': { username: 'no', password: 'no' } } })) } },
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bad' }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': b64('{not json') } },
+  ];
+  const k = keyringFromSecrets(secrets);
+  assert.equal(k.size, 2);
+  assert.deepEqual(k.lookup('reg.example/app').map((a) => a.username), ['a']);
+  assert.deepEqual(k.lookup('old.example/app').map((a) => a.username), ['c']);
+  assert.deepEqual(k.lookup('x.example/app'), []);
+});
+
+test("the node's docker config: the kubelet's search order, the first file found wins, a broken one is skipped", () => {
+  const paths = nodeDockerConfigPaths('/var/lib/podctl', '/work', '/root');
+  assert.deepEqual(paths, [
+    '/var/lib/podctl/config.json',
+    '/work/config.json',
+    '/root/.docker/config.json',
+    '/.docker/config.json',
+    '/var/lib/podctl/.dockercfg',
+    '/work/.dockercfg',
+    '/root/.dockercfg',
+    '/.dockercfg',
+  ]);
+  const files: Record<string, string> = {
+    '/work/config.json': '{broken',
+    '/root/.docker/config.json': JSON.stringify({ auths: { 'reg.example': { username: 'home', password: 'x' } } }),
+    '/.dockercfg': JSON.stringify({ 'reg.example': { username: 'legacy', password: 'y' } }),
+  };
+  const read = (p: string) => {
+    if (!(p in files)) throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
+    return files[p]!;
+  };
+  assert.deepEqual(nodeKeyring(paths, read).lookup('reg.example/app').map((a) => a.username), ['home']);
+});
+
+test('a dockerconfigjson Secret without .dockerconfigjson, or with text that is not JSON, is refused at load naming the key', () => {
+  const src = { kind: 'file' as const, path: 'secret.yaml' };
+  const opts = { nodeName: 'node-a', now: () => new Date('2026-01-01T00:00:00Z') };
+  const missing = parseManifestText('apiVersion: v1\nkind: Secret\nmetadata: {name: regcred}\ntype: kubernetes.io/dockerconfigjson\ndata: {other: eA==}\n', src, opts);
+  assert.deepEqual(missing.problems.map((p) => [p.severity, p.field]), [['error', 'data[".dockerconfigjson"]']]);
+  assert.match(missing.problems[0]!.message, /Required value/);
+  const bad = parseManifestText('apiVersion: v1\nkind: Secret\nmetadata: {name: regcred}\ntype: kubernetes.io/dockerconfigjson\nstringData: {.dockerconfigjson: "{nope"}\n', src, opts);
+  assert.deepEqual(bad.problems.map((p) => [p.severity, p.field]), [['error', 'data[".dockerconfigjson"]']]);
+  assert.match(bad.problems[0]!.message, /<secret contents redacted>/);
+  assert.doesNotMatch(bad.problems[0]!.message, /nope/, 'the secret text is never printed');
+});
+
+async function withAuthRegistry(fn: (puller: (secrets: ISecret[], nodeFiles?: Record<string, string>) => { puller: ImagePuller; missing: string[][] }, fake: FakeRuntime) => Promise<void>): Promise<void> {
+  const fake = await FakeRuntime.start({ images: [], registry: ['127.0.0.1:5055/private/busybox:1', 'busybox:1.36'], registryAuth: { '127.0.0.1:5055': { username: 'alice', password: 's3cret' } } });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 2000, pullTimeoutMs: 2000 });
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-creds-'));
+  try {
+    await fn((secrets, nodeFiles = {}) => {
+      for (const [name, text] of Object.entries(nodeFiles)) writeFileSync(join(dir, name), text);
+      const missing: string[][] = [];
+      const puller = new ImagePuller(client, new FakeClock(0), undefined, {
+        secret: (ns, name) => secrets.find((s) => s.metadata?.name === name && ns === 'default'),
+        nodeConfigPaths: [join(dir, 'config.json')],
+        onMissingPullSecrets: (_pod, names) => missing.push(names),
+      });
+      return { puller, missing };
+    }, fake);
+  } finally {
+    client.close();
+    await fake.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const privatePod = (secrets: string[]): IPod => {
+  const pod = makePod({ containers: [container('app', { image: '127.0.0.1:5055/private/busybox:1', imagePullPolicy: 'Always' })] });
+  pod.spec!.imagePullSecrets = secrets.map((name) => ({ name }));
+  return pod;
+};
+
+test('ImagePuller: the pull secret supplies the AuthConfig; without it the pull fails 401 (ErrImagePull)', () =>
+  withAuthRegistry(async (make) => {
+    const good = pullSecret('regcred', { '127.0.0.1:5055': { username: 'alice', password: 's3cret' } });
+    const withSecret = make([good]);
+    const pod = privatePod(['regcred']);
+    assert.match(await withSecret.puller.ensureImageExists(pod, pod.spec!.containers[0]!, {}, 0), /^sha256:/);
+
+    const without = make([]);
+    const bare = privatePod([]);
+    await assert.rejects(without.puller.ensureImageExists(bare, bare.spec!.containers[0]!, {}, 0), (err: StartContainerError) => {
+      assert.equal(err.reason, 'ErrImagePull');
+      assert.match(err.message, /^failed to pull image "127\.0\.0\.1:5055\/private\/busybox:1": .*401 Unauthorized/);
+      return true;
+    });
+  }));
+
+test('ImagePuller: each matching credential is tried in turn; a missing pull secret is reported and the pull goes on', () =>
+  withAuthRegistry(async (make) => {
+    const wrong = pullSecret('old', { '127.0.0.1:5055/private': { username: 'alice', password: 'rotated' } });
+    const right = pullSecret('new', { '127.0.0.1:5055': { username: 'alice', password: 's3cret' } });
+    const { puller, missing } = make([wrong, right]);
+    const pod = privatePod(['gone', 'old', 'new']);
+    assert.match(await puller.ensureImageExists(pod, pod.spec!.containers[0]!, {}, 0), /^sha256:/);
+    assert.deepEqual(missing, [['gone']]);
+
+    const onlyWrong = make([wrong]);
+    const p2 = privatePod(['old']);
+    await assert.rejects(onlyWrong.puller.ensureImageExists(p2, p2.spec!.containers[0]!, {}, 0), /401 Unauthorized/);
+  }));
+
+test("ImagePuller: the node's config.json supplies credentials when the pod names none; public images pull without any", () =>
+  withAuthRegistry(async (make) => {
+    const { puller } = make([], { 'config.json': JSON.stringify({ auths: { '127.0.0.1:5055': { auth: b64('alice:s3cret') } } }) });
+    const pod = privatePod([]);
+    assert.match(await puller.ensureImageExists(pod, pod.spec!.containers[0]!, {}, 0), /^sha256:/);
+    const open = makePod({ containers: [container('app', { image: 'busybox:1.36' })] });
+    assert.deepEqual(puller.credentialsFor(open, 'busybox:1.36'), []);
+    assert.match(await puller.ensureImageExists(open, open.spec!.containers[0]!, {}, 0), /^sha256:/);
+  }));
