@@ -218,6 +218,10 @@ export class FakeRuntime {
     this.state.exitContainer(containerId, exitCode, opts);
   }
 
+  setWritableLayerUsage(containerId: string, bytes: number): void {
+    this.state.setWritableLayerUsage(containerId, bytes);
+  }
+
   relabelExit(containerId: string, reason: string): void {
     this.state.relabelExit(containerId, reason);
   }

@@ -99,6 +99,7 @@ export class SandboxRecord implements FakeSandbox {
 }
 
 export class ContainerRecord implements FakeContainer {
+  writableBytes?: number;
   state: ContainerState__Output = 'CONTAINER_CREATED';
   /** This container's Container list entry, encoded once; cleared whenever the entry changes. */
   wire: Buffer | undefined = undefined;
@@ -535,6 +536,11 @@ export class RuntimeState {
     c.wire = undefined;
   }
 
+  /** What ContainerStats says the container's writable layer uses (4 KiB until set). */
+  setWritableLayerUsage(id: string, bytes: number): void {
+    this.getContainer(id).writableBytes = bytes;
+  }
+
   stopContainer(id: string, timeoutSeconds: number): void {
     const c = this.getContainer(id);
     // SIGTERM honoured within the grace period, else SIGKILL. Stopping a created or exited container is a no-op.
@@ -696,7 +702,7 @@ export class RuntimeState {
             majorPageFaults: { value: 0 },
           }
         : null,
-      writableLayer: { timestamp: ts, fsId: { mountpoint: '/var/lib/fake/snapshots' }, usedBytes: { value: 4096 }, inodesUsed: { value: 4 } },
+      writableLayer: { timestamp: ts, fsId: { mountpoint: '/var/lib/fake/snapshots' }, usedBytes: { value: c.writableBytes ?? 4096 }, inodesUsed: { value: 4 } },
     };
   }
 

@@ -10,7 +10,8 @@ import { isTerminalPhase, statusSummary } from './status/phase.js';
 import { EventRecorder } from './events.js';
 import { ObjectStore } from './objects.js';
 import { PLUGIN_DIRS, VolumeManager } from './volumes/index.js';
-import { emptyDirOverLimit, limitedEmptyDirs } from './eviction/local-storage.js';
+import { EVICTION_MONITORING_PERIOD_MS, hasLocalStorageLimits, localStorageEviction, measurePodStorage, type PodStorageUsage } from './eviction/local-storage.js';
+import { podLogDirectory } from './kuberuntime/config.js';
 import { cpus, totalmem } from 'node:os';
 import type { Metrics } from './metrics.js';
 import { EventedPleg, type Pleg } from './pleg/evented.js';
@@ -19,7 +20,7 @@ import type { ContainerdEventSource } from './cri/containerd-events.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
 import type { PodCache } from './pleg/cache.js';
-import { AGENT_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
+import { AGENT_LABEL, CONTAINER_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { ContainerLogManager, type ContainerLogPolicy } from './logs/rotation.js';
 import { ImageGCManager, type ImageGCPolicy, type ImageGCResult } from './kuberuntime/image-gc.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
@@ -63,6 +64,10 @@ export interface KubeletOptions {
   imageGC?: Partial<ImageGCPolicy>;
   /** Dead containers kept (--maximum-dead-containers-per-container, --maximum-dead-containers). */
   containerGC?: Partial<ContainerGCPolicy>;
+  /** How often the eviction manager measures pods' local storage (10 s, as the kubelet). */
+  evictionMonitoringPeriodMs?: number;
+  /** Measures a pod's local storage; default: its emptyDirs and log dirs on disk, writable layers from ListContainerStats. */
+  measureLocalStorage?: (pod: IPod) => Promise<PodStorageUsage>;
   /** Container log rotation (the kubelet's --container-log-max-size / --container-log-max-files). */
   containerLogs?: Partial<ContainerLogPolicy> & { monitorIntervalMs?: number };
 }
@@ -122,6 +127,7 @@ export class Kubelet {
   private readonly volumes?: VolumeManager;
   /** Pods the eviction manager evicted, with its message: they end Failed, reason Evicted. */
   private readonly evictions = new Map<string, string>();
+  private lastEvictionCheck = -Infinity;
   /** The kubelet's events per pod (what `describe` lists). */
   readonly events: EventRecorder;
   /** Liveness, readiness and startup probes of the desired pods. */
@@ -434,22 +440,42 @@ export class Kubelet {
   }
 
   /**
-   * The kubelet eviction manager's local storage check, for emptyDir: a pod whose disk emptyDir
-   * outgrows its sizeLimit is evicted (killed, Failed with reason Evicted and the kubelet's message).
+   * The kubelet eviction manager's local storage checks, every 10 s: a pod whose disk emptyDir
+   * outgrows its sizeLimit, or whose writable layers and logs outgrow its ephemeral-storage
+   * limits, is evicted (killed, Failed with reason Evicted and the kubelet's message).
    */
   private async evictForLocalStorage(): Promise<void> {
-    const volumes = this.volumes;
-    if (!volumes) return;
+    const now = this.clock.now();
+    if (now - this.lastEvictionCheck < (this.opts.evictionMonitoringPeriodMs ?? EVICTION_MONITORING_PERIOD_MS)) return;
+    this.lastEvictionCheck = now;
     for (const [uid, pod] of this.pods) {
-      if (this.evictions.has(uid) || limitedEmptyDirs(pod).length === 0) continue;
+      if (this.evictions.has(uid) || !hasLocalStorageLimits(pod)) continue;
       const status = this.statusManager.get(uid);
       if (status && isTerminalPhase(status.phase)) continue;
-      const message = await emptyDirOverLimit(pod, (name) => join(volumes.volumesDir(uid), PLUGIN_DIRS.emptyDir, name)).catch(() => undefined);
+      const usage = await (this.opts.measureLocalStorage ?? ((p: IPod) => this.measureLocalStorage(p)))(pod).catch(() => undefined);
+      const message = usage && localStorageEviction(pod, usage);
       if (!message) continue;
       this.evictions.set(uid, message);
       this.events.record(podRef(pod), 'Warning', EVICTED, message);
       this.workers.requeueAfter(uid, 0);
     }
+  }
+
+  private measureLocalStorage(pod: IPod): Promise<PodStorageUsage> {
+    const uid = podMeta(pod).uid;
+    const volumes = this.volumes;
+    return measurePodStorage(pod, {
+      emptyDirPath: (name) => (volumes ? join(volumes.volumesDir(uid), PLUGIN_DIRS.emptyDir, name) : ''),
+      logDir: (container) => join(podLogDirectory(this.opts.logRoot, pod), container),
+      writableLayers: async () => {
+        const out = new Map<string, number>();
+        for (const s of await this.opts.runtime.listContainerStats({ labelSelector: { [POD_UID_LABEL]: uid } })) {
+          const name = s.attributes?.labels?.[CONTAINER_NAME_LABEL] ?? s.attributes?.metadata?.name;
+          if (name) out.set(name, Math.max(out.get(name) ?? 0, Number(s.writableLayer?.usedBytes?.value ?? 0)));
+        }
+        return out;
+      },
+    });
   }
 
   /**

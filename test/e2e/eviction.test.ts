@@ -48,3 +48,27 @@ test('an emptyDir on disk written past its sizeLimit evicts the pod: Failed, rea
   const del = podctl(['delete', 'pod', 'fill', '-n', E2E_NAMESPACE, '--root-dir', rootDir, '--force']);
   assert.equal(del.code, 0, del.stderr);
 });
+
+test("a container writing past its ephemeral-storage limit into its writable layer evicts the pod with the kubelet's message", async () => {
+  const file = join(dir.dir, 'layer.yaml');
+  writeFileSync(
+    file,
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: layer, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: fill\n    image: busybox:1.36\n    command: [sh, -c, "sleep 1; dd if=/dev/zero of=/fill bs=1M count=4; sleep 3600"]\n    resources: {limits: {ephemeral-storage: 2Mi}}\n  - name: idle\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    resources: {limits: {ephemeral-storage: 100Mi}}\n`,
+  );
+  const run = podctl(['run', '--detach', file, ...common]);
+  assert.equal(run.code, 0, run.stderr);
+  // containerd refreshes writable layer usage every 10 s; the eviction manager looks every 10 s.
+  const evicted = await eventually(
+    'the pod evicted',
+    async () => {
+      const r = await podctlAsync(['get', 'pods', 'layer', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', rootDir]);
+      const pod = r.code === 0 ? (JSON.parse(r.stdout) as IPod) : undefined;
+      return pod?.status?.reason === 'Evicted' && pod.status.containerStatuses?.every((c) => c.state?.terminated) ? pod : undefined;
+    },
+    90_000,
+  );
+  assert.equal(evicted.status!.phase, 'Failed');
+  assert.equal(evicted.status!.message, 'Container fill exceeded its local ephemeral storage limit "2Mi". ');
+  const del = podctl(['delete', 'pod', 'layer', '-n', E2E_NAMESPACE, '--root-dir', rootDir, '--force']);
+  assert.equal(del.code, 0, del.stderr);
+});

@@ -65,7 +65,6 @@ spec:
   assert.deepEqual(found.sort(), [
     'warning pod.yaml doc1 spec.containers[0].lifecycle.stopSignal',
     'warning pod.yaml doc1 spec.containers[0].resizePolicy',
-    'warning pod.yaml doc1 spec.containers[0].resources.limits["ephemeral-storage"]',
     'warning pod.yaml doc1 spec.containers[0].securityContext.appArmorProfile',
     'warning pod.yaml doc1 spec.containers[0].securityContext.seLinuxOptions',
     'warning pod.yaml doc1 spec.nodeName',

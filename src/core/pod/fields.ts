@@ -166,9 +166,9 @@ const table: Record<string, FieldFate> = {
   'spec.containers.resizePolicy.resourceName': warned('ignored with resizePolicy'),
   'spec.containers.resizePolicy.restartPolicy': warned('ignored with resizePolicy'),
   'spec.containers.resources': honoured('kuberuntime/config'),
+  // ephemeral-storage limits: eviction/local-storage (the eviction manager).
   'spec.containers.resources.limits': honoured('kuberuntime/config', {
     extended: { fate: 'refused', when: 'an extended resource (nvidia.com/gpu, …)', reason: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*' },
-    ephemeralStorage: { fate: 'warned', when: 'ephemeral-storage', reason: 'not enforced: podctl does not evict a container whose writable layer and logs outgrow it' },
   }),
   'spec.containers.resources.requests': honoured('kuberuntime/config', {
     extended: { fate: 'refused', when: 'an extended resource (nvidia.com/gpu, …)', reason: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*' },

@@ -348,7 +348,6 @@ function singleHostProblems(doc: Record<string, unknown>, spec: Record<string, u
       for (const name of Object.keys(r)) {
         const field = `${path}.resources.${kind}[${JSON.stringify(name)}]`;
         if (!STANDARD_RESOURCES.test(name)) except(`spec.containers.resources.${kind}`, 'extended', field, (reason) => `extended resource ${name}: ${reason}`);
-        else if (name === 'ephemeral-storage') except(`spec.containers.resources.${kind}`, 'ephemeralStorage', field);
       }
     }
     if (c.securityContext?.procMount === 'Unmasked') except('spec.containers.securityContext.procMount', 'unmasked', `${path}.securityContext.procMount`);
