@@ -39,9 +39,9 @@ export const agentFlags = {
 };
 
 type AgentFlags = GlobalFlags & {
-  [K in keyof typeof agentFlags]: K extends 'manifest-url-header' ? string[] | undefined : K extends 'manifest-url' | 'kubelet-config' | 'runtime-handler' ? string | undefined : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'
+  [K in keyof typeof agentFlags]: K extends 'manifest-url-header' ? string[] | undefined : K extends 'manifest-url' | 'kubelet-config' | 'runtime-handler' | 'node-labels' | 'system-reserved' | 'kube-reserved' ? string | undefined : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'
       ? boolean
-      : K extends 'maximum-dead-containers-per-container' | 'maximum-dead-containers' | 'image-gc-high-threshold' | 'image-gc-low-threshold' | 'container-log-max-files'
+      : K extends 'maximum-dead-containers-per-container' | 'maximum-dead-containers' | 'image-gc-high-threshold' | 'image-gc-low-threshold' | 'container-log-max-files' | 'max-pods'
         ? number
         : string;
 };

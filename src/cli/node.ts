@@ -16,8 +16,12 @@ import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, hostIP, nodeAgentLabel } from '../c
 
 export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
 
-/** Flags of the commands that run pods. */
+/** Flags of the commands that run pods; the kubelet's admission flags among them. */
 export const nodeFlags = {
+  'node-labels': Flags.string({ summary: 'Labels of this node, key=value,… (kubelet --node-labels), over kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch; nodeSelector and required nodeAffinity are matched against them.' }),
+  'system-reserved': Flags.string({ summary: 'Resources kept from pods for the system, e.g. cpu=100m,memory=100Mi (kubelet --system-reserved).' }),
+  'kube-reserved': Flags.string({ summary: 'Resources kept from pods for podctl and the runtime, e.g. cpu=100m,memory=100Mi (kubelet --kube-reserved).' }),
+  'max-pods': Flags.integer({ summary: 'Pods this node admits at most (kubelet --max-pods).', default: 110, min: 1 }),
   'log-root': Flags.string({
     summary: 'Directory for container logs (<log-root>/<namespace>_<name>_<uid>/<container>/<n>.log).',
     env: 'PODCTL_LOG_ROOT',
@@ -87,13 +91,6 @@ export const nodeFlags = {
   }),
 };
 
-/** The kubelet's admission flags (run and sync-once). */
-export const admissionFlags = {
-  'node-labels': Flags.string({ summary: 'Labels of this node, key=value,… (kubelet --node-labels), over kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch; nodeSelector and required nodeAffinity are matched against them.' }),
-  'system-reserved': Flags.string({ summary: 'Resources kept from pods for the system, e.g. cpu=100m,memory=100Mi (kubelet --system-reserved).' }),
-  'kube-reserved': Flags.string({ summary: 'Resources kept from pods for podctl and the runtime, e.g. cpu=100m,memory=100Mi (kubelet --kube-reserved).' }),
-  'max-pods': Flags.integer({ summary: 'Pods this node admits at most (kubelet --max-pods).', default: 110, min: 1 }),
-};
 
 /** This node for admission: its labels and allocatable (capacity minus what is reserved). */
 export function nodeInfoFromFlags(flags: { 'node-name': string; 'root-dir': string; 'node-labels'?: string; 'system-reserved'?: string; 'kube-reserved'?: string; 'max-pods': number }): NodeInfo {
@@ -174,9 +171,9 @@ export async function buildKubelet(
 /** What every node a command runs (agent, watch, foreground run) takes from the shared flags. */
 export function nodeOptionsFromFlags(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'runtime-handler'?: string; 'pleg-relist-period': string } & HygieneFlags,
+  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'runtime-handler'?: string; 'pleg-relist-period': string } & HygieneFlags & Parameters<typeof nodeInfoFromFlags>[0],
   runtimeName: string | undefined,
-): Pick<NodeOptions, 'runtime' | 'images' | 'clock' | 'rootDir' | 'logRoot' | 'nodeName' | 'hostIP' | 'runtimeName' | 'allowPrivileged' | 'runtimeHandler' | 'hygiene' | 'relistPeriodMs'> {
+): Pick<NodeOptions, 'runtime' | 'images' | 'clock' | 'rootDir' | 'logRoot' | 'nodeName' | 'hostIP' | 'runtimeName' | 'allowPrivileged' | 'runtimeHandler' | 'hygiene' | 'relistPeriodMs' | 'admission'> {
   return {
     runtime: client,
     images: client,
@@ -190,6 +187,7 @@ export function nodeOptionsFromFlags(
     runtimeHandler: flags['runtime-handler'],
     hygiene: hygienePolicies(flags),
     relistPeriodMs: parseDuration(flags['pleg-relist-period'], '--pleg-relist-period'),
+    admission: nodeInfoFromFlags(flags),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { IPod } from 'kubernetes-models/v1';
 import type { SourceObjects } from '../core/objects.js';
-import { hygienePolicies, nodeOptionsFromFlags } from './node.js';
+import { hygienePolicies, nodeInfoFromFlags, nodeOptionsFromFlags } from './node.js';
 import { streamPodLogs } from './log-stream.js';
 import { eventLine, eventWorthALine, statusLine } from './render.js';
 import { connect } from './runtime.js';
@@ -82,7 +82,7 @@ export async function runUntilSignal(
   admitted: IPod[],
   objects: SourceObjects,
   flags: { 'root-dir': string; 'log-root': string; 'node-name': string; 'allow-privileged': boolean; 'pleg-relist-period': string; quiet: boolean; trace: boolean; output: string } & Parameters<typeof connect>[0] &
-    Parameters<typeof hygienePolicies>[0],
+    Parameters<typeof hygienePolicies>[0] & Parameters<typeof nodeInfoFromFlags>[0],
 ): Promise<void> {
   const lock = acquireStateLock(flags['root-dir']);
   // --trace: the trace is stdout; the status lines are left out (the workers' lines say the same).

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
-import { admissionFlags, agentArgs, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
+import { agentArgs, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
 import { planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
 import { detachPods, handOverUntilSignal, runUntilSignal } from '../cli/run.js';
 import { connect } from '../cli/runtime.js';
@@ -36,7 +36,6 @@ Manifests are validated first: an invalid one hands nothing over.`;
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
-    ...admissionFlags,
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
     prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     detach: Flags.boolean({ char: 'd', summary: 'Hand the pods to the node agent (started in the background if none runs) and return once they run.' }),

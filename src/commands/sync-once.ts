@@ -2,7 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import ora from 'ora';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs, podsKeptByWatch } from '../cli/manifests.js';
-import { admissionFlags, buildKubelet, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
+import { buildKubelet, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
 import { planFlags, printPlan } from '../cli/plan.js';
 import { podWithStatus, renderObjects, renderResultTable, type ResultRow } from '../cli/render.js';
 import { connect } from '../cli/runtime.js';
@@ -27,7 +27,6 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
     ...nodeFlags,
-    ...admissionFlags,
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
     prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     timeout: Flags.string({ summary: 'Bound on the whole run, e.g. 5m.', default: '5m' }),

@@ -4,7 +4,8 @@ import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
 import { graceFromRuntime, podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './container/types.js';
-import { generatePodStatus } from './status/generate.js';
+import { generatePodStatus, qosClass } from './status/generate.js';
+import { admitPod, type NodeInfo } from './admission.js';
 import { StatusManager } from './status/manager.js';
 import { isTerminalPhase, statusSummary } from './status/phase.js';
 import { EventRecorder } from './events.js';
@@ -64,6 +65,11 @@ export interface KubeletOptions {
   imageGC?: Partial<ImageGCPolicy>;
   /** Dead containers kept (--maximum-dead-containers-per-container, --maximum-dead-containers). */
   containerGC?: Partial<ContainerGCPolicy>;
+  /**
+   * This node for the kubelet's admission of each new pod (GeneralPredicates: node affinity,
+   * host ports, resources); none: every pod is admitted (a foreground run admits before).
+   */
+  admission?: NodeInfo;
   /** How often the eviction manager measures pods' local storage (10 s, as the kubelet). */
   evictionMonitoringPeriodMs?: number;
   /** Measures a pod's local storage; default: its emptyDirs and log dirs on disk, writable layers from ListContainerStats. */
@@ -128,6 +134,8 @@ export class Kubelet {
   /** Pods the eviction manager evicted, with its message: they end Failed, reason Evicted. */
   private readonly evictions = new Map<string, string>();
   private lastEvictionCheck = -Infinity;
+  /** Pods admission rejected, by UID: held Failed with the reason, never synced, re-admitted on update. */
+  private readonly rejected = new Map<string, { reason: string; message: string }>();
   /** The kubelet's events per pod (what `describe` lists). */
   readonly events: EventRecorder;
   /** Liveness, readiness and startup probes of the desired pods. */
@@ -257,14 +265,49 @@ export class Kubelet {
     });
   }
 
-  /** ADD / UPDATE from a config source. */
+  /**
+   * ADD / UPDATE from a config source. A new pod (or a rejected one, edited) goes through the
+   * kubelet's admission first, against the pods already admitted and not finished.
+   */
   addOrUpdatePod(pod: IPod): void {
     const uid = podMeta(pod).uid;
-    const known = this.pods.has(uid);
+    const wasRejected = this.rejected.has(uid);
+    const known = this.pods.has(uid) && !wasRejected;
+    if (!known && this.opts.admission) {
+      const active = [...this.desired].filter(([u]) => u !== uid && !this.rejected.has(u) && !isTerminalPhase(this.statusManager.get(u)?.phase)).map(([, p]) => p);
+      const result = admitPod(pod, active, this.opts.admission);
+      if (!result.admit) {
+        this.rejectPod(pod, result.reason, result.message);
+        return;
+      }
+    }
+    if (wasRejected) {
+      this.rejected.delete(uid);
+      this.statusManager.forget(uid);
+    }
     if (!known) this.addedAt.set(uid, this.clock.now());
     this.desired.set(uid, pod);
     this.workers.updatePod({ type: known ? 'update' : 'create', pod });
     this.prober.addPod(pod);
+  }
+
+  /** The kubelet's rejectPod: held by the pod manager, Failed with the reason, an event; never run. */
+  private rejectPod(pod: IPod, reason: string, message: string): void {
+    const uid = podMeta(pod).uid;
+    const previous = this.statusManager.get(uid);
+    this.desired.set(uid, pod);
+    this.rejected.set(uid, { reason, message });
+    const status: IPodStatus = { phase: 'Failed', reason, message: `Pod was rejected: ${message}`, qosClass: qosClass(pod) };
+    this.statusManager.set(uid, status);
+    if (previous?.reason !== reason || previous?.message !== status.message) {
+      this.events.record(podRef(pod), 'Warning', reason, message);
+      this.observers.forEach((o) => o.onStatus?.({ pod, status, previous }));
+    }
+  }
+
+  /** Why admission rejected the pod, while it is held rejected. */
+  rejection(uid: string): { reason: string; message: string } | undefined {
+    return this.rejected.get(uid);
   }
 
   /**
@@ -551,6 +594,7 @@ export class Kubelet {
     this.desired.delete(uid);
     this.statusManager.forget(uid);
     this.evictions.delete(uid);
+    this.rejected.delete(uid);
     this.runtimeStatuses.delete(uid);
     this.lastSyncEnd.delete(uid);
     this.readRuntimeNext.delete(uid);

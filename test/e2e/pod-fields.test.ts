@@ -1,10 +1,11 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { totalmem } from 'node:os';
 import { hostHasAppArmor } from '../../src/core/admission.js';
 import type { CriClient } from '../../src/core/cri/client.js';
+import { POD_NAME_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { E2E_NAMESPACE, e2eClient, eventually, podctl, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
 
 let client: CriClient;
@@ -139,6 +140,38 @@ test('activeDeadlineSeconds: 5 ends the pod Failed with DeadlineExceeded within 
     assert.ok(Date.now() - started < 15_000, `took ${Date.now() - started} ms`);
     assert.equal(status.phase, 'Failed');
     assert.equal(status.message, 'Pod was active on the node longer than the specified deadline');
+  } finally {
+    watch.interrupt();
+    await watch.done;
+    watchRoot.cleanup();
+  }
+});
+
+test('watch admits each pod it adds: nodeSelector {disktype: ssd} is held Failed with NodeAffinity and never run, and runs once the file is edited to fit', async () => {
+  const watchRoot = scratchDir('e2e-fields-admit');
+  const manifests = join(watchRoot.dir, 'manifests');
+  mkdirSync(manifests);
+  const file = join(manifests, 'ssd.yaml');
+  writeFileSync(file, podDoc('watch-ssd', '  nodeSelector: {disktype: ssd}\n'));
+  const watch = startPodctl(['watch', manifests, '--root-dir', watchRoot.dir, '--log-root', join(watchRoot.dir, 'logs'), '--file-check-frequency', '1s']);
+  const status = async () => {
+    const r = await podctlAsync(['get', 'pods', 'watch-ssd', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', watchRoot.dir]);
+    return r.code === 0 ? (JSON.parse(r.stdout) as { status?: { phase?: string; reason?: string; message?: string } }).status : undefined;
+  };
+  try {
+    const rejected = await eventually('the pod rejected at admission', async () => {
+      const s = await status();
+      return s?.reason === 'NodeAffinity' ? s : undefined;
+    });
+    assert.equal(rejected.phase, 'Failed');
+    assert.match(rejected.message!, /^Pod was rejected: Predicate NodeAffinity failed: node\(s\) didn't match Pod's node affinity\/selector \(nodeSelector disktype=ssd;/);
+    const sandboxes = await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'watch-ssd' } });
+    assert.deepEqual(sandboxes, [], 'a rejected pod gets no sandbox');
+    const events = await podctlAsync(['events', '-n', E2E_NAMESPACE, '--for', 'pod/watch-ssd', '--root-dir', watchRoot.dir]);
+    assert.match(events.stdout, /NodeAffinity/);
+
+    writeFileSync(file, podDoc('watch-ssd'));
+    await eventually('the edited pod admitted and running', async () => ((await status())?.phase === 'Running' ? true : undefined), 60_000);
   } finally {
     watch.interrupt();
     await watch.done;

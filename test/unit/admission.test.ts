@@ -70,3 +70,60 @@ test('AppArmor: a Localhost profile (field or annotation) is refused when the ho
   assert.equal(hostHasAppArmor(() => 'N\n'), false);
   assert.equal(hostHasAppArmor(() => { throw new Error('ENOENT'); }), false);
 });
+
+test("the kubelet admits each pod a source adds: a rejected one is held Failed with the kubelet's words and never run; an edit that fits is admitted", async () => {
+  const { FakeClock } = await import('../../src/core/clock.js');
+  const { CriClient } = await import('../../src/core/cri/client.js');
+  const { FakeRuntime } = await import('../../fakecri/index.js');
+  const { Kubelet } = await import('../../src/core/kubelet.js');
+  const clock = new FakeClock();
+  const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  try {
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'node-a', admission: node });
+    const statuses: string[] = [];
+    kubelet.observe({ onStatus: ({ pod: p, status }) => statuses.push(`${p.metadata!.name} ${status.phase} ${status.reason ?? ''}`) });
+    const withUid = (p: IPod, uid: string): IPod => ({ ...p, metadata: { ...p.metadata, uid } });
+    const ssd = withUid(pod('ssd', { nodeSelector: { disktype: 'ssd' } }), 'u-ssd');
+    const m1 = withUid(pod('m1', {}, { memory: '3Gi' }), 'u-m1');
+    const m2 = withUid(pod('m2', {}, { memory: '2Gi' }), 'u-m2');
+    const port1 = withUid(pod('port1', {}, {}, [{ hostPort: 8080, containerPort: 80 }]), 'u-p1');
+    for (const p of [ssd, m1, m2, port1]) kubelet.addOrUpdatePod(p);
+    await kubelet.workers.waitIdle();
+
+    const ssdStatus = kubelet.statusManager.get('u-ssd')!;
+    assert.deepEqual([ssdStatus.phase, ssdStatus.reason, ssdStatus.qosClass], ['Failed', 'NodeAffinity', 'BestEffort']);
+    assert.match(ssdStatus.message!, /^Pod was rejected: Predicate NodeAffinity failed: node\(s\) didn't match Pod's node affinity\/selector \(nodeSelector disktype=ssd;/);
+    const m2Status = kubelet.statusManager.get('u-m2')!;
+    assert.deepEqual([m2Status.phase, m2Status.reason], ['Failed', 'OutOfmemory']);
+    assert.equal(kubelet.statusManager.get('u-m1')!.phase, 'Running');
+    assert.equal(kubelet.statusManager.get('u-p1')!.phase, 'Running');
+    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['m1', 'port1'], 'a rejected pod gets no sandbox');
+    assert.ok(kubelet.events.all().some((e) => e.reason === 'OutOfmemory' && e.type === 'Warning'));
+    assert.ok(statuses.includes('ssd Failed NodeAffinity'), 'observers hear of the rejection');
+    assert.equal(kubelet.pods.has('u-ssd'), true, 'the pod manager holds it');
+
+    // The pod limit (3) counts admitted pods only: m1 and port1 are admitted, so one more fits.
+    const port2 = withUid(pod('port2', {}, {}, [{ hostPort: 8080, containerPort: 80 }]), 'u-p2');
+    kubelet.addOrUpdatePod(port2);
+    assert.equal(kubelet.statusManager.get('u-p2')!.reason, 'NodePorts');
+
+    // An edit that fits is admitted and runs.
+    kubelet.addOrUpdatePod(withUid(pod('ssd', { nodeSelector: { disktype: 'hdd' } }), 'u-ssd'));
+    await kubelet.workers.waitIdle();
+    assert.equal(kubelet.statusManager.get('u-ssd')!.phase, 'Running');
+    assert.equal(kubelet.rejection('u-ssd'), undefined);
+
+    // A rejected pod removed goes without touching the runtime's other pods.
+    kubelet.removePod('u-m2', 0);
+    await kubelet.workers.waitIdle();
+    assert.equal(kubelet.pods.has('u-m2'), false);
+    assert.equal(kubelet.statusManager.get('u-m2'), undefined);
+    for (const uid of ['u-m1', 'u-p1', 'u-p2', 'u-ssd']) kubelet.removePod(uid, 0);
+    await kubelet.workers.waitIdle();
+    assert.equal(fake.sandboxes().filter((s) => s.state === 'SANDBOX_READY').length, 0);
+  } finally {
+    client.close();
+    await fake.stop();
+  }
+});

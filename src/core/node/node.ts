@@ -1,3 +1,4 @@
+import type { NodeInfo } from '../admission.js';
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
@@ -50,6 +51,8 @@ export interface NodeOptions {
   allowPrivileged?: boolean;
   /** The CRI runtime handler of pods without spec.runtimeClassName. */
   runtimeHandler?: string;
+  /** This node for the kubelet's admission of every pod a source adds (labels, allocatable). */
+  admission?: NodeInfo;
   pleg?: PlegKind;
   relistPeriodMs?: number;
   /** watch PATH: a manifests file or directory the node follows too. */
@@ -127,6 +130,7 @@ export class StandaloneNode {
       rootDir: opts.rootDir,
       allowPrivileged: opts.allowPrivileged ?? false,
       runtimeHandler: opts.runtimeHandler,
+      admission: opts.admission,
       nodeName: opts.nodeName,
       hostIP: opts.hostIP,
       runtimeName: opts.runtimeName,
