@@ -32,13 +32,21 @@ export function hostHasAppArmor(read: (path: string) => string = (p) => readFile
 
 const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
 
-/** The first container with a Localhost AppArmor profile (field or annotation), for admission. */
-function localhostAppArmor(pod: IPod): string | undefined {
-  const podLocal = pod.spec?.securityContext?.appArmorProfile?.type === 'Localhost';
-  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
-    const own = c.securityContext?.appArmorProfile?.type;
+/**
+ * The first container that asks for AppArmor (a profile other than Unconfined, by field or
+ * annotation): the kubelet's AppArmor validator refuses such a pod on a host without AppArmor.
+ */
+function appArmorRequired(pod: IPod): string | undefined {
+  const podType = pod.spec?.securityContext?.appArmorProfile?.type;
+  if (podType !== undefined && podType !== 'Unconfined') return `the pod asks for the ${podType} profile`;
+  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  for (const c of containers) {
+    const type = c.securityContext?.appArmorProfile?.type;
+    if (type !== undefined && type !== 'Unconfined') return `container ${c.name} asks for the ${type} profile`;
+  }
+  for (const c of containers) {
     const annotation = pod.metadata?.annotations?.[`${APPARMOR_ANNOTATION}${c.name}`];
-    if (own === 'Localhost' || (own === undefined && podLocal) || annotation?.startsWith('localhost/')) return c.name;
+    if (annotation !== undefined && annotation !== 'unconfined') return `container ${c.name} asks for the ${annotation} profile`;
   }
   return undefined;
 }
@@ -176,9 +184,9 @@ const hostPorts = (pod: IPod) =>
  * requests within allocatable, and the pod count within --max-pods).
  */
 export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResult {
-  // RuntimeDefault and Unconfined need nothing of the host; a Localhost profile needs AppArmor.
-  const apparmor = node.appArmor === false ? localhostAppArmor(pod) : undefined;
-  if (apparmor) return { admit: false, reason: 'AppArmor', message: `Cannot enforce AppArmor: AppArmor is not enabled on the host (container ${apparmor} asks for a Localhost profile)` };
+  // Only Unconfined (or no profile: the runtime's default) runs on a host without AppArmor.
+  const apparmor = node.appArmor === false ? appArmorRequired(pod) : undefined;
+  if (apparmor) return { admit: false, reason: 'AppArmor', message: `Cannot enforce AppArmor: AppArmor is not enabled on the host (${apparmor})` };
   const affinity = nodeAffinityFailure(pod, node);
   if (affinity) return { admit: false, reason: 'NodeAffinity', message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector (${affinity}; node labels: ${Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(', ')})` };
   const taken = admitted.flatMap(hostPorts);

@@ -178,3 +178,22 @@ test('watch admits each pod it adds: nodeSelector {disktype: ssd} is held Failed
     watchRoot.cleanup();
   }
 });
+
+test('appArmorProfile Unconfined and seLinuxOptions reach containerd, which runs the pod; RuntimeDefault is refused on a host without AppArmor', { skip: hostHasAppArmor() ? 'this host has AppArmor' : false }, () => {
+  const file = join(dir.dir, 'lsm.yaml');
+  writeFileSync(file, podDoc('lsm', '  securityContext: {seLinuxOptions: {level: "s0:c123,c456"}}\n', '    securityContext: {appArmorProfile: {type: Unconfined}, seLinuxOptions: {type: container_t}}\n'));
+  const v = podctl(['validate', file]);
+  assert.equal(v.code, 0, v.stderr);
+  assert.match(v.stdout, /spec\.containers\[0\]\.securityContext\.seLinuxOptions: passed to the runtime, which ignores it: SELinux is not enabled on this host/);
+  const ok = podctl(['sync-once', file, ...common]);
+  assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+  assert.match(ok.stdout, /lsm\s+│ Running/);
+
+  const rd = join(dir.dir, 'rd.yaml');
+  writeFileSync(rd, podDoc('rd', '', '    securityContext: {appArmorProfile: {type: RuntimeDefault}}\n'));
+  const refused = podctl(['sync-once', rd, '-o', 'json', ...common]);
+  assert.equal(refused.code, 1, refused.stderr);
+  const status = (JSON.parse(refused.stdout) as { status: { reason: string; message: string } }).status;
+  assert.equal(status.reason, 'AppArmor');
+  assert.match(status.message, /Cannot enforce AppArmor: AppArmor is not enabled on the host \(container app asks for the RuntimeDefault profile\)/);
+});

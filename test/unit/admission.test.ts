@@ -57,15 +57,23 @@ test('the kubelet\'s flag syntax for labels and reservations; bad input names th
   assert.equal(nodeLabels('n1')['kubernetes.io/os'], 'linux');
 });
 
-test('AppArmor: a Localhost profile (field or annotation) is refused when the host has none; RuntimeDefault and Unconfined pass', () => {
+test('AppArmor: any profile but Unconfined (field or annotation) is refused when the host has none, as the kubelet\'s AppArmor validator', () => {
   const noAA: NodeInfo = { ...node, appArmor: false };
   const local = pod('aa', { securityContext: { appArmorProfile: { type: 'Localhost', localhostProfile: 'mine' } } });
-  assert.deepEqual(admitPod(local, [], noAA), { admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host (container app asks for a Localhost profile)' });
+  assert.deepEqual(admitPod(local, [], noAA), { admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host (the pod asks for the Localhost profile)' });
   assert.equal(admitPod(local, [], { ...node, appArmor: true }).admit, true);
   const annotated = pod('ann');
   annotated.metadata!.annotations = { 'container.apparmor.security.beta.kubernetes.io/app': 'localhost/mine' };
   assert.equal(admitPod(annotated, [], noAA).admit, false);
-  for (const type of ['RuntimeDefault', 'Unconfined']) assert.equal(admitPod(pod('rd', { securityContext: { appArmorProfile: { type } } }), [], noAA).admit, true);
+  const rd = admitPod(pod('rd', { securityContext: { appArmorProfile: { type: 'RuntimeDefault' } } }), [], noAA);
+  assert.equal(rd.admit, false, 'RuntimeDefault needs AppArmor too');
+  assert.equal(admitPod(pod('un', { securityContext: { appArmorProfile: { type: 'Unconfined' } } }), [], noAA).admit, true);
+  const mixed = pod('mixed');
+  mixed.spec!.containers[0]!.securityContext = { appArmorProfile: { type: 'RuntimeDefault' } };
+  assert.match(!admitPod(mixed, [], noAA).admit ? (admitPod(mixed, [], noAA) as { message: string }).message : '', /container app asks for the RuntimeDefault profile/);
+  const unconfinedAnnotation = pod('ua');
+  unconfinedAnnotation.metadata!.annotations = { 'container.apparmor.security.beta.kubernetes.io/app': 'unconfined' };
+  assert.equal(admitPod(unconfinedAnnotation, [], noAA).admit, true);
   assert.equal(hostHasAppArmor(() => 'Y\n'), true);
   assert.equal(hostHasAppArmor(() => 'N\n'), false);
   assert.equal(hostHasAppArmor(() => { throw new Error('ENOENT'); }), false);

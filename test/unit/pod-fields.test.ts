@@ -60,17 +60,19 @@ spec:
   - {name: scratch, emptyDir: {sizeLimit: 10Mi}}
   - {name: ram, emptyDir: {medium: Memory, sizeLimit: 10Mi}}
 `;
-  const parsed = parseManifestText(text, src, opts);
+  // SELinux options go to the runtime; only a host without SELinux, which ignores them, gets a warning.
+  const withSELinux = parseManifestText(text, src, { ...opts, hostSELinux: true });
+  assert.ok(!withSELinux.problems.some((p) => p.field.includes('seLinuxOptions')));
+  const parsed = parseManifestText(text, src, { ...opts, hostSELinux: false });
+  assert.match(parsed.problems.find((p) => p.field === 'spec.securityContext.seLinuxOptions')!.message, /SELinux is not enabled on this host/);
   const found = parsed.problems.map((p) => `${p.severity} ${p.file} doc${p.index + 1} ${p.field}`);
   assert.deepEqual(found.sort(), [
     'warning pod.yaml doc1 spec.containers[0].lifecycle.stopSignal',
     'warning pod.yaml doc1 spec.containers[0].resizePolicy',
-    'warning pod.yaml doc1 spec.containers[0].securityContext.appArmorProfile',
     'warning pod.yaml doc1 spec.containers[0].securityContext.seLinuxOptions',
     'warning pod.yaml doc1 spec.nodeName',
     'warning pod.yaml doc1 spec.resources',
     'warning pod.yaml doc1 spec.schedulingGates',
-    'warning pod.yaml doc1 spec.securityContext.appArmorProfile',
     'warning pod.yaml doc1 spec.securityContext.seLinuxOptions',
   ]);
   // The Memory emptyDir's sizeLimit is its tmpfs size.

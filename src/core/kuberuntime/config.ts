@@ -90,6 +90,7 @@ export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, ag
         runAsUser: sc.runAsUser === undefined ? undefined : { value: sc.runAsUser },
         runAsGroup: sc.runAsGroup === undefined ? undefined : { value: sc.runAsGroup },
         supplementalGroups: sc.supplementalGroups ?? [],
+        selinuxOptions: seLinuxOptions(sc.seLinuxOptions),
       },
       sysctls: Object.fromEntries((sc.sysctls ?? []).map((s) => [s.name, s.value])),
     },
@@ -227,6 +228,32 @@ function seccompProfile(pod: IPod, container: IContainer): T.SecurityProfileInpu
   return { profileType: SECCOMP_TYPES[p.type] ?? 'Unconfined', localhostRef: p.type === 'Localhost' ? (p.localhostProfile ?? '') : '' };
 }
 
+const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
+
+/**
+ * The kubelet's getAppArmorProfile: the container's field, else the pod's, else the deprecated
+ * annotation; as the CRI SecurityProfile and the older string both (containerd 1.6 reads either).
+ * None set: nothing is sent and the runtime applies its own default.
+ */
+export function appArmorProfile(pod: IPod, container: IContainer): { apparmor: T.SecurityProfileInput; apparmorProfile: string } | undefined {
+  let p = container.securityContext?.appArmorProfile ?? pod.spec?.securityContext?.appArmorProfile;
+  if (!p) {
+    const a = pod.metadata?.annotations?.[`${APPARMOR_ANNOTATION}${container.name}`];
+    if (a === 'runtime/default') p = { type: 'RuntimeDefault' };
+    else if (a === 'unconfined') p = { type: 'Unconfined' };
+    else if (a?.startsWith('localhost/')) p = { type: 'Localhost', localhostProfile: a.slice('localhost/'.length) };
+  }
+  if (!p) return undefined;
+  if (p.type === 'Localhost') return { apparmor: { profileType: 'Localhost', localhostRef: p.localhostProfile ?? '' }, apparmorProfile: `localhost/${p.localhostProfile ?? ''}` };
+  if (p.type === 'RuntimeDefault') return { apparmor: { profileType: 'RuntimeDefault' }, apparmorProfile: 'runtime/default' };
+  return { apparmor: { profileType: 'Unconfined' }, apparmorProfile: 'unconfined' };
+}
+
+/** SELinux options: the container's replace the pod's as a whole, as in the kubelet's effective security context. */
+function seLinuxOptions(o: { user?: string; role?: string; type?: string; level?: string } | undefined): T.LinuxContainerSecurityContextInput['selinuxOptions'] {
+  return o ? { user: o.user ?? '', role: o.role ?? '', type: o.type ?? '', level: o.level ?? '' } : undefined;
+}
+
 /** The kubelet's generateContainerConfig (env from values only; volumes come later). */
 export function containerConfig(inputs: ContainerConfigInputs): T.ContainerConfigInput {
   const { pod, container, kind, restartCount, imageRef, terminationMessageFile } = inputs;
@@ -278,6 +305,8 @@ export function containerConfig(inputs: ContainerConfigInputs): T.ContainerConfi
         supplementalGroups: [...(podSc.supplementalGroups ?? []), ...(podSc.fsGroup === undefined ? [] : [podSc.fsGroup])],
         noNewPrivs: sc.allowPrivilegeEscalation === false,
         seccomp: seccompProfile(pod, container),
+        ...appArmorProfile(pod, container),
+        selinuxOptions: seLinuxOptions(sc.seLinuxOptions ?? podSc.seLinuxOptions),
         capabilities: sc.capabilities
           ? { addCapabilities: sc.capabilities.add ?? [], dropCapabilities: sc.capabilities.drop ?? [] }
           : undefined,

@@ -129,7 +129,7 @@ const table: Record<string, FieldFate> = {
   'spec.securityContext.sysctls.name': honoured('kuberuntime/config'),
   'spec.securityContext.sysctls.value': honoured('kuberuntime/config'),
   'spec.securityContext.windowsOptions': warned('ignored: Windows only'),
-  'spec.securityContext.seLinuxChangePolicy': warned('ignored: podctl passes no SELinux options to the runtime'),
+  'spec.securityContext.seLinuxChangePolicy': warned('ignored: podctl does not relabel volumes; SELinux options go to the runtime as they are'),
 
   // Volumes.
   'spec.volumes': honoured('volumes/manager'),
@@ -203,10 +203,11 @@ const table: Record<string, FieldFate> = {
   'spec.containers.volumeDevices': refused('raw block volumes need a PersistentVolumeClaim, which one host does not provide'),
 };
 
-// Both security contexts: AppArmor and SELinux are not passed to the runtime yet.
+// Both security contexts. AppArmor: passed to the runtime; a profile other than Unconfined on a host
+// without AppArmor is refused at admission (reason AppArmor). SELinux: passed on, warned when the host has none.
 for (const sc of ['spec.securityContext', 'spec.containers.securityContext']) {
-  table[`${sc}.appArmorProfile`] = warned('not applied: podctl passes no AppArmor profile to the runtime; a Localhost profile is refused at admission (AppArmor) when the host has no AppArmor');
-  table[`${sc}.seLinuxOptions`] = warned('not applied: podctl passes no SELinux options to the runtime');
+  for (const f of ['appArmorProfile', 'appArmorProfile.type', 'appArmorProfile.localhostProfile']) table[`${sc}.${f}`] = honoured('kuberuntime/config, admission');
+  for (const f of ['seLinuxOptions', 'seLinuxOptions.user', 'seLinuxOptions.role', 'seLinuxOptions.type', 'seLinuxOptions.level']) table[`${sc}.${f}`] = honoured('kuberuntime/config');
   table[`${sc}.seccompProfile`] = honoured('kuberuntime/config');
   table[`${sc}.seccompProfile.type`] = honoured('kuberuntime/config');
   table[`${sc}.seccompProfile.localhostProfile`] = honoured('kuberuntime/config');
