@@ -427,7 +427,7 @@ export class FakeRuntime {
       ListContainers: this.unary('ListContainers', (req) => preEncoded(s.selectContainers(req.filter), (r) => (r.wire ??= this.encodeContainer(r)))),
       ContainerStatus: this.unary('ContainerStatus', (req) => s.containerStatus(req.containerId, req.verbose)),
       UpdateContainerResources: this.unary('UpdateContainerResources', (req) => {
-        s.requireContainer(req.containerId);
+        s.updateContainerResources(req.containerId, req.linux);
         return {};
       }),
       ReopenContainerLog: this.unary('ReopenContainerLog', (req) => {

@@ -5,6 +5,7 @@ import { status as Code } from '@grpc/grpc-js';
 import type { Clock, TimerHandle } from '../src/core/clock.js';
 import type { Container } from '../src/core/cri/generated/runtime/v1/Container.js';
 import type { ContainerConfig__Output } from '../src/core/cri/generated/runtime/v1/ContainerConfig.js';
+import type { LinuxContainerResources__Output } from '../src/core/cri/generated/runtime/v1/LinuxContainerResources.js';
 import type { ContainerEventResponse } from '../src/core/cri/generated/runtime/v1/ContainerEventResponse.js';
 import type { ContainerEventType } from '../src/core/cri/generated/runtime/v1/ContainerEventType.js';
 import type { ContainerFilter__Output } from '../src/core/cri/generated/runtime/v1/ContainerFilter.js';
@@ -100,6 +101,8 @@ export class SandboxRecord implements FakeSandbox {
 
 export class ContainerRecord implements FakeContainer {
   writableBytes?: number;
+  /** What UpdateContainerResources set last; until then, the resources it was created with. */
+  resources?: LinuxContainerResources__Output;
   state: ContainerState__Output = 'CONTAINER_CREATED';
   /** This container's Container list entry, encoded once; cleared whenever the entry changes. */
   wire: Buffer | undefined = undefined;
@@ -600,7 +603,15 @@ export class RuntimeState {
       mounts: c.mounts as Mount[],
       logPath: c.logPath,
       imageId: c.imageId,
+      resources: c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED' ? { linux: c.resources ?? c.config?.linux?.resources ?? null } : null,
     };
+  }
+
+  /** UpdateContainerResources, as containerd: a running or created container only. */
+  updateContainerResources(id: string, linux: LinuxContainerResources__Output | null): void {
+    const c = this.getContainer(id);
+    if (c.state !== 'CONTAINER_RUNNING' && c.state !== 'CONTAINER_CREATED') throw new FakeCriError(Code.UNKNOWN, `container "${id}" is in ${c.state} state`);
+    if (linux) c.resources = linux;
   }
 
   /** ListContainers' filter (id, state, sandbox, every label of the selector), in creation order. */

@@ -104,7 +104,7 @@ export function eventLine(e: PodEvent, now = new Date()): string {
   return `${now.toISOString().slice(11, 19)} ${e.namespace}/${e.name}  ${e.type === 'Warning' ? 'Warning ' : ''}${e.reason}${e.container ? ` ${e.container}` : ''}: ${e.message}`;
 }
 
-/** `podctl plan`: a short diff-like list per pod (+ creates or starts, - kills or removes). */
+/** `podctl plan`: a short diff-like list per pod (+ creates or starts, - kills or removes, ~ resizes in place). */
 export function renderPlan(plan: Plan): string {
   const lines: string[] = [];
   for (const p of plan.pods) {
@@ -132,6 +132,8 @@ function planActionLine(a: PlannedAction): string {
       return `- remove pod: ${a.reason}`;
     case 'KillContainer':
       return `- kill container ${a.container} (${a.killReason}): ${a.reason}`;
+    case 'Resize':
+      return `~ resize ${a.kind === 'sidecar' ? 'sidecar ' : ''}container ${a.container}: ${a.reason}`;
     case 'CreatePodSandbox':
       return `+ create sandbox (attempt ${a.attempt}): ${a.reason}`;
     case 'PullImage':

@@ -4,8 +4,10 @@ import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
 import { graceFromRuntime, podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
 import type { RuntimePodStatus } from './container/types.js';
-import { generatePodStatus, qosClass } from './status/generate.js';
-import { admitPod, type NodeInfo } from './admission.js';
+import { generatePodStatus } from './status/generate.js';
+import { qosClass } from './status/qos.js';
+import { admitPod, podRequests, type NodeInfo } from './admission.js';
+import { podAsCreated, resizeDecision } from './kuberuntime/resize.js';
 import { StatusManager } from './status/manager.js';
 import { isTerminalPhase, statusSummary } from './status/phase.js';
 import { EventRecorder } from './events.js';
@@ -291,6 +293,38 @@ export class Kubelet {
     this.prober.addPod(pod);
   }
 
+  /**
+   * Whether the resize the spec asks for fits this node (the kubelet's canResizePod): Infeasible
+   * when the pod's new requests exceed what the node can ever allocate, Deferred when the pods
+   * admitted beside it leave too little now. No node info (a foreground run): always fits.
+   */
+  private resizePending(pod: IPod, status: RuntimePodStatus): { reason: string; message: string } | undefined {
+    const node = this.opts.admission;
+    if (!node) return undefined;
+    const running = status.containers.filter((c) => c.state === 'running');
+    const resizing = running.some((cs) => {
+      const c = pod.spec!.containers.find((x) => x.name === cs.name);
+      return c !== undefined && resizeDecision(c, cs)?.kind === 'resize';
+    });
+    if (!resizing) return undefined;
+    const want = podRequests(pod);
+    const now = podRequests(podAsCreated(pod, status.containers));
+    const uid = podMeta(pod).uid;
+    const others = [...this.desired].filter(([u]) => u !== uid && !this.rejected.has(u) && !isTerminalPhase(this.statusManager.get(u)?.phase)).map(([, p]) => podRequests(p));
+    for (const k of ['cpu', 'memory'] as const) {
+      if (want[k] <= now[k]) continue;
+      if (want[k] > node.allocatable[k]) return { reason: 'Infeasible', message: `Node didn't have enough capacity: ${k}, requested: ${want[k]}, capacity: ${node.allocatable[k]}` };
+      const used = others.reduce((sum, r) => sum + r[k], 0);
+      if (used + want[k] > node.allocatable[k]) return { reason: 'Deferred', message: `Node didn't have enough resource: ${k}, requested: ${want[k]}, used: ${used}, capacity: ${node.allocatable[k]}` };
+    }
+    return undefined;
+  }
+
+  private setResizeCondition(uid: string, type: 'PodResizePending' | 'PodResizeInProgress', c: { reason: string; message: string } | undefined): void {
+    if (c) this.statusManager.setCondition(uid, { type, status: 'True', ...c }, this.clock.now());
+    else this.statusManager.clearCondition(uid, type);
+  }
+
   /** The kubelet's rejectPod: held by the pod manager, Failed with the reason, an event; never run. */
   private rejectPod(pod: IPod, reason: string, message: string): void {
     const uid = podMeta(pod).uid;
@@ -560,7 +594,12 @@ export class Kubelet {
       await this.runtimeManager.killPod(pod, before);
       return true;
     }
-    const result = await this.runtimeManager.syncPod(pod, before, this.prober);
+    // In-place resize: a resize the node cannot hold now is pending, and the containers keep what they have.
+    const pending = this.resizePending(pod, before);
+    this.setResizeCondition(uid, 'PodResizePending', pending);
+    const target = pending ? podAsCreated(pod, before.containers) : pod;
+    const result = await this.runtimeManager.syncPod(target, before, this.prober);
+    this.setResizeCondition(uid, 'PodResizeInProgress', result.resizeError ? { reason: 'Error', message: result.resizeError } : undefined);
     this.statusManager.recordWaiting(uid, result.waiting);
     this.observers.forEach((o) => o.onSyncResult?.(pod, result));
     const after = result.steps.length ? await this.getRuntimeStatus(pod) : before;

@@ -6,6 +6,7 @@ import { isManagedByPodctl, podIdentityFromLabels, type PodIdentity } from './ku
 import type { ImageService, RuntimeService } from './cri/client.js';
 import type { PodStatusReader } from './kuberuntime/pod-status.js';
 import { diffContainerSpec, type SpecChange } from './kuberuntime/spec-diff.js';
+import { formatResourceChanges, type ResourceChange } from './kuberuntime/resize.js';
 import { findContainerStatus, newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from './container/types.js';
 import { podMeta } from './util/pod-key.js';
 
@@ -15,7 +16,7 @@ import { podMeta } from './util/pod-key.js';
  * are only ever added.
  */
 export interface PlannedAction {
-  action: 'KillPod' | 'CreatePodSandbox' | 'KillContainer' | 'PullImage' | 'StartContainer' | 'RemovePod';
+  action: 'KillPod' | 'CreatePodSandbox' | 'KillContainer' | 'Resize' | 'PullImage' | 'StartContainer' | 'RemovePod';
   reason: string;
   container?: string;
   kind?: ContainerToStart['kind'];
@@ -25,6 +26,8 @@ export interface PlannedAction {
   killReason?: string;
   /** KillContainer for a changed spec: the fields that differ (absent when the running container kept no spec copy). */
   changes?: SpecChange[];
+  /** Resize: the cpu and memory requests and limits that change in place. */
+  resources?: ResourceChange[];
   image?: string;
   pullPolicy?: PullPolicy;
   imagePresent?: boolean;
@@ -87,6 +90,9 @@ function describeActions(pod: IPod, status: RuntimePodStatus, actions: PodAction
         if (changes) item.changes = changes;
       }
       out.push(item);
+    }
+    for (const r of actions.containersToResize) {
+      out.push({ action: 'Resize', container: r.name, kind: r.kind, resources: r.changes, reason: `${formatResourceChanges(r.changes)} (no restart)` });
     }
   }
   if (actions.createSandbox) {

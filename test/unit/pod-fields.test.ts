@@ -68,7 +68,6 @@ spec:
   const found = parsed.problems.map((p) => `${p.severity} ${p.file} doc${p.index + 1} ${p.field}`);
   assert.deepEqual(found.sort(), [
     'warning pod.yaml doc1 spec.containers[0].lifecycle.stopSignal',
-    'warning pod.yaml doc1 spec.containers[0].resizePolicy',
     'warning pod.yaml doc1 spec.containers[0].securityContext.seLinuxOptions',
     'warning pod.yaml doc1 spec.nodeName',
     'warning pod.yaml doc1 spec.resources',

@@ -23,6 +23,8 @@ export interface RuntimeContainerStatus {
   message?: string;
   /** The compact spec copy from the container's annotation, for diffs. */
   specJSON?: string;
+  /** The cgroup settings the runtime reports in effect (CRI ContainerStatus.resources), for in-place resize. */
+  resources?: { cpuShares: number; cpuQuota: number; cpuPeriod: number; memoryLimitInBytes: number };
   kind: 'init' | 'sidecar' | 'app';
   logPath?: string;
   /** The pod's grace period when this container was created (seconds). */

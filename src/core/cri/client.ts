@@ -31,6 +31,8 @@ export interface RuntimeService {
   listPodSandboxSummaries(filter?: T.PodSandboxFilterInput): Promise<PodSandboxSummary[]>;
   listContainerSummaries(filter?: T.ContainerFilterInput): Promise<ContainerSummary[]>;
   containerStatus(containerId: string, verbose?: boolean): Promise<T.ContainerStatusResponse>;
+  /** In-place resize: new CPU and memory settings for a running container. */
+  updateContainerResources(containerId: string, linux: T.LinuxContainerResourcesInput): Promise<void>;
   execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<T.ExecSyncResponse>;
   exec(request: T.ExecRequestInput): Promise<T.ExecResponse>;
   containerStats(containerId: string): Promise<T.ContainerStats | undefined>;
@@ -89,6 +91,7 @@ interface RuntimeCalls {
   RemoveContainer: [G.RemoveContainerRequest, G.RemoveContainerResponse__Output];
   ListContainers: [G.ListContainersRequest, G.ListContainersResponse__Output];
   ContainerStatus: [G.ContainerStatusRequest, G.ContainerStatusResponse__Output];
+  UpdateContainerResources: [G.UpdateContainerResourcesRequest, G.UpdateContainerResourcesResponse__Output];
   ExecSync: [G.ExecSyncRequest, G.ExecSyncResponse__Output];
   Exec: [G.ExecRequest, G.ExecResponse__Output];
   Attach: [G.AttachRequest, G.AttachResponse__Output];
@@ -246,6 +249,10 @@ export class CriClient implements RuntimeService, ImageService {
 
   containerStatus(containerId: string, verbose = false): Promise<T.ContainerStatusResponse> {
     return this.rt('ContainerStatus', { containerId, verbose });
+  }
+
+  async updateContainerResources(containerId: string, linux: T.LinuxContainerResourcesInput): Promise<void> {
+    await this.rt('UpdateContainerResources', { containerId, linux });
   }
 
   execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<T.ExecSyncResponse> {

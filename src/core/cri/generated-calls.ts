@@ -25,6 +25,8 @@ export type { ListContainersRequest } from './generated/runtime/v1/ListContainer
 export type { ListContainersResponse__Output } from './generated/runtime/v1/ListContainersResponse.js';
 export type { ContainerStatusRequest } from './generated/runtime/v1/ContainerStatusRequest.js';
 export type { ContainerStatusResponse__Output } from './generated/runtime/v1/ContainerStatusResponse.js';
+export type { UpdateContainerResourcesRequest } from './generated/runtime/v1/UpdateContainerResourcesRequest.js';
+export type { UpdateContainerResourcesResponse__Output } from './generated/runtime/v1/UpdateContainerResourcesResponse.js';
 export type { ExecSyncRequest } from './generated/runtime/v1/ExecSyncRequest.js';
 export type { ExecSyncResponse__Output } from './generated/runtime/v1/ExecSyncResponse.js';
 export type { ExecRequest } from './generated/runtime/v1/ExecRequest.js';

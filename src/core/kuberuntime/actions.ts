@@ -1,6 +1,8 @@
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import { hashContainer } from './hash.js';
 import { findContainerStatus, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
+import { formatResourceChanges, podAsCreated, resizeDecision, type EffectiveResources, type ResourceChange } from './resize.js';
+import { qosClass } from '../status/qos.js';
 
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 
@@ -22,6 +24,17 @@ export interface ContainerToKill {
   message: string;
 }
 
+/** A running container whose cpu or memory changes in place (CRI UpdateContainerResources). */
+export interface ContainerToResize {
+  id: string;
+  name: string;
+  kind: 'sidecar' | 'app';
+  container: IContainer;
+  changes: ResourceChange[];
+  /** The cgroup settings to apply, computed as container start computes them. */
+  linux: EffectiveResources;
+}
+
 /** What SyncPod must do to move the runtime toward the pod spec (the kubelet's podActions). */
 export interface PodActions {
   killPod: boolean;
@@ -35,6 +48,7 @@ export interface PodActions {
   initContainersToStart: ContainerToStart[];
   containersToStart: ContainerToStart[];
   containersToKill: ContainerToKill[];
+  containersToResize: ContainerToResize[];
 }
 
 /** Containers whose liveness or startup probe said kill (issue: probes feed this). */
@@ -155,6 +169,7 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
     initContainersToStart: [],
     containersToStart: [],
     containersToKill: [],
+    containersToResize: [],
   };
   const containers = pod.spec?.containers ?? [];
   const inits = pod.spec?.initContainers ?? [];
@@ -208,12 +223,31 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
     return actions;
   }
 
+  // A resize may not change the pod's QoS class (the API server refuses it): those containers restart.
+  let qosMove: string | undefined | null = null;
+  const qosChange = () => {
+    if (qosMove === null) {
+      const from = qosClass(podAsCreated(pod, status.containers));
+      const to = qosClass(pod);
+      qosMove = from === to ? undefined : `${from} → ${to}`;
+    }
+    return qosMove;
+  };
+  const verdict = (c: IContainer, cs: RuntimeContainerStatus, kind: 'sidecar' | 'app') => {
+    const v = killReason(c, cs, probes, qosChange);
+    if (v && 'resize' in v) {
+      actions.containersToResize.push({ id: cs.id, name: c.name, kind, container: c, changes: v.resize.changes, linux: v.resize.linux });
+      return undefined;
+    }
+    return v;
+  };
+
   // Sidecars keep running alongside the app containers.
   inits.forEach((c, index) => {
     if (!isSidecar(c)) return;
     const cs = findContainerStatus(status, c.name);
     if (cs?.state === 'running') {
-      const kill = killReason(c, cs, probes);
+      const kill = verdict(c, cs, 'sidecar');
       if (!kill) return;
       actions.containersToKill.push({ id: cs.id, name: c.name, container: c, ...kill });
       actions.initContainersToStart.push({ index, name: c.name, kind: 'sidecar', reason: kill.message });
@@ -230,7 +264,7 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
       if (reason) actions.containersToStart.push({ index, name: c.name, kind: 'app', reason });
       return;
     }
-    const kill = killReason(c, cs, probes);
+    const kill = verdict(c, cs, 'app');
     if (!kill) {
       keepCount++;
       return;
@@ -255,15 +289,29 @@ function alreadyStopped(status: RuntimePodStatus): boolean {
   return status.sandboxes.every((s) => s.state !== 'ready') && status.containers.every((c) => c.state !== 'running');
 }
 
-function killReason(
-  c: IContainer,
-  cs: RuntimeContainerStatus,
-  probes: ProbeVerdicts,
-): { reason: ContainerToKill['reason']; message: string } | undefined {
-  if (cs.hash !== hashContainer(c)) return { reason: 'SpecChanged', message: `Container ${c.name} definition changed, will be restarted` };
+type Verdict = { reason: ContainerToKill['reason']; message: string } | { resize: Extract<ReturnType<typeof resizeDecision>, { kind: 'resize' }> };
+
+/**
+ * Why a running container must go (a spec change, a failed probe), or the in-place resize it
+ * needs instead when only its cpu or memory changed; undefined when it stays as it is.
+ */
+function killReason(c: IContainer, cs: RuntimeContainerStatus, probes: ProbeVerdicts, qosChange: () => string | undefined = () => undefined): Verdict | undefined {
+  let resize: Verdict | undefined;
+  const specChanged = cs.hash !== hashContainer(c);
+  // An unchanged spec may still differ from what is in effect: a resize back to what it was created with.
+  if (specChanged || cs.resources) {
+    const r = resizeDecision(c, cs);
+    if (!r && specChanged) return { reason: 'SpecChanged', message: `Container ${c.name} definition changed, will be restarted` };
+    if (r?.kind === 'restart') return { reason: 'SpecChanged', message: `${r.message} (${formatResourceChanges(r.changes)})` };
+    if (r?.kind === 'resize') {
+      const qos = qosChange();
+      if (qos) return { reason: 'SpecChanged', message: `Container ${c.name} resize would change the pod's QoS class (${qos}): Pod QOS Class may not change as a result of resizing; will be restarted` };
+      resize = { resize: r };
+    }
+  }
   if (probes.livenessFailed(cs.id)) return { reason: 'Unhealthy', message: `Container ${c.name} failed liveness probe, will be restarted` };
   if (probes.startupFailed(cs.id)) return { reason: 'Unhealthy', message: `Container ${c.name} failed startup probe, will be restarted` };
-  return undefined;
+  return resize;
 }
 
 /** True when the actions change nothing in the runtime. */
@@ -273,6 +321,7 @@ export function isNoop(actions: PodActions): boolean {
     !actions.createSandbox &&
     actions.initContainersToStart.length === 0 &&
     actions.containersToStart.length === 0 &&
-    actions.containersToKill.length === 0
+    actions.containersToKill.length === 0 &&
+    actions.containersToResize.length === 0
   );
 }

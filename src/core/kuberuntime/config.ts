@@ -3,7 +3,7 @@ import type { IContainer, IPod } from 'kubernetes-models/v1';
 import type * as T from '../cri/types.js';
 import { totalmem } from 'node:os';
 import { bytes, milliCPU } from '../util/quantity.js';
-import { qosClass } from '../status/generate.js';
+import { qosClass } from '../status/qos.js';
 import { expandCommand } from './env.js';
 import { hashContainer } from './hash.js';
 import { canonicalJSON } from '../util/canonical-json.js';

@@ -10,8 +10,8 @@ import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
 import { EventRecorder, type PodRef } from '../events.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
-import { computePodActions, noProbeFailures, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
-import { containerConfig, managedHostsFile, podLogDirectory, podLogDirectoryName, podSandboxConfig } from './config.js';
+import { computePodActions, noProbeFailures, type ContainerToResize, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
+import { containerConfig, managedHostsFile, oomScoreAdj, podLogDirectory, podLogDirectoryName, podSandboxConfig } from './config.js';
 import { ImagePuller, StartContainerError } from './images.js';
 import { runHandler, type Handler } from '../prober/handlers.js';
 import { makeEnvironmentVariables, type EnvObjects, type NodeAllocatable } from './env.js';
@@ -24,13 +24,14 @@ import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '
 import { PodStatusReader } from './pod-status.js';
 import { podMeta } from '../util/pod-key.js';
 import { nodeDockerConfigPaths } from '../credentials/keyring.js';
+import { formatResourceChanges } from './resize.js';
 
 /** The kubelet's minimum grace when killing (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
 
 
 export interface SyncStepResult {
-  action: 'KillPod' | 'CreatePodSandbox' | 'KillContainer' | 'StartContainer';
+  action: 'KillPod' | 'CreatePodSandbox' | 'KillContainer' | 'ResizeContainer' | 'StartContainer';
   target: string;
   error?: string;
   reason?: string;
@@ -45,6 +46,8 @@ export interface SyncPodResult {
   retryAfterMs?: number;
   /** First hard error, if any step failed for a reason other than a backoff. */
   error?: string;
+  /** An in-place resize that could not be applied, and why (the PodResizeInProgress condition says it). */
+  resizeError?: string;
 }
 
 export interface RuntimeManagerOptions {
@@ -82,6 +85,9 @@ export interface ContainerGCPolicy {
   maxContainers: number;
 }
 export const DEFAULT_CONTAINER_GC: ContainerGCPolicy = { maxPerPodContainer: 1, maxContainers: -1 };
+
+/** A resize that could not be applied is tried again after this long. */
+const RESIZE_RETRY_MS = 5000;
 
 const NO_OBJECTS: EnvObjects = { configMap: () => undefined, secret: () => undefined };
 
@@ -186,6 +192,18 @@ export class RuntimeManager {
       }
     }
 
+    for (const resize of actions.containersToResize) {
+      try {
+        await this.resizeContainer(pod, resize);
+        result.steps.push({ action: 'ResizeContainer', target: resize.name });
+      } catch (err) {
+        // Not applied; the container keeps what it has, and the next sync tries again.
+        result.resizeError = errorMessage(err);
+        result.steps.push({ action: 'ResizeContainer', target: resize.name, error: errorMessage(err), reason: 'ResizeError' });
+        result.retryAfterMs = RESIZE_RETRY_MS;
+      }
+    }
+
     const starting = actions.createSandbox || actions.initContainersToStart.length > 0 || actions.containersToStart.length > 0;
     if (starting && !this.allowPrivileged) {
       const privileged = [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers].filter((c) => c.securityContext?.privileged);
@@ -254,6 +272,29 @@ export class RuntimeManager {
       await start(item, pod.spec!.containers[item.index]!);
     }
     return this.withRetry(result, pod, status);
+  }
+
+  /**
+   * In-place resize (CRI UpdateContainerResources) with the cgroup settings container start
+   * computes. A memory limit below what the container uses now is not applied, as the kubelet decides.
+   */
+  private async resizeContainer(pod: IPod, r: ContainerToResize): Promise<void> {
+    const status = (await this.runtime.containerStatus(r.id)).status;
+    const current = Number(status?.resources?.linux?.memoryLimitInBytes ?? 0);
+    const wanted = r.linux.memoryLimitInBytes;
+    if (wanted > 0 && (current === 0 || wanted < current)) {
+      const stats = await this.runtime.containerStats(r.id).catch(() => undefined);
+      const usage = Number(stats?.memory?.usageBytes?.value ?? stats?.memory?.workingSetBytes?.value ?? 0);
+      if (usage > wanted) throw new Error(`attempting to set container ${r.name}'s memory limit (${wanted}) below its current usage (${usage})`);
+    }
+    await this.runtime.updateContainerResources(r.id, {
+      cpuShares: r.linux.cpuShares,
+      cpuQuota: r.linux.cpuQuota,
+      cpuPeriod: r.linux.cpuPeriod,
+      memoryLimitInBytes: r.linux.memoryLimitInBytes,
+      oomScoreAdj: oomScoreAdj(pod, r.container, this.node.memoryBytes),
+    });
+    this.events.record(podRef(pod), 'Normal', 'Resized', `Container ${r.name} resized in place: ${formatResourceChanges(r.changes)}`, r.name);
   }
 
   /** Sets retryAfterMs to when the nearest backoff ends, so the loop syncs again then. */

@@ -161,6 +161,16 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
     reason: status?.reason || undefined,
     message: status?.message || undefined,
     specJSON: annotations[L.CONTAINER_SPEC_ANNOTATION],
+    ...(status?.resources?.linux
+      ? {
+          resources: {
+            cpuShares: Number(status.resources.linux.cpuShares ?? 0),
+            cpuQuota: Number(status.resources.linux.cpuQuota ?? 0),
+            cpuPeriod: Number(status.resources.linux.cpuPeriod ?? 0),
+            memoryLimitInBytes: Number(status.resources.linux.memoryLimitInBytes ?? 0),
+          },
+        }
+      : {}),
     terminationGracePeriod: Number(annotations[L.POD_TERMINATION_GRACE_PERIOD_ANNOTATION]) || undefined,
     preStopJSON: annotations[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION],
     kind: kind === 'init' || kind === 'sidecar' ? kind : 'app',

@@ -162,9 +162,9 @@ const table: Record<string, FieldFate> = {
   'spec.containers.env': honoured('kuberuntime/env'),
   'spec.containers.envFrom': honoured('kuberuntime/env'),
   'spec.containers.ports': honoured('kuberuntime/config (CNI portmap)'),
-  'spec.containers.resizePolicy': warned('ignored: any change to a container\'s resources restarts it (no in-place resize yet), whatever its resizePolicy says'),
-  'spec.containers.resizePolicy.resourceName': warned('ignored with resizePolicy'),
-  'spec.containers.resizePolicy.restartPolicy': warned('ignored with resizePolicy'),
+  'spec.containers.resizePolicy': honoured('kuberuntime/resize'),
+  'spec.containers.resizePolicy.resourceName': honoured('kuberuntime/resize'),
+  'spec.containers.resizePolicy.restartPolicy': honoured('kuberuntime/resize'),
   'spec.containers.resources': honoured('kuberuntime/config'),
   // ephemeral-storage limits: eviction/local-storage (the eviction manager).
   'spec.containers.resources.limits': honoured('kuberuntime/config', {

@@ -1,6 +1,10 @@
 import type { IContainer, IContainerState, IContainerStateTerminated, IContainerStatus, IPod, IPodCondition, IPodStatus } from 'kubernetes-models/v1';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { getPhase, type PodPhase } from './phase.js';
+import { qosClass } from './qos.js';
+import { resourcesFromRuntime } from '../kuberuntime/resize.js';
+
+export { qosClass };
 
 /** Why a container is waiting, kept from the last SyncPod (the kubelet's reasonCache). */
 export interface WaitingReason {
@@ -94,6 +98,10 @@ function containerStatusFor(
   switch (newest.state) {
     case 'running': {
       status.state = { running: { startedAt: iso(newest.startedAt) } };
+      // In-place resize: what the runtime has in effect, and the requests allocated to it.
+      const requests = Object.fromEntries(Object.entries((container.resources?.requests ?? {}) as Record<string, string | number>).filter(([k]) => k === 'cpu' || k === 'memory').map(([k, v]) => [k, String(v)]));
+      if (Object.keys(requests).length) status.allocatedResources = requests;
+      if (newest.resources && (container.resources?.requests || container.resources?.limits)) status.resources = resourcesFromRuntime(newest.resources, container.resources);
       const started = inputs.started?.(newest.id, container);
       status.started = started ?? true;
       status.ready = status.started && (inputs.ready?.(newest.id, container) ?? true);
@@ -211,21 +219,3 @@ function ephemeralStatuses(runtime: RuntimePodStatus, runtimeName: string): ICon
   }));
 }
 
-/** Guaranteed / Burstable / BestEffort by the Kubernetes rules (cpu and memory only). */
-export function qosClass(pod: IPod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
-  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
-  let anySet = false;
-  let guaranteed = true;
-  for (const c of all) {
-    const req = c.resources?.requests ?? {};
-    const lim = c.resources?.limits ?? {};
-    for (const r of ['cpu', 'memory']) {
-      const rq = req[r] ?? lim[r];
-      const lm = lim[r];
-      if (rq !== undefined || lm !== undefined) anySet = true;
-      if (lm === undefined || rq === undefined || String(rq) !== String(lm)) guaranteed = false;
-    }
-  }
-  if (!anySet) return 'BestEffort';
-  return guaranteed ? 'Guaranteed' : 'Burstable';
-}

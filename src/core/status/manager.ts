@@ -15,7 +15,7 @@ export class StatusManager {
    * The kubelet-owned condition types: a client may set any other (a readiness gate's), as it may
    * patch a pod's status conditions through the API server.
    */
-  static readonly OWNED_CONDITIONS = new Set(['PodScheduled', 'PodReadyToStartContainers', 'Initialized', 'ContainersReady', 'Ready', 'DisruptionTarget']);
+  static readonly OWNED_CONDITIONS = new Set(['PodScheduled', 'PodReadyToStartContainers', 'Initialized', 'ContainersReady', 'Ready', 'DisruptionTarget', 'PodResizePending', 'PodResizeInProgress']);
 
   /** Sets a condition from outside (kept while the pod lives); its transition time moves only when its status does. */
   setCondition(uid: string, c: { type: string; status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string }, now: number): IPodCondition {
@@ -32,6 +32,11 @@ export class StatusManager {
     };
     known.set(c.type, next);
     return next;
+  }
+
+  /** Drops a condition (the kubelet's resize conditions, once the resize is done); true if it was set. */
+  clearCondition(uid: string, type: string): boolean {
+    return this.external.get(uid)?.delete(type) ?? false;
   }
 
   /** The conditions set from outside, in the order first set. */
