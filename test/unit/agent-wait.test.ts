@@ -22,9 +22,17 @@ function pod(state: 'waiting' | 'running' | 'crash', generation = 1): IPod {
 }
 
 /** A stand-in agent socket: the watch gets the lines `script` writes; /v1/pods lists `listed`. */
-async function fakeAgent(dir: string, script: (res: ServerResponse) => void, opts: { watch?: boolean; listed?: IPod[] } = {}): Promise<{ client: AgentClient; server: Server; polls: () => number }> {
+async function fakeAgent(
+  dir: string,
+  script: (res: ServerResponse) => void,
+  opts: { watch?: boolean; listed?: IPod[]; events?: { type: string; reason: string; message: string; lastTimestamp: string }[] } = {},
+): Promise<{ client: AgentClient; server: Server; polls: () => number }> {
   let polls = 0;
   const server = createServer((req, res) => {
+    if (req.url === '/v1/events?uid=u1') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'EventList', items: opts.events ?? [] }));
+      return;
+    }
     if (req.url === '/v1/pods?watch=1') {
       if (opts.watch === false) return void res.writeHead(404).end();
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -86,6 +94,47 @@ test('an agent without the watch is polled instead', async () => {
     const [r] = await waitForPods(agent.client, [ref], { waitFor: 'running', timeoutMs: 10_000, clock: realClock, pollMs: 10 });
     assert.equal(r!.ok, true);
     assert.ok(agent.polls() >= 1);
+  } finally {
+    agent.server.closeAllConnections();
+    agent.server.close();
+    dir.cleanup();
+  }
+});
+
+test('a watch that breaks mid-wait is followed by polling, and the pod is still judged', async () => {
+  const dir = scratchDir('agent-wait');
+  const agent = await fakeAgent(
+    dir.dir,
+    (res) => {
+      res.write(line('ADDED', pod('waiting')));
+      setTimeout(() => res.destroy(), 20);
+    },
+    { listed: [pod('running')] },
+  );
+  try {
+    const [r] = await waitForPods(agent.client, [ref], { waitFor: 'running', timeoutMs: 10_000, clock: realClock, pollMs: 10 });
+    assert.equal(r!.ok, true);
+    assert.equal(r!.pod?.status?.phase, 'Running');
+    assert.ok(agent.polls() >= 1, 'polled after the break');
+  } finally {
+    agent.server.closeAllConnections();
+    agent.server.close();
+    dir.cleanup();
+  }
+});
+
+test("a pod still not running when the time is up is reported with the kubelet's last warning about it", async () => {
+  const dir = scratchDir('agent-wait');
+  const events = [
+    { type: 'Normal', reason: 'Scheduled', message: 'ok', lastTimestamp: '2026-11-24T00:00:01Z' },
+    { type: 'Warning', reason: 'FailedCreatePodSandBox', message: 'Failed to create pod sandbox: no runtime for "kata" is configured', lastTimestamp: '2026-11-24T00:00:02Z' },
+  ];
+  const agent = await fakeAgent(dir.dir, (res) => res.write(line('ADDED', pod('waiting'))), { events });
+  try {
+    const [r] = await waitForPods(agent.client, [ref], { waitFor: 'running', timeoutMs: 200, clock: realClock });
+    assert.equal(r!.ok, false);
+    assert.equal(r!.reason, 'ContainerCreating');
+    assert.match(r!.message!, /last warning: FailedCreatePodSandBox: Failed to create pod sandbox: no runtime for "kata" is configured$/);
   } finally {
     agent.server.closeAllConnections();
     agent.server.close();

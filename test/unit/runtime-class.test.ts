@@ -67,4 +67,7 @@ test("SyncPod runs the sandbox with the RuntimeClass's handler, else the default
   assert.equal(handlerOf('missing-class'), undefined);
   const failed = results.get('missing-class')!.steps.find((s) => s.error);
   assert.deepEqual([failed?.action, failed?.reason, failed?.error], ['CreatePodSandbox', 'CreatePodSandboxError', 'failed to lookup RuntimeClass ghost: runtimeclass.node.k8s.io "ghost" not found']);
+  // The kubelet's event for it, which describe and run --detach's wait show.
+  const warning = kubelet.events.all().find((e) => e.name === 'missing-class' && e.type === 'Warning');
+  assert.deepEqual([warning?.reason, warning?.message], ['FailedCreatePodSandBox', 'Failed to create pod sandbox: failed to lookup RuntimeClass ghost: runtimeclass.node.k8s.io "ghost" not found']);
 });

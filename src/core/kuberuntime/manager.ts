@@ -240,6 +240,7 @@ export class RuntimeManager {
         sandboxId = await this.runtime.runPodSandbox(sandboxConfig, handler);
         result.steps.push({ action: 'CreatePodSandbox', target: podMeta(pod).name });
       } catch (err) {
+        this.events.record(podRef(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorMessage(err)}`);
         fail({ action: 'CreatePodSandbox', target: podMeta(pod).name, error: errorMessage(err), reason: 'CreatePodSandboxError' });
         return result;
       }

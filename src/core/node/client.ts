@@ -65,6 +65,11 @@ export class AgentClient {
     return this.json('GET', '/v1/agent');
   }
 
+  /** The agent's events as a v1 EventList's items, one pod's when uid is given. */
+  async events(uid?: string): Promise<{ reason?: string; message?: string; type?: string; lastTimestamp?: string }[]> {
+    return (await this.json<{ items: { reason?: string; message?: string; type?: string; lastTimestamp?: string }[] }>('GET', `/v1/events${uid ? `?uid=${encodeURIComponent(uid)}` : ''}`)).items;
+  }
+
   async pods(): Promise<IPod[]> {
     return (await this.json<{ items: IPod[] }>('GET', '/v1/pods')).items;
   }

@@ -83,11 +83,23 @@ export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], op
     if (settled()) break;
     await new Promise((r) => opts.clock.setTimeout(() => r(undefined), opts.pollMs ?? 250));
   }
-  return refs.map((ref) => {
-    const done = results.get(key(ref));
-    if (done) return done;
-    const pod = last.get(key(ref));
-    const why = notRunningReasons(pod?.status);
-    return { ref, pod, ok: false, reason: why.reason || (opts.waitFor === 'ready' ? 'NotReady' : 'NotRunning'), message: why.message || `not ${opts.waitFor} yet` };
-  });
+  return Promise.all(
+    refs.map(async (ref) => {
+      const done = results.get(key(ref));
+      if (done) return done;
+      const pod = last.get(key(ref));
+      const why = notRunningReasons(pod?.status);
+      // What the kubelet last warned about says why (FailedCreatePodSandBox, FailedMount, …).
+      const warning = await lastWarning(client, pod?.metadata?.uid ?? ref.uid);
+      const message = why.message || `not ${opts.waitFor} yet`;
+      return { ref, pod, ok: false, reason: why.reason || (opts.waitFor === 'ready' ? 'NotReady' : 'NotRunning'), message: warning ? `${message}; last warning: ${warning}` : message };
+    }),
+  );
+}
+
+async function lastWarning(client: AgentClient, uid: string | undefined): Promise<string | undefined> {
+  if (!uid) return undefined;
+  const events = await client.events(uid).catch(() => []);
+  const w = events.filter((e) => e.type === 'Warning').sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? '')).at(-1);
+  return w ? `${w.reason}: ${w.message}` : undefined;
 }
