@@ -9,7 +9,7 @@ import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { followContainerLog, readContainerLog, type LogRecord } from '../../src/core/logs/index.js';
-import { rotatedLogFiles, rotatedName } from '../../src/core/logs/rotation.js';
+import { ContainerLogManager, rotatedLogFiles, rotatedName } from '../../src/core/logs/rotation.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -122,4 +122,32 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
     });
     assert.deepEqual(seen, Array.from({ length: 25 }, (_, i) => i));
   });
+});
+
+test('a rotation pass the runtime fails is reported and tried again at the next interval, never an unhandled rejection', async () => {
+  const clock = new FakeClock();
+  let lists = 0;
+  const errors: string[] = [];
+  const manager = new ContainerLogManager({
+    runtime: {
+      listContainerSummaries: () => {
+        lists++;
+        return Promise.reject(new Error('ListContainers did not answer within 1m'));
+      },
+      containerStatus: () => Promise.reject(new Error('unused')),
+      reopenContainerLog: () => Promise.reject(new Error('unused')),
+    },
+    clock,
+    owns: () => true,
+    monitorIntervalMs: 10_000,
+    onError: (_id, err) => errors.push((err as Error).message),
+  });
+  manager.start();
+  clock.advance(10_000);
+  await new Promise((r) => setImmediate(r));
+  clock.advance(10_000);
+  await new Promise((r) => setImmediate(r));
+  manager.stop();
+  assert.equal(lists, 2, 'the second interval ran a pass too');
+  assert.deepEqual(errors, ['ListContainers did not answer within 1m', 'ListContainers did not answer within 1m']);
 });

@@ -85,7 +85,11 @@ export class ContainerLogManager {
     if (this.timer || this.maxSizeBytes <= 0) return;
     const tick = () => {
       this.timer = this.opts.clock.setTimeout(() => {
-        void this.rotateLogs().finally(() => this.timer && tick());
+        // A pass that failed (the runtime slow or gone) is tried again at the next interval; it must
+        // never end the process as an unhandled rejection.
+        void this.rotateLogs()
+          .catch((err: unknown) => this.opts.onError?.('', err))
+          .finally(() => this.timer && tick());
       }, this.monitorIntervalMs);
     };
     tick();
