@@ -1,5 +1,6 @@
 import { AsyncResource } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
+import { CallLimiter } from './limiter.js';
 import * as grpc from '@grpc/grpc-js';
 import { CriError, mapGrpcError, noRuntimeError } from './errors.js';
 import { socketPath } from './endpoint.js';
@@ -74,7 +75,15 @@ export interface CriClientOptions {
   timeoutMs: number;
   pullTimeoutMs: number;
   observer?: CallObserver;
+  /** CRI calls in flight at once (default 64); the rest wait their turn, lists first. */
+  maxInFlight?: number;
 }
+
+/** Calls that last as long as their work (a grace period, a pull, a command): never queued behind the bound. */
+const UNBOUNDED_CALLS = new Set(['StopContainer', 'ExecSync', 'PullImage']);
+/** What the PLEG relist, housekeeping and the runtime check read: ahead of the pod workers' calls. */
+const PRIORITY_CALLS = new Set(['ListPodSandbox', 'ListContainers', 'ListContainerStats', 'Status', 'Version']);
+const DEFAULT_MAX_IN_FLIGHT = 64;
 
 /** Request and response types of each unary CRI method. */
 interface RuntimeCalls {
@@ -127,9 +136,12 @@ export class CriClient implements RuntimeService, ImageService {
   private readonly runtime: RuntimeServiceClient;
   private readonly images: ImageServiceClient;
   private readonly opts: CriClientOptions;
+  /** The bound on calls in flight (see CallLimiter). */
+  readonly limiter: CallLimiter;
 
   constructor(opts: CriClientOptions) {
     this.opts = opts;
+    this.limiter = new CallLimiter(opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
     this.endpoint = opts.runtimeEndpoint;
     this.imageEndpoint = opts.imageEndpoint ?? opts.runtimeEndpoint;
     // The generated client types describe what these constructors make: one method per CRI call, by its proto name.
@@ -157,18 +169,24 @@ export class CriClient implements RuntimeService, ImageService {
       return Promise.reject(err);
     }
     const fn: UnaryFn<Req, Res> = deserialize ? this.withDeserializer(client, method, deserialize) : (client as unknown as Record<string, UnaryFn<Req, Res>>)[method]!;
-    return new Promise<Res>((resolve, reject) => {
-      fn.call(client, request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
-        if (err) {
-          const mapped = mapGrpcError(err, method, endpoint, timeoutMs);
-          observe(mapped);
-          reject(mapped);
-          return;
-        }
-        observe();
-        resolve(res as Res);
+    // The deadline runs from the caller's request: time spent waiting for a slot counts.
+    const deadline = Date.now() + timeoutMs;
+    const send = (release: () => void) =>
+      new Promise<Res>((resolve, reject) => {
+        fn.call(client, request, new grpc.Metadata(), { deadline }, (err, res) => {
+          release();
+          if (err) {
+            const mapped = mapGrpcError(err, method, endpoint, timeoutMs);
+            observe(mapped);
+            reject(mapped);
+            return;
+          }
+          observe();
+          resolve(res as Res);
+        });
       });
-    });
+    if (UNBOUNDED_CALLS.has(method)) return send(() => undefined);
+    return this.limiter.acquire(PRIORITY_CALLS.has(method) ? 'high' : 'normal').then(send);
   }
 
   /** The generated method's path and request encoding, with another response decoder. */
