@@ -133,7 +133,7 @@ function planActionLine(a: PlannedAction): string {
     case 'KillContainer':
       return `- kill container ${a.container} (${a.killReason}): ${a.reason}`;
     case 'Resize':
-      return `~ resize ${a.kind === 'sidecar' ? 'sidecar ' : ''}container ${a.container}: ${a.reason}`;
+      return `${a.reason.startsWith('refused: ') ? '!' : '~'} resize ${a.kind === 'sidecar' ? 'sidecar ' : ''}container ${a.container}: ${a.reason}`;
     case 'CreatePodSandbox':
       return `+ create sandbox (attempt ${a.attempt}): ${a.reason}`;
     case 'PullImage':

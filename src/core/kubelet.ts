@@ -14,7 +14,7 @@ import { EventRecorder } from './events.js';
 import { ObjectStore } from './objects.js';
 import { PLUGIN_DIRS, VolumeManager } from './volumes/index.js';
 import { EVICTION_MONITORING_PERIOD_MS, hasLocalStorageLimits, localStorageEviction, measurePodStorage, type PodStorageUsage } from './eviction/local-storage.js';
-import { podLogDirectory } from './kuberuntime/config.js';
+import { containerLogPath, podLogDirectory } from './kuberuntime/config.js';
 import { cpus, totalmem } from 'node:os';
 import type { Metrics } from './metrics.js';
 import { EventedPleg, type Pleg } from './pleg/evented.js';
@@ -185,6 +185,11 @@ export class Kubelet {
       runtime: opts.runtime,
       clock: opts.clock,
       owns: (c) => this.pods.has(c.labels[POD_UID_LABEL] ?? ''),
+      logPathOf: (c) => {
+        const pod = this.pods.get(c.labels[POD_UID_LABEL] ?? '');
+        const name = c.labels[CONTAINER_NAME_LABEL];
+        return pod && name ? join(podLogDirectory(opts.logRoot, pod), containerLogPath(name, c.metadata?.attempt ?? 0)) : undefined;
+      },
     });
     const node = { nodeName: opts.nodeName, hostIP: opts.hostIP, cpuCores: cpus().length, memoryBytes: totalmem() };
     this.volumes = opts.rootDir ? new VolumeManager({ rootDir: opts.rootDir, objects: this.objects, node }) : undefined;
@@ -599,6 +604,7 @@ export class Kubelet {
     this.setResizeCondition(uid, 'PodResizePending', pending);
     const target = pending ? podAsCreated(pod, before.containers) : pod;
     const result = await this.runtimeManager.syncPod(target, before, this.prober);
+    if (result.resizeRefused) this.setResizeCondition(uid, 'PodResizePending', { reason: 'Infeasible', message: result.resizeRefused });
     this.setResizeCondition(uid, 'PodResizeInProgress', result.resizeError ? { reason: 'Error', message: result.resizeError } : undefined);
     this.statusManager.recordWaiting(uid, result.waiting);
     this.observers.forEach((o) => o.onSyncResult?.(pod, result));

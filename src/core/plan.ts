@@ -92,7 +92,7 @@ function describeActions(pod: IPod, status: RuntimePodStatus, actions: PodAction
       out.push(item);
     }
     for (const r of actions.containersToResize) {
-      out.push({ action: 'Resize', container: r.name, kind: r.kind, resources: r.changes, reason: `${formatResourceChanges(r.changes)} (no restart)` });
+      out.push({ action: 'Resize', container: r.name, kind: r.kind, resources: r.changes, reason: r.refused ? `refused: ${formatResourceChanges(r.changes)}: ${r.refused}` : `${formatResourceChanges(r.changes)} (no restart)` });
     }
   }
   if (actions.createSandbox) {

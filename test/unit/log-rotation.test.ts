@@ -53,6 +53,12 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
     dir.cleanup();
   });
 
+  test("a pass finds each log by the kubelet's layout (pod log dir, name/attempt.log): no ContainerStatus per container", async () => {
+    const before = fake.calls().ContainerStatus ?? 0;
+    assert.deepEqual(await kubelet.containerLogs.rotateLogs(), []);
+    assert.equal(fake.calls().ContainerStatus ?? 0, before);
+  });
+
   test('a log under the size is left alone; one over it is renamed, reopened, older ones gzipped, at most maxFiles kept', async () => {
     writeFileSync(logPath, lines(0, 50)); // ~7 KB
     assert.deepEqual(await kubelet.containerLogs.rotateLogs(), []);

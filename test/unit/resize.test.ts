@@ -57,7 +57,7 @@ test('resizePolicy RestartContainer for a changed resource restarts the containe
   assert.deepEqual(b.containersToKill, []);
 });
 
-test('anything else that changed (image, ephemeral-storage) restarts as before; a QoS class change restarts with the API server\'s words', () => {
+test('anything else that changed (image, ephemeral-storage) restarts as before; a resize that would change the QoS class is refused in the API server\'s words', () => {
   const image = { ...withResources(container('app'), { cpu: '500m', memory: '64Mi' }), image: 'busybox:latest' };
   const a = computePodActions(pod(image), podStatus(pod(image), [sandbox()], [running(small)]));
   assert.equal(a.containersToKill[0]?.message, 'Container app definition changed, will be restarted');
@@ -68,7 +68,10 @@ test('anything else that changed (image, ephemeral-storage) restarts as before; 
   const burstable: IContainer = { ...container('app'), resources: { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '250m', memory: '64Mi' } } };
   const createdGuaranteed: IContainer = { ...container('app'), resources: { requests: { cpu: '250m', memory: '64Mi' }, limits: { cpu: '250m', memory: '64Mi' } } };
   const q = computePodActions(pod(burstable), podStatus(pod(burstable), [sandbox()], [running(createdGuaranteed)]));
-  assert.match(q.containersToKill[0]?.message ?? '', /resize would change the pod's QoS class \(Guaranteed → Burstable\): Pod QOS Class may not change as a result of resizing/);
+  assert.deepEqual(q.containersToKill, [], 'the QoS class cannot change: nothing restarts');
+  assert.match(q.containersToResize[0]?.refused ?? '', /^Pod QOS Class may not change as a result of resizing \(Guaranteed → Burstable\)/);
+  const p = planPod({ pod: pod(burstable), status: podStatus(pod(burstable), [sandbox()], [running(createdGuaranteed)]), now: 10_000, imagePresent: () => true });
+  assert.match(renderPlan({ apiVersion: 'podctl/v1', kind: 'Plan', changes: true, pods: [p] }), /! resize container app: refused: .*Pod QOS Class may not change as a result of resizing/);
 });
 
 test('plan says ~ resize … (no restart) and has a Resize action in JSON', () => {
@@ -167,5 +170,27 @@ test('a memory limit below what the container uses now is not applied: PodResize
   assert.equal(c?.message, `attempting to set container app's memory limit (${4 * 2 ** 20}) below its current usage (${5 * 2 ** 20})`);
   assert.equal(Number((await client.containerStatus(id)).status?.resources?.linux?.memoryLimitInBytes), 64 * 2 ** 20, 'not applied');
   kubelet.removePod('u-shrink', 0);
+  await kubelet.workers.waitIdle();
+});
+
+test('a resize that would change the QoS class is refused: the container keeps running as it is, PodResizePending Infeasible and a warning say why', async () => {
+  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit' });
+  kubelet.addOrUpdatePod(makePod({ uid: 'u-qos', name: 'qos', containers: [small] }));
+  await kubelet.workers.waitIdle();
+  const sb = fake.sandboxes().find((s) => s.metadata.name === 'qos' && s.state === 'SANDBOX_READY')!;
+  const id = fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && c.podSandboxId === sb.id)!.id;
+  const burstable: IContainer = { ...container('app'), resources: { requests: { cpu: '100m', memory: '32Mi' }, limits: { cpu: '250m', memory: '64Mi' } } };
+  kubelet.addOrUpdatePod(makePod({ uid: 'u-qos', name: 'qos', containers: [burstable] }));
+  await kubelet.workers.waitIdle();
+  const running = fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.podSandboxId === sb.id);
+  assert.deepEqual(running.map((c) => c.id), [id], 'not restarted');
+  assert.equal(Number((await client.containerStatus(id)).status?.resources?.linux?.cpuShares), 256, 'not resized');
+  const status = kubelet.statusManager.get('u-qos')!;
+  assert.equal(status.qosClass === 'Burstable' || status.qosClass === 'Guaranteed', true);
+  const c = status.conditions?.find((x) => x.type === 'PodResizePending');
+  assert.deepEqual([c?.status, c?.reason], ['True', 'Infeasible']);
+  assert.match(c?.message ?? '', /^Pod QOS Class may not change as a result of resizing \(Guaranteed → Burstable\)/);
+  assert.ok(kubelet.events.all().some((e) => e.reason === 'ResizeRefused' && e.type === 'Warning'));
+  kubelet.removePod('u-qos', 0);
   await kubelet.workers.waitIdle();
 });

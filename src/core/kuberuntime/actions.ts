@@ -33,6 +33,8 @@ export interface ContainerToResize {
   changes: ResourceChange[];
   /** The cgroup settings to apply, computed as container start computes them. */
   linux: EffectiveResources;
+  /** Why it is not applied: a resize may not change the pod's QoS class (the API server's words). */
+  refused?: string;
 }
 
 /** What SyncPod must do to move the runtime toward the pod spec (the kubelet's podActions). */
@@ -223,7 +225,7 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
     return actions;
   }
 
-  // A resize may not change the pod's QoS class (the API server refuses it): those containers restart.
+  // A resize may not change the pod's QoS class: the API server refuses it, and the containers keep what they have.
   let qosMove: string | undefined | null = null;
   const qosChange = () => {
     if (qosMove === null) {
@@ -234,9 +236,11 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
     return qosMove;
   };
   const verdict = (c: IContainer, cs: RuntimeContainerStatus, kind: 'sidecar' | 'app') => {
-    const v = killReason(c, cs, probes, qosChange);
+    const v = killReason(c, cs, probes);
     if (v && 'resize' in v) {
-      actions.containersToResize.push({ id: cs.id, name: c.name, kind, container: c, changes: v.resize.changes, linux: v.resize.linux });
+      const qos = qosChange();
+      const refused = qos ? `Pod QOS Class may not change as a result of resizing (${qos}); delete the pod and run it again to change it` : undefined;
+      actions.containersToResize.push({ id: cs.id, name: c.name, kind, container: c, changes: v.resize.changes, linux: v.resize.linux, ...(refused ? { refused } : {}) });
       return undefined;
     }
     return v;
@@ -295,7 +299,7 @@ type Verdict = { reason: ContainerToKill['reason']; message: string } | { resize
  * Why a running container must go (a spec change, a failed probe), or the in-place resize it
  * needs instead when only its cpu or memory changed; undefined when it stays as it is.
  */
-function killReason(c: IContainer, cs: RuntimeContainerStatus, probes: ProbeVerdicts, qosChange: () => string | undefined = () => undefined): Verdict | undefined {
+function killReason(c: IContainer, cs: RuntimeContainerStatus, probes: ProbeVerdicts): Verdict | undefined {
   let resize: Verdict | undefined;
   const specChanged = cs.hash !== hashContainer(c);
   // An unchanged spec may still differ from what is in effect: a resize back to what it was created with.
@@ -303,11 +307,7 @@ function killReason(c: IContainer, cs: RuntimeContainerStatus, probes: ProbeVerd
     const r = resizeDecision(c, cs);
     if (!r && specChanged) return { reason: 'SpecChanged', message: `Container ${c.name} definition changed, will be restarted` };
     if (r?.kind === 'restart') return { reason: 'SpecChanged', message: `${r.message} (${formatResourceChanges(r.changes)})` };
-    if (r?.kind === 'resize') {
-      const qos = qosChange();
-      if (qos) return { reason: 'SpecChanged', message: `Container ${c.name} resize would change the pod's QoS class (${qos}): Pod QOS Class may not change as a result of resizing; will be restarted` };
-      resize = { resize: r };
-    }
+    if (r?.kind === 'resize') resize = { resize: r };
   }
   if (probes.livenessFailed(cs.id)) return { reason: 'Unhealthy', message: `Container ${c.name} failed liveness probe, will be restarted` };
   if (probes.startupFailed(cs.id)) return { reason: 'Unhealthy', message: `Container ${c.name} failed startup probe, will be restarted` };

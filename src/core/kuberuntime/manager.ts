@@ -48,6 +48,8 @@ export interface SyncPodResult {
   error?: string;
   /** An in-place resize that could not be applied, and why (the PodResizeInProgress condition says it). */
   resizeError?: string;
+  /** A resize refused as the API server refuses it (a QoS class change): PodResizePending, Infeasible. */
+  resizeRefused?: string;
 }
 
 export interface RuntimeManagerOptions {
@@ -193,6 +195,11 @@ export class RuntimeManager {
     }
 
     for (const resize of actions.containersToResize) {
+      if (resize.refused) {
+        result.resizeRefused = resize.refused;
+        this.events.record(podRef(pod), 'Warning', 'ResizeRefused', `Container ${resize.name}: ${resize.refused}`, resize.name);
+        continue;
+      }
       try {
         await this.resizeContainer(pod, resize);
         result.steps.push({ action: 'ResizeContainer', target: resize.name });

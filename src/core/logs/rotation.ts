@@ -26,6 +26,11 @@ export interface ContainerLogManagerOptions extends Partial<ContainerLogPolicy> 
   owns: (c: ContainerSummary) => boolean;
   monitorIntervalMs?: number;
   onError?: (containerId: string, err: unknown) => void;
+  /**
+   * Where a container's log is by the kubelet's layout (its pod's log directory, name/attempt.log):
+   * used when that file exists, so a pass over thousands of new containers needs no ContainerStatus each.
+   */
+  logPathOf?: (c: ContainerSummary) => string | undefined;
 }
 
 const ROTATED = /^(.+)\.(\d{8}-\d{6}(?:\.\d{3})?)(\.gz)?$/;
@@ -115,7 +120,7 @@ export class ContainerLogManager {
     const rotated: string[] = [];
     for (const c of containers) {
       try {
-        const path = await this.logPath(c.id);
+        const path = await this.logPath(c);
         if (path && (await this.rotateIfNeeded(c.id, path))) rotated.push(path);
       } catch (err) {
         this.opts.onError?.(c.id, err);
@@ -124,11 +129,12 @@ export class ContainerLogManager {
     return rotated;
   }
 
-  private async logPath(id: string): Promise<string | undefined> {
-    let path = this.logPaths.get(id);
+  private async logPath(c: ContainerSummary): Promise<string | undefined> {
+    let path = this.logPaths.get(c.id);
     if (path === undefined) {
-      path = (await this.opts.runtime.containerStatus(id)).status?.logPath ?? '';
-      this.logPaths.set(id, path);
+      const guess = this.opts.logPathOf?.(c);
+      path = guess && (await stat(guess).catch(() => undefined))?.isFile() ? guess : ((await this.opts.runtime.containerStatus(c.id)).status?.logPath ?? '');
+      this.logPaths.set(c.id, path);
     }
     return path || undefined;
   }
