@@ -342,6 +342,8 @@ export class Kubelet {
       this.events.record(podRef(pod), 'Warning', reason, message);
       this.observers.forEach((o) => o.onStatus?.({ pod, status, previous }));
     }
+    // The rejection is this version's final word: its status is the one to judge it by (observedGeneration).
+    this.observers.forEach((o) => o.onSynced?.(pod));
   }
 
   /** Why admission rejected the pod, while it is held rejected. */
@@ -648,6 +650,10 @@ export class Kubelet {
     this.events.forget(uid);
     this.terminations.forget(uid);
     this.prober.removePod(uid);
+    // Room freed: a resize deferred for want of it is tried again now (the kubelet's retry of pending resizes).
+    for (const other of this.pods.keys()) {
+      if (this.statusManager.conditions(other).some((c) => c.type === 'PodResizePending' && c.reason === 'Deferred')) this.workers.requeueAfter(other, 0);
+    }
     this.observers.forEach((o) => o.onTerminated?.(pod));
   }
 

@@ -90,7 +90,8 @@ test("the kubelet admits each pod a source adds: a rejected one is held Failed w
   try {
     const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'node-a', admission: node });
     const statuses: string[] = [];
-    kubelet.observe({ onStatus: ({ pod: p, status }) => statuses.push(`${p.metadata!.name} ${status.phase} ${status.reason ?? ''}`) });
+    const synced: string[] = [];
+    kubelet.observe({ onStatus: ({ pod: p, status }) => statuses.push(`${p.metadata!.name} ${status.phase} ${status.reason ?? ''}`), onSynced: (p) => synced.push(p.metadata!.name!) });
     const withUid = (p: IPod, uid: string): IPod => ({ ...p, metadata: { ...p.metadata, uid } });
     const ssd = withUid(pod('ssd', { nodeSelector: { disktype: 'ssd' } }), 'u-ssd');
     const m1 = withUid(pod('m1', {}, { memory: '3Gi' }), 'u-m1');
@@ -109,6 +110,7 @@ test("the kubelet admits each pod a source adds: a rejected one is held Failed w
     assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['m1', 'port1'], 'a rejected pod gets no sandbox');
     assert.ok(kubelet.events.all().some((e) => e.reason === 'OutOfmemory' && e.type === 'Warning'));
     assert.ok(statuses.includes('ssd Failed NodeAffinity'), 'observers hear of the rejection');
+    assert.ok(synced.includes('ssd'), 'the rejection settles this version (observedGeneration follows it)');
     assert.equal(kubelet.pods.has('u-ssd'), true, 'the pod manager holds it');
 
     // The pod limit (3) counts admitted pods only: m1 and port1 are admitted, so one more fits.

@@ -194,3 +194,26 @@ test('a resize that would change the QoS class is refused: the container keeps r
   kubelet.removePod('u-qos', 0);
   await kubelet.workers.waitIdle();
 });
+
+test('a resize that would fit the node but not beside the pods admitted now is pending, Deferred', async () => {
+  const node = { name: 'unit', labels: {}, allocatable: { cpu: 1000, memory: 2 ** 30, 'ephemeral-storage': 2 ** 40, pods: 10 } };
+  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit', admission: node });
+  kubelet.addOrUpdatePod(makePod({ uid: 'u-neighbour', name: 'neighbour', containers: [withResources(container('app'), { cpu: '600m', memory: '64Mi' })] }));
+  kubelet.addOrUpdatePod(makePod({ uid: 'u-defer', name: 'defer', containers: [small] }));
+  await kubelet.workers.waitIdle();
+  kubelet.addOrUpdatePod(makePod({ uid: 'u-defer', name: 'defer', containers: [withResources(container('app'), { cpu: '500m', memory: '64Mi' })] }));
+  await kubelet.workers.waitIdle();
+  const c = kubelet.statusManager.get('u-defer')!.conditions?.find((x) => x.type === 'PodResizePending');
+  assert.deepEqual([c?.reason, c?.message], ['Deferred', "Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000"]);
+  // The neighbour goes: the deferred resize is tried again at once (the sync tick runs due work).
+  kubelet.removePod('u-neighbour', 0);
+  await kubelet.workers.waitIdle();
+  kubelet.workers.syncDue();
+  await kubelet.workers.waitIdle();
+  assert.equal(kubelet.statusManager.get('u-defer')!.conditions?.find((x) => x.type === 'PodResizePending'), undefined);
+  const sb = fake.sandboxes().find((s) => s.metadata.name === 'defer' && s.state === 'SANDBOX_READY')!;
+  const id = fake.containers().find((x) => x.state === 'CONTAINER_RUNNING' && x.podSandboxId === sb.id)!.id;
+  assert.equal(Number((await client.containerStatus(id)).status?.resources?.linux?.cpuQuota), 50000);
+  kubelet.removePod('u-defer', 0);
+  await kubelet.workers.waitIdle();
+});
