@@ -9,19 +9,16 @@ import { crashLoopBackOff } from '../../src/core/kuberuntime/crash-backoff.js';
 import { findContainerStatus } from '../../src/core/container/types.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
+import { startFake, stopFake } from '../support/fake-runtime.js';
 
 let fake: FakeRuntime;
 let client: CriClient;
 const clock = new FakeClock();
 const logs = scratchDir('crash-backoff-logs');
 
-before(async () => {
-  fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
-  client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-});
+before(async () => ({ fake, client } = await startFake({ clock })));
 after(async () => {
-  client.close();
-  await fake.stop();
+  await stopFake({ fake, client });
   logs.cleanup();
 });
 

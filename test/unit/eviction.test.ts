@@ -10,19 +10,16 @@ import { formatBytesQuantity, hasLocalStorageLimits, limitedEmptyDirs, localStor
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { podMeta } from '../../src/core/util/pod-key.js';
 import { scratchDir } from '../support/e2e.js';
+import { startFake, stopFake } from '../support/fake-runtime.js';
 
 let fake: FakeRuntime;
 let client: CriClient;
 const clock = new FakeClock();
 const dir = scratchDir('eviction');
 
-before(async () => {
-  fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
-  client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-});
+before(async () => ({ fake, client } = await startFake({ clock })));
 after(async () => {
-  client.close();
-  await fake.stop();
+  await stopFake({ fake, client });
   dir.cleanup();
 });
 

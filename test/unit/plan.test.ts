@@ -13,6 +13,7 @@ import { hasSomethingToStop, planPod, planPods, type PodPlan } from '../../src/c
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { container, instance, makePod, podStatus, sandbox } from '../support/builders.js';
 import { scratchDir } from '../support/e2e.js';
+import { startFake, stopFake } from '../support/fake-runtime.js';
 import { podActionCases, type ActionSummary } from '../support/pod-action-cases.js';
 
 /** What a plan says, in the shape of the computePodActions table's expectations. */
@@ -123,13 +124,9 @@ describe('planPods on the fake runtime', () => {
     const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: ${JSON.stringify(image)}, command: [sleep, "3600"]}\n`;
     return parseManifestText(text, { kind: 'file', path: `/plan/${name}.yaml` }, { nodeName: 'unit' }).pods[0]!.pod;
   };
-  before(async () => {
-    fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
-    client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-  });
+  before(async () => ({ fake, client } = await startFake({ clock })));
   after(async () => {
-    client.close();
-    await fake.stop();
+    await stopFake({ fake, client });
     logs.cleanup();
   });
 

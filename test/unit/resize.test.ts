@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { startFake, stopFake } from '../support/fake-runtime.js';
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import { computePodActions, isNoop } from '../../src/core/kuberuntime/actions.js';
 import { canonicalJSON } from '../../src/core/util/canonical-json.js';
@@ -95,13 +96,9 @@ test('the runtime\'s cgroup settings read back in the spec\'s terms', () => {
 let fake: FakeRuntime;
 let client: CriClient;
 const clock = new FakeClock();
-before(async () => {
-  fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
-  client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-});
+before(async () => ({ fake, client } = await startFake({ clock })));
 after(async () => {
-  client.close();
-  await fake.stop();
+  await stopFake({ fake, client });
 });
 
 test('SyncPod resizes the running container in place: same container, new cgroup settings, status resources, a Resized event', async () => {

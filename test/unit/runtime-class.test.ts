@@ -8,19 +8,16 @@ import type { SyncPodResult } from '../../src/core/kuberuntime/manager.js';
 import { missingReferences, parseManifestText, setLookup } from '../../src/core/pod/index.js';
 import { podMeta } from '../../src/core/util/pod-key.js';
 import { scratchDir } from '../support/e2e.js';
+import { startFake, stopFake } from '../support/fake-runtime.js';
 
 let fake: FakeRuntime;
 let client: CriClient;
 const clock = new FakeClock();
 const logs = scratchDir('runtime-class-logs');
 
-before(async () => {
-  fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
-  client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-});
+before(async () => ({ fake, client } = await startFake({ clock })));
 after(async () => {
-  client.close();
-  await fake.stop();
+  await stopFake({ fake, client });
   logs.cleanup();
 });
 
