@@ -80,6 +80,32 @@ spec:
   assert.match(parsed.problems.find((p) => p.field === 'spec.nodeName')!.message, /"elsewhere" is not this host: this host's node name is used \("node-a"\)/);
 });
 
+test('nodeSelector and required node affinity are honoured by admission without a warning; preferred terms and pod (anti-)affinity are warned, each at its path', () => {
+  const text = `apiVersion: v1
+kind: Pod
+metadata: {name: placed}
+spec:
+  nodeSelector: {disktype: ssd}
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchExpressions: [{key: disktype, operator: In, values: [ssd]}]}]
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - {weight: 1, preference: {matchExpressions: [{key: zone, operator: In, values: [a]}]}}
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: x}}}]
+  containers: [{name: app, image: busybox:1.36}]
+`;
+  const parsed = parseManifestText(text, src, opts);
+  assert.deepEqual(parsed.problems.map((p) => `${p.severity} ${p.field}`).sort(), [
+    'warning spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution',
+    'warning spec.affinity.podAntiAffinity',
+  ]);
+  assert.match(parsed.problems[0]!.message, /only required node affinity is matched/);
+  const plain = parseManifestText(text.replace(/ {6}preferred[\s\S]*?(?= {4}podAntiAffinity)/, '').replace(/ {4}podAntiAffinity:\n.*\n/, ''), src, opts);
+  assert.deepEqual(plain.problems, []);
+});
+
 test('an init container shares the containers\' entries, and a refused field is an error', () => {
   const text = `apiVersion: v1
 kind: Pod

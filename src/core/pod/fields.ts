@@ -51,8 +51,10 @@ const table: Record<string, FieldFate> = {
   spec: honoured('kubelet'),
 
   // Scheduling: one node, no scheduler.
-  'spec.nodeSelector': warned("matched against this node's labels (--node-labels) by run and sync-once admission (NodeAffinity); watch does not check it yet"),
-  'spec.affinity': warned('required node affinity is matched as nodeSelector is; preferred terms and pod (anti-)affinity are ignored: there is no scheduler and one node'),
+  'spec.nodeSelector': honoured("admission (NodeAffinity against this node's labels, --node-labels)"),
+  'spec.affinity': honoured('admission (required node affinity, as nodeSelector)', {
+    notRequiredNode: { fate: 'warned', when: 'preferred node affinity terms, pod affinity or pod anti-affinity', reason: 'ignored: there is no scheduler and one node; only required node affinity is matched' },
+  }),
   'spec.tolerations': warned('ignored: this node has no taints'),
   'spec.topologySpreadConstraints': warned('ignored: there is one node to spread over'),
   'spec.priorityClassName': warned('ignored: there is no preemption and no PriorityClass'),
@@ -224,6 +226,7 @@ for (const t of ['awsElasticBlockStore', 'azureDisk', 'azureFile', 'cephfs', 'ci
  * than field by field; the coverage test still walks every path.
  */
 const HONOURED_SUBTREES: [string, string][] = [
+  ['spec.affinity', 'admission (required node affinity; the rest is warned)'],
   ['spec.containers.env', 'kuberuntime/env'],
   ['spec.containers.envFrom', 'kuberuntime/env'],
   ['spec.containers.ports', 'kuberuntime/config (CNI portmap)'],

@@ -329,6 +329,12 @@ function singleHostProblems(doc: Record<string, unknown>, spec: Record<string, u
     const v = spec[key];
     if (typeof v === 'string' && v !== '' && v !== 'default' && spec.automountServiceAccountToken !== false) except(`spec.${key}`, 'noToken', `spec.${key}`);
   }
+  const affinity = isObject(spec.affinity) ? spec.affinity : {};
+  for (const [key, v] of Object.entries(affinity)) {
+    if (v === undefined || v === null) continue;
+    if (key !== 'nodeAffinity') except('spec.affinity', 'notRequiredNode', `spec.affinity.${key}`);
+    else if (isObject(v) && (v as Record<string, unknown>).preferredDuringSchedulingIgnoredDuringExecution !== undefined) except('spec.affinity', 'notRequiredNode', 'spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution');
+  }
   if (spec.hostUsers === false) except('spec.hostUsers', 'userNamespace', 'spec.hostUsers');
   if (spec.dnsPolicy === 'ClusterFirst' || spec.dnsPolicy === 'ClusterFirstWithHostNet') except('spec.dnsPolicy', 'clusterFirst', 'spec.dnsPolicy');
   const os = (spec.os as { name?: unknown } | undefined)?.name;
