@@ -337,18 +337,19 @@ test('networking: a hostNetwork pod sees the host interfaces; a hostPort reaches
   await remove(hostNet, server);
 });
 
-test('podctl validate lists nodeSelector, tolerations and a PVC with their field paths and exits 1', () => {
+test('podctl validate lists pod anti-affinity, tolerations and a PVC with their field paths and exits 1; nodeSelector, which admission matches, is not warned', () => {
   const file = `${dirs.dir}/unsupported.yaml`;
   writeFileSync(
     file,
-    `apiVersion: v1\nkind: Pod\nmetadata: {name: sched}\nspec:\n  nodeSelector: {disk: ssd}\n  tolerations: [{key: dedicated, operator: Exists}]\n  containers:\n  - {name: app, image: busybox:1.36}\n  volumes:\n  - {name: data, persistentVolumeClaim: {claimName: data}}\n`,
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: sched}\nspec:\n  nodeSelector: {kubernetes.io/os: linux}\n  affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname}]}}\n  tolerations: [{key: dedicated, operator: Exists}]\n  containers:\n  - {name: app, image: busybox:1.36}\n  volumes:\n  - {name: data, persistentVolumeClaim: {claimName: data}}\n`,
   );
   const r = podctl(['validate', file]);
   assert.equal(r.code, 1);
   assert.match(r.stdout, /^error: .*unsupported\.yaml: document 1 \(Pod "sched"\): spec\.volumes\[0\]\.persistentVolumeClaim: not supported on a single host/m);
-  assert.match(r.stdout, /^warning: .*spec\.nodeSelector: matched against this node's labels/m);
+  assert.match(r.stdout, /^warning: .*spec\.affinity\.podAntiAffinity: ignored: there is no scheduler and one node/m);
+  assert.doesNotMatch(r.stdout, /nodeSelector/);
   assert.match(r.stdout, /^warning: .*spec\.tolerations: ignored/m);
   const json = JSON.parse(podctl(['validate', file, '-o', 'json']).stdout) as { valid: boolean; findings: { field: string; severity: string }[] };
   assert.equal(json.valid, false);
-  assert.deepEqual(json.findings.map((f) => `${f.severity} ${f.field}`).sort(), ['error spec.volumes[0].persistentVolumeClaim', 'warning spec.nodeSelector', 'warning spec.tolerations']);
+  assert.deepEqual(json.findings.map((f) => `${f.severity} ${f.field}`).sort(), ['error spec.volumes[0].persistentVolumeClaim', 'warning spec.affinity.podAntiAffinity', 'warning spec.tolerations']);
 });

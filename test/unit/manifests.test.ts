@@ -263,7 +263,7 @@ kind: Pod
 metadata: {name: sched}
 spec:
   nodeSelector: {disk: ssd}
-  affinity: {nodeAffinity: {}}
+  affinity: {podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, podAffinityTerm: {topologyKey: zone}}]}}
   tolerations: [{key: dedicated, operator: Exists}]
   priorityClassName: high
   dnsPolicy: ClusterFirst
@@ -282,8 +282,6 @@ spec:
     projected: {sources: [{serviceAccountToken: {path: token}}]}
 `;
   assert.deepEqual(problemsOf(text), [
-    "warning doc1 spec.nodeSelector: matched against this node's labels (--node-labels) by run and sync-once admission (NodeAffinity); watch does not check it yet",
-    'warning doc1 spec.affinity: required node affinity is matched as nodeSelector is; preferred terms and pod (anti-)affinity are ignored: there is no scheduler and one node',
     'warning doc1 spec.tolerations: ignored: this node has no taints',
     'warning doc1 spec.priorityClassName: ignored: there is no preemption and no PriorityClass',
     'error doc1 spec.volumes[0].persistentVolumeClaim: not supported on a single host (no PersistentVolume controller); use hostPath or emptyDir',
@@ -291,6 +289,7 @@ spec:
     'error doc1 spec.volumes[2].ephemeral: not supported on a single host (no PersistentVolume provisioner); use emptyDir',
     'error doc1 spec.volumes[3].projected.sources[0].serviceAccountToken: no API server issues service account tokens here',
     'warning doc1 spec.serviceAccountName: no service account token is mounted: there is no API server to issue one',
+    'warning doc1 spec.affinity.podAffinity: ignored: there is no scheduler and one node; only required node affinity is matched',
     'warning doc1 spec.dnsPolicy: there is no cluster DNS on one host: resolves as Default (the host resolv.conf)',
     'error doc1 spec.containers[0].resources.limits["example.com/fpga"]: extended resource example.com/fpga: no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*',
     'error doc1 spec.containers[0].securityContext.procMount: needs a user namespace (hostUsers: false), which podctl does not support',
