@@ -56,6 +56,7 @@ export function plegForEvents(
     relistPeriodMs: parseDuration(flags['relist-period'], '--relist-period'),
     labelSelector: flags.all ? {} : undefined,
     inspect,
+    earlyExits: statusReader.earlyExits,
     onError,
   });
   return choosePleg({
@@ -78,6 +79,7 @@ export function formatPlegEvent(e: PodLifecycleEvent, cache: PodCache, json: boo
   else if (e.type === 'ContainerStarted') detail = e.containerName ? `running ${c?.image ?? ''}`.trim() : 'sandbox ready';
   else if (e.type === 'ContainerRemoved') detail = 'removed';
   else if (e.type === 'ContainerChanged') detail = `state ${c?.state ?? 'unknown'}`;
+  else if (e.type === 'PodSync') detail = 'the runtime recorded more than its event said';
   const time = new Date(e.time).toISOString();
   if (json) {
     return JSON.stringify({ time, namespace: e.namespace, pod: e.name, podUID: e.id, container: e.containerName ?? null, id: e.data, event: e.type, detail });

@@ -8,7 +8,8 @@ import { PLEG_KINDS } from '../core/pleg/select.js';
 export class PlegEvents extends PodctlCommand {
   static override summary = 'Print the pod lifecycle events the PLEG derives from the runtime (one relist, or --follow).';
   static override description = `Relists the runtime's sandboxes and containers as the kubelet's generic PLEG does and prints the events:
-ContainerStarted, ContainerDied, ContainerRemoved and ContainerChanged (which the kubelet keeps internal).
+ContainerStarted, ContainerDied, ContainerRemoved and ContainerChanged (which the kubelet keeps internal), and
+PodSync when containerd's CRI records an exit with more than its TaskExit event said (a termination message).
 Without --follow, one relist against an empty past: every running container shows as started, every exited
 one as died. With --follow, later events come as the agent's PLEG gets them (--pleg, auto by default): from the
 runtime's event stream where it has one (CRI GetContainerEvents, or containerd's own event service), else from

@@ -238,6 +238,7 @@ export class Kubelet {
       runtime: this.opts.runtime,
       clock: this.clock,
       inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
+      earlyExits: this.runtimeManager.statusReader.earlyExits,
       onRelist: (durationMs, intervalMs) => {
         this.opts.metrics?.relistDuration.observe(durationMs / 1000);
         if (intervalMs !== undefined) this.opts.metrics?.relistInterval.observe(intervalMs / 1000);

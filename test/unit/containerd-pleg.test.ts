@@ -167,7 +167,7 @@ test('containerd-events PLEG: a task exit refreshes its pod and gives one Contai
   }
 });
 
-test('containerd-events PLEG: an exit the CRI has not recorded yet is read again until it shows (injected clock), an exec exit is ignored', async () => {
+test('containerd-events PLEG: TaskExit is reported at once with the event\'s code and time while the CRI lags, read again until the CRI records it, never twice; an exec exit is ignored', async () => {
   const t = await setup();
   try {
     const { app } = await startWithPod(t);
@@ -178,15 +178,45 @@ test('containerd-events PLEG: an exit the CRI has not recorded yet is read again
     await turns();
     assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'an exec exit reads nothing');
     // containerd says exited; the CRI still says running.
-    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 1 });
-    await until('the first read', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
-    await turns();
-    assert.equal(count(t.seen, 'ContainerDied', app), 0);
+    const exitedAt = t.clock.now() - 3;
+    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 1, exitedAt });
+    await until('ContainerDied from the event', () => count(t.seen, 'ContainerDied', app) === 1);
+    assert.equal((await t.client.containerStatus(app)).status?.state, 'CONTAINER_RUNNING', 'the CRI has not recorded it');
+    const cached = t.pleg.cache.get(uid)!.containers.find((c) => c.id === app)!;
+    assert.deepEqual([cached.state, cached.exitCode, cached.finishedAt, cached.reason], ['exited', 1, exitedAt, 'Error']);
+    // SyncPod's own read and a relist in the lag see the exit too: no restart is missed, no start reported.
+    const read = await t.kubelet.runtimeManager.getPodStatus(uid, 'cd', 'default');
+    assert.equal(read.containers.find((c) => c.id === app)?.state, 'exited');
+    await t.pleg.relist();
+    assert.equal(count(t.seen, 'ContainerStarted', app), 1);
     t.fake.exitContainer(app, 1);
-    t.clock.advance(REREAD_DELAYS_MS[0]!);
-    await until('ContainerDied after the re-read', () => count(t.seen, 'ContainerDied', app) === 1);
-    t.clock.advance(10_000);
+    for (const d of REREAD_DELAYS_MS.slice(0, 3)) {
+      t.clock.advance(d);
+      await turns();
+    }
+    assert.equal(t.kubelet.runtimeManager.statusReader.earlyExits.size, 0, 'the CRI agrees: nothing left ahead of it');
+    t.clock.advance(EVENTED_RELIST_PERIOD_MS);
     await turns();
+    assert.equal(count(t.seen, 'ContainerDied', app), 1);
+    assert.equal(t.seen.filter((e) => e.type === 'PodSync').length, 0, 'the CRI recorded what the event said');
+  } finally {
+    await t.cleanup();
+  }
+});
+
+test('containerd-events PLEG: when the CRI records more than TaskExit said (a message), the pod gets a PodSync', async () => {
+  const t = await setup();
+  try {
+    const { app } = await startWithPod(t);
+    t.events.send({ topic: '/tasks/start', containerId: app });
+    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
+    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 2, exitedAt: t.clock.now() });
+    await until('ContainerDied from the event', () => count(t.seen, 'ContainerDied', app) === 1);
+    t.fake.exitContainer(app, 2, { message: 'disk full' });
+    t.clock.advance(REREAD_DELAYS_MS[0]!);
+    const sync = await until('PodSync', () => t.seen.find((e) => e.type === 'PodSync'));
+    assert.equal(sync.id, uid);
+    assert.equal(t.pleg.cache.get(uid)!.containers.find((c) => c.id === app)?.message, 'disk full');
     assert.equal(count(t.seen, 'ContainerDied', app), 1);
   } finally {
     await t.cleanup();

@@ -21,6 +21,8 @@ export interface ContainerdEvent {
   /** A process other than the task's init (an exec: a probe's ExecSync): its ID. */
   execId?: string;
   exitStatus?: number;
+  /** TaskExit: when the process exited (epoch ms). */
+  exitedAt?: number;
 }
 
 export interface ContainerdEventHandlers {
@@ -46,7 +48,7 @@ interface EnvelopeOutput {
   namespace?: string;
   topic?: string;
   /** The Any, decoded by its type URL (proto-loader's json option): '@type' and the message's fields. */
-  event?: { '@type'?: string; containerId?: string; id?: string; exitStatus?: number } | null;
+  event?: { '@type'?: string; containerId?: string; id?: string; exitStatus?: number; exitedAt?: { seconds?: number; nanos?: number } | null } | null;
 }
 
 type EventsCall = import('@grpc/grpc-js').ClientReadableStream<EnvelopeOutput>;
@@ -105,14 +107,16 @@ export function toContainerdEvent(envelope: EnvelopeOutput): ContainerdEvent | u
   const containerId = (isContainerTopic ? e?.id : e?.containerId) ?? '';
   if (!containerId) return undefined;
   const ts = envelope.timestamp;
+  const toMs = (t: { seconds?: number; nanos?: number }) => (t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
   const execId = !isContainerTopic && e?.id && e.id !== containerId ? e.id : undefined;
   return {
     topic,
     namespace: envelope.namespace ?? '',
-    timestamp: ts ? (ts.seconds ?? 0) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : 0,
+    timestamp: ts ? toMs(ts) : 0,
     containerId,
     ...(execId ? { execId } : {}),
     ...(topic === '/tasks/exit' || topic === '/tasks/delete' ? { exitStatus: e?.exitStatus ?? 0 } : {}),
+    ...(topic === '/tasks/exit' && e?.exitedAt?.seconds ? { exitedAt: toMs(e.exitedAt) } : {}),
   };
 }
 

@@ -5,6 +5,7 @@ import { ignoreNotFound } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import { readLogTail } from '../logs/index.js';
 import * as L from './labels.js';
+import { EarlyExits } from '../container/early-exits.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from '../container/types.js';
 
 /** The kubelet reads at most this much of a termination-message file or of the log tail. */
@@ -27,10 +28,13 @@ export class PodStatusReader {
   private readonly killMessages = new Map<string, string>();
   /** Termination messages of exited containers: they never change, so each is read once. */
   private readonly terminationMessages = new Map<string, string>();
+  /** Exits a runtime event announced before the CRI recorded them (the containerd-events PLEG notes them). */
+  readonly earlyExits: EarlyExits;
 
   constructor(opts: { runtime: RuntimeService; clock: Clock }) {
     this.runtime = opts.runtime;
     this.clock = opts.clock;
+    this.earlyExits = new EarlyExits(opts.clock);
   }
 
   /** Why podctl killed this container, shown as its termination message when it wrote none. */
@@ -92,7 +96,10 @@ export class PodStatusReader {
     const res = await ignoreNotFound(this.runtime.containerStatus(container.id));
     if (!res) return undefined;
     const status = toRuntimeContainerStatus(container, res.status ?? undefined);
-    if (status.state === 'exited' && res.status) status.message = (await this.terminationMessage(status, res.status)) || status.message;
+    const early = this.earlyExits.size ? this.earlyExits.ahead(container.id, status.state === 'running') : undefined;
+    if (early) Object.assign(status, { state: 'exited', exitCode: early.exitCode, finishedAt: early.finishedAt, reason: early.reason });
+    // Read again once the CRI has recorded the exit: the log a fallback message tails may still be flushing.
+    if (status.state === 'exited' && res.status) status.message = (await this.terminationMessage(status, res.status, !early)) || status.message;
     return status;
   }
 
@@ -101,7 +108,7 @@ export class PodStatusReader {
    * terminationMessagePath, else (FallbackToLogsOnError, non-zero exit) the
    * tail of its log, else why podctl killed it.
    */
-  private async terminationMessage(c: RuntimeContainerStatus, status: T.ContainerStatus): Promise<string | undefined> {
+  private async terminationMessage(c: RuntimeContainerStatus, status: T.ContainerStatus, remember = true): Promise<string | undefined> {
     const known = this.terminationMessages.get(c.id);
     if (known !== undefined) return known || undefined;
     const annotations = status.annotations ?? {};
@@ -112,6 +119,7 @@ export class PodStatusReader {
       message = await readLogTail(status.logPath, FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES);
     }
     message ||= this.killMessages.get(c.id) ?? '';
+    if (!remember) return message || undefined;
     if (this.terminationMessages.size >= 10_000) this.terminationMessages.clear();
     this.terminationMessages.set(c.id, message);
     return message || undefined;

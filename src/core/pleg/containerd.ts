@@ -1,5 +1,6 @@
 import type { Clock, TimerHandle } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
+import type { RuntimeContainerStatus } from '../container/types.js';
 import type { ContainerdEvent, ContainerdEventSource } from '../cri/containerd-events.js';
 import { isNotFound, isUnimplemented, type CriError } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
@@ -214,14 +215,36 @@ export class ContainerdPleg implements Pleg {
     }
     const pod = await this.podOf(event.containerId);
     if (!pod) return;
-    if (event.topic === '/tasks/exit' && this.oomKilled.delete(event.containerId)) await this.untilOomRecorded(event.containerId);
+    const { generic } = this.opts;
+    const id = event.containerId;
+    const exit = event.topic === '/tasks/exit';
+    const oom = exit && this.oomKilled.delete(id);
+    // TaskExit carries what ContainerDied needs: a container seen running is taken as exited at once,
+    // in the CRI's words, instead of after the CRI's lag of tens of milliseconds. Not an OOM kill:
+    // the CRI may already hold that exit as Error, so its reason is waited for as before.
+    const early = exit && !oom && generic.noteExit(id, { exitCode: event.exitStatus ?? 0, finishedAt: event.exitedAt ?? event.timestamp, reason: event.exitStatus ? 'Error' : 'Completed' });
+    if (oom) await this.untilOomRecorded(id);
     const done = expected(event);
+    let first: RuntimeContainerStatus | undefined;
     for (let attempt = 0; ; attempt++) {
       if (!this.running || this.fellBack) return;
-      await this.opts.generic.refreshPod(pod.uid, pod.name, pod.namespace);
-      if (!done || done(this.opts.generic.stateOf(event.containerId)) || attempt >= REREAD_DELAYS_MS.length) return;
+      await generic.refreshPod(pod.uid, pod.name, pod.namespace);
+      if (early) first ??= this.cachedContainer(pod.uid, id);
+      // An early exit is read again until the CRI has recorded it too.
+      const settled = !done || (done(generic.stateOf(id)) && !generic.exitPending(id));
+      if (settled || attempt >= REREAD_DELAYS_MS.length) break;
       await new Promise<void>((resolve) => this.later(REREAD_DELAYS_MS[attempt]!, resolve));
     }
+    // The CRI's record of the exit can say more than the event did (a TaskOOM after the TaskExit, a
+    // fallback message from a log still flushing): the pod is synced again, as the kubelet's PodSync.
+    const recorded = early && first ? this.cachedContainer(pod.uid, id) : undefined;
+    if (first && recorded && (recorded.reason !== first.reason || recorded.message !== first.message || recorded.exitCode !== first.exitCode)) {
+      generic.podSync(pod.uid, pod.name, pod.namespace);
+    }
+  }
+
+  private cachedContainer(uid: string, id: string): RuntimeContainerStatus | undefined {
+    return this.opts.generic.cache.get(uid)?.containers.find((c) => c.id === id);
   }
 
   /**

@@ -4,6 +4,7 @@ import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
 import * as L from '../kuberuntime/labels.js';
 import type { RuntimePodStatus } from '../container/types.js';
+import type { ContainerExit, EarlyExits } from '../container/early-exits.js';
 import { PodCache } from './cache.js';
 import { forEachLimited } from '../util/concurrency.js';
 
@@ -72,6 +73,8 @@ export interface GenericPlegOptions {
   relistPeriodMs?: number;
   /** Which sandboxes and containers to watch; podctl's own by default. */
   labelSelector?: Record<string, string>;
+  /** Exits known from runtime events before the CRI records them; shared with what inspect reads through. */
+  earlyExits?: EarlyExits;
   onError?: (err: unknown) => void;
   /** After each relist: its duration, and the time since the previous one started. */
   onRelist?: (durationMs: number, intervalMs: number | undefined) => void;
@@ -174,6 +177,29 @@ export class GenericPleg {
     return this.previous.get(id)?.state;
   }
 
+  /**
+   * An exit a runtime event reported before the CRI recorded it, for a container last seen running:
+   * from now until the CRI agrees, relists and inspections see it exited. False when it was not
+   * noted (not a container seen running, or no store to keep it).
+   */
+  noteExit(containerId: string, exit: ContainerExit): boolean {
+    const seen = this.previous.get(containerId);
+    if (!this.opts.earlyExits || seen?.state !== 'running' || seen.containerName === undefined) return false;
+    this.opts.earlyExits.note(containerId, exit);
+    return true;
+  }
+
+  /** Whether a noted exit is still ahead of the CRI. */
+  exitPending(containerId: string): boolean {
+    return this.opts.earlyExits?.pending(containerId) ?? false;
+  }
+
+  /** The kubelet's PodSync: the pod changed in a way no single container event says. */
+  podSync(uid: string, name: string, namespace: string): void {
+    const e: PodLifecycleEvent = { type: 'PodSync', id: uid, data: '', namespace, name, time: this.opts.clock.now() };
+    for (const l of this.listeners) l(e);
+  }
+
   /** Whether labels match the PLEG's selector (podctl's own by default). */
   selects(labels: Record<string, string> | undefined): boolean {
     const selector = this.opts.labelSelector ?? { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
@@ -246,10 +272,12 @@ export class GenericPleg {
         const state = s.state === 'SANDBOX_READY' ? 'running' : 'exited';
         keep(s.id, uid, state, () => ({ uid, namespace: s.metadata?.namespace ?? '', name: s.metadata?.name ?? '', state }));
       }
+      const early = this.opts.earlyExits?.size ? this.opts.earlyExits : undefined;
       for (const c of containers) {
         const uid = c.labels[L.POD_UID_LABEL];
         if (!uid) continue;
-        const state = containerState(c.state);
+        let state = containerState(c.state);
+        if (early?.ahead(c.id, state === 'running')) state = 'exited';
         keep(c.id, uid, state, () => ({
           uid,
           namespace: c.labels[L.POD_NAMESPACE_LABEL] ?? '',
