@@ -57,6 +57,7 @@ export function plegForEvents(
     labelSelector: flags.all ? {} : undefined,
     inspect,
     earlyExits: statusReader.earlyExits,
+    exitedStatus: (c, exit) => statusReader.exitedStatus(c, exit),
     onError,
   });
   return choosePleg({

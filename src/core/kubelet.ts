@@ -239,6 +239,7 @@ export class Kubelet {
       clock: this.clock,
       inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
       earlyExits: this.runtimeManager.statusReader.earlyExits,
+      exitedStatus: (c, exit) => this.runtimeManager.statusReader.exitedStatus(c, exit),
       onRelist: (durationMs, intervalMs) => {
         this.opts.metrics?.relistDuration.observe(durationMs / 1000);
         if (intervalMs !== undefined) this.opts.metrics?.relistInterval.observe(intervalMs / 1000);

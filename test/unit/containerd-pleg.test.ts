@@ -13,6 +13,10 @@ import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
 import type { Pleg } from '../../src/core/pleg/evented.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RuntimeService } from '../../src/core/cri/client.js';
+import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
 
 const logs = scratchDir('containerd-pleg');
 after(() => logs.cleanup());
@@ -149,7 +153,10 @@ test('containerd-events PLEG: a task exit refreshes its pod and gives one Contai
     assert.equal(died.containerName, 'app');
     assert.equal(died.id, uid);
     assert.equal(t.pleg.cache.get(uid)?.containers[0]?.exitCode, 2);
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'one pod status read, no relist');
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'reported from the event, before any read');
+    await until('the pod read once', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
+    await turns();
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'one pod status read (the CRI had recorded it), no relist');
     assert.equal(t.pleg.source, 'containerd-events');
     // The safety-net relist (300 s) finds the same state: nothing twice.
     t.fake.resetCalls();
@@ -318,4 +325,15 @@ test('--pleg auto on containerd: CRI GetContainerEvents UNIMPLEMENTED hands over
   } finally {
     await t.cleanup();
   }
+});
+
+test("an early exit's status: the event's code, time and reason, the termination message the container wrote, else why podctl killed it", () => {
+  const reader = new PodStatusReader({ runtime: {} as RuntimeService, clock: new FakeClock() });
+  const file = join(logs.dir, 'termination-log');
+  writeFileSync(file, 'bye');
+  const c = { id: 'c1', name: 'app', state: 'running', createdAt: 1, image: 'busybox', imageRef: '', imageId: '', hash: '', restartCount: 0, kind: 'app', terminationMessageFile: file } as const;
+  const exit = { exitCode: 3, finishedAt: 1234, reason: 'Error' };
+  assert.deepEqual(reader.exitedStatus(c, exit), { ...c, state: 'exited', exitCode: 3, finishedAt: 1234, reason: 'Error', message: 'bye' });
+  reader.noteKillMessage('c2', 'Container app failed liveness probe, will be restarted');
+  assert.equal(reader.exitedStatus({ ...c, id: 'c2', terminationMessageFile: join(logs.dir, 'absent') }, exit).message, 'Container app failed liveness probe, will be restarted');
 });

@@ -21,6 +21,8 @@ export interface RuntimeContainerStatus {
   restartCount: number;
   reason?: string;
   message?: string;
+  /** The host file bind-mounted at terminationMessagePath, as the runtime reports the mount. */
+  terminationMessageFile?: string;
   /** The compact spec copy from the container's annotation, for diffs. */
   specJSON?: string;
   /** The cgroup settings the runtime reports in effect (CRI ContainerStatus.resources), for in-place resize. */

@@ -1,3 +1,4 @@
+import { openSync, readSync, closeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Clock } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
@@ -5,7 +6,7 @@ import { ignoreNotFound } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import { readLogTail } from '../logs/index.js';
 import * as L from './labels.js';
-import { EarlyExits } from '../container/early-exits.js';
+import { EarlyExits, type ContainerExit } from '../container/early-exits.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from '../container/types.js';
 
 /** The kubelet reads at most this much of a termination-message file or of the log tail. */
@@ -96,11 +97,25 @@ export class PodStatusReader {
     const res = await ignoreNotFound(this.runtime.containerStatus(container.id));
     if (!res) return undefined;
     const status = toRuntimeContainerStatus(container, res.status ?? undefined);
+    const path = res.status?.annotations?.[L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION];
+    const file = path ? res.status?.mounts?.find((m) => m.containerPath === path)?.hostPath : undefined;
+    if (file) status.terminationMessageFile = file;
     const early = this.earlyExits.size ? this.earlyExits.ahead(container.id, status.state === 'running') : undefined;
     if (early) Object.assign(status, { state: 'exited', exitCode: early.exitCode, finishedAt: early.finishedAt, reason: early.reason });
     // Read again once the CRI has recorded the exit: the log a fallback message tails may still be flushing.
     if (status.state === 'exited' && res.status) status.message = (await this.terminationMessage(status, res.status, !early)) || status.message;
     return status;
+  }
+
+  /**
+   * A container's status once it exited as a runtime event says, before the CRI has recorded it: the
+   * event's code, time and reason, and the termination message from the file the container wrote
+   * (read at once: it is small and final), else why podctl killed it. A fallback message from the
+   * log comes with the CRI's own record, when the log has been flushed.
+   */
+  exitedStatus(c: RuntimeContainerStatus, exit: ContainerExit): RuntimeContainerStatus {
+    const message = this.terminationMessages.get(c.id) || (c.terminationMessageFile ? readHeadSync(c.terminationMessageFile, MAX_TERMINATION_MESSAGE_BYTES) : '') || this.killMessages.get(c.id);
+    return { ...c, state: 'exited', exitCode: exit.exitCode, finishedAt: exit.finishedAt, reason: exit.reason, message: message || undefined };
   }
 
   /**
@@ -112,9 +127,7 @@ export class PodStatusReader {
     const known = this.terminationMessages.get(c.id);
     if (known !== undefined) return known || undefined;
     const annotations = status.annotations ?? {};
-    const path = annotations[L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION];
-    const mount = path ? status.mounts?.find((m) => m.containerPath === path) : undefined;
-    let message = mount ? await readHead(mount.hostPath, MAX_TERMINATION_MESSAGE_BYTES) : '';
+    let message = c.terminationMessageFile ? await readHead(c.terminationMessageFile, MAX_TERMINATION_MESSAGE_BYTES) : '';
     if (!message && annotations[L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] === 'FallbackToLogsOnError' && c.exitCode !== 0 && status.logPath) {
       message = await readLogTail(status.logPath, FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES);
     }
@@ -123,6 +136,21 @@ export class PodStatusReader {
     if (this.terminationMessages.size >= 10_000) this.terminationMessages.clear();
     this.terminationMessages.set(c.id, message);
     return message || undefined;
+  }
+}
+
+/** As readHead, at once: for a termination message the PLEG needs in the same turn as the event. */
+function readHeadSync(path: string, max: number): string {
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      const buf = Buffer.alloc(max);
+      return buf.subarray(0, readSync(fd, buf, 0, max, 0)).toString();
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return '';
   }
 }
 

@@ -213,23 +213,22 @@ export class ContainerdPleg implements Pleg {
       this.oomKilled.add(event.containerId);
       return;
     }
-    const pod = await this.podOf(event.containerId);
-    if (!pod) return;
     const { generic } = this.opts;
     const id = event.containerId;
     const exit = event.topic === '/tasks/exit';
     const oom = exit && this.oomKilled.delete(id);
-    // TaskExit carries what ContainerDied needs: a container seen running is taken as exited at once,
+    // TaskExit carries what ContainerDied needs: a container seen running is reported exited at once,
     // in the CRI's words, instead of after the CRI's lag of tens of milliseconds. Not an OOM kill:
     // the CRI may already hold that exit as Error, so its reason is waited for as before.
-    const early = exit && !oom && generic.noteExit(id, { exitCode: event.exitStatus ?? 0, finishedAt: event.exitedAt ?? event.timestamp, reason: event.exitStatus ? 'Error' : 'Completed' });
+    const early = exit && !oom && generic.applyExit(id, { exitCode: event.exitStatus ?? 0, finishedAt: event.exitedAt ?? event.timestamp, reason: event.exitStatus ? 'Error' : 'Completed' });
+    const first = early ? this.cachedContainer(generic.podOf(id)?.uid, id) : undefined;
+    const pod = await this.podOf(id);
+    if (!pod) return;
     if (oom) await this.untilOomRecorded(id);
     const done = expected(event);
-    let first: RuntimeContainerStatus | undefined;
     for (let attempt = 0; ; attempt++) {
       if (!this.running || this.fellBack) return;
       await generic.refreshPod(pod.uid, pod.name, pod.namespace);
-      if (early) first ??= this.cachedContainer(pod.uid, id);
       // An early exit is read again until the CRI has recorded it too.
       const settled = !done || (done(generic.stateOf(id)) && !generic.exitPending(id));
       if (settled || attempt >= REREAD_DELAYS_MS.length) break;
@@ -237,14 +236,14 @@ export class ContainerdPleg implements Pleg {
     }
     // The CRI's record of the exit can say more than the event did (a TaskOOM after the TaskExit, a
     // fallback message from a log still flushing): the pod is synced again, as the kubelet's PodSync.
-    const recorded = early && first ? this.cachedContainer(pod.uid, id) : undefined;
+    const recorded = first ? this.cachedContainer(pod.uid, id) : undefined;
     if (first && recorded && (recorded.reason !== first.reason || recorded.message !== first.message || recorded.exitCode !== first.exitCode)) {
       generic.podSync(pod.uid, pod.name, pod.namespace);
     }
   }
 
-  private cachedContainer(uid: string, id: string): RuntimeContainerStatus | undefined {
-    return this.opts.generic.cache.get(uid)?.containers.find((c) => c.id === id);
+  private cachedContainer(uid: string | undefined, id: string): RuntimeContainerStatus | undefined {
+    return uid === undefined ? undefined : this.opts.generic.cache.get(uid)?.containers.find((c) => c.id === id);
   }
 
   /**

@@ -3,7 +3,7 @@ import type { RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
 import * as L from '../kuberuntime/labels.js';
-import type { RuntimePodStatus } from '../container/types.js';
+import type { RuntimeContainerStatus, RuntimePodStatus } from '../container/types.js';
 import type { ContainerExit, EarlyExits } from '../container/early-exits.js';
 import { PodCache } from './cache.js';
 import { forEachLimited } from '../util/concurrency.js';
@@ -75,6 +75,8 @@ export interface GenericPlegOptions {
   labelSelector?: Record<string, string>;
   /** Exits known from runtime events before the CRI records them; shared with what inspect reads through. */
   earlyExits?: EarlyExits;
+  /** A container's status once it exited as an event says (the status reader's words: reason, termination message). */
+  exitedStatus?: (c: RuntimeContainerStatus, exit: ContainerExit) => RuntimeContainerStatus;
   onError?: (err: unknown) => void;
   /** After each relist: its duration, and the time since the previous one started. */
   onRelist?: (durationMs: number, intervalMs: number | undefined) => void;
@@ -179,14 +181,42 @@ export class GenericPleg {
 
   /**
    * An exit a runtime event reported before the CRI recorded it, for a container last seen running:
-   * from now until the CRI agrees, relists and inspections see it exited. False when it was not
-   * noted (not a container seen running, or no store to keep it).
+   * ContainerDied at once, and the pod's cached status patched from the event, without waiting for
+   * a read. Until the CRI agrees, relists and inspections see the container exited too (the status
+   * reader applies the same exits). False when not applied: not a container seen running with a
+   * cached status, or no store to keep the exit in.
    */
-  noteExit(containerId: string, exit: ContainerExit): boolean {
+  applyExit(containerId: string, exit: ContainerExit): boolean {
     const seen = this.previous.get(containerId);
-    if (!this.opts.earlyExits || seen?.state !== 'running' || seen.containerName === undefined) return false;
-    this.opts.earlyExits.note(containerId, exit);
+    const store = this.opts.earlyExits;
+    if (!store || seen?.state !== 'running' || seen.containerName === undefined) return false;
+    const cached = this.cache.get(seen.uid);
+    if (!cached || ![...cached.containers, ...(cached.ephemeral ?? [])].some((c) => c.id === containerId)) return false;
+    store.note(containerId, exit);
+    const time = this.opts.clock.now();
+    this.cache.set(seen.uid, this.withEarlyExits(cached, time), time);
+    const rec: Seen = { ...seen, state: 'exited' };
+    this.previous.set(containerId, rec);
+    const e: PodLifecycleEvent = { type: 'ContainerDied', id: rec.uid, data: containerId, namespace: rec.namespace, name: rec.name, containerName: rec.containerName, time };
+    for (const l of this.listeners) l(e);
     return true;
+  }
+
+  /** A pod's status with the exits still ahead of the CRI applied (a read that raced the event). */
+  private withEarlyExits(status: RuntimePodStatus, time = status.timestamp): RuntimePodStatus {
+    const store = this.opts.earlyExits;
+    if (!store?.size) return status;
+    let changed = false;
+    const apply = (list: RuntimeContainerStatus[]) =>
+      list.map((c) => {
+        const exit = c.state === 'running' ? store.ahead(c.id, true) : undefined;
+        if (!exit) return c;
+        changed = true;
+        return this.opts.exitedStatus?.(c, exit) ?? { ...c, state: 'exited' as const, exitCode: exit.exitCode, finishedAt: exit.finishedAt, reason: exit.reason };
+      });
+    const containers = apply(status.containers);
+    const ephemeral = status.ephemeral && apply(status.ephemeral);
+    return changed ? { ...status, containers, ...(ephemeral ? { ephemeral } : {}), timestamp: time } : status;
   }
 
   /** Whether a noted exit is still ahead of the CRI. */
@@ -214,7 +244,7 @@ export class GenericPleg {
   refreshPod(uid: string, name: string, namespace: string): Promise<PodLifecycleEvent[]> {
     return this.exclusive(async () => {
       const time = this.opts.clock.now();
-      const status = await this.opts.inspect(uid, name, namespace);
+      const status = this.withEarlyExits(await this.opts.inspect(uid, name, namespace));
       const current = new Map<string, Seen>();
       for (const s of status.sandboxes) current.set(s.id, { uid, name, namespace, state: s.state === 'ready' ? 'running' : 'exited' });
       for (const c of [...status.containers, ...(status.ephemeral ?? [])]) {
@@ -306,7 +336,7 @@ export class GenericPleg {
           return;
         }
         try {
-          this.cache.set(uid, await this.opts.inspect(uid, pod.name, pod.namespace), started);
+          this.cache.set(uid, this.withEarlyExits(await this.opts.inspect(uid, pod.name, pod.namespace)), started);
         } catch (err) {
           this.reinspect.set(uid, pod);
           this.opts.onError?.(new Error(`PLEG: cannot inspect pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`));
