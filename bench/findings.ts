@@ -78,6 +78,13 @@ export const DIAGNOSES: Record<string, string> = {
     '3-4 ms with few pods) is a small part. With 60 samples the nearest-rank p99 is the largest one, so a single outlier decides the row:',
     'bench/results/detection.json has every sample.',
   ].join(' '),
+  'detection:containerd, containerd events: ContainerDied': [
+    'containerd publishes TaskExit within a millisecond or two of the exit; the PLEG reports ContainerDied in the same turn, from the',
+    'event (src/core/container/early-exits.ts), without waiting for the CRI, which records the exit 60-75 ms later. What is left is the',
+    'event\'s way from containerd to the bench process through gRPC and that process\'s event loop, shared with the Kubelet it runs:',
+    'on a loaded machine (see the load average) a busy turn delays the read of the stream, and with 60 samples the nearest-rank p99 is',
+    'the largest or second largest one.',
+  ].join(' '),
   'detection:fake, evented: ContainerDied': [
     'The evented PLEG inspects the pod (two lists and a status call per object) before it emits the event; in this benchmark the fake',
     'runtime and the Kubelet share one process, so a busy loop on either side (the fake\'s exit timers, the pods of the batch starting)',
