@@ -60,6 +60,12 @@ test("oclif's modules require what they use lazily: a start evaluates only the p
   assert.ok(config.imports.some((i) => i.path === 'scripts/lazy-require.cjs'), 'its requires go through the lazy helper');
 });
 
+test("podctl's command ids sort the same by code unit as by localeCompare, as the bundle has oclif sort them", () => {
+  const ids = Object.keys((JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as { commands: object }).commands);
+  assert.deepEqual([...ids].sort(), [...ids].sort((a, b) => a.localeCompare(b)));
+  assert.ok(ids.every((id) => /^[a-z0-9:-]+$/.test(id)));
+});
+
 test('lazyRequire: a module is loaded on first use, called and constructed as itself, and __esModule is answered without loading it', () => {
   class Thing {
     constructor(readonly n: number) {}
