@@ -2,16 +2,17 @@
 // command module (what `oclif manifest` does, without that heavy dev tool).
 // The commands are read from tsc's output by oclif's pattern discovery; the
 // bundled CLI finds them through its explicit index (src/commands.ts) and
-// takes flags, args and help from this file. @oclif/plugin-autocomplete's
-// commands are listed in that index too, not loaded as a plugin at start:
-// their entries are copied from the manifest oclif reads for that plugin here.
+// takes flags, args and help from this file. The commands of @oclif/plugin-help
+// and @oclif/plugin-autocomplete are listed in that index too, not loaded as
+// plugins at start: their entries are copied from the manifests oclif reads
+// for those plugins here.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Config } from '@oclif/core';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const PLUGINS = ['@oclif/plugin-autocomplete'];
+const PLUGINS = ['@oclif/plugin-help', '@oclif/plugin-autocomplete'];
 // An old manifest would be read back instead of the commands.
 rmSync(join(root, 'oclif.manifest.json'), { force: true });
 const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));

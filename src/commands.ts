@@ -6,9 +6,9 @@ import { Command, type Config, type Interfaces } from '@oclif/core';
  * so a command's module is imported only when that command runs: each entry
  * is a stand-in that imports its command, and with it only what that command
  * uses, at run time. A unit test keeps this list equal to src/commands and
- * the commands of @oclif/plugin-autocomplete, whose manifest entries
- * scripts/gen-oclif-manifest.mjs copies into podctl's: no plugin is looked
- * for at start.
+ * the commands of @oclif/plugin-help and @oclif/plugin-autocomplete, whose
+ * manifest entries scripts/gen-oclif-manifest.mjs copies into podctl's: no
+ * plugin is looked for at start.
  */
 function lazy(load: () => Promise<Command.Class>): Command.Class {
   return class LazyCommand extends Command {
@@ -47,7 +47,7 @@ export const COMMANDS: Record<string, Command.Class> = {
   'get:containers': lazy(() => import('./commands/get/containers.js').then((m) => m.GetContainers)),
   'get:images': lazy(() => import('./commands/get/images.js').then((m) => m.GetImages)),
   'get:pods': lazy(() => import('./commands/get/pods.js').then((m) => m.GetPods)),
-  'help': lazy(() => import('./commands/help.js').then((m) => m.Help)),
+  'help': lazy(() => import('@oclif/plugin-help').then((m) => m.commands.help)),
   'image:prune': lazy(() => import('./commands/image/prune.js').then((m) => m.ImagePrune)),
   'info': lazy(() => import('./commands/info.js').then((m) => m.Info)),
   'inspect': lazy(() => import('./commands/inspect.js').then((m) => m.Inspect)),

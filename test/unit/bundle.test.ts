@@ -32,12 +32,12 @@ function loadedAtStart(entry: string): string[] {
   return [...seen].flatMap((o) => Object.keys(outputs[o]!.inputs));
 }
 
-test('the command index lists every command in src/commands, by its oclif id, and the autocomplete commands', () => {
+test('the command index lists every command in src/commands, by its oclif id, and the help and autocomplete commands', () => {
   const own = readdirSync(join(ROOT, 'src/commands'), { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile() && e.name.endsWith('.ts'))
     .map((e) => relative(join(ROOT, 'src/commands'), join(e.parentPath, e.name)).replace(/\.ts$/, '').replace(/\/index$/, '').replaceAll('/', ':'));
-  const autocomplete = Object.keys((JSON.parse(readFileSync(join(ROOT, 'node_modules/@oclif/plugin-autocomplete/oclif.manifest.json'), 'utf8')) as { commands: object }).commands);
-  assert.deepEqual(Object.keys(COMMANDS).sort(), [...own, ...autocomplete].sort());
+  const plugins = ['plugin-help', 'plugin-autocomplete'].flatMap((p) => Object.keys((JSON.parse(readFileSync(join(ROOT, `node_modules/@oclif/${p}/oclif.manifest.json`), 'utf8')) as { commands: object }).commands));
+  assert.deepEqual(Object.keys(COMMANDS).sort(), [...own, ...plugins].sort());
 });
 
 test('oclif loads no plugin but podctl: help and autocomplete are commands of its index, in its manifest', () => {
@@ -95,8 +95,8 @@ test('a start loads no Node module it does not use: --version runs without child
 });
 
 test('each command loads only what it uses: gRPC loads when the runtime is first called, never at start', () => {
-  // runtime up and down start and stop the runtime itself: they talk to it at once. The autocomplete commands are the plugin's files.
-  const commands = Object.keys(COMMANDS).filter((id) => !id.startsWith('runtime:') && !id.startsWith('autocomplete'));
+  // runtime up and down start and stop the runtime itself: they talk to it at once. Help and autocomplete are the plugins'.
+  const commands = Object.keys(COMMANDS).filter((id) => !id.startsWith('runtime:') && !id.startsWith('autocomplete') && id !== 'help');
   for (const id of commands) {
     const file = `src/commands/${id.replaceAll(':', '/')}${id === 'agent' ? '/index' : ''}.ts`;
     const loaded = loadedAtStart(file);
