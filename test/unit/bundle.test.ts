@@ -109,3 +109,12 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use.
   assert.ok(loadedAtStart('src/core/cri/client.ts').some((f) => f.includes('@grpc/grpc-js')));
 });
+
+test('the help class renders templates with ejs and leaves plain text as it is', async () => {
+  const { default: PodctlHelp } = await import('../../src/help.js');
+  const help = new PodctlHelp({ bin: 'podctl', topicSeparator: ' ' } as unknown as ConstructorParameters<typeof PodctlHelp>[0]);
+  assert.equal(help.render('Run <%= config.bin %> help'), 'Run podctl help');
+  assert.equal(help.render('List pods: <name> & <ns>, 100% plain'), 'List pods: <name> & <ns>, 100% plain');
+  const pjson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { oclif: { helpClass?: string } };
+  assert.ok(existsSync(join(ROOT, pjson.oclif.helpClass!)), 'package.json names the bundled help class');
+});
