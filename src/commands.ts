@@ -5,7 +5,10 @@ import { Command, type Config, type Interfaces } from '@oclif/core';
  * oclif.commands). oclif reads flags, args and help from oclif.manifest.json,
  * so a command's module is imported only when that command runs: each entry
  * is a stand-in that imports its command, and with it only what that command
- * uses, at run time. A unit test keeps this list equal to src/commands.
+ * uses, at run time. A unit test keeps this list equal to src/commands and
+ * the commands of @oclif/plugin-help and @oclif/plugin-autocomplete, whose
+ * manifest entries scripts/gen-oclif-manifest.mjs copies into podctl's: no
+ * plugin is looked for at start.
  */
 function lazy(load: () => Promise<Command.Class>): Command.Class {
   return class LazyCommand extends Command {
@@ -29,6 +32,9 @@ export const COMMANDS: Record<string, Command.Class> = {
   'agent:install': lazy(() => import('./commands/agent/install.js').then((m) => m.AgentInstall)),
   'agent:status': lazy(() => import('./commands/agent/status.js').then((m) => m.AgentStatus)),
   'agent:stop': lazy(() => import('./commands/agent/stop.js').then((m) => m.AgentStop)),
+  'autocomplete': lazy(() => import('@oclif/plugin-autocomplete/lib/commands/autocomplete/index.js').then((m) => m.default)),
+  'autocomplete:create': lazy(() => import('@oclif/plugin-autocomplete/lib/commands/autocomplete/create.js').then((m) => m.default)),
+  'autocomplete:script': lazy(() => import('@oclif/plugin-autocomplete/lib/commands/autocomplete/script.js').then((m) => m.default)),
   'attach': lazy(() => import('./commands/attach.js').then((m) => m.Attach)),
   'bundle': lazy(() => import('./commands/bundle.js').then((m) => m.BundleCommand)),
   'condition': lazy(() => import('./commands/condition.js').then((m) => m.Condition)),
@@ -41,6 +47,7 @@ export const COMMANDS: Record<string, Command.Class> = {
   'get:containers': lazy(() => import('./commands/get/containers.js').then((m) => m.GetContainers)),
   'get:images': lazy(() => import('./commands/get/images.js').then((m) => m.GetImages)),
   'get:pods': lazy(() => import('./commands/get/pods.js').then((m) => m.GetPods)),
+  'help': lazy(() => import('@oclif/plugin-help').then((m) => m.commands.help)),
   'image:prune': lazy(() => import('./commands/image/prune.js').then((m) => m.ImagePrune)),
   'info': lazy(() => import('./commands/info.js').then((m) => m.Info)),
   'inspect': lazy(() => import('./commands/inspect.js').then((m) => m.Inspect)),

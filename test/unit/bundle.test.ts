@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { COMMANDS } from '../../src/commands.js';
 
@@ -30,23 +32,71 @@ function loadedAtStart(entry: string): string[] {
   return [...seen].flatMap((o) => Object.keys(outputs[o]!.inputs));
 }
 
-test('the command index lists every command in src/commands, by its oclif id', () => {
-  const ids = readdirSync(join(ROOT, 'src/commands'), { recursive: true, withFileTypes: true })
+test('the command index lists every command in src/commands, by its oclif id, and the help and autocomplete commands', () => {
+  const own = readdirSync(join(ROOT, 'src/commands'), { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile() && e.name.endsWith('.ts'))
-    .map((e) => relative(join(ROOT, 'src/commands'), join(e.parentPath, e.name)).replace(/\.ts$/, '').replace(/\/index$/, '').replaceAll('/', ':'))
-    .sort();
-  assert.deepEqual(Object.keys(COMMANDS).sort(), ids);
+    .map((e) => relative(join(ROOT, 'src/commands'), join(e.parentPath, e.name)).replace(/\.ts$/, '').replace(/\/index$/, '').replaceAll('/', ':'));
+  const plugins = ['plugin-help', 'plugin-autocomplete'].flatMap((p) => Object.keys((JSON.parse(readFileSync(join(ROOT, `node_modules/@oclif/${p}/oclif.manifest.json`), 'utf8')) as { commands: object }).commands));
+  assert.deepEqual(Object.keys(COMMANDS).sort(), [...own, ...plugins].sort());
+});
+
+test('oclif loads no plugin but podctl: help and autocomplete are commands of its index, in its manifest', () => {
+  const pjson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { oclif: Record<string, unknown> };
+  assert.equal(pjson.oclif.plugins, undefined);
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, { pluginName: string }> };
+  for (const id of ['help', 'autocomplete', 'autocomplete:script', 'autocomplete:create']) assert.equal(manifest.commands[id]?.pluginName, 'podctl', id);
 });
 
 test('the CLI starts on oclif and the command index alone: no command, gRPC or validator is loaded before a command runs', () => {
   assert.ok(existsSync(join(ROOT, 'dist/cli/main.js')));
   const atStart = [...loadedAtStart('src/main.ts'), ...loadedAtStart('src/commands.ts')];
-  assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs/.test(f)), []);
+  assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs|plugin-help|plugin-autocomplete/.test(f)), []);
+});
+
+test("oclif's modules require what they use lazily: a start evaluates only the parts of oclif it touches", () => {
+  const { inputs } = JSON.parse(readFileSync(join(ROOT, 'dist/cli/meta.json'), 'utf8')) as { inputs: Record<string, { imports: { path: string }[] }> };
+  const config = inputs['node_modules/@oclif/core/lib/config/config.js'];
+  assert.ok(config, 'oclif is bundled');
+  assert.ok(config.imports.some((i) => i.path === 'scripts/lazy-require.cjs'), 'its requires go through the lazy helper');
+});
+
+test("podctl's command ids sort the same by code unit as by localeCompare, as the bundle has oclif sort them", () => {
+  const ids = Object.keys((JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as { commands: object }).commands);
+  assert.deepEqual([...ids].sort(), [...ids].sort((a, b) => a.localeCompare(b)));
+  assert.ok(ids.every((id) => /^[a-z0-9:-]+$/.test(id)));
+});
+
+test('lazyRequire: a module is loaded on first use, called and constructed as itself, and __esModule is answered without loading it', () => {
+  class Thing {
+    constructor(readonly n: number) {}
+  }
+  const fn = Object.assign((x: number) => x * 2, { Thing });
+  type Mod = typeof fn & { __esModule?: boolean };
+  const lazyRequire = createRequire(import.meta.url)(join(ROOT, 'scripts/lazy-require.cjs')) as (load: () => Mod, esModule: boolean) => Mod;
+  let loads = 0;
+  const mod = lazyRequire(() => (loads++, fn), false);
+  assert.equal(mod.__esModule, false);
+  assert.equal(loads, 0);
+  assert.equal(mod(21), 42);
+  assert.equal(new mod.Thing(3).n, 3);
+  assert.ok(new mod.Thing(1) instanceof Thing);
+  assert.deepEqual(Object.keys(mod), ['Thing']);
+  assert.equal(loads, 1);
+});
+
+test('a start loads no Node module it does not use: --version runs without child_process', () => {
+  // Node's own list of the modules it loaded, written to stderr at exit.
+  const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
+  const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), '--version'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const loaded = r.stderr.split('\n');
+  assert.ok(loaded.includes('NativeModule fs'), 'the preload lists what Node loaded');
+  assert.deepEqual(loaded.filter((m) => /^NativeModule (child_process|dgram|http2|zlib|crypto)$/.test(m)), []);
 });
 
 test('each command loads only what it uses: gRPC loads when the runtime is first called, never at start', () => {
-  // runtime up and down start and stop the runtime itself: they talk to it at once.
-  const commands = Object.keys(COMMANDS).filter((id) => !id.startsWith('runtime:'));
+  // runtime up and down start and stop the runtime itself: they talk to it at once. Help and autocomplete are the plugins'.
+  const commands = Object.keys(COMMANDS).filter((id) => !id.startsWith('runtime:') && !id.startsWith('autocomplete') && id !== 'help');
   for (const id of commands) {
     const file = `src/commands/${id.replaceAll(':', '/')}${id === 'agent' ? '/index' : ''}.ts`;
     const loaded = loadedAtStart(file);
@@ -58,4 +108,13 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /kubernetes-models\/_schemas|src\/core\/kubelet|src\/core\/pod\/validate/.test(f)), []);
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use.
   assert.ok(loadedAtStart('src/core/cri/client.ts').some((f) => f.includes('@grpc/grpc-js')));
+});
+
+test('the help class renders templates with ejs and leaves plain text as it is', async () => {
+  const { default: PodctlHelp } = await import('../../src/help.js');
+  const help = new PodctlHelp({ bin: 'podctl', topicSeparator: ' ' } as unknown as ConstructorParameters<typeof PodctlHelp>[0]);
+  assert.equal(help.render('Run <%= config.bin %> help'), 'Run podctl help');
+  assert.equal(help.render('List pods: <name> & <ns>, 100% plain'), 'List pods: <name> & <ns>, 100% plain');
+  const pjson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { oclif: { helpClass?: string } };
+  assert.ok(existsSync(join(ROOT, pjson.oclif.helpClass!)), 'package.json names the bundled help class');
 });

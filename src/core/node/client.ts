@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlError } from '../errors.js';
+import { unixSocket } from '../status/client.js';
 import type { AppliedPodRef } from './node.js';
 import { agentSocket } from './paths.js';
 
@@ -26,7 +27,7 @@ export class AgentClient {
     const timeoutMs = opts.timeoutMs ?? 5000;
     return new Promise((resolve, reject) => {
       const req = request(
-        { socketPath: this.socket, path, method, timeout: timeoutMs, headers: opts.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(opts.body) } },
+        { ...unixSocket(this.socket), path, method, timeout: timeoutMs, headers: opts.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(opts.body) } },
         (res) => {
           let body = '';
           res.on('data', (d: Buffer) => (body += d.toString()));
@@ -91,7 +92,7 @@ export class AgentClient {
       ended = true;
       onEnd(err);
     };
-    const req = request({ socketPath: this.socket, path: '/v1/pods?watch=1', method: 'GET' }, (res) => {
+    const req = request({ ...unixSocket(this.socket), path: '/v1/pods?watch=1', method: 'GET' }, (res) => {
       if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').includes('json')) {
         res.resume();
         return end(new Error(`GET /v1/pods?watch=1: HTTP ${res.statusCode}`));

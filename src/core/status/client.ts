@@ -1,9 +1,17 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
+
+/**
+ * A request's own connection to a unix socket, without http's Agent: the Agent
+ * asks net.isIP of the host name, and the first call compiles Node's IPv6
+ * pattern, several ms of a CLI command's start for nothing on a socket.
+ */
+export const unixSocket = (path: string) => ({ socketPath: path, createConnection: () => connect(path) });
 
 /** Answers a GET on the running watch's status socket; rejects when nothing answers there. */
 export function getFromStatusSocket<T>(socket: string, path: string, timeoutMs = 2000): Promise<T> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: socket, path, timeout: timeoutMs }, (res) => {
+    const req = request({ ...unixSocket(socket), path, timeout: timeoutMs }, (res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
       res.on('end', () => {
