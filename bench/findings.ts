@@ -128,13 +128,19 @@ export const DIAGNOSES: Record<string, string> = {
   'scale-fake:steady-state CPU of the watch process': [
     'Since 2026-11-23 a periodic resync or a PLEG-triggered sync starts from the PLEG cache (the kubelet\'s GetNewerThan) and housekeeping',
     'decodes summaries, so the steady window makes no per-pod CRI call at all (see the calls above: the lists of the relists and of',
-    'housekeeping only); the relist every second is now nearly all of the CPU (relists x their median is most of the window). The relist',
-    'cost (the row above) is the lever; at 1,000 pods the same loop is at 7%.',
+    'housekeeping only); the relist every second is nearly all of the CPU. Measured 2026-11-25 with --trace-gc and per-thread CPU',
+    '(/proc/<pid>/task) on a branch whose relist decoded nothing unchanged (not merged: the total did not move): the main thread fell to',
+    'about 10% of a core and V8\'s GC helper threads stayed at about 13%, with a full mark-compact of the 75 MB heap about once a second:',
+    'each relist allocates some 33 MB of ArrayBuffers (about 16 MB of answers at 5,000 pods, received as 16 KB HTTP/2 frames and copied',
+    'once more by grpc-js into one message), and V8 answers growing external memory with full GCs. The bytes per relist (the compact spec',
+    'copy is a fifth of each container\'s record), or the evented PLEG where the runtime has it (a relist every 5 minutes), are the levers.',
   ].join(' '),
   'scale-fake:memory of the watch process': [
-    'The heap after GC is a fraction of the RSS: the RSS is the high-water mark of convergence (thousands of concurrent calls, their',
-    'buffers and decoded responses), which V8 and glibc keep mapped. Bounding the concurrency of syncs and relist inspections would lower',
-    'the peak; the live heap (desired pods, statuses, the pod cache and the PLEG\'s last relist) is what stays.',
+    'The target is judged on the RSS once the pods are quiet, with no forced GC (the process as it runs). That moment is the',
+    'high-water mark of convergence: V8\'s old space grows to several times the live heap while 5,000 pods are created at once',
+    '(thousands of calls in flight, their buffers and statuses), and the pages go back only over the next major GCs; the row also',
+    'shows the RSS at the end of the steady window without and with a forced GC (the live heap). Bounding how many pod workers sync at',
+    'once in a burst, and fewer bytes per relisted record (each relist\'s buffers are external memory that V8 answers with GCs), are the levers.',
   ].join(' '),
 };
 

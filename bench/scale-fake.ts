@@ -129,10 +129,10 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
       },
       {
         name: `${p}: memory of the watch process`,
-        value: `RSS ${mb(r.memory.rss)}, heap used ${mb(r.memory.heapUsed)} (after GC); RSS when settled ${mb(r.rssAfterSettle)}`,
-        target: big ? 'RSS < 300 MB' : undefined,
-        met: big ? r.memory.rss < 300 * 1024 * 1024 : undefined,
-        about: 'process.memoryUsage() of the worker after the steady window and a forced GC.',
+        value: `RSS when settled ${mb(r.rssAfterSettle)} (no forced GC); after the steady window ${r.memory.rssNoGc === undefined ? '' : `${mb(r.memory.rssNoGc)}, `}after a forced GC ${mb(r.memory.rss)} (heap used ${mb(r.memory.heapUsed)})`,
+        target: big ? 'RSS when settled < 300 MB, no forced GC' : undefined,
+        met: big ? r.rssAfterSettle < 300 * 1024 * 1024 : undefined,
+        about: 'process.memoryUsage() of the worker: once the pods are quiet after convergence, with no forced GC (what the target judges: the process as it runs); then at the end of the steady window, before and after a forced GC (the live heap).',
       },
     );
     if (allAtOnce[r.pods]) {
@@ -145,7 +145,11 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
         `5,000 pods: the watch process used ${(r.steady.cpu * 100).toFixed(1)}% of one core at steady state (target < 5%). In the window: ${r.steady.relistMs.length} relists (median ${ms(steadyRelist.median)}), ${r.steady.syncs} pod syncs, CRI calls ${callsText(r.steady.calls)}.`,
       );
     }
-    if (big && r.memory.rss >= 300 * 1024 * 1024) findings.push(`5,000 pods: watch RSS ${mb(r.memory.rss)} (target < 300 MB), heap used ${mb(r.memory.heapUsed)}.`);
+    if (big && r.rssAfterSettle >= 300 * 1024 * 1024) {
+      findings.push(
+        `5,000 pods: watch RSS when settled ${mb(r.rssAfterSettle)} with no forced GC (target < 300 MB); ${r.memory.rssNoGc === undefined ? '' : `${mb(r.memory.rssNoGc)} at the end of the steady window, `}${mb(r.memory.rss)} after a forced GC (heap used ${mb(r.memory.heapUsed)}).`,
+      );
+    }
   }
   return {
     name: 'scale-fake',

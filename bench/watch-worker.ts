@@ -38,6 +38,9 @@ export interface SteadySample {
 }
 
 export interface MemorySample {
+  /** RSS before the forced GC (the process as it runs). */
+  rssNoGc?: number;
+  /** The rest: after a forced GC. */
   rss: number;
   heapUsed: number;
   heapTotal: number;
@@ -107,9 +110,10 @@ function diff(after: Record<string, number>, before: Record<string, number>): Re
 }
 
 function memory(): MemorySample {
+  const rssNoGc = process.memoryUsage.rss();
   (globalThis as { gc?: () => void }).gc?.();
   const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+  return { rssNoGc, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
 }
 
 async function handle(req: WorkerRequest): Promise<unknown> {
