@@ -51,7 +51,7 @@ test('--help lists every command with a description, and each command has exampl
   }
 });
 
-test('podctl --version prints name/version platform-arch node-version, from package.json (without loading oclif)', () => {
+test('podctl --version prints name/version platform-arch node-version, as oclif prints it, from package.json', () => {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { name: string; version: string };
   const r = podctl(['--version']);
   assert.equal(r.code, 0);
