@@ -69,19 +69,19 @@ test('pull secrets: dockerconfigjson and dockercfg Secrets give credentials; oth
 });
 
 test("the node's docker config: the kubelet's search order, the first file found wins, a broken one is skipped", () => {
-  const paths = nodeDockerConfigPaths('/var/lib/podctl', '/work', '/root');
+  const paths = nodeDockerConfigPaths('/var/lib/podctl', '/srv/app', '/root');
   assert.deepEqual(paths, [
     '/var/lib/podctl/config.json',
-    '/work/config.json',
+    '/srv/app/config.json',
     '/root/.docker/config.json',
     '/.docker/config.json',
     '/var/lib/podctl/.dockercfg',
-    '/work/.dockercfg',
+    '/srv/app/.dockercfg',
     '/root/.dockercfg',
     '/.dockercfg',
   ]);
   const files: Record<string, string> = {
-    '/work/config.json': '{broken',
+    '/srv/app/config.json': '{broken',
     '/root/.docker/config.json': JSON.stringify({ auths: { 'reg.example': { username: 'home', password: 'x' } } }),
     '/.dockercfg': JSON.stringify({ 'reg.example': { username: 'legacy', password: 'y' } }),
   };
