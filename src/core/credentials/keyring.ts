@@ -18,7 +18,11 @@ export const DOCKER_CONFIG_TYPE = 'kubernetes.io/dockercfg';
 const DOCKER_CONFIG_JSON_KEY = '.dockerconfigjson';
 const DOCKER_CONFIG_KEY = '.dockercfg';
 
-/** Docker Hub's key in docker configs; it serves images named without a registry host. */
+/**
+ * Docker Hub's key in docker configs (`docker login` writes https://index.docker.io/v1/): a lookup
+ * key for credentials of images named without a registry host, never an address podctl dials.
+ * Pulls go through the runtime, whose embedded configuration sends docker.io to the loopback registry.
+ */
 const DEFAULT_REGISTRY_HOST = 'index.docker.io';
 
 /**
