@@ -29,13 +29,18 @@ function pod(name: string): IPod {
   return parseManifestText(text, { kind: 'file', path: `/trace/${name}.yaml` }, { nodeName: 'unit' }).pods[0]!.pod;
 }
 
-/** Lets gRPC round trips finish between clock moves. */
-async function settle(ms: number, steps = 10): Promise<void> {
-  for (let i = 0; i < steps; i++) {
+/**
+ * Moves the clock in small steps, letting gRPC round trips finish between
+ * moves, until cond holds. A loaded machine makes a relist's round trip
+ * span more clock moves, never a different order of events.
+ */
+async function until(what: string, cond: () => boolean, stepMs = 100, maxSteps = 600): Promise<void> {
+  for (let i = 0; i < maxSteps; i++) {
+    if (cond()) return;
+    clock.advance(stepMs);
     await new Promise((r) => setTimeout(r, 5));
-    clock.advance(ms / steps);
   }
-  await new Promise((r) => setTimeout(r, 20));
+  assert.fail(`never: ${what}`);
 }
 
 const methods = (e: TraceEvent) => (e.type === 'worker' || e.type === 'housekeeping' ? e.calls.map((c) => c.method) : []);
@@ -62,11 +67,14 @@ test('trace: each branch of the loop, each worker\'s outcome, steps and its own 
     await kubelet.workers.waitIdle();
     // Metadata only: quiet leaves it out, as it syncs nothing.
     loop.handleUpdate({ op: 'RECONCILE', source: 'file', pods: [b] });
-    await settle(2500);
+    const traced = (type: string, pod: string, event?: string) => () =>
+      events.some((e) => e.type === type && (e.type !== 'pleg' || (e.event === event && e.pod.name === pod && e.container === 'app')) && (e.type !== 'housekeeping' || e.removedPods.includes(`default/${pod}`)));
+    await until('the PLEG saw a\'s app start', traced('pleg', 'a', 'ContainerStarted'));
+    await until('housekeeping removed the stale pod', traced('housekeeping', 'stale'));
     await kubelet.workers.waitIdle();
     const died = fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'a')!;
     fake.exitContainer(died.id, 137);
-    await settle(1500);
+    await until('the PLEG saw a\'s app die', traced('pleg', 'a', 'ContainerDied'));
     await kubelet.workers.waitIdle();
     loop.handleUpdate({ op: 'REMOVE', source: 'file', pods: [a] });
     await kubelet.workers.waitIdle();
@@ -141,7 +149,7 @@ test('the sync tick traces the pods due; a failed worker says why', async () => 
     assert.deepEqual(writes(failed), ['RunPodSandbox']);
     assert.equal(failed.calls.find((c) => c.method === 'RunPodSandbox')?.error !== undefined, true);
     assert.match(formatTraceEvent(failed), /worker default\/flaky sync\(create\) error: .*sandbox trouble/);
-    await settle(3500);
+    await until('the sync tick retried the pod', () => events.some((e) => e.type === 'worker' && e.outcome === 'ok'));
     await kubelet.workers.waitIdle();
     const tick = events.find((e) => e.type === 'sync');
     assert.ok(tick?.type === 'sync');
