@@ -233,7 +233,7 @@ export class Kubelet {
   }
 
   /** A generic PLEG over this kubelet's runtime, inspecting changed pods as SyncPod does. */
-  createPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void } = {}): GenericPleg {
+  createPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void; onRelist?: (durationMs: number, intervalMs?: number) => void } = {}): GenericPleg {
     const pleg = new GenericPleg({
       runtime: this.opts.runtime,
       clock: this.clock,
@@ -251,11 +251,11 @@ export class Kubelet {
   }
 
   /** An evented PLEG over the generic one (the generic relists as a safety net, and takes over on UNIMPLEMENTED). */
-  createEventedPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void; onFallback?: (reason: string) => void } = {}): EventedPleg {
+  createEventedPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void; onFallback?: (reason: string) => void; onRelist?: (durationMs: number, intervalMs?: number) => void } = {}): EventedPleg {
     return new EventedPleg({
       runtime: this.opts.runtime,
       clock: this.clock,
-      generic: this.createPleg({ relistPeriodMs: opts.relistPeriodMs, onError: opts.onError }),
+      generic: this.createPleg({ relistPeriodMs: opts.relistPeriodMs, onError: opts.onError, ...(opts.onRelist ? { onRelist: opts.onRelist } : {}) }),
       onFallback: opts.onFallback,
     });
   }
