@@ -78,6 +78,67 @@ const lazyOclif = {
     });
   },
 };
+// @kubernetes-models/validate loads every format of ajv-formats-draft2019 (with uri-js, the IANA
+// scheme lists and an SMTP address grammar), is-cidr, and ajv-i18n's 20 locales: a third of what
+// `validate` compiled at start, none of it used by the Kubernetes schemas, which name only the
+// formats checked below. Those formats are still there, required from node_modules the first time
+// one is checked; of ajv-i18n, English is the one locale its error messages use.
+const validateDist = dirname(createRequire(join(root, 'node_modules/kubernetes-models/package.json')).resolve('@kubernetes-models/validate'));
+const lazyFormats = {
+  name: 'lazy-formats',
+  setup(b) {
+    const importer = /@kubernetes-models[\\/]validate[\\/]dist[\\/](formats|validate)\.mjs$/;
+    const fromFormats = createRequire(join(validateDist, 'formats.mjs'));
+    const fromChunks = createRequire(join(root, 'dist/cli/chunks/x.js'));
+    // At run time the chunks require from dist/cli/chunks: it must find the same files.
+    for (const spec of ['ajv-formats-draft2019/formats/index.js', 'is-cidr']) {
+      if (fromFormats.resolve(spec) !== fromChunks.resolve(spec)) throw new Error(`lazy-formats: ${spec} resolves elsewhere from dist/cli; bundle it again`);
+    }
+    const validateText = readFileSync(join(validateDist, 'validate.mjs'), 'utf8');
+    const locales = new Set([...validateText.matchAll(/localize\.(\w+)/g)].map((m) => m[1]));
+    if (locales.size !== 1 || !locales.has('en')) throw new Error(`lazy-formats: validate.mjs uses ajv-i18n locales ${[...locales]}; only en is bundled`);
+    b.onResolve({ filter: /^(ajv-formats-draft2019\/formats\/index\.js|is-cidr|ajv-i18n)$/ }, (args) => {
+      // The lazy require()s below stay require()s, run from node_modules when first called.
+      if (args.namespace === 'lazy-formats' && args.kind === 'require-call') return { path: args.path, external: true };
+      return importer.test(args.importer) ? { path: args.path, namespace: 'lazy-formats', pluginData: { resolveDir: dirname(args.importer) } } : undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: 'lazy-formats' }, (args) => {
+      const resolveDir = args.pluginData.resolveDir;
+      if (args.path === 'ajv-i18n') return { contents: "export { default as en } from 'ajv-i18n/localize/en/index.js';\nimport en from 'ajv-i18n/localize/en/index.js';\nexport default { en };\n", resolveDir, loader: 'js' };
+      if (args.path === 'is-cidr') return { contents: "let isCidr;\nexport default (value) => (isCidr ??= require('is-cidr'))(value);\n", resolveDir, loader: 'js' };
+      const draft = fromFormats('ajv-formats-draft2019/formats/index.js');
+      const entries = Object.entries(draft).map(([name, f]) => {
+        const key = JSON.stringify(name);
+        if (typeof f === 'function') return `  ${key}: (value) => load()[${key}](value),`;
+        // A regular expression costs nothing to build: the same one, from the package at build time.
+        if (f instanceof RegExp) return `  ${key}: new RegExp(${JSON.stringify(f.source)}, ${JSON.stringify(f.flags)}),`;
+        throw new Error(`lazy-formats: draft2019 format ${name} is neither a function nor a RegExp`);
+      });
+      return { contents: `let formats;\nconst load = () => (formats ??= require('ajv-formats-draft2019/formats/index.js'));\nexport default {\n${entries.join('\n')}\n};\n`, resolveDir, loader: 'js' };
+    });
+  },
+};
+// Packages oclif requires only on paths a podctl start never takes (command discovery by glob,
+// rc-file config, plugin version checks, its own spinner): left out of the bundle, so no start
+// reads and compiles them, and required from node_modules on the day a path does need one.
+// The lazy requires above make that safe. A unit test checks none of them loads for the common commands.
+const OCLIF_ON_DEMAND = ['minimatch', 'picomatch', 'fdir', 'tinyglobby', 'lilconfig', 'cli-spinners', 'semver'];
+const onDemand = {
+  name: 'on-demand',
+  setup(b) {
+    const fromOclif = createRequire(join(root, 'node_modules/@oclif/core/package.json'));
+    const fromChunks = createRequire(join(root, 'dist/cli/chunks/x.js'));
+    for (const spec of OCLIF_ON_DEMAND) {
+      if (fromOclif.resolve(spec) !== fromChunks.resolve(spec)) throw new Error(`on-demand: ${spec} resolves elsewhere from dist/cli`);
+    }
+    const names = new Set(OCLIF_ON_DEMAND);
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      const name = args.path.startsWith('@') ? args.path.split('/').slice(0, 2).join('/') : args.path.split('/')[0];
+      if (!names.has(name) || args.kind !== 'require-call' || !/[\\/]node_modules[\\/]@oclif[\\/]core[\\/]/.test(args.importer)) return undefined;
+      return { path: args.path, external: true };
+    });
+  },
+};
 const outdir = join(root, 'dist/cli');
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
@@ -107,7 +168,7 @@ const result = await build({
   sourcemap: 'linked',
   logLevel: 'warning',
   metafile: true,
-  plugins: [pluginFiles, lazyOclif, wslOnly],
+  plugins: [pluginFiles, lazyOclif, wslOnly, lazyFormats, onDemand],
 });
 // What each chunk holds and imports: a unit test checks from it what a command loads.
 writeFileSync(join(outdir, 'meta.json'), JSON.stringify(result.metafile));

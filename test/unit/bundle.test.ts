@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { COMMANDS } from '../../src/commands.js';
@@ -94,6 +95,27 @@ test('a start loads no Node module it does not use: --version runs without child
   assert.deepEqual(loaded.filter((m) => /^NativeModule (child_process|dgram|http2|zlib|crypto)$/.test(m)), []);
 });
 
+test('a start reads nothing from node_modules: what oclif needs is bundled, what it only might need is left out', () => {
+  // Every require() that reaches Node's loader for a package, not a built-in module, is written to stderr.
+  const hook = `const M = require('module'); const load = M._load; const builtin = new Set(M.builtinModules);
+M._load = function (request) { if (!builtin.has(request) && !request.startsWith('node:')) process.stderr.write('REQUIRED ' + request + '\\n'); return load.apply(this, arguments); };`;
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-bundle-'));
+  try {
+    writeFileSync(join(dir, 'hook.cjs'), hook);
+    const runs: [string[], number][] = [[['--version'], 0], [['--help'], 0], [['help', 'validate'], 0], [['validate', join(ROOT, 'examples/hello.yaml')], 0], [['validate', '--bogus'], 2], [['valdate'], 2]];
+    for (const [args, code] of runs) {
+      const r = spawnSync(process.execPath, ['-r', join(dir, 'hook.cjs'), join(ROOT, 'bin/run.js'), ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+      assert.equal(r.status, code, `${args.join(' ')}: ${r.stderr}`);
+      assert.deepEqual(r.stderr.split('\n').filter((l) => l.startsWith('REQUIRED ')), [], args.join(' '));
+    }
+    // The hook does see a package required from node_modules.
+    const probe = spawnSync(process.execPath, ['-r', join(dir, 'hook.cjs'), '-e', "require('semver')"], { encoding: 'utf8', cwd: ROOT });
+    assert.match(probe.stderr, /REQUIRED semver/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('each command loads only what it uses: gRPC loads when the runtime is first called, never at start', () => {
   // runtime up and down start and stop the runtime itself: they talk to it at once. Help and autocomplete are the plugins'.
   const commands = Object.keys(COMMANDS).filter((id) => !id.startsWith('runtime:') && !id.startsWith('autocomplete') && id !== 'help');
@@ -105,6 +127,11 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   }
   // Listing pods through the agent and validating need no runtime at all.
   assert.deepEqual(loadedAtStart('src/commands/validate.ts').filter((f) => /protobufjs|src\/core\/cri\/client|src\/core\/kubelet/.test(f)), []);
+  // The validators without the string formats no Kubernetes schema names, nor ajv-i18n's other locales.
+  const validate = loadedAtStart('src/commands/validate.ts');
+  assert.ok(validate.some((f) => f.includes('kubernetes-models/_schemas/IoK8sApiCoreV1PodSpec')));
+  // (lazy-formats: are the stand-ins that require those formats from node_modules when first checked.)
+  assert.deepEqual(validate.filter((f) => !f.startsWith('lazy-formats:') && /uri-js|smtp-address-parser|nearley|\/schemes\/|ajv-formats-draft2019|is-cidr|ajv-i18n\/localize\/(?!en\/)/.test(f)), []);
   assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /kubernetes-models\/_schemas|src\/core\/kubelet|src\/core\/pod\/validate/.test(f)), []);
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use.
   assert.ok(loadedAtStart('src/core/cri/client.ts').some((f) => f.includes('@grpc/grpc-js')));

@@ -274,25 +274,30 @@ export function normalizeFieldPath(path: string): string {
   return path.replace(/\[[^\]]*\]/g, '').replace(/^spec\.initContainers(?=\.|$)/, 'spec.containers');
 }
 
-// Fill the honoured subtrees from the generated tree, so the table is complete for them.
+// The subtrees' own roots are entries; the fields under them are looked up through
+// HONOURED_SUBTREES rather than written out at load, which walked the whole generated tree
+// at every start of every command that validates.
 for (const [root, by] of HONOURED_SUBTREES) table[root] ??= honoured(by);
-for (const path of podFieldPaths()) {
-  if (table[path]) continue;
-  const sub = HONOURED_SUBTREES.find(([root]) => path.startsWith(`${root}.`) && !subtreeCovered(path));
-  if (sub) table[path] = honoured(sub[1]);
+const subtreeFates = new Map(HONOURED_SUBTREES.map(([root, by]) => [root, honoured(by)]));
+
+/** The honoured subtree a path lies under, when no warned or refused entry above it takes over. */
+function subtreeFate(path: string): FieldFate | undefined {
+  for (const [root, fate] of subtreeFates) if (path.startsWith(`${root}.`)) return subtreeCovered(path) ? undefined : fate;
+  return undefined;
 }
 
 export const POD_FIELDS: Readonly<Record<string, FieldFate>> = table;
 
 /** The fate of a field path (indices allowed), or undefined when the table has no entry. */
 export function fieldFate(path: string, fields: Readonly<Record<string, FieldFate>> = POD_FIELDS): FieldFate | undefined {
-  return fields[normalizeFieldPath(path)];
+  const normal = normalizeFieldPath(path);
+  return fields[normal] ?? subtreeFate(normal);
 }
 
 /** The paths the table does not account for: neither an entry nor under a warned or refused one. */
 export function unaccountedFields(fields: Readonly<Record<string, FieldFate>> = POD_FIELDS): string[] {
   return podFieldPaths().filter((p) => {
-    if (fields[p]) return false;
+    if (fields[p] || subtreeFate(p)) return false;
     for (let q = parentOf(p); q; q = parentOf(q)) if (fields[q] && fields[q]!.fate !== 'honoured') return false;
     return true;
   });
