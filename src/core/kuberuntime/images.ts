@@ -88,12 +88,30 @@ export class ImagePuller {
     throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
   }
 
-  /** Returns the image reference to create the container from. */
-  async ensureImageExists(pod: IPod, container: IContainer, sandboxConfig: T.PodSandboxConfigInput, now: number): Promise<string> {
+  /**
+   * Asks the image service, at once, whether each container's image is present: the first thing
+   * ensureImageExists asks. SyncPod asks while the sandbox is being created, so the answer is
+   * there when the container starts. An image that Always pulls is not asked about.
+   */
+  checkPresent(containers: IContainer[]): Map<string, Promise<T.Image | undefined>> {
+    const out = new Map<string, Promise<T.Image | undefined>>();
+    for (const c of containers) {
+      const image = c.image ?? '';
+      if (pullPolicyOf(c) === 'Always' || out.has(image)) continue;
+      const present = this.images.imageStatus(image);
+      // Awaited (and its error thrown) by ensureImageExists; unawaited when the sandbox fails first.
+      present.catch(() => undefined);
+      out.set(image, present);
+    }
+    return out;
+  }
+
+  /** Returns the image reference to create the container from. `checked`: what checkPresent asked for this image. */
+  async ensureImageExists(pod: IPod, container: IContainer, sandboxConfig: T.PodSandboxConfigInput, now: number, checked?: Promise<T.Image | undefined>): Promise<string> {
     const image = container.image ?? '';
     const policy = pullPolicyOf(container);
     // Always pulls without asking whether the image is present.
-    const present = policy === 'Always' ? undefined : await this.images.imageStatus(image);
+    const present = policy === 'Always' ? undefined : await (checked ?? this.images.imageStatus(image));
     const decision = pullDecision(policy, present !== undefined);
     if (decision === 'use') return present!.id;
     if (decision === 'never') {

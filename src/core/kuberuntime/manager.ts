@@ -240,10 +240,17 @@ export class RuntimeManager {
 
     let sandboxId = actions.sandboxId;
     const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf, this.rootDir ? this.podDir(podMeta(pod).uid) : undefined);
+    const inits = pod.spec?.initContainers ?? [];
+    let imagesChecked: Map<string, Promise<T.Image | undefined>> | undefined;
     if (actions.createSandbox) {
       try {
         const handler = this.runtimeHandler(pod);
         await mkdir(podLogDirectory(this.logRoot, pod), { recursive: true, mode: 0o755 });
+        // The image checks run while the sandbox is created (its CNI ADD is most of a start), not after it.
+        imagesChecked = this.imagePuller.checkPresent([
+          ...actions.initContainersToStart.map((i) => inits[i.index]!),
+          ...actions.containersToStart.map((i) => pod.spec!.containers[i.index]!),
+        ]);
         sandboxId = await this.runtime.runPodSandbox(sandboxConfig, handler);
         result.steps.push({ action: 'CreatePodSandbox', target: podMeta(pod).name });
       } catch (err) {
@@ -254,10 +261,12 @@ export class RuntimeManager {
     }
     if (!sandboxId) return result;
 
-    const inits = pod.spec?.initContainers ?? [];
     const start = async (item: ContainerToStart, container: IContainer) => {
       try {
-        await this.startContainer(pod, container, item, sandboxId!, sandboxConfig, status, podVolumes);
+        // A check made before this sync's first container started is used once; later ones ask again.
+        const checked = imagesChecked?.get(container.image ?? '');
+        imagesChecked?.delete(container.image ?? '');
+        await this.startContainer(pod, container, item, sandboxId!, sandboxConfig, status, podVolumes, checked);
         result.waiting.set(item.name, null);
         result.steps.push({ action: 'StartContainer', target: item.name });
         return true;
@@ -332,6 +341,7 @@ export class RuntimeManager {
     sandboxConfig: T.PodSandboxConfigInput,
     status: RuntimePodStatus,
     podVolumes?: PodVolumes,
+    imageChecked?: Promise<T.Image | undefined>,
   ): Promise<void> {
     const previous = status.containers.find((c) => c.name === container.name);
     const last = lastExited(status, container.name);
@@ -348,7 +358,7 @@ export class RuntimeManager {
       }
       this.crashBackoff.next(key, finishedAt);
     }
-    const imageRef = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, this.clock.now());
+    const imageRef = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, this.clock.now(), imageChecked);
     const restartCount = previous ? previous.restartCount + 1 : 0;
     await mkdir(join(podLogDirectory(this.logRoot, pod), checkComponent(container.name, 'container name')), { recursive: true, mode: 0o755 });
     const podIPs = await this.podIPs(pod, sandboxId, status);
