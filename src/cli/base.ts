@@ -1,5 +1,4 @@
 import { Command, Flags, Errors } from '@oclif/core';
-import { applyKubeletConfig, loadKubeletConfig } from './kubelet-config.js';
 import { PodctlError, escapeControls } from '../core/errors.js';
 
 /**
@@ -37,9 +36,11 @@ export abstract class PodctlCommand extends Command {
   };
 
   /** A parse's output with the --kubelet-config file applied to every flag the command line left at its default. */
-  protected withKubeletConfig<T extends { flags: object; metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> } }>(out: T): T {
+  protected async withKubeletConfig<T extends { flags: object; metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> } }>(out: T): Promise<T> {
     const path = (out.flags as Record<string, unknown>)['kubelet-config'];
     if (typeof path === 'string') {
+      // Loaded (with its YAML parser) only when a command is given a file: every command extends this class.
+      const { applyKubeletConfig, loadKubeletConfig } = await import('./kubelet-config.js');
       const file = loadKubeletConfig(path);
       const own = new Set(Object.keys({ ...this.ctor.baseFlags, ...this.ctor.flags }));
       const unused = applyKubeletConfig(out.flags as Record<string, unknown>, out.metadata, own, file);

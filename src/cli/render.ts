@@ -1,5 +1,4 @@
 import Table from 'cli-table3';
-import yaml from 'js-yaml';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { PodEvent } from '../core/events.js';
 import { formatSpecChange } from '../core/kuberuntime/spec-diff.js';
@@ -44,9 +43,12 @@ export function podWithStatus(pod: IPod, status: IPodStatus | undefined): IPod {
   return { ...pod, status };
 }
 
-export function renderObjects(items: IPod[], format: 'json' | 'yaml'): string {
+export async function renderObjects(items: IPod[], format: 'json' | 'yaml'): Promise<string> {
   const doc = items.length === 1 ? items[0] : { apiVersion: 'v1', kind: 'List', items };
-  return format === 'json' ? JSON.stringify(doc, null, 2) : yaml.dump(doc, { noRefs: true, lineWidth: 120 });
+  if (format === 'json') return JSON.stringify(doc, null, 2);
+  // The YAML printer loads when YAML is asked for: this module is in every table's imports.
+  const { default: yaml } = await import('js-yaml');
+  return yaml.dump(doc, { noRefs: true, lineWidth: 120 });
 }
 
 export interface ResultRow {

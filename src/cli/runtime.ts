@@ -13,7 +13,7 @@ export interface GlobalFlags {
 
 /** Endpoint resolution from the global flags, the environment, the config file and the embedded runtime. */
 export async function resolveFromFlags(flags: GlobalFlags): Promise<ResolvedEndpoints> {
-  const settings = loadSettings(flags.config);
+  const settings = await loadSettings(flags.config);
   const explicit = flags['runtime-endpoint'] || process.env.CONTAINER_RUNTIME_ENDPOINT || settings.runtimeEndpoint;
   const embedded = explicit ? undefined : await embeddedStatus();
   return resolveEndpoints({

@@ -1,4 +1,3 @@
-import yaml from 'js-yaml';
 import Table from 'cli-table3';
 import type { IPod } from 'kubernetes-models/v1';
 import { displayStatus, readyColumn, restartsColumn } from './render.js';
@@ -64,6 +63,8 @@ export interface PodTableOptions extends PlainTableOptions {
   allNamespaces?: boolean;
   wide?: boolean;
   now?: number;
+  /** For -o yaml: js-yaml's dump, which the command loads only when it prints YAML. */
+  dumpYaml?: (doc: unknown) => string;
 }
 
 export function podTableHead(opts: PodTableOptions): string[] {
@@ -114,7 +115,10 @@ export type PodOutput = 'table' | 'wide' | 'json' | 'yaml' | 'name';
 /** One pod as get -o prints it when it changes (-w). */
 export function renderOnePod(pod: IPod, output: PodOutput, opts: PodTableOptions): string {
   if (output === 'json') return JSON.stringify(pod, null, 2);
-  if (output === 'yaml') return `---\n${yaml.dump(pod, { noRefs: true, lineWidth: 120 }).trimEnd()}`;
+  if (output === 'yaml') {
+    if (!opts.dumpYaml) throw new Error('renderOnePod: -o yaml needs opts.dumpYaml');
+    return `---\n${opts.dumpYaml(pod).trimEnd()}`;
+  }
   if (output === 'name') return `pod/${podMeta(pod).name}`;
   return plainTable([], [podRow(pod, opts)], { noHeaders: true });
 }

@@ -47,7 +47,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
   };
 
   async run(): Promise<void> {
-    const { argv, flags, metadata } = this.withKubeletConfig(await this.parse(Run));
+    const { argv, flags, metadata } = await this.withKubeletConfig(await this.parse(Run));
     const texts: { file: string; text: string }[] = [];
     const set = await loadPodsFromArgs(argv as string[], flags['node-name'], texts);
     const timeoutMs = parseDuration(flags.timeout, '--timeout');

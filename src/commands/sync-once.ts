@@ -36,7 +36,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
   };
 
   async run(): Promise<void> {
-    const { argv, flags } = this.withKubeletConfig(await this.parse(SyncOnce));
+    const { argv, flags } = await this.withKubeletConfig(await this.parse(SyncOnce));
     const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
     const runTimeoutMs = parseDuration(flags.timeout, '--timeout');
     const retryDelayMs = parseDuration(flags['retry-delay'], '--retry-delay');
@@ -77,7 +77,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
         ...rejected.map((r) => ({ pod: r.pod, status: { phase: 'Failed' as const, reason: r.reason, message: r.message }, ok: false, message: `rejected at admission: ${r.message}` })),
       ];
       if (flags.output === 'table') this.log(renderResultTable(rows));
-      else this.log(renderObjects(rows.map((r) => podWithStatus(r.pod, r.status)), flags.output as 'json' | 'yaml'));
+      else this.log(await renderObjects(rows.map((r) => podWithStatus(r.pod, r.status)), flags.output as 'json' | 'yaml'));
       const failed = rows.filter((r) => !r.ok);
       if (failed.length) {
         process.stderr.write(`Error: ${failed.length} of ${rows.length} pod(s) failed: ${failed.map((r) => podKey(r.pod)).join(', ')}\n`);

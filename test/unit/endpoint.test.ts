@@ -46,23 +46,23 @@ test('endpoints are normalized, and anything but a unix socket is refused with w
   assert.throws(() => normalizeEndpoint('unix://relative.sock'), PodctlError);
 });
 
-test('config file: crictl keys, errors name the file and the key', () => {
+test('config file: crictl keys, errors name the file and the key', async () => {
   const read = (text: string) => () => text;
-  assert.deepEqual(loadSettings('/etc/p.yaml', read('runtime-endpoint: unix:///x.sock\ntimeout: 10s\npull-timeout: 5m\ndebug: true\n')), {
+  assert.deepEqual(await loadSettings('/etc/p.yaml', read('runtime-endpoint: unix:///x.sock\ntimeout: 10s\npull-timeout: 5m\ndebug: true\n')), {
     runtimeEndpoint: 'unix:///x.sock',
     timeoutMs: 10_000,
     pullTimeoutMs: 300_000,
     debug: true,
   });
-  assert.throws(() => loadSettings('/etc/p.yaml', read('runtime_endpoint: x\n')), /config file \/etc\/p\.yaml: unknown setting "runtime_endpoint"; expected one of runtime-endpoint/);
-  assert.throws(() => loadSettings('/etc/p.yaml', read('timeout: soon\n')), /\/etc\/p\.yaml: timeout: expected a positive duration/);
-  assert.throws(() => loadSettings('/etc/p.yaml', read('a: [\n')), /config file \/etc\/p\.yaml is not valid YAML/);
+  await assert.rejects(loadSettings('/etc/p.yaml', read('runtime_endpoint: x\n')), /config file \/etc\/p\.yaml: unknown setting "runtime_endpoint"; expected one of runtime-endpoint/);
+  await assert.rejects(loadSettings('/etc/p.yaml', read('timeout: soon\n')), /\/etc\/p\.yaml: timeout: expected a positive duration/);
+  await assert.rejects(loadSettings('/etc/p.yaml', read('a: [\n')), /config file \/etc\/p\.yaml is not valid YAML/);
   // The default file may be absent; a file named explicitly may not.
   const enoent = () => {
     throw Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT' });
   };
-  assert.deepEqual(loadSettings(undefined, enoent), {});
-  assert.throws(() => loadSettings('/nope.yaml', enoent), /cannot read config file \/nope\.yaml/);
+  assert.deepEqual(await loadSettings(undefined, enoent), {});
+  await assert.rejects(loadSettings('/nope.yaml', enoent), /cannot read config file \/nope\.yaml/);
 });
 
 test('durations', () => {

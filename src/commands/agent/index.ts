@@ -13,7 +13,7 @@ and leaves the pods running; \`podctl agent stop\` sends that SIGTERM, \`podctl 
   static override flags = agentFlags;
 
   async run(): Promise<void> {
-    const { flags } = this.withKubeletConfig(await this.parse(Agent));
+    const { flags } = await this.withKubeletConfig(await this.parse(Agent));
     await serveAgent(flags, undefined, (line) => this.log(line));
   }
 }

@@ -2,7 +2,6 @@ import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../../cli/base.js';
 import { namespaceFlag, openPodLister, podViewFlags } from '../../cli/podview.js';
-import yaml from 'js-yaml';
 import { podRow, podTable, podTableHead, renderOnePod, type PodOutput as Output, type PodTableOptions } from '../../cli/table.js';
 import { PodctlError } from '../../core/errors.js';
 import type { PodQuery, ViewedPod } from '../../core/podview/index.js';
@@ -37,7 +36,9 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     const output = flags.output as Output;
     const query: PodQuery = { namespace: flags['all-namespaces'] ? undefined : flags.namespace, name: args.name };
     const view = await openPodLister(flags);
-    const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', noHeaders: flags['no-headers'] };
+    // js-yaml loads only for -o yaml.
+    const dumpYaml = output === 'yaml' ? await yamlDumper() : undefined;
+    const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', noHeaders: flags['no-headers'], dumpYaml };
     try {
       const viewed = await view.list(query);
       if (args.name && viewed.length === 0 && !flags.watch) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
@@ -53,7 +54,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     if (output === 'json' || output === 'yaml') {
       // One named pod prints as a Pod; a listing is a v1 PodList.
       const doc = single ? pods[0] : { apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '' }, items: pods };
-      this.log(output === 'json' ? JSON.stringify(doc, null, 2) : yaml.dump(doc, { noRefs: true, lineWidth: 120 }).trimEnd());
+      this.log(output === 'json' ? JSON.stringify(doc, null, 2) : opts.dumpYaml!(doc).trimEnd());
       return;
     }
     if (output === 'name') {
@@ -109,4 +110,9 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       }
     }
   }
+}
+
+async function yamlDumper(): Promise<(doc: unknown) => string> {
+  const { default: yaml } = await import('js-yaml');
+  return (doc) => yaml.dump(doc, { noRefs: true, lineWidth: 120 });
 }

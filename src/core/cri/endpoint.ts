@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs';
-import yaml from 'js-yaml';
 import { PodctlError } from '../errors.js';
 import { parseDuration } from '../util/duration.js';
 
@@ -114,7 +113,7 @@ const SETTING_KEYS: Record<string, keyof PodctlSettings> = {
  * file named explicitly, bad YAML or an unknown key is an error naming the
  * file and the key.
  */
-export function loadSettings(file: string | undefined, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): PodctlSettings {
+export async function loadSettings(file: string | undefined, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): Promise<PodctlSettings> {
   const path = file ?? DEFAULT_CONFIG_FILE;
   let text: string;
   try {
@@ -123,6 +122,8 @@ export function loadSettings(file: string | undefined, read: (path: string) => s
     if (file === undefined && (err as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw new PodctlError(`cannot read config file ${path}: ${(err as Error).message}`, { exitCode: 2 });
   }
+  // The YAML parser loads only when a config file exists: most starts have none.
+  const { default: yaml } = await import('js-yaml');
   let doc: unknown;
   try {
     doc = yaml.load(text, { filename: path });
