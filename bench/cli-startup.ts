@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeRuntime } from '../fakecri/index.js';
@@ -63,6 +63,7 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
     { key: 'getPods', name: 'podctl get pods -A (empty)', about: 'The agent (a `podctl watch` on an empty fake runtime) answers GET /v1/podview on its socket; no gRPC.' },
   ];
   const missed = rows.filter((r) => s[r.key].n && s.node.n && s[r.key].median > limit);
+  const loaded = [['main', 'src/main.ts'], ['validate', 'src/commands/validate.ts'], ['plan', 'src/commands/plan.ts'], ['get pods', 'src/commands/get/pods.ts']].map(([command, entry]) => ({ command: command!, ...loadedBeforeRun(entry!) }));
   return {
     name: 'cli-startup',
     title: 'CLI start-up',
@@ -79,10 +80,30 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
       })),
     ],
     findings: missed.length
-      ? [`${missed.map((r) => `${r.name} (${ms(s[r.key].median)})`).join(', ')} above 2 x node -e 0 (${ms(limit)}): what is left is compiling the bundle's chunks a command imports (oclif's 560 KB, the validators' 920 KB, gRPC's 740 KB) and the command's own work; see the profile with node --cpu-prof bin/run.js ...`]
+      ? [
+          `${missed.map((r) => `${r.name} (${ms(s[r.key].median)})`).join(', ')} above 2 x node -e 0 (${ms(limit)}): what is left is reading and compiling the files a command imports before it runs (${loaded.map((l) => `${l.command}: ${l.files} files, ${Math.round(l.bytes / 1024)} KB`).join('; ')}) and the command's own work; see the profile with node --cpu-prof bin/run.js ...`,
+        ]
       : [],
     notes: [`${runs} runs each after one untimed round, interleaved; wall time from spawn to exit.`, ...errors.slice(0, 5).map((e) => `error: ${e}`)],
     data: { samples, stats: s },
     durationS: (Date.now() - began) / 1000,
   };
+}
+
+/** The bundle's files an entry imports statically, so loads before it runs, and their size: from the build's metafile. */
+function loadedBeforeRun(entry: string): { files: number; bytes: number } {
+  const { outputs } = JSON.parse(readFileSync(join(REPO_ROOT, 'dist/cli/meta.json'), 'utf8')) as { outputs: Record<string, { entryPoint?: string; bytes: number; imports: { path: string; kind: string }[] }> };
+  const start = Object.keys(outputs).find((o) => outputs[o]!.entryPoint === entry);
+  if (!start) return { files: 0, bytes: 0 };
+  const seen = new Set([start]);
+  const queue = [start];
+  while (queue.length) {
+    for (const i of outputs[queue.shift()!]!.imports) {
+      if (i.kind === 'import-statement' && outputs[i.path] && !seen.has(i.path)) {
+        seen.add(i.path);
+        queue.push(i.path);
+      }
+    }
+  }
+  return { files: seen.size, bytes: [...seen].reduce((n, o) => n + outputs[o]!.bytes, 0) };
 }
