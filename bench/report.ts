@@ -41,7 +41,7 @@ export function writeReport(): string {
     for (const f of r.findings) allFindings.push(`**${r.name}**: ${f}`);
     if (Object.keys((r.data.allAtOnce as Record<string, string> | undefined) ?? {}).length) allFindings.push(`**${r.name}, all at once** (diagnosis): ${ALL_AT_ONCE_DIAGNOSIS}`);
     for (const row of r.rows) {
-      const d = row.met === false ? DIAGNOSES[`${r.name}:${row.name.replace(/^\d+ pods: /, '')}`] : undefined;
+      const d = row.met === false ? DIAGNOSES[`${r.name}:${row.name.replace(/^(\d+ pods: |\[\w+\] )/, '')}`] : undefined;
       if (d) allFindings.push(`**${r.name}, ${row.name}** (diagnosis): ${d}`);
     }
   }
