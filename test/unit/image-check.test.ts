@@ -69,11 +69,16 @@ test('Always pulls without asking; a failed sandbox leaves the early check unawa
   process.on('unhandledRejection', onUnhandled);
   try {
     const p = pod('no-sandbox');
+    fake.resetCalls();
     fake.failNext('ImageStatus', grpc.status.UNAVAILABLE, 'image service down');
     fake.failNext('RunPodSandbox', grpc.status.UNKNOWN, 'CNI ADD failed');
     await assert.rejects(kubelet.syncPod(p, 'create'), /RunPodSandbox failed: CNI ADD failed/);
     assert.ok(kubelet.events.eventsFor(p.metadata!.uid!).some((e) => e.reason === 'FailedCreatePodSandBox' && /CNI ADD failed/.test(e.message)));
-    await new Promise((r) => setTimeout(r, 50));
+    // The early check's failed answer has reached the client: the fake answered it, and a later call on
+    // the same connection came back after it. Node reports an unhandled rejection once microtasks drain.
+    assert.equal(fake.calls().ImageStatus, 1);
+    await client.version();
+    await new Promise((r) => setImmediate(r));
     assert.deepEqual(unhandled, []);
     await kubelet.syncTerminatingPod(p, 0);
     await kubelet.syncTerminatedPod(p);
