@@ -1,20 +1,11 @@
 import { join } from 'node:path';
-import { Flags } from '@oclif/core';
 import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError, escapeControls, quoteName } from '../core/errors.js';
-import { PodView, defaultContainer, findRuntimePod, newestInstance, type PodQuery, type PodViewAnswer, type RuntimePod, type ViewedPod } from '../core/podview/index.js';
-import { getFromStatusSocket } from '../core/status/client.js';
+import { PodView, defaultContainer, findRuntimePod, newestInstance, type RuntimePod } from '../core/podview/index.js';
 import type { RuntimeContainerStatus } from '../core/container/types.js';
-import { DEFAULT_ROOT_DIR, hostIP } from '../core/node/paths.js';
-import { clientFor, connect, resolveFromFlags, type GlobalFlags } from './runtime.js';
-
-/** Flags of the commands that find pods: the watch to ask first, and the namespace. */
-export const podViewFlags = {
-  'root-dir': Flags.string({ summary: 'State directory of the watch to ask first (its podctl.sock); without one, the runtime is read.', default: DEFAULT_ROOT_DIR, env: 'PODCTL_ROOT_DIR' }),
-};
-
-export const namespaceFlag = Flags.string({ char: 'n', summary: 'Namespace.', default: 'default' });
+import { hostIP } from '../core/node/paths.js';
+import { connect, type GlobalFlags } from './runtime.js';
 
 /** A PodView on the resolved runtime, preferring the watch under --root-dir. */
 export async function openPodView(flags: GlobalFlags & { 'root-dir': string }): Promise<{ view: PodView; client: CriClient; statusSocket: string }> {
@@ -22,36 +13,6 @@ export async function openPodView(flags: GlobalFlags & { 'root-dir': string }): 
   const statusSocket = join(flags['root-dir'], 'podctl.sock');
   const view = new PodView({ runtime: client, images: client, clock: realClock, statusSocket, hostIP: hostIP() });
   return { view, client, statusSocket };
-}
-
-/** Lists podctl's pods; close() when done. */
-export interface PodLister {
-  list(q: PodQuery): Promise<ViewedPod[]>;
-  close(): void;
-}
-
-/**
- * The agent under --root-dir answers the whole listing when it reads the same runtime, its own pods
- * and every other (GET /v1/podview), so a listing loads no gRPC; otherwise, or when it stops
- * answering, the runtime is read here, with the agent's pods asked for on its socket as before.
- */
-export async function openPodLister(flags: GlobalFlags & { 'root-dir': string }): Promise<PodLister> {
-  const endpoints = await resolveFromFlags(flags);
-  const statusSocket = join(flags['root-dir'], 'podctl.sock');
-  let direct: { view: PodView; client: CriClient } | undefined;
-  return {
-    async list(q) {
-      if (!direct) {
-        const params = new URLSearchParams(Object.entries(q).filter((e): e is [string, string] => e[1] !== undefined));
-        const answer = await getFromStatusSocket<PodViewAnswer>(statusSocket, `/v1/podview?${params}`).catch(() => undefined);
-        if (answer?.runtimeEndpoint === endpoints.runtime.endpoint) return answer.items;
-        const { client } = await clientFor(endpoints);
-        direct = { client, view: new PodView({ runtime: client, images: client, clock: realClock, statusSocket, hostIP: hostIP() }) };
-      }
-      return direct.view.list(q);
-    },
-    close: () => direct?.client.close(),
-  };
 }
 
 /** `pod/NAME` or `NAME`, as kubectl takes a pod argument. */

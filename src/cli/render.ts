@@ -4,6 +4,7 @@ import type { PodEvent } from '../core/events.js';
 import { formatSpecChange } from '../core/kuberuntime/spec-diff.js';
 import type { Plan, PlannedAction } from '../core/plan.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
+import { yamlDumper } from './yaml.js';
 
 /** kubectl's READY column: ready/total app containers. */
 export function readyColumn(pod: IPod, status: IPodStatus | undefined): string {
@@ -47,8 +48,7 @@ export async function renderObjects(items: IPod[], format: 'json' | 'yaml'): Pro
   const doc = items.length === 1 ? items[0] : { apiVersion: 'v1', kind: 'List', items };
   if (format === 'json') return JSON.stringify(doc, null, 2);
   // The YAML printer loads when YAML is asked for: this module is in every table's imports.
-  const { default: yaml } = await import('js-yaml');
-  return yaml.dump(doc, { noRefs: true, lineWidth: 120 });
+  return (await yamlDumper())(doc);
 }
 
 export interface ResultRow {

@@ -1,7 +1,8 @@
 import type { CallObserver, CriClient } from '../core/cri/client.js';
 import { loadSettings, resolveEndpoints, type ResolvedEndpoints } from '../core/cri/endpoint.js';
 import { parseDuration } from '../core/util/duration.js';
-import { embeddedEndpoint, embeddedStatus } from '../core/embedded/index.js';
+import { embeddedEndpoint, embeddedPaths } from '../core/embedded/paths.js';
+import { embeddedContainerd } from '../core/embedded/probe.js';
 
 export interface GlobalFlags {
   'runtime-endpoint'?: string;
@@ -15,13 +16,14 @@ export interface GlobalFlags {
 export async function resolveFromFlags(flags: GlobalFlags): Promise<ResolvedEndpoints> {
   const settings = await loadSettings(flags.config);
   const explicit = flags['runtime-endpoint'] || process.env.CONTAINER_RUNTIME_ENDPOINT || settings.runtimeEndpoint;
-  const embedded = explicit ? undefined : await embeddedStatus();
+  const paths = embeddedPaths();
+  const embedded = explicit ? undefined : embeddedContainerd(paths);
   return resolveEndpoints({
     runtimeFlag: flags['runtime-endpoint'],
     imageFlag: flags['image-endpoint'],
     env: process.env,
     settings,
-    embeddedEndpoint: embedded?.endpoint ?? embeddedEndpoint(),
+    embeddedEndpoint: embeddedEndpoint(paths),
     embeddedUp: embedded?.running ?? false,
     timeoutMs: flags['request-timeout'] ? parseDuration(flags['request-timeout'], '--request-timeout') : undefined,
     pullTimeoutMs: flags['pull-timeout'] ? parseDuration(flags['pull-timeout'], '--pull-timeout') : undefined,

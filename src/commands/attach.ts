@@ -1,7 +1,8 @@
 import { Args, Flags } from '@oclif/core';
 import { streamAttach } from '../cli/attach.js';
 import { PodctlCommand } from '../cli/base.js';
-import { chooseContainer, namespaceFlag, openPodView, podArg, podViewFlags, requirePod, requireRunning } from '../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
+import { chooseContainer, openPodView, podArg, requirePod, requireRunning } from '../cli/podview.js';
 import { PodctlError } from '../core/errors.js';
 
 export class Attach extends PodctlCommand {

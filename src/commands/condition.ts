@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podArg, podViewFlags } from '../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
+import { podArg } from '../cli/podview.js';
 import { PodctlError } from '../core/errors.js';
 import { AgentClient } from '../core/node/client.js';
 

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { attachDebugContainer, copyDebugPod, createDebugContainer, printWhenDone } from '../cli/debug.js';
-import { chooseContainer, namespaceFlag, openPodView, podArg, podViewFlags, requirePod, requireRunning } from '../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
+import { chooseContainer, openPodView, podArg, requirePod, requireRunning } from '../cli/podview.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 

@@ -1,7 +1,8 @@
 import { Args } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { renderDescribe } from '../cli/describe.js';
-import { namespaceFlag, openPodView, podViewFlags } from '../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
+import { openPodView } from '../cli/podview.js';
 import { PodctlError } from '../core/errors.js';
 import { readLogFile } from '../core/logs/index.js';
 import { findRuntimePod, newestInstance } from '../core/podview/index.js';

@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, openPodView, podViewFlags } from '../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
+import { openPodView } from '../cli/podview.js';
 import { age, plainTable } from '../cli/table.js';
 import type { PodView } from '../core/podview/index.js';
 import { eventsFromRuntime, fetchEvents, type PodEventRow } from '../core/podview/describe.js';

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import type { IContainer } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { connect } from '../cli/runtime.js';
 import { PodctlError } from '../core/errors.js';
 import * as L from '../core/kuberuntime/labels.js';

@@ -1,6 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { chooseContainer, containerNames, namespaceFlag, openPodView, podArg, podViewFlags, requirePod } from '../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
+import { chooseContainer, containerNames, openPodView, podArg, requirePod } from '../cli/podview.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 import { followContainerLog, readContainerLog, readRotatedLogs, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';

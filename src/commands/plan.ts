@@ -3,7 +3,7 @@ import { PodctlCommand } from '../cli/base.js';
 import { loadPodsFromArgs } from '../cli/manifests.js';
 import { nodeFlags } from '../cli/node.js';
 import { asPlanError, planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
-import { podViewFlags } from '../cli/podview.js';
+import { podViewFlags } from '../cli/pod-flags.js';
 import { connect } from '../cli/runtime.js';
 
 export class Plan extends PodctlCommand {

@@ -1,7 +1,8 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, openPodView, podArg, podViewFlags, requirePod } from '../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
+import { openPodView, podArg, requirePod } from '../cli/podview.js';
 import { errorMessage, PodctlError } from '../core/errors.js';
 import { forwardConnection, parsePortSpec, type PortSpec } from '../core/exec/portforward.js';
 

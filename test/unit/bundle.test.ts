@@ -133,6 +133,10 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   // (lazy-formats: are the stand-ins that require those formats from node_modules when first checked.)
   assert.deepEqual(validate.filter((f) => !f.startsWith('lazy-formats:') && /uri-js|smtp-address-parser|nearley|\/schemes\/|ajv-formats-draft2019|is-cidr|ajv-i18n\/localize\/(?!en\/)/.test(f)), []);
   assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /kubernetes-models\/_schemas|js-yaml|src\/core\/kubelet|src\/core\/pod\/validate/.test(f)), []);
+  // An agent answers the listing: building statuses from the runtime, the embedded runtime's set-up and
+  // the table layout load only when needed (no agent, or rows to print).
+  assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /src\/core\/podview|src\/core\/kuberuntime|src\/core\/status\/generate|src\/core\/embedded\/(index|images|config|process)|cli-table3|src\/cli\/table/.test(f)), []);
+  assert.ok(loadedAtStart('src/commands/get/pods.ts').includes('src/core/embedded/probe.ts'));
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use.
   assert.ok(loadedAtStart('src/core/cri/client.ts').some((f) => f.includes('@grpc/grpc-js')));
 });

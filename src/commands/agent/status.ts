@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { podViewFlags } from '../../cli/podview.js';
+import { podViewFlags } from '../../cli/pod-flags.js';
 import { PodctlError } from '../../core/errors.js';
 import { AgentClient } from '../../core/node/client.js';
 import { agentLogFile } from '../../core/node/paths.js';

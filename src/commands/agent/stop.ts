@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { podViewFlags } from '../../cli/podview.js';
+import { podViewFlags } from '../../cli/pod-flags.js';
 import { parseDuration } from '../../core/util/duration.js';
 import { stopAgent } from '../../core/node/supervise.js';
 

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../../cli/podview.js';
+import { namespaceFlag, podViewFlags } from '../../cli/pod-flags.js';
 import { connect } from '../../cli/runtime.js';
 import { age, plainTable, shortId } from '../../cli/table.js';
 import * as L from '../../core/kuberuntime/labels.js';

@@ -1,8 +1,10 @@
 import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../../cli/base.js';
-import { namespaceFlag, openPodLister, podViewFlags } from '../../cli/podview.js';
-import { podRow, podTable, podTableHead, renderOnePod, type PodOutput as Output, type PodTableOptions } from '../../cli/table.js';
+import { namespaceFlag, podViewFlags } from '../../cli/pod-flags.js';
+import { openPodLister } from '../../cli/pod-lister.js';
+import type { PodOutput as Output, PodTableOptions } from '../../cli/table.js';
+import { yamlDumper } from '../../cli/yaml.js';
 import { PodctlError } from '../../core/errors.js';
 import type { PodQuery, ViewedPod } from '../../core/podview/index.js';
 import { podMeta } from '../../core/util/pod-key.js';
@@ -42,14 +44,14 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     try {
       const viewed = await view.list(query);
       if (args.name && viewed.length === 0 && !flags.watch) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
-      this.print(viewed, output, tableOpts, !!args.name, flags['all-namespaces'] ? 'any' : flags.namespace);
+      await this.print(viewed, output, tableOpts, !!args.name, flags['all-namespaces'] ? 'any' : flags.namespace);
       if (flags.watch) await this.follow(() => view.list(query), viewed, output, tableOpts);
     } finally {
       view.close();
     }
   }
 
-  private print(viewed: ViewedPod[], output: Output, opts: PodTableOptions, single: boolean, nsLabel: string): void {
+  private async print(viewed: ViewedPod[], output: Output, opts: PodTableOptions, single: boolean, nsLabel: string): Promise<void> {
     const pods = viewed.map((v) => v.pod);
     if (output === 'json' || output === 'yaml') {
       // One named pod prints as a Pod; a listing is a v1 PodList.
@@ -65,7 +67,8 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       process.stderr.write(`No resources found in ${nsLabel} namespace.\n`);
       return;
     }
-    this.log(podTable(pods, opts));
+    // The table code (cli-table3) loads only when there are rows to lay out.
+    this.log((await import('../../cli/table.js')).podTable(pods, opts));
     const unknown = viewed.filter((v) => v.readinessUnknown.length);
     if (unknown.length) {
       const names = unknown.map((v) => `${podMeta(v.pod).name} (${v.readinessUnknown.join(', ')})`).join('; ');
@@ -75,6 +78,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
 
   /** Polls the view each second and prints a pod again when its row (or object) changes. */
   private async follow(list: () => Promise<ViewedPod[]>, first: ViewedPod[], output: Output, opts: PodTableOptions): Promise<void> {
+    const { podRow, podTableHead, renderOnePod } = await import('../../cli/table.js');
     const key = (p: IPod) => podMeta(p).uid;
     // The row without AGE (and the restart's "ago"): what changes by itself is not a change.
     const fingerprint = (p: IPod) => (output === 'table' || output === 'wide' ? JSON.stringify(podRow(p, { ...opts, now: 0 }).filter((_, i) => podTableHead(opts)[i] !== 'AGE').map((c) => c.replace(/ \(.* ago\)$/, ''))) : JSON.stringify(p.status));
@@ -110,9 +114,4 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       }
     }
   }
-}
-
-async function yamlDumper(): Promise<(doc: unknown) => string> {
-  const { default: yaml } = await import('js-yaml');
-  return (doc) => yaml.dump(doc, { noRefs: true, lineWidth: 120 });
 }

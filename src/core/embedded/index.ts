@@ -7,8 +7,10 @@ import { ensureImages, registryAnswers, servedImages } from './images.js';
 import { ensurePackages } from './packages.js';
 import { embeddedEndpoint, embeddedPaths, registryPort, type EmbeddedPaths } from './paths.js';
 import { livePid, removeFile, run, sleep, startDaemon, stopPid } from './process.js';
+import { embeddedContainerd, isContainerd, isRegistry } from './probe.js';
 
 export { embeddedEndpoint, embeddedPaths, type EmbeddedPaths } from './paths.js';
+export { embeddedContainerd } from './probe.js';
 export { EmbeddedRuntimeError } from './errors.js';
 export { MIRRORED_REGISTRIES, SANDBOX_IMAGE } from './config.js';
 
@@ -24,18 +26,15 @@ export interface EmbeddedStatus {
 
 type Log = (line: string) => void;
 
-const isContainerd = (paths: EmbeddedPaths) => (cmd: string[]) => cmd[0]?.endsWith('containerd') === true && cmd.includes(paths.configFile);
-const isRegistry = (paths: EmbeddedPaths) => (cmd: string[]) => cmd.some((c) => c.endsWith('docker-registry')) && cmd.includes(paths.registryConfig);
 
 export async function embeddedStatus(opts: { paths?: EmbeddedPaths } = {}): Promise<EmbeddedStatus> {
   const paths = opts.paths ?? embeddedPaths();
-  const containerdPid = livePid(paths.pidFile('containerd'), isContainerd(paths));
+  const containerd = embeddedContainerd(paths);
   const registryPid = livePid(paths.pidFile('registry'), isRegistry(paths));
-  const containerdRunning = containerdPid !== undefined && existsSync(paths.socket);
   return {
-    endpoint: embeddedEndpoint(paths),
-    running: containerdRunning,
-    containerd: { pid: containerdPid, running: containerdRunning },
+    endpoint: containerd.endpoint,
+    running: containerd.running,
+    containerd: { pid: containerd.pid, running: containerd.running },
     registry: { address: `127.0.0.1:${registryPort()}`, pid: registryPid, running: registryPid !== undefined },
     images: servedImages(),
     root: paths.rootDir,
