@@ -37,11 +37,13 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
     version: [process.execPath, PODCTL_BIN, '--version'],
     help: [process.execPath, PODCTL_BIN, '--help'],
     validate: [process.execPath, PODCTL_BIN, 'validate', hello],
-    // plan reads the (fake, empty) runtime: it exits 2, "would create".
+    // plan asks the agent, which reads the (fake, empty) runtime: it exits 2, "would create".
     plan: [process.execPath, PODCTL_BIN, 'plan', hello, '--root-dir', rootDir],
+    // With no agent on the root dir, plan reads the runtime itself over the CRI.
+    planDirect: [process.execPath, PODCTL_BIN, 'plan', hello, '--root-dir', join(scratch, 'no-agent')],
     getPods: [process.execPath, PODCTL_BIN, 'get', 'pods', '-A', '--root-dir', rootDir],
   };
-  const okCodes: Partial<Record<keyof typeof variants, number[]>> = { plan: [2] };
+  const okCodes: Partial<Record<keyof typeof variants, number[]>> = { plan: [2], planDirect: [2] };
   const samples = Object.fromEntries(Object.keys(variants).map((k) => [k, [] as number[]])) as Record<keyof typeof variants, number[]>;
   const errors: string[] = [];
   for (let i = -1; i < runs; i++) {
@@ -59,7 +61,12 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
     { key: 'version', name: 'podctl --version', about: 'oclif is handed package.json and reads the manifest (one plugin, podctl); no command module is loaded.' },
     { key: 'help', name: 'podctl --help', about: "oclif's help from the manifest; no command module is loaded." },
     { key: 'validate', name: 'podctl validate examples/hello.yaml', about: 'Reads, defaults and validates one pod (the API validators); no gRPC.' },
-    { key: 'plan', name: 'podctl plan examples/hello.yaml', about: 'Validates, reads the runtime over the CRI (gRPC loads here) and prints what would change.' },
+    { key: 'plan', name: 'podctl plan examples/hello.yaml', about: 'Validates, then the agent on the root dir (on the same runtime) plans the pod against what it reads (POST /v1/plan) and the command prints what would change; no gRPC.' },
+    {
+      key: 'planDirect',
+      name: 'podctl plan examples/hello.yaml (no agent)',
+      about: 'The same with no agent on the root dir: the command reads the runtime itself over the CRI (gRPC loads here).',
+    },
     { key: 'getPods', name: 'podctl get pods -A (empty)', about: 'The agent (a `podctl watch` on an empty fake runtime) answers GET /v1/podview on its socket; no gRPC.' },
   ];
   const missed = rows.filter((r) => s[r.key].n && s.node.n && s[r.key].median > limit);

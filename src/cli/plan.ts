@@ -4,10 +4,9 @@ import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
 import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
-import { planPods, type Plan } from '../core/plan.js';
-import { AgentClient } from '../core/node/client.js';
+import { planPods, withKeptUIDs, type Plan } from '../core/plan.js';
+import { AgentClient, AgentRequestError } from '../core/node/client.js';
 import { renderPlan } from './render.js';
-import { podMeta } from '../core/util/pod-key.js';
 
 /** Exit code of a plan that would change something (terraform plan -detailed-exitcode). */
 export const PLAN_CHANGES_EXIT_CODE = 2;
@@ -27,8 +26,7 @@ export async function printPlan(client: CriClient, pods: IPod[], opts: { prune: 
   // Plan only reads: GetPodStatus, ImageStatus, ListPodSandbox.
   const statusReader = new PodStatusReader({ runtime: client, clock: realClock });
   const plan: Plan = await planPods({ runtime: client, images: client, statusReader }, pods, { prune: opts.prune, now: realClock.now() });
-  opts.log(opts.output === 'json' ? JSON.stringify(plan, null, 2) : renderPlan(plan));
-  return plan.changes ? PLAN_CHANGES_EXIT_CODE : 0;
+  return printPlanAnswer(plan, opts);
 }
 
 /** Errors of a plan exit 1, whatever code the failing layer chose (2 means "would change"). */
@@ -48,9 +46,25 @@ export async function asPlanError<T>(fn: () => Promise<T>): Promise<T> {
 export async function withAgentUIDs(pods: IPod[], rootDir: string): Promise<IPod[]> {
   const agent = new AgentClient(rootDir);
   if (!(await agent.running())) return pods;
-  const kept = await agent.pods().catch(() => [] as IPod[]);
-  return pods.map((pod) => {
-    const k = kept.find((p) => p.metadata?.namespace === podMeta(pod).namespace && p.metadata?.name === podMeta(pod).name);
-    return k?.metadata?.uid ? { ...pod, metadata: { ...pod.metadata, uid: k.metadata.uid } } : pod;
+  return withKeptUIDs(pods, await agent.pods().catch(() => [] as IPod[]));
+}
+
+/**
+ * The plan from the agent on the root dir when it reads the same runtime: it holds the runtime's
+ * state already, and this process then loads no gRPC. Undefined when no agent answers (or an older
+ * one without POST /v1/plan, or one on another runtime): the caller reads the runtime itself.
+ */
+export async function planByAgent(pods: IPod[], rootDir: string, runtimeEndpoint: string, prune: boolean): Promise<Plan | undefined> {
+  const answer = await new AgentClient(rootDir).plan(pods, prune).catch((err: unknown) => {
+    // A refusal of the pods themselves is an answer; a missing agent or route is not.
+    if (err instanceof AgentRequestError && err.status === 400) throw new PodctlError(err.message, { exitCode: 1 });
+    return undefined;
   });
+  return answer?.runtimeEndpoint === runtimeEndpoint ? answer.plan : undefined;
+}
+
+/** Prints a plan; the exit code: 0 when nothing would change, 2 when something would. */
+export function printPlanAnswer(plan: Plan, opts: { output: string; log: (text: string) => void }): number {
+  opts.log(opts.output === 'json' ? JSON.stringify(plan, null, 2) : renderPlan(plan));
+  return plan.changes ? PLAN_CHANGES_EXIT_CODE : 0;
 }

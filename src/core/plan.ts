@@ -52,6 +52,23 @@ export interface Plan {
   pods: PodPlan[];
 }
 
+/** POST /v1/plan: the agent's plan of the pods it was given, against the runtime it reads. */
+export interface PlanAnswer {
+  runtimeEndpoint: string;
+  plan: Plan;
+}
+
+/**
+ * The pods as an agent keeps them: a pod handed to it has the UID of its applied file, not of the
+ * file given to plan, so the plan compares with what runs instead of planning a second pod.
+ */
+export function withKeptUIDs(pods: IPod[], kept: IPod[]): IPod[] {
+  return pods.map((pod) => {
+    const k = kept.find((p) => p.metadata?.namespace === podMeta(pod).namespace && p.metadata?.name === podMeta(pod).name);
+    return k?.metadata?.uid ? { ...pod, metadata: { ...pod.metadata, uid: k.metadata.uid } } : pod;
+  });
+}
+
 export interface PlanPodInput {
   pod: IPod;
   status: RuntimePodStatus;

@@ -7,7 +7,11 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
+import { AgentClient, AgentRequestError } from '../../src/core/node/client.js';
 import { StandaloneNode } from '../../src/core/node/node.js';
+import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
+import { planPods, withKeptUIDs } from '../../src/core/plan.js';
+import { parseManifestText } from '../../src/core/pod/index.js';
 import { appliedDir } from '../../src/core/node/paths.js';
 import { podProgress } from '../../src/core/node/wait.js';
 import { scratchDir } from '../support/e2e.js';
@@ -183,6 +187,34 @@ describe('the node agent on the fake runtime', () => {
     await settle(clock, 10_000, 10);
     assert.deepEqual(containersOf('kept').map((c) => `${c.id}:${c.state}`), before, 'no container restarted or added');
     assert.equal(sandboxesOf('kept').length, 1);
+  });
+
+  test('POST /v1/plan: the agent plans pods against its runtime as the CLI would, as it keeps them, and writes nothing', async () => {
+    const node = await startNode(true);
+    node.apply([{ file: 'a.yaml', text: podText('web', ['sleep', '3600']) }]);
+    await until(clock, 'web running', () => running(node, 'web'));
+    const kept = podOf(node, 'web')!;
+    // The same pod from another file: another UID, which the agent's own replaces (plan compares with what runs).
+    const given = (image: string) => parseManifestText(podText('web', ['sleep', '3600']).replace('busybox:1.36', image), { kind: 'file', path: '/elsewhere/web.yaml' }, { nodeName: 'unit' }).pods[0]!.pod;
+    assert.notEqual(given('busybox:1.36').metadata!.uid, kept.metadata!.uid);
+    const writes = () => ['RunPodSandbox', 'CreateContainer', 'StartContainer', 'StopContainer', 'RemoveContainer', 'StopPodSandbox', 'RemovePodSandbox', 'PullImage'].reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
+    const before = writes();
+    const agent = new AgentClient(join(dirs.dir, 'root'));
+
+    const steady = await agent.plan([given('busybox:1.36')], false);
+    assert.equal(steady.runtimeEndpoint, client.endpoint);
+    assert.deepEqual(steady.plan.pods.map((p) => [p.name, p.uid, p.inDesiredState]), [['web', kept.metadata!.uid, true]]);
+    assert.equal(steady.plan.changes, false);
+
+    const edited = await agent.plan([given('busybox:1.37')], false);
+    assert.equal(edited.plan.changes, true);
+    assert.deepEqual(edited.plan.pods[0]!.actions.map((a) => a.action), ['KillContainer', 'PullImage', 'StartContainer']);
+    // What the CLI computes itself when no agent answers: the same plan.
+    const direct = await planPods({ runtime: client, images: client, statusReader: new PodStatusReader({ runtime: client, clock }) }, withKeptUIDs([given('busybox:1.37')], node.pods()), { now: clock.now() });
+    assert.deepEqual(edited.plan, direct);
+
+    await assert.rejects(agent.plan([{ metadata: { name: 'x' } } as IPod], false), (err: AgentRequestError) => err.status === 400 && /metadata\.uid/.test(err.message));
+    assert.equal(writes(), before, 'planning wrote nothing to the runtime');
   });
 
   test('POST /v1/pods: an invalid manifest is a 400 naming the field, and nothing is handed over', async () => {

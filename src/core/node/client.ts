@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlError } from '../errors.js';
 import { unixSocket } from '../status/client.js';
+import type { PlanAnswer } from '../plan.js';
 import type { AppliedPodRef } from './node.js';
 import { agentSocket } from './paths.js';
 
@@ -73,6 +74,11 @@ export class AgentClient {
 
   async pods(): Promise<IPod[]> {
     return (await this.json<{ items: IPod[] }>('GET', '/v1/pods')).items;
+  }
+
+  /** The agent's plan of these pods (validated and defaulted) against its runtime; nothing changes. */
+  plan(pods: IPod[], prune: boolean): Promise<PlanAnswer> {
+    return this.json<PlanAnswer>('POST', '/v1/plan', { body: JSON.stringify({ pods, prune }), timeoutMs: 30_000 });
   }
 
   /** Hands manifests to the agent; the pods it now keeps (a refused manifest changes nothing). */

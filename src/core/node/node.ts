@@ -15,6 +15,7 @@ import { Metrics } from '../metrics.js';
 import type { SourceObjects } from '../objects.js';
 import type { Pleg } from '../pleg/evented.js';
 import type { PodLifecycleEvent } from '../pleg/generic.js';
+import { planPods, withKeptUIDs, type PlanAnswer } from '../plan.js';
 import { formatProblem } from '../pod/index.js';
 import { PodView, type PodQuery, type PodViewAnswer } from '../podview/index.js';
 import { ApiError, startStatusServer, type PodWatchEvent } from '../status/server.js';
@@ -258,6 +259,7 @@ export class StandaloneNode {
         events: () => this.events(),
         agent: () => this.info(),
         view: (q) => this.view(q),
+        plan: (body) => this.plan(body),
         watchPods: (listener) => this.watchPods(listener),
         apply: (body, contentType) => this.applyBody(body, contentType),
         remove: (namespace, name, grace) => this.delete(namespace, name, grace),
@@ -301,6 +303,26 @@ export class StandaloneNode {
       hostIP: this.opts.hostIP,
     });
     return { runtimeEndpoint: this.opts.runtime.endpoint, items: await this.podView.list(q) };
+  }
+
+  /** POST /v1/plan: the pods planned against this node's runtime, as SyncPod would act on them now (plan's answer without gRPC in the CLI). */
+  async plan(body: string): Promise<PlanAnswer> {
+    let req: { pods?: unknown; prune?: unknown } | undefined;
+    try {
+      req = JSON.parse(body) as typeof req;
+    } catch {
+      req = undefined;
+    }
+    const plannable = (p: unknown): p is IPod => {
+      const pod = p as IPod | undefined;
+      return typeof pod?.metadata?.name === 'string' && typeof pod.metadata.uid === 'string' && Array.isArray(pod.spec?.containers);
+    };
+    if (!req || !Array.isArray(req.pods) || !req.pods.every(plannable)) {
+      throw new ApiError(400, 'plan: expected {"pods": [v1 Pods with metadata.name, metadata.uid and spec.containers, defaulted], "prune": true|false}');
+    }
+    const pods = withKeptUIDs(req.pods, this.pods());
+    const cri = { runtime: this.opts.runtime, images: this.opts.images, statusReader: this.kubelet.runtimeManager.statusReader };
+    return { runtimeEndpoint: this.opts.runtime.endpoint, plan: await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now() }) };
   }
 
   private withStatus(p: IPod): IPod {

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { IPod } from 'kubernetes-models/v1';
 import { toV1Event, type PodEvent } from '../events.js';
 import type { Metrics } from '../metrics.js';
+import type { PlanAnswer } from '../plan.js';
 import type { PodQuery, PodViewAnswer } from '../podview/index.js';
 
 /** One change of a pod, as a line of `GET /v1/pods?watch=1` (the API server's watch event). */
@@ -38,6 +39,8 @@ export interface StatusSource {
   watchPods?: (listener: (e: PodWatchEvent) => void) => () => void;
   /** POST /v1/pods: manifest documents handed to the agent; the keys (namespace/name) of its pods. Throws ApiError. */
   apply?: (body: string, contentType: string) => Promise<Record<string, unknown>>;
+  /** POST /v1/plan: {pods, prune}, pods validated and defaulted by the caller; what SyncPod would do to them, changing nothing. Throws ApiError. */
+  plan?: (body: string) => Promise<PlanAnswer>;
   /** POST /v1/pods/NS/NAME/conditions: sets a pod condition (a readiness gate's); the pod. Throws ApiError. */
   setCondition?: (namespace: string, name: string, body: string) => Promise<Record<string, unknown>>;
   /** DELETE /v1/pods/NS/NAME: the agent forgets the pod and terminates it. Throws ApiError. */
@@ -93,8 +96,8 @@ function servePods(req: IncomingMessage, res: ServerResponse, url: URL, source: 
 
 /**
  * The agent's API on a unix socket private to the user (0600). Versioned under /v1: GET healthz, pods
- * (a v1 PodList; ?watch=1 streams JSON lines), events (a v1 EventList), metrics, agent; POST pods and
- * pods/NS/NAME/conditions;
+ * (a v1 PodList; ?watch=1 streams JSON lines), events (a v1 EventList), metrics, agent; POST pods,
+ * pods/NS/NAME/conditions and plan;
  * DELETE pods/NS/NAME. The unversioned GET /healthz, /pods, /events and /metrics answer as before.
  */
 export async function startStatusServer(socket: string, source: StatusSource, limits: ServerLimits = {}): Promise<Server> {
@@ -125,6 +128,13 @@ export async function startStatusServer(socket: string, source: StatusSource, li
     if (versioned && req.method === 'POST' && path === '/pods' && source.apply) {
       readBody(req)
         .then((body) => source.apply!(body, req.headers['content-type'] ?? ''))
+        .then((r) => json(res, 200, r))
+        .catch((err: unknown) => fail(res, err));
+      return;
+    }
+    if (versioned && req.method === 'POST' && path === '/plan' && source.plan) {
+      readBody(req)
+        .then((body) => source.plan!(body))
         .then((r) => json(res, 200, r))
         .catch((err: unknown) => fail(res, err));
       return;
