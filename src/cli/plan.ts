@@ -7,6 +7,7 @@ import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
 import { planPods, withKeptUIDs, type Plan } from '../core/plan.js';
 import { AgentClient, AgentRequestError } from '../core/node/client.js';
 import { renderPlan } from './render.js';
+import { clientFor, resolveFromFlags, type GlobalFlags } from './runtime.js';
 
 /** Exit code of a plan that would change something (terraform plan -detailed-exitcode). */
 export const PLAN_CHANGES_EXIT_CODE = 2;
@@ -61,6 +62,23 @@ export async function planByAgent(pods: IPod[], rootDir: string, runtimeEndpoint
     return undefined;
   });
   return answer?.runtimeEndpoint === runtimeEndpoint ? answer.plan : undefined;
+}
+
+/**
+ * Plans the pods and prints the plan; the exit code. An agent on the root dir that reads the same
+ * runtime plans them (it reads the runtime already, and this process loads no gRPC); else the
+ * runtime is read here, with the UIDs of the pods the agent keeps.
+ */
+export async function planAndPrint(pods: IPod[], flags: GlobalFlags & { 'root-dir': string }, opts: { prune: boolean; output: string; log: (text: string) => void }): Promise<number> {
+  const endpoints = await resolveFromFlags(flags);
+  const byAgent = await planByAgent(pods, flags['root-dir'], endpoints.runtime.endpoint, opts.prune);
+  if (byAgent) return printPlanAnswer(byAgent, opts);
+  const { client } = await clientFor(endpoints);
+  try {
+    return await printPlan(client, await withAgentUIDs(pods, flags['root-dir']), opts);
+  } finally {
+    client.close();
+  }
 }
 
 /** Prints a plan; the exit code: 0 when nothing would change, 2 when something would. */

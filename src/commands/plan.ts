@@ -2,9 +2,8 @@ import { Args, Errors, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { loadPodsFromArgs } from '../cli/manifests.js';
 import { nodeFlags } from '../cli/node.js';
-import { asPlanError, planByAgent, planFlags, printPlan, printPlanAnswer, withAgentUIDs } from '../cli/plan.js';
+import { asPlanError, planAndPrint, planFlags } from '../cli/plan.js';
 import { podViewFlags } from '../cli/pod-flags.js';
-import { clientFor, resolveFromFlags } from '../cli/runtime.js';
 
 export class Plan extends PodctlCommand {
   static override summary = 'Show what the sync loop would do to the runtime for these manifests, without doing it.';
@@ -36,18 +35,11 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
     const code = await asPlanError(async () => {
       const { argv, flags } = await this.parse(Plan);
       const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
-      const pods = set.pods.map((p) => p.pod);
-      const endpoints = await resolveFromFlags(flags);
-      const log = (t: string) => this.log(t);
-      // An agent on the same runtime plans them (it reads the runtime already); else the runtime is read here.
-      const byAgent = await planByAgent(pods, flags['root-dir'], endpoints.runtime.endpoint, flags.prune);
-      if (byAgent) return printPlanAnswer(byAgent, { output: flags.output, log });
-      const { client } = await clientFor(endpoints);
-      try {
-        return await printPlan(client, await withAgentUIDs(pods, flags['root-dir']), { prune: flags.prune, output: flags.output, log });
-      } finally {
-        client.close();
-      }
+      return planAndPrint(
+        set.pods.map((p) => p.pod),
+        flags,
+        { prune: flags.prune, output: flags.output, log: (t) => this.log(t) },
+      );
     });
     if (code !== 0) this.exit(code);
   }

@@ -2,9 +2,8 @@ import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
 import { agentArgs, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
-import { planFlags, printPlan, withAgentUIDs } from '../cli/plan.js';
+import { planAndPrint, planFlags } from '../cli/plan.js';
 import { detachPods, handOverUntilSignal, runUntilSignal } from '../cli/run.js';
-import { connect } from '../cli/runtime.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 import { AgentClient } from '../core/node/client.js';
@@ -52,9 +51,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
     const set = await loadPodsFromArgs(argv as string[], flags['node-name'], texts);
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
     if (flags['dry-run']) {
-      const { client } = await connect(flags);
-      const pods = await withAgentUIDs(admitPods(set.pods.map((p) => p.pod)).admitted, flags['root-dir']);
-      const code = await printPlan(client, pods, { prune: flags.prune, output: 'text', log: (t) => this.log(t) }).finally(() => client.close());
+      const code = await planAndPrint(admitPods(set.pods.map((p) => p.pod)).admitted, flags, { prune: flags.prune, output: 'text', log: (t) => this.log(t) });
       if (code !== 0) this.exit(code);
       return;
     }
