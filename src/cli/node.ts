@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import type { CriClient } from '../core/cri/client.js';
@@ -13,6 +12,7 @@ import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
 import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';
 import { bytes } from '../core/util/quantity.js';
 import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, hostIP, nodeAgentLabel } from '../core/node/paths.js';
+import { nodeNameFlag } from './pod-flags.js';
 
 export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
 
@@ -27,7 +27,7 @@ export const nodeFlags = {
     env: 'PODCTL_LOG_ROOT',
     default: DEFAULT_LOG_ROOT,
   }),
-  'node-name': Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() }),
+  'node-name': nodeNameFlag,
   'allow-privileged': Flags.boolean({ summary: 'Allow privileged containers (securityContext.privileged: true); refused otherwise.' }),
   'runtime-handler': Flags.string({
     summary: "CRI runtime handler of pods without spec.runtimeClassName (runc or crun on the embedded runtime); a pod's RuntimeClass (node.k8s.io/v1, in the manifests) names its own. Default: the runtime's default.",

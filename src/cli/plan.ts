@@ -1,10 +1,8 @@
 import { Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
-import { realClock } from '../core/clock.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
-import { PodStatusReader } from '../core/kuberuntime/pod-status.js';
-import { planPods, withKeptUIDs, type Plan } from '../core/plan.js';
+import type { Plan } from '../core/plan.js';
 import { AgentClient, AgentRequestError } from '../core/node/client.js';
 import { renderPlan } from './render.js';
 import { clientFor, resolveFromFlags, type GlobalFlags } from './runtime.js';
@@ -24,7 +22,8 @@ export const planFlags = {
  * code: 0 when nothing would change, 2 when something would.
  */
 export async function printPlan(client: CriClient, pods: IPod[], opts: { prune: boolean; output: string; log: (text: string) => void }): Promise<number> {
-  // Plan only reads: GetPodStatus, ImageStatus, ListPodSandbox.
+  // Plan only reads: GetPodStatus, ImageStatus, ListPodSandbox. The status reader loads with the runtime's path only.
+  const [{ PodStatusReader }, { planPods }, { realClock }] = await Promise.all([import('../core/kuberuntime/pod-status.js'), import('../core/plan.js'), import('../core/clock.js')]);
   const statusReader = new PodStatusReader({ runtime: client, clock: realClock });
   const plan: Plan = await planPods({ runtime: client, images: client, statusReader }, pods, { prune: opts.prune, now: realClock.now() });
   return printPlanAnswer(plan, opts);
@@ -47,6 +46,7 @@ export async function asPlanError<T>(fn: () => Promise<T>): Promise<T> {
 export async function withAgentUIDs(pods: IPod[], rootDir: string): Promise<IPod[]> {
   const agent = new AgentClient(rootDir);
   if (!(await agent.running())) return pods;
+  const { withKeptUIDs } = await import('../core/plan.js');
   return withKeptUIDs(pods, await agent.pods().catch(() => [] as IPod[]));
 }
 

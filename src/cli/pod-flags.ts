@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { Flags } from '@oclif/core';
 import { DEFAULT_ROOT_DIR } from '../core/node/paths.js';
 
@@ -7,3 +8,6 @@ export const podViewFlags = {
 };
 
 export const namespaceFlag = Flags.string({ char: 'n', summary: 'Namespace.', default: 'default' });
+
+/** The node name of static pods' UIDs: its own module, so that plan and validate need none of the node's wiring. */
+export const nodeNameFlag = Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() });

@@ -1,9 +1,8 @@
-import Table from 'cli-table3';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { PodEvent } from '../core/events.js';
 import { formatSpecChange } from '../core/kuberuntime/spec-diff.js';
 import type { Plan, PlannedAction } from '../core/plan.js';
-import { podKey, podMeta } from '../core/util/pod-key.js';
+import { podKey } from '../core/util/pod-key.js';
 import { yamlDumper } from './yaml.js';
 
 /** kubectl's READY column: ready/total app containers. */
@@ -51,34 +50,6 @@ export async function renderObjects(items: IPod[], format: 'json' | 'yaml'): Pro
   return (await yamlDumper())(doc);
 }
 
-export interface ResultRow {
-  pod: IPod;
-  status?: IPodStatus;
-  ok: boolean;
-  message?: string;
-}
-
-/** The RunOnce table: one row per pod. */
-export function renderResultTable(rows: ResultRow[]): string {
-  const table = new Table({
-    head: ['POD', 'PHASE', 'STATUS', 'READY', 'RESTARTS', 'RESULT'],
-    style: { head: [], border: [] },
-    wordWrap: true,
-    colWidths: [null, null, null, null, null, 60] as unknown as number[],
-  });
-  for (const r of rows) {
-    const m = podMeta(r.pod);
-    table.push([
-      podKey(m),
-      r.status?.phase ?? 'Unknown',
-      displayStatus(r.pod, r.status),
-      readyColumn(r.pod, r.status),
-      String(restartsColumn(r.status)),
-      r.ok ? 'ok' : `FAILED: ${r.message ?? ''}`,
-    ]);
-  }
-  return table.toString();
-}
 
 /** One line per state change, as run and watch print them. */
 export function statusLine(pod: IPod, status: IPodStatus, now = new Date()): string {

@@ -1,7 +1,7 @@
 import Table from 'cli-table3';
-import type { IPod } from 'kubernetes-models/v1';
+import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { displayStatus, readyColumn, restartsColumn } from './render.js';
-import { podMeta } from '../core/util/pod-key.js';
+import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** kubectl's HumanDuration: "45s", "3m20s", "25m", "5h12m", "30h", "3d4h", "40d". */
 export function humanDuration(ms: number): string {
@@ -121,4 +121,33 @@ export function renderOnePod(pod: IPod, output: PodOutput, opts: PodTableOptions
   }
   if (output === 'name') return `pod/${podMeta(pod).name}`;
   return plainTable([], [podRow(pod, opts)], { noHeaders: true });
+}
+
+export interface ResultRow {
+  pod: IPod;
+  status?: IPodStatus;
+  ok: boolean;
+  message?: string;
+}
+
+/** The RunOnce table: one row per pod. */
+export function renderResultTable(rows: ResultRow[]): string {
+  const table = new Table({
+    head: ['POD', 'PHASE', 'STATUS', 'READY', 'RESTARTS', 'RESULT'],
+    style: { head: [], border: [] },
+    wordWrap: true,
+    colWidths: [null, null, null, null, null, 60] as unknown as number[],
+  });
+  for (const r of rows) {
+    const m = podMeta(r.pod);
+    table.push([
+      podKey(m),
+      r.status?.phase ?? 'Unknown',
+      displayStatus(r.pod, r.status),
+      readyColumn(r.pod, r.status),
+      String(restartsColumn(r.status)),
+      r.ok ? 'ok' : `FAILED: ${r.message ?? ''}`,
+    ]);
+  }
+  return table.toString();
 }

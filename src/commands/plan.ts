@@ -1,9 +1,8 @@
 import { Args, Errors, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { loadPodsFromArgs } from '../cli/manifests.js';
-import { nodeFlags } from '../cli/node.js';
 import { asPlanError, planAndPrint, planFlags } from '../cli/plan.js';
-import { podViewFlags } from '../cli/pod-flags.js';
+import { nodeNameFlag, podViewFlags } from '../cli/pod-flags.js';
 
 export class Plan extends PodctlCommand {
   static override summary = 'Show what the sync loop would do to the runtime for these manifests, without doing it.';
@@ -25,7 +24,7 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
   static override strict = false;
   static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
   static override flags = {
-    'node-name': nodeFlags['node-name'],
+    'node-name': nodeNameFlag,
     ...podViewFlags,
     ...planFlags,
     output: Flags.string({ char: 'o', summary: 'Output format (json: {apiVersion: podctl/v1, kind: Plan, changes, pods[].actions[]}).', options: ['text', 'json'], default: 'text' }),

@@ -137,6 +137,8 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   // the table layout load only when needed (no agent, or rows to print).
   assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /src\/core\/podview|src\/core\/kuberuntime|src\/core\/status\/generate|src\/core\/embedded\/(index|images|config|process)|cli-table3|src\/cli\/table/.test(f)), []);
   assert.ok(loadedAtStart('src/commands/get/pods.ts').includes('src/core/embedded/probe.ts'));
+  // plan asks the agent first: reading pod statuses from the runtime (and gRPC) loads only when none answers.
+  assert.deepEqual(loadedAtStart('src/commands/plan.ts').filter((f) => /src\/core\/kuberuntime\/(pod-status|config)|src\/core\/cri\/client|cli-table3/.test(f)), []);
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use.
   assert.ok(loadedAtStart('src/core/cri/client.ts').some((f) => f.includes('@grpc/grpc-js')));
 });

@@ -5,7 +5,7 @@ import { totalmem } from 'node:os';
 import { bytes, milliCPU } from '../util/quantity.js';
 import { qosClass } from '../status/qos.js';
 import { expandCommand } from './env.js';
-import { hashContainer } from './hash.js';
+import { containerSpecForHash, hashContainer } from './hash.js';
 import { canonicalJSON } from '../util/canonical-json.js';
 import * as L from './labels.js';
 import { checkComponent, safeJoin } from '../util/safe-path.js';
@@ -192,11 +192,6 @@ export function linuxResources(container: IContainer): T.LinuxContainerResources
     cpuQuota: cpuLimit === undefined ? 0 : Math.max(1000, Math.floor((cpuLimit * period) / 1000)),
     memoryLimitInBytes: memoryLimit ?? 0,
   };
-}
-
-/** The spec fields that decide the container's hash, kept compact for diffs. */
-export function containerSpecForHash(container: IContainer): IContainer {
-  return container;
 }
 
 export interface ContainerConfigInputs {

@@ -1,3 +1,4 @@
+import type { IContainer } from 'kubernetes-models/v1';
 import { canonicalJSON } from '../util/canonical-json.js';
 
 /** FNV-1a, 32 bits, as the kubelet hashes container specs; hex like its annotation. */
@@ -14,4 +15,9 @@ export function fnv32a(text: string): string {
 /** The container's spec hash: what decides that a running container must be replaced. */
 export function hashContainer(container: object): string {
   return fnv32a(canonicalJSON(container));
+}
+
+/** The spec fields that decide the container's hash, kept compact for diffs. */
+export function containerSpecForHash(container: IContainer): IContainer {
+  return container;
 }

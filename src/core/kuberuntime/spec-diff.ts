@@ -1,6 +1,6 @@
 import type { IContainer } from 'kubernetes-models/v1';
 import { canonicalJSON } from '../util/canonical-json.js';
-import { containerSpecForHash } from './config.js';
+import { containerSpecForHash } from './hash.js';
 
 /** One field that differs between a running container's spec and the desired one. */
 export interface SpecChange {
