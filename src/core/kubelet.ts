@@ -22,6 +22,7 @@ import { choosePleg, type PlegKind } from './pleg/select.js';
 import type { ContainerdEventSource } from './cri/containerd-events.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
+import { RuntimeCache } from './container/runtime-cache.js';
 import type { PodCache } from './pleg/cache.js';
 import { AGENT_LABEL, CONTAINER_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { ContainerLogManager, type ContainerLogPolicy } from './logs/rotation.js';
@@ -156,6 +157,8 @@ export class Kubelet {
   private readonly opts: KubeletOptions;
   /** The PLEG's pod cache, once a PLEG is made: a sync starts from it when it is fresh enough. */
   private podCache?: PodCache;
+  /** The PLEG's last lists: housekeeping reads them while they are fresh instead of listing again. */
+  readonly runtimeCache: RuntimeCache;
   /** When each pod's last sync ended: cache data must come from a relist begun after it. */
   private readonly lastSyncEnd = new Map<string, number>();
   /** Pods whose next sync must read the runtime (what it waits for shows in no list). */
@@ -171,6 +174,7 @@ export class Kubelet {
     this.clock = opts.clock;
     this.events = new EventRecorder(opts.clock, { journal: opts.eventsJournal });
     this.orphanBackoff = new Backoff(opts.clock, ORPHAN_RETRY_INITIAL_MS, ORPHAN_RETRY_MAX_MS);
+    this.runtimeCache = new RuntimeCache(opts.clock);
     this.terminations = new TerminationRecords((uid) => {
       if (!opts.rootDir) return undefined;
       try {
@@ -240,6 +244,7 @@ export class Kubelet {
       inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
       earlyExits: this.runtimeManager.statusReader.earlyExits,
       exitedStatus: (c, exit) => this.runtimeManager.statusReader.exitedStatus(c, exit),
+      runtimeCache: this.runtimeCache,
       onRelist: (durationMs, intervalMs) => {
         this.opts.metrics?.relistDuration.observe(durationMs / 1000);
         if (intervalMs !== undefined) this.opts.metrics?.relistInterval.observe(intervalMs / 1000);
@@ -476,12 +481,17 @@ export class Kubelet {
     const result: HousekeepingResult = { removedPods: [], removedContainers: 0, durationMs: 0 };
     const selector = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
     const removeOrphans = this.opts.removeOrphans ?? this.runtimeManager.agent === 'watch';
-    const [sandboxes, containers] = await Promise.all([
-      removeOrphans ? this.opts.runtime.listPodSandboxSummaries({ labelSelector: { ...selector, [AGENT_LABEL]: this.runtimeManager.agent } }) : Promise.resolve([]),
-      this.opts.runtime.listContainerSummaries({ labelSelector: selector }),
-    ]);
+    const agent = this.runtimeManager.agent;
+    const { sandboxes, containers } = await this.runtimeCache.get(async () => {
+      const [sandboxes, containers] = await Promise.all([
+        removeOrphans ? this.opts.runtime.listPodSandboxSummaries({ labelSelector: { ...selector, [AGENT_LABEL]: agent } }) : Promise.resolve([]),
+        this.opts.runtime.listContainerSummaries({ labelSelector: selector }),
+      ]);
+      return { sandboxes, containers };
+    });
     const orphans = new Map<string, { name: string; namespace: string }>();
-    for (const s of sandboxes) {
+    for (const s of removeOrphans ? sandboxes : []) {
+      if (s.labels[AGENT_LABEL] !== agent) continue;
       const id = podIdentityFromLabels(s.labels);
       if (!id || this.pods.has(id.uid) || this.workers.isWorking(id.uid)) continue;
       orphans.set(id.uid, id);
@@ -491,6 +501,8 @@ export class Kubelet {
       if (failedAt !== undefined && this.orphanBackoff.isInBackOffSince(uid, failedAt)) continue;
       try {
         const status = await this.runtimeManager.getPodStatus(uid, id.name, id.namespace);
+        // The lists may be a relist's of up to 3 s ago: a pod removed since is no orphan to report.
+        if (status.sandboxes.length === 0 && status.containers.length === 0) continue;
         const grace = graceFromRuntime(status);
         await this.runtimeManager.killPodByStatus(status, grace);
         await this.runtimeManager.removePod(status);

@@ -586,7 +586,7 @@ export class RuntimeManager {
   }
 
   /** Keeps the newest dead instance per pod and container name; returns how many were removed. */
-  async removeDeadContainers(containers: T.ContainerSummary[], keepPod: (uid: string) => boolean): Promise<number> {
+  async removeDeadContainers(containers: readonly T.ContainerSummary[], keepPod: (uid: string) => boolean): Promise<number> {
     const groups = new Map<string, T.ContainerSummary[]>();
     for (const c of containers) {
       if (c.state !== 'CONTAINER_EXITED') continue;

@@ -6,6 +6,7 @@ import * as L from '../kuberuntime/labels.js';
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../container/types.js';
 import type { ContainerExit, EarlyExits } from '../container/early-exits.js';
 import { PodCache } from './cache.js';
+import type { RuntimeCache } from '../container/runtime-cache.js';
 import { forEachLimited } from '../util/concurrency.js';
 
 /** Pods a relist inspects at once. */
@@ -73,6 +74,8 @@ export interface GenericPlegOptions {
   relistPeriodMs?: number;
   /** Which sandboxes and containers to watch; podctl's own by default. */
   labelSelector?: Record<string, string>;
+  /** Given each relist's lists (with podctl's own selector only), for housekeeping to reuse. */
+  runtimeCache?: RuntimeCache;
   /** Exits known from runtime events before the CRI records them; shared with what inspect reads through. */
   earlyExits?: EarlyExits;
   /** A container's status once it exited as an event says (the status reader's words: reason, termination message). */
@@ -287,6 +290,7 @@ export class GenericPleg {
         this.opts.runtime.listPodSandboxSummaries({ labelSelector: selector }),
         this.opts.runtime.listContainerSummaries({ labelSelector: selector }),
       ]);
+      if (!this.opts.labelSelector) this.opts.runtimeCache?.update({ sandboxes, containers, at: started });
       // At steady state nearly every record is as it was: keep the previous one (no allocation
       // for thousands of records a second, which the garbage collector otherwise pays for).
       const current = new Map<string, Seen>();

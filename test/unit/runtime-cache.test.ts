@@ -1,0 +1,62 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../../src/core/clock.js';
+import { RuntimeCache } from '../../src/core/container/runtime-cache.js';
+import { Kubelet } from '../../src/core/kubelet.js';
+import { AGENT_LABEL, MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
+import { startFake, stopFake } from '../support/fake-runtime.js';
+
+const podLabels = (i: number) => ({ 'io.kubernetes.pod.name': `p${i}`, 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': `uid-${i}`, [MANAGED_BY_LABEL]: 'podctl', [AGENT_LABEL]: 'watch' });
+
+test('the runtime cache answers while its lists are fresh, never goes back to older ones, and lists when stale', async () => {
+  const clock = new FakeClock();
+  const cache = new RuntimeCache(clock, 3000);
+  let listed = 0;
+  const list = async () => {
+    listed++;
+    return { sandboxes: [], containers: [] };
+  };
+  await cache.get(list);
+  assert.equal(listed, 1, 'nothing cached yet');
+  const fresh = { sandboxes: [], containers: [], at: clock.now() };
+  cache.update(fresh);
+  cache.update({ sandboxes: [], containers: [], at: clock.now() - 1 });
+  assert.equal(await cache.get(list), fresh, 'an older pair does not replace a newer one');
+  clock.advance(2999);
+  assert.equal(await cache.get(list), fresh);
+  clock.advance(1);
+  await cache.get(list);
+  assert.equal(listed, 2, 'older than the refresh period: listed again');
+});
+
+test("housekeeping reads the PLEG's lists while they are fresh and lists for itself when not; an orphan gone since is not reported", async () => {
+  const f = await startFake();
+  const { fake, client } = f;
+  try {
+    fake.seed({ pods: 2, containersPerPod: 1, labels: podLabels });
+    const clock = new FakeClock();
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch', removeOrphans: false });
+    const pleg = kubelet.createPleg();
+    await kubelet.housekeeping(); // image GC's first pass lists everything itself (then every 5 minutes)
+    await pleg.relist();
+    fake.resetCalls();
+    await kubelet.housekeeping();
+    assert.equal(fake.calls().ListContainers ?? 0, 0, 'the relist of a moment ago');
+    clock.advance(3000);
+    await kubelet.housekeeping();
+    assert.equal(fake.calls().ListContainers, 1, 'no relist for 3 s: its own list');
+
+    // A watch removes its orphans: one is removed behind the cache's back, the other is still there.
+    const orphans = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
+    const relister = orphans.createPleg();
+    await relister.relist();
+    const gone = fake.sandboxes().find((s) => s.labels['io.kubernetes.pod.name'] === 'p0')!;
+    for (const c of fake.containers().filter((c) => c.podSandboxId === gone.id)) await client.removeContainer(c.id);
+    await client.removePodSandbox(gone.id);
+    const result = await orphans.housekeeping();
+    assert.deepEqual(result.removedPods, ['default/p1'], 'p0 was in the cached lists but no longer in the runtime');
+    assert.deepEqual(fake.sandboxes(), []);
+  } finally {
+    await stopFake(f);
+  }
+});
