@@ -146,8 +146,10 @@ export const DIAGNOSES: Record<string, string> = {
   ].join(' '),
   'scale-fake:steady-state CPU of the watch process': [
     'Since 2026-11-23 a periodic resync or a PLEG-triggered sync starts from the PLEG cache (the kubelet\'s GetNewerThan) and housekeeping',
-    'decodes summaries, so the steady window makes no per-pod CRI call at all (see the calls above: the lists of the relists and of',
-    'housekeeping only); the relist every second is nearly all of the CPU. Measured 2026-11-25 with --trace-gc and per-thread CPU',
+    'decodes summaries, so the steady window makes no per-pod CRI call at all. Since 2026-11-25 housekeeping reads the relist\'s lists',
+    'through the kubelet\'s runtime cache (refreshed after 3 s) instead of listing everything itself every 2 s: the calls above are the',
+    'relists\' and log rotation\'s (ListContainers of running containers every 10 s) only, where housekeeping added some 35 full',
+    'ListContainers before (30.0% of a core then, on a more loaded machine). The relist every second is nearly all of the CPU. Measured 2026-11-25 with --trace-gc and per-thread CPU',
     '(/proc/<pid>/task) on a branch whose relist decoded nothing unchanged (not merged: the total did not move): the main thread fell to',
     'about 10% of a core and V8\'s GC helper threads stayed at about 13%, with a full mark-compact of the 75 MB heap about once a second:',
     'each relist allocates some 33 MB of ArrayBuffers (about 16 MB of answers at 5,000 pods, received as 16 KB HTTP/2 frames and copied',
