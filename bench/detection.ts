@@ -17,6 +17,8 @@ interface Samples {
   /** From the exit to the first pod status showing the container terminated. */
   status: number[];
   missed: number;
+  /** Exits that came before every pod of their batch was running (the start of the others competing for the CPU). */
+  duringStarts: number;
   /** The PLEG's source when the run ended (an event-driven one that fell back says relist). */
   source: string;
 }
@@ -34,7 +36,7 @@ function exitingPod(seconds: number) {
  * within a relist period; the exit time is the runtime's own finishedAt.
  */
 async function measure(client: CriClient, opts: { plegKind: PlegKind; relistPeriodMs: number; batches: number; perBatch: number; minSeconds: number }): Promise<Samples> {
-  const samples: Samples = { pleg: [], status: [], missed: 0, source: '' };
+  const samples: Samples = { pleg: [], status: [], missed: 0, duringStarts: 0, source: '' };
   const finishedAt = new Map<string, number>();
   const statusSeen = new Set<string>();
   /** The PLEG reports every podctl pod on the runtime, others' too: only ours count. */
@@ -69,9 +71,12 @@ async function measure(client: CriClient, opts: { plegKind: PlegKind; relistPeri
     const pods = Array.from({ length: opts.perBatch }, () => exitingPod(opts.minSeconds + Math.random() * 2));
     const uids = pods.map((p) => p.metadata!.uid!);
     for (const u of uids) mine.add(u);
-    node.loop.addPods(pods);
+    const added = Date.now();
+    const running = await node.addAndWaitRunning(pods, 60_000).catch(() => undefined);
+    const allRunningAt = running ? added + Math.max(...running.values()) : Infinity;
     const all = await until(() => uids.every((u) => finishedAt.has(u) && statusSeen.has(u)), 60_000, 50);
     if (!all) samples.missed += uids.filter((u) => !finishedAt.has(u) || !statusSeen.has(u)).length;
+    samples.duringStarts += uids.filter((u) => (finishedAt.get(u) ?? Infinity) < allRunningAt).length;
     await node.removeAndWait(uids, 60_000);
   }
   samples.source = node.pleg.source;
@@ -236,6 +241,7 @@ export async function detection(ctx: BenchContext): Promise<BenchResult> {
     findings,
     notes: [
       `containerd: ${real.batches} batches of ${real.perBatch} pods (restartPolicy Never), each container exiting ${real.minSeconds}-${real.minSeconds + 2} s after its start, spread at random so exits fall anywhere in a relist period. Fake (in the bench process, beside the Kubelet): ${onFake.batches} batches of ${onFake.perBatch} pods exiting ${onFake.minSeconds}-${onFake.minSeconds + 2} s after start.`,
+      `Exits that landed before every pod of their batch was running (so other pods' starts, runc and the CNI plugins, competed for the CPU): generic 1 s ${generic1s.duringStarts}, generic 100 ms ${generic100.duringStarts}, containerd events ${containerdEvents.duringStarts}, of ${real.batches * real.perBatch} each.`,
       'p99 is the nearest-rank percentile: with n samples below 100 it is the largest or second largest sample.',
       ...(missed ? [`${missed} exit(s) were not seen within 60 s and are not in the samples.`] : []),
     ],
