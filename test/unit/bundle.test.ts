@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { COMMANDS } from '../../src/commands.js';
 
 /** The package root (tests run from dist/test/unit). */
@@ -52,6 +53,22 @@ test('the CLI starts on oclif and the command index alone: no command, gRPC or v
   assert.ok(existsSync(join(ROOT, 'dist/cli/main.js')));
   const atStart = [...loadedAtStart('src/main.ts'), ...loadedAtStart('src/commands.ts')];
   assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs|plugin-help|plugin-autocomplete/.test(f)), []);
+});
+
+test('the CLI is CommonJS loaded with the code caches the build wrote: every file validate loads takes its cache, and is ASCII only', () => {
+  const loaderUrl = pathToFileURL(join(ROOT, 'dist/src/cli/code-cache.js')).href;
+  // In a process of its own, with Node's default flags, as bin/run.js runs: V8 takes a cache only from the same flags.
+  const script = `import { CodeCacheLoader } from ${JSON.stringify(loaderUrl)};
+process.stdout.write = () => true;
+const l = new CodeCacheLoader(${JSON.stringify(join(ROOT, 'dist/cli'))});
+await l.require(${JSON.stringify(join(ROOT, 'dist/cli/cli.cjs'))}).main(${JSON.stringify(ROOT)}, ['validate', ${JSON.stringify(join(ROOT, 'examples/hello.yaml'))}]);
+process.stderr.write(JSON.stringify([...l.loaded].map(([f, v]) => [f, v.cache])));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const loaded = JSON.parse(r.stderr) as [string, string][];
+  assert.ok(loaded.some(([f]) => /\/validate-\w+\.cjs$/.test(f)), 'the validate command came from the loader');
+  assert.deepEqual(loaded.filter(([, cache]) => cache !== 'used'), []);
+  for (const [f] of loaded) assert.ok(!/[\u0080-\u00ff]/.test(readFileSync(f, 'latin1')), `${f} is not ASCII`);
 });
 
 test("oclif's modules require what they use lazily: a start evaluates only the parts of oclif it touches", () => {
