@@ -139,6 +139,20 @@ const onDemand = {
     });
   },
 };
+// string-width v4 with a fast path for printable ASCII (scripts/string-width-ascii.cjs), for every
+// package that resolves it to the root's node_modules (oclif's help, wrap-ansi, widest-line, cli-table3).
+const stringWidthFile = join(root, 'scripts/string-width-ascii.cjs');
+const stringWidthV4 = createRequire(join(root, 'package.json')).resolve('string-width');
+const asciiWidth = {
+  name: 'ascii-width',
+  setup(b) {
+    b.onResolve({ filter: /^string-width$/ }, (args) => {
+      if (args.importer === stringWidthFile) return undefined;
+      const resolved = createRequire(args.importer).resolve('string-width');
+      return resolved === stringWidthV4 ? { path: stringWidthFile } : undefined;
+    });
+  },
+};
 const outdir = join(root, 'dist/cli');
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
@@ -161,7 +175,7 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
   write: false,
-  plugins: [pluginFiles, lazyOclif, wslOnly, lazyFormats, onDemand],
+  plugins: [pluginFiles, lazyOclif, wslOnly, lazyFormats, onDemand, asciiWidth],
 });
 // esbuild splits only ES modules; Node 20 caches the compilation of none. Each file becomes the
 // same module in CommonJS: its imports of other chunks are require()s, an import() a require()

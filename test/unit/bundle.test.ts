@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import fc from 'fast-check';
 import { COMMANDS } from '../../src/commands.js';
 
 /** The package root (tests run from dist/test/unit). */
@@ -167,4 +168,32 @@ test('the help class renders templates with ejs and leaves plain text as it is',
   assert.equal(help.render('List pods: <name> & <ns>, 100% plain'), 'List pods: <name> & <ns>, 100% plain');
   const pjson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { oclif: { helpClass?: string } };
   assert.ok(existsSync(join(ROOT, pjson.oclif.helpClass!)), 'package.json names the bundled help class');
+});
+
+test('the bundled string-width answers printable ASCII by its length, without string-width, and everything else as string-width does', () => {
+  const req = createRequire(import.meta.url);
+  const stringWidth = req(join(ROOT, 'node_modules/string-width')) as (s: string) => number;
+  const file = join(ROOT, 'scripts/string-width-ascii.cjs');
+  // The real string-width, counted: the fast path must not call it.
+  const real = req.resolve('string-width', { paths: [join(ROOT, 'scripts')] });
+  const cached = req.cache[real]!;
+  let calls = 0;
+  const saved = cached.exports;
+  cached.exports = Object.assign((s: string) => (calls++, stringWidth(s)), { default: stringWidth });
+  delete req.cache[file];
+  try {
+    const width = req(file) as (s: string) => number;
+    fc.assert(fc.property(fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)) }), (s) => width(s) === stringWidth(s)));
+    assert.equal(calls, 0);
+    for (const s of ['\u001b[1mbold\u001b[22m', '日本語', 'e\u0301', '👍 ok', 'tab\there', '']) assert.equal(width(s), stringWidth(s), JSON.stringify(s));
+    assert.ok(calls > 0);
+  } finally {
+    cached.exports = saved;
+    delete req.cache[file];
+  }
+  // oclif's help and the table layout get it in the bundle.
+  const { inputs } = meta() as unknown as { inputs: Record<string, { imports: { path: string }[] }> };
+  for (const f of ['node_modules/@oclif/core/lib/help/formatter.js', 'node_modules/wrap-ansi/index.js', 'node_modules/cli-table3/src/utils.js']) {
+    assert.ok(inputs[f]?.imports.some((i) => i.path === 'scripts/string-width-ascii.cjs'), f);
+  }
 });
