@@ -88,7 +88,7 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
     ],
     findings: missed.length
       ? [
-          `${missed.map((r) => `${r.name} (${ms(s[r.key].median)})`).join(', ')} above 2 x node -e 0 (${ms(limit)}): what is left is reading and compiling the files a command imports before it runs (${loaded.map((l) => `${l.command}: ${l.files} files, ${Math.round(l.bytes / 1024)} KB`).join('; ')}) and the command's own work; see the profile with node --cpu-prof bin/run.js ...`,
+          `${missed.map((r) => `${r.name} (${ms(s[r.key].median)})`).join(', ')} above 2 x node -e 0 (${ms(limit)}): what is left is reading the files a command loads before it runs and deserializing their V8 code caches (${loaded.map((l) => `${l.command}: ${l.files} files, ${Math.round(l.bytes / 1024)} KB`).join('; ')}) then evaluating them and the command's own work; see the profile with node --cpu-prof bin/run.js ... (V8 takes the caches under --cpu-prof; V8 flags such as --no-opt make it reject them and compile)`,
         ]
       : [],
     notes: [`${runs} runs each after one untimed round, interleaved; wall time from spawn to exit.`, ...errors.slice(0, 5).map((e) => `error: ${e}`)],

@@ -3,11 +3,11 @@
 // what only it uses in chunks of their own, imported when that command runs.
 // Resolving and reading hundreds of package files at every start is what made
 // a start slow; one bundle with lazily loaded chunks is read in a few files.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, transform } from 'esbuild';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // @oclif/plugin-autocomplete's package exports only its (empty) index; its command
@@ -139,12 +139,28 @@ const onDemand = {
     });
   },
 };
+// string-width v4 with a fast path for printable ASCII (scripts/string-width-ascii.cjs), for every
+// package that resolves it to the root's node_modules (oclif's help, wrap-ansi, widest-line, cli-table3).
+const stringWidthFile = join(root, 'scripts/string-width-ascii.cjs');
+const stringWidthV4 = createRequire(join(root, 'package.json')).resolve('string-width');
+const asciiWidth = {
+  name: 'ascii-width',
+  setup(b) {
+    b.onResolve({ filter: /^string-width$/ }, (args) => {
+      if (args.importer === stringWidthFile) return undefined;
+      const resolved = createRequire(args.importer).resolve('string-width');
+      return resolved === stringWidthV4 ? { path: stringWidthFile } : undefined;
+    });
+  },
+};
 const outdir = join(root, 'dist/cli');
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { main: 'src/main.ts', commands: 'src/commands.ts', help: 'src/help.ts', 'command-not-found': 'src/hooks/command-not-found.ts' },
+  entryPoints: { cli: 'src/main.ts', commands: 'src/commands.ts', help: 'src/help.ts', 'command-not-found': 'src/hooks/command-not-found.ts' },
   outdir,
+  // CommonJS files (converted below), so that src/cli/start.ts loads them with V8's code cache.
+  outExtension: { '.js': '.cjs' },
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -153,22 +169,47 @@ const result = await build({
   chunkNames: 'chunks/[name]-[hash]',
   // oclif requires typescript only to run a CLI from its .ts sources, which this one never does.
   external: ['typescript'],
-  // CommonJS packages in an ESM bundle still call require() and read __dirname.
-  banner: {
-    js: [
-      "import { createRequire as __podctlCreateRequire } from 'node:module';",
-      "import { dirname as __podctlDirname } from 'node:path';",
-      "import { fileURLToPath as __podctlFileURLToPath } from 'node:url';",
-      'const require = __podctlCreateRequire(import.meta.url);',
-      'const __filename = __podctlFileURLToPath(import.meta.url);',
-      'const __dirname = __podctlDirname(__filename);',
-    ].join('\n'),
-  },
   legalComments: 'none',
-  sourcemap: 'linked',
+  // No comments and no indentation: less to read, and to keep in memory as the functions' source.
+  minifyWhitespace: true,
   logLevel: 'warning',
   metafile: true,
-  plugins: [pluginFiles, lazyOclif, wslOnly, lazyFormats, onDemand],
+  write: false,
+  plugins: [pluginFiles, lazyOclif, wslOnly, lazyFormats, onDemand, asciiWidth],
+});
+// esbuild splits only ES modules; Node 20 caches the compilation of none. Each file becomes the
+// same module in CommonJS: its imports of other chunks are require()s, an import() a require()
+// when it is called (a script compiled with a code cache has no import() of its own on Node 20:
+// oclif's import() of an ES module plugin or hook, which podctl has none of, would fail), and
+// import.meta.url this file's URL.
+mkdirSync(join(outdir, 'chunks'), { recursive: true });
+for (const out of result.outputFiles) {
+  const cjs = await transform(out.text, {
+    format: 'cjs',
+    loader: 'js',
+    platform: 'node',
+    target: 'node20',
+    minifyWhitespace: true,
+    supported: { 'dynamic-import': false },
+    define: { 'import.meta.url': '__podctlImportMetaUrl' },
+    banner: out.text.includes('import.meta.url') ? "var __podctlImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" : '',
+  });
+  // V8 keeps a source of ASCII only in one byte a character, and reads and compiles it faster:
+  // esbuild escapes non-ASCII text in strings, not in regular expressions or comments.
+  if (/\\[\u0080-\uffff]/.test(cjs.code)) throw new Error(`${out.path}: a non-ASCII character after a backslash, which \\u cannot replace`);
+  writeFileSync(out.path, cjs.code.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+}
+// The entry bin/run.js imports: the loader, which loads the CLI (cli.cjs) and its chunks with their code caches.
+await build({
+  absWorkingDir: root,
+  entryPoints: { main: 'src/cli/start.ts' },
+  outdir,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  legalComments: 'none',
+  logLevel: 'warning',
 });
 // What each chunk holds and imports: a unit test checks from it what a command loads.
 writeFileSync(join(outdir, 'meta.json'), JSON.stringify(result.metafile));

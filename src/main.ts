@@ -1,14 +1,23 @@
-// The CLI's entry, which bin/run.js imports once the build has bundled it into dist/cli.
+// The CLI's entry, bundled by the build into dist/cli/podctl.cjs, which bin/run.js loads
+// (with V8's code cache: src/cli/code-cache.ts). oclif finds the command index, the help
+// class and the not-found hook through the small files next to it (dist/cli/*.cjs), which
+// take them from this bundle.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 // Only what running a CLI needs: @oclif/core's index would evaluate all of it.
 import { execute } from '@oclif/core/execute';
 
-// dist/cli/main.js → the package root, where package.json and oclif.manifest.json are.
-const root = fileURLToPath(new URL('../..', import.meta.url));
-// Handing oclif the package.json spares its search up the tree for it. No user plugins
-// (podctl installs none), and help and autocomplete are commands of our own index, so
-// oclif loads one plugin, podctl, from its manifest, and no other package.
-const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-await execute({ loadOptions: { root, pjson, userPlugins: false } });
+export { COMMANDS } from './commands.js';
+export { default as Help } from './help.js';
+export { default as commandNotFound } from './hooks/command-not-found.js';
+
+/**
+ * Runs the CLI with these arguments. `root` is the package root, where package.json and
+ * oclif.manifest.json are. Handing oclif the package.json spares its search up the tree for
+ * it. No user plugins (podctl installs none), and help and autocomplete are commands of our
+ * own index, so oclif loads one plugin, podctl, from its manifest, and no other package.
+ */
+export async function main(root: string, args: string[] = process.argv.slice(2)): Promise<unknown> {
+  const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  return execute({ args, loadOptions: { root, pjson, userPlugins: false } });
+}

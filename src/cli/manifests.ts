@@ -1,7 +1,6 @@
 import type { IPod } from 'kubernetes-models/v1';
 import { formatProblem, loadManifests, type ManifestSet } from '../core/pod/index.js';
 import { PodctlError } from '../core/errors.js';
-import { getFromStatusSocket } from '../core/status/client.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { admitPod, type NodeInfo } from '../core/admission.js';
@@ -85,6 +84,8 @@ export function admitPods(
  */
 export async function podsKeptByWatch(rootDir: string): Promise<Set<string>> {
   try {
+    // Imported here: validate, which reads manifests, makes no request and need not load Node's http.
+    const { getFromStatusSocket } = await import('../core/status/client.js');
     const list = await getFromStatusSocket<{ items: IPod[] }>(join(rootDir, 'podctl.sock'), '/pods', 1000);
     return new Set(list.items.map((p) => podKey(p)));
   } catch {

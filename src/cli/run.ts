@@ -30,9 +30,11 @@ export async function detachPods(log: (line: string) => void, agent: AgentClient
     started = `started the agent (pid ${a.pid}) on ${flags['root-dir']}`;
   }
   const refs = await agent.apply(texts);
+  // The agent's pid and log for the last line, asked while the pods start rather than after.
+  const agentInfo = agent.info().catch(() => undefined);
   const results = await waitForPods(agent, refs, { waitFor, timeoutMs, clock: realClock });
   for (const r of results) if (r.pod?.status) log(statusLine(r.pod, r.pod.status));
-  const info = await agent.info().catch(() => undefined);
+  const info = await agentInfo;
   const where = `${started ? `${started}; ` : ''}agent pid ${info?.pid ?? '?'}, log ${info?.log ?? agentLogFile(flags['root-dir'])}, API ${agent.socket}`;
   process.stderr.write(`${where}\n`);
   const failed = results.filter((r) => !r.ok);

@@ -141,3 +141,39 @@ test("a pod still not running when the time is up is reported with the kubelet's
     dir.cleanup();
   }
 });
+
+test('run --detach asks the agent for its pid and log while the pods start, not after they run', async () => {
+  const { detachPods } = await import('../../src/cli/run.js');
+  const calls: string[] = [];
+  let emit: ((e: { type: string; object?: IPod }) => void) | undefined;
+  const agent = {
+    socket: '/nowhere/podctl.sock',
+    running: async () => true,
+    apply: async () => (calls.push('apply'), [ref]),
+    watchPods: (listener: (e: { type: string; object?: IPod }) => void) => {
+      calls.push('watch');
+      emit = listener;
+      return { cancel: () => undefined };
+    },
+    info: async () => {
+      calls.push('info');
+      return { pid: 42, rootDir: '/r', socket: '/r/podctl.sock', log: '/r/agent.log', since: '', pods: 1 };
+    },
+  } as unknown as AgentClient;
+  const lines: string[] = [];
+  const writes: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((s: string) => (writes.push(String(s)), true)) as typeof process.stderr.write;
+  try {
+    const done = detachPods((l) => lines.push(l), agent, [{ file: 'pod.yaml', text: '' }], { 'root-dir': '/r' }, 'running', 10_000, []);
+    await new Promise((r) => setImmediate(r));
+    // The pod is not running yet, and the agent was already asked.
+    assert.deepEqual(calls, ['apply', 'info', 'watch']);
+    emit!({ type: 'MODIFIED', object: pod('running') });
+    await done;
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(lines.length, 1);
+  assert.match(writes.join(''), /agent pid 42, log \/r\/agent\.log/);
+});

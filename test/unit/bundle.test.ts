@@ -5,6 +5,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import fc from 'fast-check';
 import { COMMANDS } from '../../src/commands.js';
 
 /** The package root (tests run from dist/test/unit). */
@@ -52,6 +54,22 @@ test('the CLI starts on oclif and the command index alone: no command, gRPC or v
   assert.ok(existsSync(join(ROOT, 'dist/cli/main.js')));
   const atStart = [...loadedAtStart('src/main.ts'), ...loadedAtStart('src/commands.ts')];
   assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs|plugin-help|plugin-autocomplete/.test(f)), []);
+});
+
+test('the CLI is CommonJS loaded with the code caches the build wrote: every file validate loads takes its cache, and is ASCII only', () => {
+  const loaderUrl = pathToFileURL(join(ROOT, 'dist/src/cli/code-cache.js')).href;
+  // In a process of its own, with Node's default flags, as bin/run.js runs: V8 takes a cache only from the same flags.
+  const script = `import { CodeCacheLoader } from ${JSON.stringify(loaderUrl)};
+process.stdout.write = () => true;
+const l = new CodeCacheLoader(${JSON.stringify(join(ROOT, 'dist/cli'))});
+await l.require(${JSON.stringify(join(ROOT, 'dist/cli/cli.cjs'))}).main(${JSON.stringify(ROOT)}, ['validate', ${JSON.stringify(join(ROOT, 'examples/hello.yaml'))}]);
+process.stderr.write(JSON.stringify([...l.loaded].map(([f, v]) => [f, v.cache])));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const loaded = JSON.parse(r.stderr) as [string, string][];
+  assert.ok(loaded.some(([f]) => /\/validate-\w+\.cjs$/.test(f)), 'the validate command came from the loader');
+  assert.deepEqual(loaded.filter(([, cache]) => cache !== 'used'), []);
+  for (const [f] of loaded) assert.ok(!/[\u0080-\u00ff]/.test(readFileSync(f, 'latin1')), `${f} is not ASCII`);
 });
 
 test("oclif's modules require what they use lazily: a start evaluates only the parts of oclif it touches", () => {
@@ -150,4 +168,32 @@ test('the help class renders templates with ejs and leaves plain text as it is',
   assert.equal(help.render('List pods: <name> & <ns>, 100% plain'), 'List pods: <name> & <ns>, 100% plain');
   const pjson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { oclif: { helpClass?: string } };
   assert.ok(existsSync(join(ROOT, pjson.oclif.helpClass!)), 'package.json names the bundled help class');
+});
+
+test('the bundled string-width answers printable ASCII by its length, without string-width, and everything else as string-width does', () => {
+  const req = createRequire(import.meta.url);
+  const stringWidth = req(join(ROOT, 'node_modules/string-width')) as (s: string) => number;
+  const file = join(ROOT, 'scripts/string-width-ascii.cjs');
+  // The real string-width, counted: the fast path must not call it.
+  const real = req.resolve('string-width', { paths: [join(ROOT, 'scripts')] });
+  const cached = req.cache[real]!;
+  let calls = 0;
+  const saved = cached.exports;
+  cached.exports = Object.assign((s: string) => (calls++, stringWidth(s)), { default: stringWidth });
+  delete req.cache[file];
+  try {
+    const width = req(file) as (s: string) => number;
+    fc.assert(fc.property(fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)) }), (s) => width(s) === stringWidth(s)));
+    assert.equal(calls, 0);
+    for (const s of ['\u001b[1mbold\u001b[22m', '日本語', 'e\u0301', '👍 ok', 'tab\there', '']) assert.equal(width(s), stringWidth(s), JSON.stringify(s));
+    assert.ok(calls > 0);
+  } finally {
+    cached.exports = saved;
+    delete req.cache[file];
+  }
+  // oclif's help and the table layout get it in the bundle.
+  const { inputs } = meta() as unknown as { inputs: Record<string, { imports: { path: string }[] }> };
+  for (const f of ['node_modules/@oclif/core/lib/help/formatter.js', 'node_modules/wrap-ansi/index.js', 'node_modules/cli-table3/src/utils.js']) {
+    assert.ok(inputs[f]?.imports.some((i) => i.path === 'scripts/string-width-ascii.cjs'), f);
+  }
 });
