@@ -4,12 +4,14 @@ import { isUnimplemented, type CriError } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
 import type { PodCache } from './cache.js';
-import { type GenericPleg, type PlegSource, type PodLifecycleEvent } from './generic.js';
+import { containerState, type GenericPleg, type PlegSource, type PodLifecycleEvent } from './generic.js';
 
 /** Constants of the kubelet's evented PLEG (pleg/evented.go). */
 export const EVENTED_RELIST_PERIOD_MS = 300_000;
 export const EVENTED_RELIST_THRESHOLD_MS = 10 * 60_000;
 export const MAX_STREAM_FAILURES = 5;
+/** The kubelet's globalCacheUpdatePeriod: how often the pod cache is marked current while the stream is up. */
+export const GLOBAL_CACHE_UPDATE_PERIOD_MS = 5000;
 
 /** What the sync loop needs of a PLEG, generic or evented. */
 export interface Pleg {
@@ -50,6 +52,7 @@ export class EventedPleg implements Pleg {
   private fellBack = false;
   private running = false;
   private reopen?: TimerHandle;
+  private cacheTimer?: TimerHandle;
   private readonly listeners = new Set<(e: PodLifecycleEvent) => void>();
   private unwatchGeneric?: () => void;
   private handedOver?: Pleg;
@@ -63,6 +66,11 @@ export class EventedPleg implements Pleg {
 
   get cache(): PodCache {
     return this.opts.generic.cache;
+  }
+
+  /** The generic PLEG underneath (its relist is the safety net). */
+  get generic(): GenericPleg {
+    return this.opts.generic;
   }
 
   get mode(): 'evented' | 'generic' {
@@ -95,6 +103,20 @@ export class EventedPleg implements Pleg {
     this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS);
     this.opts.generic.start();
     this.open();
+    this.scheduleCacheUpdate();
+  }
+
+  /**
+   * The kubelet's updateGlobalCache: every change reaches us as an event, so the pod cache is
+   * current while the stream is open (and no refresh is outstanding); without it, the periodic
+   * resync of every pod would read the runtime for each (the relist that marks it runs every 5 minutes).
+   */
+  private scheduleCacheUpdate(): void {
+    this.cacheTimer = this.opts.clock.setTimeout(() => {
+      if (!this.running || this.fellBack) return;
+      if (this.stream) this.opts.generic.markCacheCurrent(this.opts.clock.now());
+      this.scheduleCacheUpdate();
+    }, GLOBAL_CACHE_UPDATE_PERIOD_MS);
   }
 
   stop(): void {
@@ -102,6 +124,7 @@ export class EventedPleg implements Pleg {
     this.stream?.cancel();
     this.stream = undefined;
     if (this.reopen) this.opts.clock.clearTimeout(this.reopen);
+    if (this.cacheTimer) this.opts.clock.clearTimeout(this.cacheTimer);
     this.unwatchGeneric?.();
     this.handedOver?.stop();
     this.opts.generic.stop();
@@ -158,6 +181,13 @@ export class EventedPleg implements Pleg {
     const sandbox = event.podSandboxStatus;
     const uid = sandbox?.labels?.[L.POD_UID_LABEL] ?? sandbox?.metadata?.uid;
     if (!uid || !this.opts.generic.selects(sandbox?.labels)) return;
+    // The event carries the pod's sandbox and every container with their states: when that is all
+    // known already (a late event, overtaken by a relist or an earlier read), there is nothing to read.
+    // (CONTAINER_UNKNOWN is no step in a container's progress: always read.)
+    if (event.containerEventType !== 'CONTAINER_DELETED_EVENT' && sandbox && !event.containersStatuses.some((c) => c.state === 'CONTAINER_UNKNOWN')) {
+      const objects = [{ id: sandbox.id, state: sandbox.state === 'SANDBOX_READY' ? ('running' as const) : ('exited' as const) }, ...event.containersStatuses.map((c) => ({ id: c.id, state: containerState(c.state) }))];
+      if (this.opts.generic.knows(uid, objects)) return;
+    }
     try {
       await this.opts.generic.refreshPod(uid, sandbox?.metadata?.name ?? '', sandbox?.metadata?.namespace ?? '');
     } catch {
