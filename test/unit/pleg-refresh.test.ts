@@ -116,3 +116,24 @@ test('evented PLEG: an event whose sandbox and container states the PLEG already
   assert.deepEqual(reads, ['a', 'a'], 'the exit is read');
   pleg.stop();
 });
+
+test('refreshPod: a refresh whose news the PLEG has learnt by its turn (a relist read the pod first) reads nothing', async () => {
+  let releaseLists!: () => void;
+  const lists = new Promise<void>((r) => (releaseLists = r));
+  const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
+  const runtime = {
+    listPodSandboxSummaries: async () => (await lists, [{ id: 's-a', metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels, runtimeHandler: '' }]),
+    listContainerSummaries: async () => (await lists, [{ id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: '', state: 'CONTAINER_RUNNING', createdAt: 1, labels, imageId: '' }]),
+  } as unknown as RuntimeService;
+  const reads: string[] = [];
+  const pleg = new GenericPleg({ runtime, clock: new FakeClock(), inspect: async (uid) => (reads.push(uid), status(uid, 'running')) });
+  const relist = pleg.relist();
+  const refresh = pleg.refreshPod('a', 'a', 'default', [{ id: 's-a', state: 'running' }, { id: 'c-a', state: 'unknown' }]);
+  releaseLists();
+  await relist;
+  assert.deepEqual(await refresh, []);
+  assert.deepEqual(reads, ['a'], "the relist's read only");
+  // News it does not know (an exit) is read.
+  await pleg.refreshPod('a', 'a', 'default', [{ id: 'c-a', state: 'exited' }]);
+  assert.deepEqual(reads, ['a', 'a']);
+});

@@ -4,7 +4,7 @@ import { isUnimplemented, type CriError } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
 import type { PodCache } from './cache.js';
-import { containerState, type GenericPleg, type PlegSource, type PodLifecycleEvent } from './generic.js';
+import { containerState, type GenericPleg, type PlegSource, type PodLifecycleEvent, type PodObjectState } from './generic.js';
 
 /** Constants of the kubelet's evented PLEG (pleg/evented.go). */
 export const EVENTED_RELIST_PERIOD_MS = 300_000;
@@ -182,14 +182,16 @@ export class EventedPleg implements Pleg {
     const uid = sandbox?.labels?.[L.POD_UID_LABEL] ?? sandbox?.metadata?.uid;
     if (!uid || !this.opts.generic.selects(sandbox?.labels)) return;
     // The event carries the pod's sandbox and every container with their states: when that is all
-    // known already (a late event, overtaken by a relist or an earlier read), there is nothing to read.
-    // (CONTAINER_UNKNOWN is no step in a container's progress: always read.)
+    // known already (a late event, overtaken by a relist or an earlier read), there is nothing to
+    // read, and a read it waits for is skipped if a read begun since told the PLEG as much.
+    // (CONTAINER_UNKNOWN is no step in a container's progress, and a deletion no state: always read.)
+    let news: PodObjectState[] | undefined;
     if (event.containerEventType !== 'CONTAINER_DELETED_EVENT' && sandbox && !event.containersStatuses.some((c) => c.state === 'CONTAINER_UNKNOWN')) {
-      const objects = [{ id: sandbox.id, state: sandbox.state === 'SANDBOX_READY' ? ('running' as const) : ('exited' as const) }, ...event.containersStatuses.map((c) => ({ id: c.id, state: containerState(c.state) }))];
-      if (this.opts.generic.knows(uid, objects)) return;
+      news = [{ id: sandbox.id, state: sandbox.state === 'SANDBOX_READY' ? 'running' : 'exited' }, ...event.containersStatuses.map((c) => ({ id: c.id, state: containerState(c.state) }))];
+      if (this.opts.generic.knows(uid, news)) return;
     }
     try {
-      await this.opts.generic.refreshPod(uid, sandbox?.metadata?.name ?? '', sandbox?.metadata?.namespace ?? '');
+      await this.opts.generic.refreshPod(uid, sandbox?.metadata?.name ?? '', sandbox?.metadata?.namespace ?? '', news);
     } catch {
       // The next relist refreshes it.
     }

@@ -46,6 +46,22 @@ interface Seen {
   gen?: number;
 }
 
+/** A sandbox's or container's state as an event reports it. */
+export interface PodObjectState {
+  id: string;
+  state: PlegState;
+}
+
+/** A pod refresh waiting for its turn, with the news that asked for it (undefined: read whatever it is). */
+interface WaitingRefresh {
+  name: string;
+  namespace: string;
+  news: PodObjectState[] | undefined;
+  promise: Promise<PodLifecycleEvent[]>;
+  resolve: (events: PodLifecycleEvent[]) => void;
+  reject: (err: unknown) => void;
+}
+
 /** The order a sandbox's or container's states come in (created reads as unknown). */
 const STATE_ORDER: Record<PlegState, number> = { unknown: 0, running: 1, exited: 2, 'non-existent': 3 };
 
@@ -115,7 +131,7 @@ export class GenericPleg {
   /** Relists and one-pod refreshes run one at a time: each diffs against the state the other left. */
   private turn: Promise<unknown> = Promise.resolve();
   /** Pod refreshes waiting for their turn (not begun), by pod UID; one turn reads them all. */
-  private readonly waitingRefresh = new Map<string, { name: string; namespace: string; promise: Promise<PodLifecycleEvent[]>; resolve: (events: PodLifecycleEvent[]) => void; reject: (err: unknown) => void }>();
+  private readonly waitingRefresh = new Map<string, WaitingRefresh>();
   private relistStarted?: number;
   private previousRelistStart?: number;
   lastRelistAt?: number;
@@ -276,26 +292,32 @@ export class GenericPleg {
    * changed, the cache refreshed. A runtime event's way in (the containerd-events PLEG); it shares
    * the relist's state, so a change either of them reported is not reported again by the other.
    */
-  refreshPod(uid: string, name: string, namespace: string): Promise<PodLifecycleEvent[]> {
+  refreshPod(uid: string, name: string, namespace: string, news?: readonly PodObjectState[]): Promise<PodLifecycleEvent[]> {
     // A refresh of this pod still waiting for its turn reads the pod after this change too: join it.
     // (Each of 5,000 starting pods sends half a dozen events; one read each is enough.)
     const waiting = this.waitingRefresh.get(uid);
-    if (waiting) return waiting.promise;
+    if (waiting) {
+      if (news && waiting.news) waiting.news.push(...news);
+      else waiting.news = undefined;
+      return waiting.promise;
+    }
     let resolve!: (events: PodLifecycleEvent[]) => void;
     let reject!: (err: unknown) => void;
     const promise = new Promise<PodLifecycleEvent[]>((res, rej) => {
       resolve = res;
       reject = rej;
     });
-    this.waitingRefresh.set(uid, { name, namespace, promise, resolve, reject });
+    this.waitingRefresh.set(uid, { name, namespace, news: news && [...news], promise, resolve, reject });
     if (this.waitingRefresh.size === 1) void this.exclusive(() => this.refreshWaiting());
     return promise;
   }
 
   /**
    * The refreshes waiting when their turn comes, a bounded number of pods read at once (as a
-   * relist's inspections): one read at a time fell minutes behind the events of 5,000 starting pods. Pods
-   * are disjoint, so their diffs do not meet; relists still wait for the whole turn.
+   * relist's inspections): one read at a time fell minutes behind the events of 5,000 starting pods.
+   * Pods are disjoint, so their diffs do not meet; relists still wait for the whole turn. A refresh
+   * asked for by events whose news the PLEG knows by now (a read begun after they were sent saw
+   * them) reads nothing.
    */
   private async refreshWaiting(): Promise<void> {
     const batch = [...this.waitingRefresh];
@@ -305,7 +327,7 @@ export class GenericPleg {
     try {
       await forEachLimited(batch, RELIST_INSPECT_CONCURRENCY, async ([uid, r]) => {
         try {
-          r.resolve(await this.refreshOne(uid, r.name, r.namespace));
+          r.resolve(r.news && this.knows(uid, r.news) ? [] : await this.refreshOne(uid, r.name, r.namespace));
         } catch (err) {
           r.reject(err);
         }
@@ -349,10 +371,10 @@ export class GenericPleg {
    * known already, or overtaken: an event that says nothing new needs no read. (A runtime's stream
    * can lag well behind: 5,000 starting pods send 30,000 events, most of them overtaken by a relist
    * or an earlier read by the time they arrive.) Only objects and states are compared: an object
-   * not known, or known in an earlier state, is news; a pod with a read waiting is left to it.
+   * not known, or known in an earlier state, is news.
    */
-  knows(uid: string, objects: readonly { id: string; state: PlegState }[]): boolean {
-    if (objects.length === 0 || this.waitingRefresh.has(uid)) return false;
+  knows(uid: string, objects: readonly PodObjectState[]): boolean {
+    if (objects.length === 0) return false;
     for (const o of objects) {
       const seen = this.previous.get(o.id);
       // A state never goes back (created, running, exited): one at or past the event's is newer news.
