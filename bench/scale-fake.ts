@@ -1,7 +1,7 @@
 import { FakeRuntime } from '../fakecri/index.js';
 import { POD_NAMESPACE_LABEL } from '../src/core/kuberuntime/labels.js';
 import { BENCH_NAMESPACE, mb, machineInfo, ms, onCleanup, stats, type BenchContext, type BenchResult, type Row } from './lib.js';
-import type { MemorySample, RelistSample, SteadySample } from './watch-worker.js';
+import type { ConvergePeak, MemorySample, RelistSample, SteadySample } from './watch-worker.js';
 import { startWorker } from './worker-client.js';
 import type { PlegKind } from '../src/core/pleg/select.js';
 
@@ -21,10 +21,17 @@ export interface ScaleRun {
   /** After all Running: until the PLEG has reported every start and the pods' follow-up syncs are done. */
   settleMs: number;
   rssAfterSettle: number;
+  /** High-water marks sampled every 250 ms during convergence. */
+  peak?: ConvergePeak;
   steady: SteadySample;
   memory: MemorySample;
   noChange: RelistSample[];
   changed: RelistSample[];
+}
+
+/** The convergence high-water marks, as a row says them. */
+function peakText(peak: ConvergePeak | undefined): string {
+  return peak ? `; high water while converging: RSS ${mb(peak.rss)}, V8 heap ${mb(peak.heapUsed)} used of ${mb(peak.heapTotal)}, array buffers ${mb(peak.arrayBuffers)}` : '';
 }
 
 function sumCalls(samples: RelistSample[]): number[] {
@@ -48,12 +55,12 @@ async function runScale(ctx: BenchContext, pods: number, steadySeconds: number, 
   });
   try {
     ctx.log(`  ${pods} pods x ${CONTAINERS_PER_POD} containers, --pleg ${pleg}: converging${converge.wave ? ` in waves of ${converge.wave}` : ''}`);
-    const converged = await worker.request<{ ms: number; settleMs: number; rssAfterSettle: number }>({ cmd: 'converge', pods, containersPerPod: CONTAINERS_PER_POD, ...converge });
+    const converged = await worker.request<{ ms: number; settleMs: number; rssAfterSettle: number; peak: ConvergePeak }>({ cmd: 'converge', pods, containersPerPod: CONTAINERS_PER_POD, ...converge });
     ctx.log(`  converged in ${ms(converged.ms)}, settled ${ms(converged.settleMs)} later; steady state for ${steadySeconds} s`);
     const steady = await worker.request<SteadySample>({ cmd: 'steady', seconds: steadySeconds });
     const memory = await worker.request<MemorySample>({ cmd: 'memory' });
     // The relist rows are the generic PLEG's (an event-driven one relists every 5 minutes).
-    if (pleg !== 'generic') return { pods, pleg, wave: converge.wave, convergeMs: converged.ms, settleMs: converged.settleMs, rssAfterSettle: converged.rssAfterSettle, steady, memory, noChange: [], changed: [] };
+    if (pleg !== 'generic') return { pods, pleg, wave: converge.wave, convergeMs: converged.ms, settleMs: converged.settleMs, rssAfterSettle: converged.rssAfterSettle, peak: converged.peak, steady, memory, noChange: [], changed: [] };
     const noChange = await worker.request<RelistSample[]>({ cmd: 'relists', count: 10 });
     const changed: RelistSample[] = [];
     for (let i = 0; i < 5; i++) {
@@ -63,7 +70,7 @@ async function runScale(ctx: BenchContext, pods: number, steadySeconds: number, 
       for (const c of victims) fake.exitContainer(c.id, 137);
       changed.push(...(await worker.request<RelistSample[]>({ cmd: 'relists', count: 1 })));
     }
-    return { pods, pleg, wave: converge.wave, convergeMs: converged.ms, settleMs: converged.settleMs, rssAfterSettle: converged.rssAfterSettle, steady, memory, noChange, changed };
+    return { pods, pleg, wave: converge.wave, convergeMs: converged.ms, settleMs: converged.settleMs, rssAfterSettle: converged.rssAfterSettle, peak: converged.peak, steady, memory, noChange, changed };
   } finally {
     await done();
   }
@@ -98,24 +105,25 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
   for (const r of runs) {
     const big = r.pods === 5000;
     if (r.pleg !== 'generic') {
-      const p = `${r.pods} pods, --pleg ${r.pleg} (the default)`;
+      const p = `${r.pods} pods`;
+      const kind = `--pleg ${r.pleg} (the default)`;
       const steadyRelist = stats(r.steady.relistMs);
       rows.push(
         {
-          name: `${p}: converge from zero to all Running`,
+          name: `${p}: converge from zero to all Running, ${kind}`,
           value: `${ms(r.convergeMs)} (then ${ms(r.settleMs)} until quiet)`,
           about: 'As above, with the PLEG `podctl watch` picks by default: the runtime\'s GetContainerEvents stream, relisting every 300 s as a safety net. Quiet: 2 s with no PLEG event and no pod worker busy.',
         },
         {
-          name: `${p}: steady-state CPU of the watch process`,
+          name: `${p}: steady-state CPU of the watch process, ${kind}`,
           value: `${(r.steady.cpu * 100).toFixed(1)}% of one core over ${r.steady.seconds.toFixed(0)} s (${r.steady.relistMs.length} relists${r.steady.relistMs.length ? `, median ${ms(steadyRelist.median)}` : ''}, ${r.steady.syncs} pod syncs; CRI calls ${callsText(r.steady.calls) || 'none'})`,
           target: big ? '< 5% of one core, as `podctl watch` runs by default' : undefined,
           met: big ? r.steady.cpu < 0.05 : undefined,
           about: 'process.cpuUsage() of the worker over the window once the pods are quiet, with --pleg auto: the event stream, housekeeping every 2 s, sync ticks, log rotation checks every 10 s, and the pods\' 60 s periodic resync. The target is judged here, on what a user runs.',
         },
         {
-          name: `${p}: memory of the watch process`,
-          value: `RSS when settled ${mb(r.rssAfterSettle)} (no forced GC); after the steady window ${r.memory.rssNoGc === undefined ? '' : `${mb(r.memory.rssNoGc)}, `}after a forced GC ${mb(r.memory.rss)} (heap used ${mb(r.memory.heapUsed)})`,
+          name: `${p}: memory of the watch process, ${kind}`,
+          value: `RSS when settled ${mb(r.rssAfterSettle)} (no forced GC); after the steady window ${r.memory.rssNoGc === undefined ? '' : `${mb(r.memory.rssNoGc)}, `}after a forced GC ${mb(r.memory.rss)} (heap used ${mb(r.memory.heapUsed)})${peakText(r.peak)}`,
           about: 'As the generic row above, with --pleg auto.',
         },
       );
@@ -161,7 +169,7 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
       },
       {
         name: `${p}: memory of the watch process`,
-        value: `RSS when settled ${mb(r.rssAfterSettle)} (no forced GC); after the steady window ${r.memory.rssNoGc === undefined ? '' : `${mb(r.memory.rssNoGc)}, `}after a forced GC ${mb(r.memory.rss)} (heap used ${mb(r.memory.heapUsed)})`,
+        value: `RSS when settled ${mb(r.rssAfterSettle)} (no forced GC); after the steady window ${r.memory.rssNoGc === undefined ? '' : `${mb(r.memory.rssNoGc)}, `}after a forced GC ${mb(r.memory.rss)} (heap used ${mb(r.memory.heapUsed)})${peakText(r.peak)}`,
         target: big ? 'RSS when settled < 300 MB, no forced GC' : undefined,
         met: big ? r.rssAfterSettle < 300 * 1024 * 1024 : undefined,
         about: 'process.memoryUsage() of the worker: once the pods are quiet after convergence, with no forced GC (what the target judges: the process as it runs); then at the end of the steady window, before and after a forced GC (the live heap).',

@@ -44,6 +44,15 @@ export interface SteadySample {
   syncs: number;
 }
 
+/** process.memoryUsage() high-water marks, each on its own, sampled during convergence. */
+export interface ConvergePeak {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
+
 export interface MemorySample {
   /** RSS before the forced GC (the process as it runs). */
   rssNoGc?: number;
@@ -139,7 +148,7 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       const wave = req.wave ?? req.pods;
       const perPod: number[] = [];
       // The high-water marks of convergence (sampled), to tell the V8 heap from buffers and the rest.
-      const peak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+      const peak: ConvergePeak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
       const sample = setInterval(() => {
         const m = process.memoryUsage();
         for (const k of Object.keys(peak) as (keyof typeof peak)[]) peak[k] = Math.max(peak[k], m[k]);
