@@ -100,7 +100,7 @@ export class EventedPleg implements Pleg {
     this.running = true;
     // Relist events reach our listeners too: the safety net, and the fallback.
     this.unwatchGeneric = this.opts.generic.watch((e) => this.emit(e));
-    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS);
+    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, true);
     this.opts.generic.start();
     this.open();
     this.scheduleCacheUpdate();

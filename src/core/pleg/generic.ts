@@ -151,11 +151,13 @@ export class GenericPleg {
   /**
    * The evented PLEGs slow the relist to a safety net, and restore it when they fall back; the
    * health threshold moves with it (the kubelet's 10 minutes beside a 300 s relist), or a PLEG
-   * that relists every 300 s would be unhealthy after 3 minutes of quiet.
+   * that relists every 300 s would be unhealthy after 3 minutes of quiet. The runtime cache learns
+   * whether every change comes as an event (see EVENTED_RUNTIME_CACHE_REFRESH_PERIOD_MS).
    */
-  setRelistPeriod(ms: number, thresholdMs = RELIST_THRESHOLD_MS): void {
+  setRelistPeriod(ms: number, thresholdMs = RELIST_THRESHOLD_MS, eventDriven = false): void {
     this.relistPeriodMs = ms;
     this.relistThresholdMs = thresholdMs;
+    this.opts.runtimeCache?.setEventDriven(eventDriven);
     // A relist under way schedules the next one itself, with the new period.
     if (!this.stopped && !this.relisting) {
       if (this.timer) this.opts.clock.clearTimeout(this.timer);
