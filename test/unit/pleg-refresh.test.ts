@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { FakeClock } from '../../src/core/clock.js';
 import type { ContainerEventHandlers, RuntimeService } from '../../src/core/cri/client.js';
 import type * as T from '../../src/core/cri/types.js';
@@ -136,4 +138,36 @@ test('refreshPod: a refresh whose news the PLEG has learnt by its turn (a relist
   // News it does not know (an exit) is read.
   await pleg.refreshPod('a', 'a', 'default', [{ id: 'c-a', state: 'exited' }]);
   assert.deepEqual(reads, ['a', 'a']);
+});
+
+test('evented PLEG: an event is not kept while the refresh it asked for waits (only its news is)', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  let releaseLists!: () => void;
+  const lists = new Promise<void>((r) => (releaseLists = r));
+  let handlers: ContainerEventHandlers | undefined;
+  const runtime = {
+    listPodSandboxSummaries: async () => (await lists, []),
+    listContainerSummaries: async () => (await lists, []),
+    getContainerEvents: (h: ContainerEventHandlers) => ((handlers = h), { cancel: () => undefined }),
+  } as unknown as RuntimeService;
+  const clock = new FakeClock();
+  const generic = new GenericPleg({ runtime, clock, inspect: async (uid) => status(uid, 'running') });
+  const pleg = new EventedPleg({ runtime, clock, generic });
+  pleg.start();
+  // A relist holds the turn, so the event's refresh waits.
+  const relist = generic.relist();
+  const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
+  let ref: WeakRef<object> | undefined;
+  (() => {
+    const event = { containerId: 'c-a', containerEventType: 'CONTAINER_STARTED_EVENT', createdAt: 1, podSandboxStatus: { id: 's-a', state: 'SANDBOX_READY', labels, metadata: { name: 'a', uid: 'a', namespace: 'default' } }, containersStatuses: [{ id: 'c-a', state: 'CONTAINER_RUNNING' }] };
+    ref = new WeakRef(event);
+    handlers!.onEvent(event as unknown as T.ContainerEventResponse);
+  })();
+  await new Promise((r) => setImmediate(r));
+  gc();
+  assert.equal(ref!.deref(), undefined, 'the event was collected while its refresh waited');
+  releaseLists();
+  await relist;
+  pleg.stop();
 });
