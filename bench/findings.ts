@@ -167,9 +167,9 @@ export const DIAGNOSES: Record<string, string> = {
     'then 70-90 MB) because thousands of CRI calls a second allocate faster than its marking keeps up, and array buffers (the relists\'',
     '16 MB answers, gathered once more by grpc-js) add 100-150 MB; the pages go back only over the following major GCs (about 350 MB at',
     'the end of the steady window). Bounding how many pod workers sync at once (the CRI calls in flight are bounded already) was not',
-    'tried; fewer bytes per listed record would shrink both the buffers and the allocation rate. With --pleg auto the high water is higher',
-    '(about 1 GB): every event of the stream (a pod\'s full sandbox and container statuses) stays reachable from its handler until the',
-    'refresh it waits for has run.',
+    'tried; fewer bytes per listed record would shrink both the buffers and the allocation rate. With --pleg auto the stream adds 30,000',
+    'events of full pod statuses to decode; until 2026-11-26 each stayed reachable from its handler until the refresh it waited for had',
+    'run (about 1 GB of RSS); now only the states it reported wait.',
   ].join(' '),
 };
 
