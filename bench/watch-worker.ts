@@ -5,12 +5,19 @@
  * talks to lives in another process). Run with --expose-gc.
  */
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { BUSYBOX, SLEEP_COMMAND, benchPod } from './lib.js';
 import { InProcessNode, criClient } from './node.js';
+import { GenericPleg } from '../src/core/pleg/generic.js';
+import type { PlegKind } from '../src/core/pleg/select.js';
 
 export interface WorkerInit {
   endpoint: string;
   relistPeriodMs: number;
+  /** The PLEG as `podctl watch --pleg` picks it; generic by default. */
+  pleg?: PlegKind;
   namespace: string;
   /** Container logs (the parent removes it). */
   logRoot: string;
@@ -37,6 +44,15 @@ export interface SteadySample {
   syncs: number;
 }
 
+/** process.memoryUsage() high-water marks, each on its own, sampled during convergence. */
+export interface ConvergePeak {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
+
 export interface MemorySample {
   /** RSS before the forced GC (the process as it runs). */
   rssNoGc?: number;
@@ -52,7 +68,7 @@ const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
 const calls: Record<string, number> = {};
 const client = criClient(init.endpoint, (c) => void (calls[c.method] = (calls[c.method] ?? 0) + 1));
 let relists: number[] = [];
-const node = new InProcessNode({ client, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => {
+const node = new InProcessNode({ client, plegKind: init.pleg, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => {
     relists.push(d);
     relistsDone++;
   }, logRoot: init.logRoot });
@@ -77,9 +93,12 @@ node.pleg.watch(() => eventsSeen++);
 node.start();
 let loopStopped = false;
 
+/** The generic PLEG every kind builds on (an event-driven one relists through it as a safety net). */
+const generic: GenericPleg = node.pleg instanceof GenericPleg ? node.pleg : (node.pleg as unknown as { generic: GenericPleg }).generic;
+
 /** The generic PLEG's relist in progress, if any (private to it; read here only to wait for it). */
 function relisting(): boolean {
-  return (node.generic as unknown as { relisting: boolean }).relisting;
+  return (generic as unknown as { relisting: boolean }).relisting;
 }
 
 async function sleep(msec: number): Promise<void> {
@@ -89,15 +108,18 @@ async function sleep(msec: number): Promise<void> {
 /** After convergence the PLEG still reports every start and the pods sync again: wait until that is over. */
 async function settle(deadline: number): Promise<number> {
   const t0 = performance.now();
+  // An event-driven PLEG relists every 5 minutes: quiet is 2 s with no event instead of two relists.
+  const byRelist = node.pleg.source === 'relist';
   for (;;) {
-    // Quiet: two whole relists with no event, and no pod worker busy.
+    // Quiet: two whole relists (or 2 s) with no event, and no pod worker busy.
     const events = eventsSeen;
     const target = relistsDone + 2;
-    while (relistsDone < target && performance.now() < deadline) await sleep(50);
+    const until = performance.now() + 2000;
+    while ((byRelist ? relistsDone < target : performance.now() < until) && performance.now() < deadline) await sleep(50);
     const idle = await Promise.race([node.kubelet.workers.waitIdle().then(() => true), sleep(Math.max(0, deadline - performance.now())).then(() => false)]);
-    if (idle && relistsDone >= target && eventsSeen === events) return performance.now() - t0;
+    if (idle && (!byRelist || relistsDone >= target) && eventsSeen === events) return performance.now() - t0;
     if (performance.now() > deadline) {
-      throw new Error(`not quiet after ${Math.round(performance.now() - t0)} ms: ${relisting() ? `a relist under way since the last one completed ${Math.round(Date.now() - (node.generic?.lastRelistAt ?? 0))} ms ago` : 'pod workers still busy'}`);
+      throw new Error(`not quiet after ${Math.round(performance.now() - t0)} ms: ${relisting() ? `a relist under way since the last one completed ${Math.round(Date.now() - (generic.lastRelistAt ?? 0))} ms ago` : 'pod workers still busy'}`);
     }
     await sleep(200);
   }
@@ -125,6 +147,12 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       const deadline = started + req.timeoutMs;
       const wave = req.wave ?? req.pods;
       const perPod: number[] = [];
+      // The high-water marks of convergence (sampled), to tell the V8 heap from buffers and the rest.
+      const peak: ConvergePeak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+      const sample = setInterval(() => {
+        const m = process.memoryUsage();
+        for (const k of Object.keys(peak) as (keyof typeof peak)[]) peak[k] = Math.max(peak[k], m[k]);
+      }, 250);
       let settleMs = 0;
       let convergeMs = 0;
       for (let i = 0; i < pods.length; i += wave) {
@@ -133,7 +161,8 @@ async function handle(req: WorkerRequest): Promise<unknown> {
         convergeMs = performance.now() - started;
         settleMs = await settle(deadline);
       }
-      return { ms: convergeMs, perPod, settleMs, rssAfterSettle: process.memoryUsage().rss };
+      clearInterval(sample);
+      return { ms: convergeMs, perPod, settleMs, rssAfterSettle: process.memoryUsage().rss, peak };
     }
     case 'steady': {
       relists = [];
@@ -148,7 +177,7 @@ async function handle(req: WorkerRequest): Promise<unknown> {
     }
     case 'relists': {
       // The loop stops so that nothing but these relists runs; pods are left as they are.
-      const pleg = node.generic!;
+      const pleg = generic;
       if (!loopStopped) {
         loopStopped = true;
         node.loop.stop();
@@ -171,12 +200,32 @@ async function handle(req: WorkerRequest): Promise<unknown> {
   }
 }
 
+/** With PODCTL_BENCH_PROFILE_DIR set, each request after convergence is CPU-profiled to <dir>/<cmd>-<n>.cpuprofile. */
+const profileDir = process.env.PODCTL_BENCH_PROFILE_DIR;
+let profiled = 0;
+async function profiledHandle(req: WorkerRequest): Promise<unknown> {
+  if (!profileDir || req.cmd === 'converge') return handle(req);
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await handle(req);
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(join(profileDir, `${req.cmd}-${++profiled}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
+}
+
 process.on('message', (msg: { id: number; req: WorkerRequest }) => {
-  handle(msg.req).then(
+  profiledHandle(msg.req).then(
     (result) => process.send!({ id: msg.id, result }),
     (err: unknown) => process.send!({ id: msg.id, error: err instanceof Error ? err.message : String(err) }),
   );
 });
 process.on('disconnect', () => process.exit(0));
+// An orderly exit, so that --cpu-prof (PODCTL_BENCH_WORKER_NODE_OPTIONS) writes its profile.
+process.on('SIGTERM', () => process.exit(0));
 process.send!({ id: 0, result: 'ready' });
 

@@ -22,7 +22,7 @@ import { choosePleg, type PlegKind } from './pleg/select.js';
 import type { ContainerdEventSource } from './cri/containerd-events.js';
 import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
-import { RuntimeCache } from './container/runtime-cache.js';
+import { RuntimeCache, type RuntimeSnapshot } from './container/runtime-cache.js';
 import type { PodCache } from './pleg/cache.js';
 import { AGENT_LABEL, CONTAINER_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
 import { ContainerLogManager, type ContainerLogPolicy } from './logs/rotation.js';
@@ -168,6 +168,8 @@ export class Kubelet {
   /** Orphans whose removal failed, by UID: retried after a delay that doubles (a stuck netns can fail for ever). */
   private readonly orphanBackoff: Backoff;
   private readonly orphanFailedAt = new Map<string, number>();
+  /** The lists housekeeping last acted on. */
+  private lastHousekept?: RuntimeSnapshot;
 
   constructor(opts: KubeletOptions) {
     this.opts = opts;
@@ -186,7 +188,16 @@ export class Kubelet {
     this.imageGC = new ImageGCManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, policy: opts.imageGC });
     this.containerLogs = new ContainerLogManager({
       ...opts.containerLogs,
-      runtime: opts.runtime,
+      runtime: {
+        // The running containers it checks every 10 s are the runtime cache's (this kubelet's pods are
+        // podctl's): at 5,000 pods its own ListContainers was most of an idle watch's remaining lists.
+        listContainerSummaries: async (filter) =>
+          filter?.state?.state === 'CONTAINER_RUNNING' && !filter.id && !filter.podSandboxId && !filter.labelSelector
+            ? (await this.runtimeCache.get(() => this.listForRuntimeCache(), true)).containers.filter((c) => c.state === 'CONTAINER_RUNNING')
+            : opts.runtime.listContainerSummaries(filter),
+        containerStatus: (id, verbose) => opts.runtime.containerStatus(id, verbose),
+        reopenContainerLog: (id) => opts.runtime.reopenContainerLog(id),
+      },
       clock: opts.clock,
       owns: (c) => this.pods.has(c.labels[POD_UID_LABEL] ?? ''),
       logPathOf: (c) => {
@@ -476,19 +487,25 @@ export class Kubelet {
    * no source wants, garbage-collect dead containers beyond the newest one per
    * container name, forget finished lanes.
    */
+  /** podctl's sandboxes and containers, as a relist lists them: what the runtime cache holds. */
+  private async listForRuntimeCache(): Promise<Omit<RuntimeSnapshot, 'at'>> {
+    const selector = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
+    const [sandboxes, containers] = await Promise.all([this.opts.runtime.listPodSandboxSummaries({ labelSelector: selector }), this.opts.runtime.listContainerSummaries({ labelSelector: selector })]);
+    return { sandboxes, containers };
+  }
+
   async housekeeping(): Promise<HousekeepingResult> {
     const started = this.clock.now();
     const result: HousekeepingResult = { removedPods: [], removedContainers: 0, durationMs: 0 };
-    const selector = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
     const removeOrphans = this.opts.removeOrphans ?? this.runtimeManager.agent === 'watch';
     const agent = this.runtimeManager.agent;
-    const { sandboxes, containers } = await this.runtimeCache.get(async () => {
-      const [sandboxes, containers] = await Promise.all([
-        removeOrphans ? this.opts.runtime.listPodSandboxSummaries({ labelSelector: { ...selector, [AGENT_LABEL]: agent } }) : Promise.resolve([]),
-        this.opts.runtime.listContainerSummaries({ labelSelector: selector }),
-      ]);
-      return { sandboxes, containers };
-    });
+    // It lists what a relist does (its own agent's sandboxes are picked below), so the cache may keep it.
+    const snapshot = await this.runtimeCache.get(() => this.listForRuntimeCache(), true);
+    // Lists already acted on (an event-driven PLEG's cache lives a minute) hold nothing new for the
+    // cleanups below; a pod removed since is its worker's to kill.
+    const fresh = snapshot !== this.lastHousekept;
+    this.lastHousekept = snapshot;
+    const { sandboxes, containers } = fresh ? snapshot : { sandboxes: [], containers: [] };
     const orphans = new Map<string, { name: string; namespace: string }>();
     for (const s of removeOrphans ? sandboxes : []) {
       if (s.labels[AGENT_LABEL] !== agent) continue;
@@ -517,7 +534,7 @@ export class Kubelet {
         (result.failedPods ??= []).push({ pod: podKey(id), error: (err as Error).message, retryInMs });
       }
     }
-    for (const uid of this.orphanFailedAt.keys()) {
+    for (const uid of fresh ? this.orphanFailedAt.keys() : []) {
       if (orphans.has(uid)) continue;
       this.orphanFailedAt.delete(uid);
       this.orphanBackoff.reset(uid);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
 import { CriClient } from '../../src/core/cri/client.js';
-import { decodeContainerSummaries, decodePodSandboxSummaries } from '../../src/core/cri/summaries.js';
+import { containerSummaryDecoder, decodeContainerSummaries, decodePodSandboxSummaries } from '../../src/core/cri/summaries.js';
 import type * as T from '../../src/core/cri/types.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { criProtoFile } from '../../src/core/paths.js';
@@ -75,4 +75,43 @@ test('summaries: nanosecond timestamps past 2^53 and unknown fields decode as th
   assert.deepEqual(summary, expected);
   assert.equal(summary!.createdAt, Number(createdAt));
   assert.deepEqual(decodePodSandboxSummaries(new Uint8Array()), []);
+});
+
+test('SummaryDecoder: a record with the same bytes as in the last answer is the summary decoded then; a changed one is decoded afresh', () => {
+  const root = protobuf.loadSync(criProtoFile());
+  const List = root.lookupType('runtime.v1.ListContainersResponse');
+  const record = (id: string, state: string, labels: Record<string, string> = { 'io.kubernetes.pod.uid': `uid-${id}` }) => ({
+    id,
+    podSandboxId: `s-${id}`,
+    metadata: { name: 'app', attempt: 0 },
+    state,
+    createdAt: 1,
+    labels,
+    annotations: { spec: 'x'.repeat(300) },
+  });
+  const answer = (records: ReturnType<typeof record>[]) => Buffer.from(List.encode(List.fromObject({ containers: records })).finish());
+  const decoder = containerSummaryDecoder();
+  const first = decoder.decode(answer([record('a', 'CONTAINER_RUNNING'), record('b', 'CONTAINER_RUNNING'), record('c', 'CONTAINER_RUNNING')]));
+  assert.equal(decoder.reused, 0);
+  assert.deepEqual(first, decodeContainerSummaries(answer([record('a', 'CONTAINER_RUNNING'), record('b', 'CONTAINER_RUNNING'), record('c', 'CONTAINER_RUNNING')])));
+
+  // b exited, c's labels changed (same length), d is new, a is as it was.
+  const second = decoder.decode(
+    answer([record('a', 'CONTAINER_RUNNING'), record('b', 'CONTAINER_EXITED'), record('c', 'CONTAINER_RUNNING', { 'io.kubernetes.pod.uid': 'uid-C' }), record('d', 'CONTAINER_CREATED')]),
+  );
+  assert.equal(decoder.reused, 1);
+  assert.equal(second[0], first[0], 'the unchanged record is the same object');
+  assert.notEqual(second[1], first[1]);
+  assert.equal(second[1]!.state, 'CONTAINER_EXITED');
+  assert.equal(first[1]!.state, 'CONTAINER_RUNNING', 'an earlier summary is never modified');
+  assert.deepEqual(second[2]!.labels, { 'io.kubernetes.pod.uid': 'uid-C' });
+  assert.equal(second[3]!.state, 'CONTAINER_CREATED');
+
+  // Only the last answer is remembered: a record absent from it is decoded again when it returns.
+  decoder.decode(answer([record('b', 'CONTAINER_EXITED')]));
+  assert.equal(decoder.reused, 1);
+  const fourth = decoder.decode(answer([record('a', 'CONTAINER_RUNNING'), record('b', 'CONTAINER_EXITED')]));
+  assert.equal(decoder.reused, 1);
+  assert.notEqual(fourth[0], first[0]);
+  assert.deepEqual(fourth[0], first[0]);
 });

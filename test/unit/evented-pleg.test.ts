@@ -5,7 +5,7 @@ import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
-import { EVENTED_RELIST_PERIOD_MS } from '../../src/core/pleg/evented.js';
+import { EVENTED_RELIST_PERIOD_MS, GLOBAL_CACHE_UPDATE_PERIOD_MS } from '../../src/core/pleg/evented.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -104,6 +104,39 @@ test('evented PLEG: a death from the stream is not reported again by the safety-
     await until(() => (relists > relistsBefore ? true : undefined));
     assert.equal(events.filter((e) => e.type === 'ContainerDied' && e.data === id).length, 1);
     assert.equal(events.filter((e) => e.type === 'ContainerStarted' && e.data === id).length, 1);
+    pleg.stop();
+    await kubelet.syncTerminatingPod(pod, 0);
+    await kubelet.syncTerminatedPod(pod);
+  } finally {
+    client.close();
+    await fake.stop();
+  }
+});
+
+test('evented PLEG: while the stream is up the pod cache is marked current every 5 s (updateGlobalCache), so a resync reads no runtime', async () => {
+  const clock = new FakeClock();
+  const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+  try {
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+    const pleg = kubelet.createEventedPleg();
+    const events: PodLifecycleEvent[] = [];
+    pleg.watch((e) => events.push(e));
+    pleg.start();
+    await new Promise((r) => setTimeout(r, 50));
+    await kubelet.syncPod(pod, 'create');
+    const uid = pod.metadata!.uid!;
+    await until(() => events.find((e) => e.type === 'ContainerStarted'));
+    await until(() => pleg.cache.get(uid)?.containers.find((c) => c.state === 'running'));
+    // The pod synced after its last refresh: without a newer cache its next sync reads the runtime.
+    clock.advance(1000);
+    await kubelet.syncPod(pod, 'sync');
+    const syncedAt = clock.now();
+    clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
+    assert.ok(pleg.cache.freshness(uid)! > syncedAt, 'marked current by a tick after the sync');
+    fake.resetCalls();
+    await kubelet.syncPod(pod, 'sync');
+    assert.deepEqual(fake.calls(), {}, 'the resync used the cache');
     pleg.stop();
     await kubelet.syncTerminatingPod(pod, 0);
     await kubelet.syncTerminatedPod(pod);

@@ -60,3 +60,65 @@ test("housekeeping reads the PLEG's lists while they are fresh and lists for its
     await stopFake(f);
   }
 });
+
+test('event-driven, the runtime cache keeps a caller\'s complete lists for a minute; housekeeping acts on one pair of lists once', async () => {
+  const clock = new FakeClock();
+  const cache = new RuntimeCache(clock);
+  let listed = 0;
+  const list = async () => (listed++, { sandboxes: [], containers: [] });
+  await cache.get(list, true);
+  await cache.get(list, true);
+  assert.equal(listed, 2, 'beside a relist every second nothing a caller lists is kept');
+  cache.setEventDriven(true);
+  const kept = await cache.get(list, true);
+  clock.advance(59_999);
+  assert.equal(await cache.get(list), kept);
+  assert.equal(listed, 3);
+  clock.advance(1);
+  await cache.get(list, false);
+  await cache.get(list, false);
+  assert.equal(listed, 5, 'lists that are not complete are not kept');
+  cache.setEventDriven(false);
+  clock.advance(3000);
+  await cache.get(list);
+  assert.equal(listed, 6);
+
+  const f = await startFake();
+  const { fake, client } = f;
+  try {
+    fake.seed({ pods: 2, containersPerPod: 1, labels: podLabels });
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
+    kubelet.runtimeCache.setEventDriven(true);
+    await kubelet.housekeeping(); // image GC's first pass lists everything itself (then every 5 minutes)
+    assert.equal(fake.sandboxes().length, 0, 'both orphans removed');
+    fake.seed({ pods: 1, containersPerPod: 1, labels: podLabels });
+    fake.resetCalls();
+    const again = await kubelet.housekeeping();
+    assert.deepEqual([again.removedPods, fake.calls().ListContainers ?? 0, fake.calls().ListPodSandbox ?? 0], [[], 0, 0], 'the same lists: nothing new to act on, nothing listed');
+    clock.advance(60_000);
+    const later = await kubelet.housekeeping();
+    assert.deepEqual(later.removedPods, ['default/p0'], 'lists a minute old are listed again');
+  } finally {
+    await stopFake(f);
+  }
+});
+
+test("log rotation's running containers come from the runtime cache while it is fresh, not a list of its own", async () => {
+  const f = await startFake();
+  const { fake, client } = f;
+  try {
+    fake.seed({ pods: 2, containersPerPod: 1, labels: podLabels });
+    const clock = new FakeClock();
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
+    const pleg = kubelet.createPleg();
+    await pleg.relist();
+    fake.resetCalls();
+    await kubelet.containerLogs.rotateLogs();
+    assert.equal(fake.calls().ListContainers ?? 0, 0, "the relist's lists of a moment ago");
+    clock.advance(3000);
+    await kubelet.containerLogs.rotateLogs();
+    assert.equal(fake.calls().ListContainers, 1, 'stale: listed');
+  } finally {
+    await stopFake(f);
+  }
+});

@@ -3,6 +3,13 @@ import type { ContainerSummary, PodSandboxSummary } from '../cri/types.js';
 
 /** The kubelet's runtimeCacheRefreshPeriod: housekeepingPeriod (2 s) + housekeepingWarningDuration (1 s). */
 export const RUNTIME_CACHE_REFRESH_PERIOD_MS = 3000;
+/**
+ * The refresh period while an event-driven PLEG has its stream: the kubelet's ContainerGCPeriod (1 min).
+ * Every change then reaches the PLEG as an event (a pod's syncs, and the pruning of its dead containers
+ * when one dies, follow at once); what is left to housekeeping's lists (orphans, dead containers beyond
+ * the newest) can wait that long, where listing 5,000 pods every 2 s was most of an idle watch's CPU.
+ */
+export const EVENTED_RUNTIME_CACHE_REFRESH_PERIOD_MS = 60_000;
 
 /** podctl's sandboxes and containers (the managed-by selector) as one pair of lists read them. */
 export interface RuntimeSnapshot {
@@ -23,18 +30,35 @@ export class RuntimeCache {
 
   constructor(
     private readonly clock: Clock,
-    private readonly refreshPeriodMs = RUNTIME_CACHE_REFRESH_PERIOD_MS,
+    private refreshPeriodMs = RUNTIME_CACHE_REFRESH_PERIOD_MS,
   ) {}
+
+  /** Set by the PLEG: whether an event stream brings every change (see EVENTED_RUNTIME_CACHE_REFRESH_PERIOD_MS). */
+  private eventDriven = false;
+
+  /**
+   * The PLEG says whether every change reaches it as an event: the lists then stay good for a minute
+   * (the caller's own lists are kept too), else for the kubelet's 3 s beside a relist every second.
+   */
+  setEventDriven(on: boolean): void {
+    this.eventDriven = on;
+    this.refreshPeriodMs = on ? EVENTED_RUNTIME_CACHE_REFRESH_PERIOD_MS : RUNTIME_CACHE_REFRESH_PERIOD_MS;
+  }
 
   /** Lists made with podctl's selector (a relist's); an older pair never replaces a newer one. */
   update(snapshot: RuntimeSnapshot): void {
     if (!this.last || snapshot.at >= this.last.at) this.last = snapshot;
   }
 
-  /** The cached lists when fresh enough, else `list`'s (not cached: a caller may list less than a relist does). */
-  async get(list: () => Promise<Omit<RuntimeSnapshot, 'at'>>): Promise<RuntimeSnapshot> {
+  /**
+   * The cached lists when fresh enough, else `list`'s: kept while event-driven, when `complete` says
+   * they are what a relist lists (podctl's sandboxes and containers); a caller that lists less must not.
+   */
+  async get(list: () => Promise<Omit<RuntimeSnapshot, 'at'>>, complete = false): Promise<RuntimeSnapshot> {
     const now = this.clock.now();
     if (this.last && now - this.last.at < this.refreshPeriodMs) return this.last;
-    return { ...(await list()), at: now };
+    const snapshot = { ...(await list()), at: now };
+    if (complete && this.eventDriven) this.update(snapshot);
+    return snapshot;
   }
 }

@@ -114,6 +114,99 @@ function list<I>(buf: Uint8Array, item: (r: ProtoReader) => I): I[] {
   return out;
 }
 
+/** Where one record of the last answer was: its summary, and its bytes (a range of that answer). */
+interface Remembered<S> {
+  summary: S;
+  buf: Buffer;
+  start: number;
+  end: number;
+  /** The decode that last saw it. */
+  gen: number;
+}
+
+/** The id (field 1) of the record from r.pos to end, or undefined; r.pos is left anywhere. */
+function recordId(r: ProtoReader, end: number): string | undefined {
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag === ((1 << 3) | WIRE_LENGTH)) return r.string();
+    r.skipType(tag & 7);
+  }
+  return undefined;
+}
+
+/**
+ * A list decoder that remembers the last answer's records by id with their bytes: a record whose
+ * bytes are the same as last time is the summary decoded then (the same object), so a relist at
+ * 10,000 containers decodes only the few that changed instead of every label string of every
+ * record, most of its CPU and of the garbage it left. Nothing is assumed of the runtime: any byte
+ * changed in a record (its state, a label) decodes it afresh. Summaries are shared between
+ * answers and must not be modified. Only the newest answer's bytes are kept; the entries are
+ * updated in place (no map or entry allocated per record per answer).
+ */
+export class SummaryDecoder<S extends { id: string }> {
+  private readonly last = new Map<string, Remembered<S>>();
+  private gen = 0;
+  /** Records reused from the previous answer in the last decode (tests and benchmarks). */
+  reused = 0;
+
+  constructor(private readonly item: (r: ProtoReader) => S) {}
+
+  decode(buf: Buffer): S[] {
+    const gen = ++this.gen;
+    const r = Reader.create(buf);
+    const out: S[] = [];
+    let reused = 0;
+    let seen = 0;
+    while (r.pos < r.len) {
+      const tag = r.uint32();
+      if (tag !== ((1 << 3) | WIRE_LENGTH)) {
+        r.skipType(tag & 7);
+        continue;
+      }
+      const at = r.pos;
+      const end = r.uint32() + r.pos;
+      const start = r.pos;
+      const id = recordId(r, end);
+      const entry = id === undefined ? undefined : this.last.get(id);
+      let summary: S;
+      if (entry && entry.gen !== gen && entry.end - entry.start === end - start && buf.compare(entry.buf, entry.start, entry.end, start, end) === 0) {
+        summary = entry.summary;
+        reused++;
+        r.pos = end;
+      } else {
+        r.pos = at;
+        summary = this.item(r);
+      }
+      out.push(summary);
+      if (entry) {
+        if (entry.gen !== gen) seen++;
+        entry.summary = summary;
+        entry.buf = buf;
+        entry.start = start;
+        entry.end = end;
+        entry.gen = gen;
+      } else if (id !== undefined) {
+        this.last.set(id, { summary, buf, start, end, gen });
+        seen++;
+      }
+    }
+    // Records gone from this answer are forgotten (and the older answers' bytes with them).
+    if (this.last.size > seen) for (const [id, e] of this.last) if (e.gen !== gen) this.last.delete(id);
+    this.reused = reused;
+    return out;
+  }
+}
+
+/** A decoder of ListPodSandbox answers that reuses unchanged records (see SummaryDecoder). */
+export function podSandboxSummaryDecoder(): SummaryDecoder<PodSandboxSummary> {
+  return new SummaryDecoder(sandbox);
+}
+
+/** A decoder of ListContainers answers that reuses unchanged records (see SummaryDecoder). */
+export function containerSummaryDecoder(): SummaryDecoder<ContainerSummary> {
+  return new SummaryDecoder(container);
+}
+
 /** Decodes a ListPodSandboxResponse into summaries. */
 export function decodePodSandboxSummaries(buf: Uint8Array): PodSandboxSummary[] {
   return list(buf, sandbox);

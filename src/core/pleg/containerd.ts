@@ -101,7 +101,7 @@ export class ContainerdPleg implements Pleg {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS);
+    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, true);
     this.opts.generic.start();
     this.open();
   }

@@ -4,12 +4,14 @@ import { isUnimplemented, type CriError } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
 import type { PodCache } from './cache.js';
-import { type GenericPleg, type PlegSource, type PodLifecycleEvent } from './generic.js';
+import { containerState, type GenericPleg, type PlegSource, type PodLifecycleEvent, type PodObjectState } from './generic.js';
 
 /** Constants of the kubelet's evented PLEG (pleg/evented.go). */
 export const EVENTED_RELIST_PERIOD_MS = 300_000;
 export const EVENTED_RELIST_THRESHOLD_MS = 10 * 60_000;
 export const MAX_STREAM_FAILURES = 5;
+/** The kubelet's globalCacheUpdatePeriod: how often the pod cache is marked current while the stream is up. */
+export const GLOBAL_CACHE_UPDATE_PERIOD_MS = 5000;
 
 /** What the sync loop needs of a PLEG, generic or evented. */
 export interface Pleg {
@@ -50,6 +52,7 @@ export class EventedPleg implements Pleg {
   private fellBack = false;
   private running = false;
   private reopen?: TimerHandle;
+  private cacheTimer?: TimerHandle;
   private readonly listeners = new Set<(e: PodLifecycleEvent) => void>();
   private unwatchGeneric?: () => void;
   private handedOver?: Pleg;
@@ -63,6 +66,11 @@ export class EventedPleg implements Pleg {
 
   get cache(): PodCache {
     return this.opts.generic.cache;
+  }
+
+  /** The generic PLEG underneath (its relist is the safety net). */
+  get generic(): GenericPleg {
+    return this.opts.generic;
   }
 
   get mode(): 'evented' | 'generic' {
@@ -92,9 +100,23 @@ export class EventedPleg implements Pleg {
     this.running = true;
     // Relist events reach our listeners too: the safety net, and the fallback.
     this.unwatchGeneric = this.opts.generic.watch((e) => this.emit(e));
-    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS);
+    this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, true);
     this.opts.generic.start();
     this.open();
+    this.scheduleCacheUpdate();
+  }
+
+  /**
+   * The kubelet's updateGlobalCache: every change reaches us as an event, so the pod cache is
+   * current while the stream is open (and no refresh is outstanding); without it, the periodic
+   * resync of every pod would read the runtime for each (the relist that marks it runs every 5 minutes).
+   */
+  private scheduleCacheUpdate(): void {
+    this.cacheTimer = this.opts.clock.setTimeout(() => {
+      if (!this.running || this.fellBack) return;
+      if (this.stream) this.opts.generic.markCacheCurrent(this.opts.clock.now());
+      this.scheduleCacheUpdate();
+    }, GLOBAL_CACHE_UPDATE_PERIOD_MS);
   }
 
   stop(): void {
@@ -102,6 +124,7 @@ export class EventedPleg implements Pleg {
     this.stream?.cancel();
     this.stream = undefined;
     if (this.reopen) this.opts.clock.clearTimeout(this.reopen);
+    if (this.cacheTimer) this.opts.clock.clearTimeout(this.cacheTimer);
     this.unwatchGeneric?.();
     this.handedOver?.stop();
     this.opts.generic.stop();
@@ -116,7 +139,7 @@ export class EventedPleg implements Pleg {
     this.stream = this.opts.runtime.getContainerEvents({
       onEvent: (event) => {
         this.failures = 0;
-        void this.handle(event);
+        this.handle(event);
       },
       onError: (err) => this.broken(err),
       onEnd: () => this.broken(undefined),
@@ -154,14 +177,23 @@ export class EventedPleg implements Pleg {
    * relist's state): the events come out of that diff, so the safety-net relist, or the one after a
    * stream break, does not report the same change again.
    */
-  private async handle(event: T.ContainerEventResponse): Promise<void> {
+  private handle(event: T.ContainerEventResponse): void {
     const sandbox = event.podSandboxStatus;
     const uid = sandbox?.labels?.[L.POD_UID_LABEL] ?? sandbox?.metadata?.uid;
     if (!uid || !this.opts.generic.selects(sandbox?.labels)) return;
-    try {
-      await this.opts.generic.refreshPod(uid, sandbox?.metadata?.name ?? '', sandbox?.metadata?.namespace ?? '');
-    } catch {
-      // The next relist refreshes it.
+    // The event carries the pod's sandbox and every container with their states: when that is all
+    // known already (a late event, overtaken by a relist or an earlier read), there is nothing to
+    // read, and a read it waits for is skipped if a read begun since told the PLEG as much.
+    // (CONTAINER_UNKNOWN is no step in a container's progress, and a deletion no state: always read.)
+    let news: PodObjectState[] | undefined;
+    if (event.containerEventType !== 'CONTAINER_DELETED_EVENT' && sandbox && !event.containersStatuses.some((c) => c.state === 'CONTAINER_UNKNOWN')) {
+      news = [{ id: sandbox.id, state: sandbox.state === 'SANDBOX_READY' ? 'running' : 'exited' }, ...event.containersStatuses.map((c) => ({ id: c.id, state: containerState(c.state) }))];
+      if (this.opts.generic.knows(uid, news)) return;
     }
+    // Only what the refresh needs waits with it: an event (the pod's full statuses) kept reachable until
+    // its turn came held some 30,000 of them at once while 5,000 pods started.
+    this.opts.generic.refreshPod(uid, sandbox?.metadata?.name ?? '', sandbox?.metadata?.namespace ?? '', news).catch(() => {
+      // The next relist refreshes it.
+    });
   }
 }

@@ -1,0 +1,173 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { FakeClock } from '../../src/core/clock.js';
+import type { ContainerEventHandlers, RuntimeService } from '../../src/core/cri/client.js';
+import type * as T from '../../src/core/cri/types.js';
+import type { ContainerSummary, PodSandboxSummary } from '../../src/core/cri/types.js';
+import type { RuntimeContainerStatus, RuntimePodStatus } from '../../src/core/container/types.js';
+import { EventedPleg } from '../../src/core/pleg/evented.js';
+import { GenericPleg } from '../../src/core/pleg/generic.js';
+
+function status(uid: string, state: RuntimeContainerStatus['state']): RuntimePodStatus {
+  const c: RuntimeContainerStatus = { id: `c-${uid}`, name: 'app', state, createdAt: 1, image: 'busybox', imageRef: 'busybox', imageId: 'sha256:1', hash: 'h', restartCount: 0, kind: 'app' };
+  return { uid, name: uid, namespace: 'default', ips: [], sandboxes: [{ id: `s-${uid}`, state: 'ready', createdAt: 1, attempt: 0, additionalIps: [], hostNetwork: false }], containers: [c], timestamp: 0 };
+}
+
+test('refreshPod: requests for a pod whose refresh has not begun join it (one read), different pods are read at once; a request once it has begun reads again', async () => {
+  // A relist held on its lists keeps every refresh waiting for its turn.
+  let releaseLists!: () => void;
+  const lists = new Promise<void>((r) => (releaseLists = r));
+  const runtime = {
+    listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> => (await lists, []),
+    listContainerSummaries: async (): Promise<ContainerSummary[]> => (await lists, []),
+  } as unknown as RuntimeService;
+  const reads: string[] = [];
+  let state: RuntimeContainerStatus['state'] = 'running';
+  let onRead: (() => void) | undefined;
+  let inFlight = 0;
+  let peak = 0;
+  const pleg = new GenericPleg({
+    runtime,
+    clock: new FakeClock(),
+    inspect: async (uid) => {
+      reads.push(uid);
+      onRead?.();
+      peak = Math.max(peak, ++inFlight);
+      await new Promise((r) => setImmediate(r));
+      inFlight--;
+      return status(uid, state);
+    },
+  });
+  const relist = pleg.relist();
+  const a1 = pleg.refreshPod('a', 'a', 'default');
+  const b = pleg.refreshPod('b', 'b', 'default');
+  const a2 = pleg.refreshPod('a', 'a', 'default');
+  const a3 = pleg.refreshPod('a', 'a', 'default');
+  assert.equal(a2, a1, 'the waiting refresh is joined');
+  releaseLists();
+  await relist;
+  const [e1, , e2, e3] = await Promise.all([a1, b, a2, a3]);
+  assert.deepEqual(reads, ['a', 'b'], 'one read per pod');
+  assert.equal(peak, 2, 'the two pods were read at the same time');
+  assert.deepEqual(e1.map((e) => e.type), ['ContainerStarted', 'ContainerStarted']);
+  assert.equal(e2, e1);
+  assert.equal(e3, e1);
+
+  // A change while a's read is under way needs a read after it: not joined.
+  state = 'exited';
+  let during: Promise<unknown> | undefined;
+  onRead = () => {
+    onRead = undefined;
+    during = pleg.refreshPod('a', 'a', 'default');
+  };
+  const first = await pleg.refreshPod('a', 'a', 'default');
+  const second = (await during) as Awaited<typeof first>;
+  assert.deepEqual(reads, ['a', 'b', 'a', 'a']);
+  assert.deepEqual(first.map((e) => e.type), ['ContainerDied']);
+  assert.deepEqual(second, []);
+});
+
+test('markCacheCurrent: refused while a pod refresh waits or runs, then moves the cache time', async () => {
+  let releaseRead!: () => void;
+  const read = new Promise<void>((r) => (releaseRead = r));
+  const runtime = {} as unknown as RuntimeService;
+  const pleg = new GenericPleg({
+    runtime,
+    clock: new FakeClock(),
+    inspect: async (uid) => (await read, status(uid, 'running')),
+  });
+  const refresh = pleg.refreshPod('a', 'a', 'default');
+  assert.equal(pleg.markCacheCurrent(100), false, 'a refresh waits');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(pleg.markCacheCurrent(100), false, 'a refresh is under way');
+  releaseRead();
+  await refresh;
+  await new Promise((r) => setImmediate(r));
+  const modified = pleg.cache.freshness('a')!;
+  assert.equal(pleg.markCacheCurrent(modified + 5000), true);
+  assert.equal(pleg.cache.freshness('a'), modified + 5000);
+});
+
+test('evented PLEG: an event whose sandbox and container states the PLEG already knows, or knows past, reads nothing; one that says something new reads the pod', async () => {
+  const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
+  const runtime = {
+    listPodSandboxSummaries: async () => [{ id: 's-a', metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels, runtimeHandler: '' }],
+    listContainerSummaries: async () => [{ id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: '', state: 'CONTAINER_RUNNING', createdAt: 1, labels: { ...labels, 'io.kubernetes.container.name': 'app' }, imageId: '' }],
+    getContainerEvents: (h: ContainerEventHandlers) => ((handlers = h), { cancel: () => undefined }),
+  } as unknown as RuntimeService;
+  let handlers: ContainerEventHandlers | undefined;
+  const reads: string[] = [];
+  const clock = new FakeClock();
+  const generic = new GenericPleg({ runtime, clock, inspect: async (uid) => (reads.push(uid), status(uid, 'running')) });
+  await generic.relist();
+  assert.deepEqual(reads, ['a']);
+  const pleg = new EventedPleg({ runtime, clock, generic });
+  pleg.start();
+  const event = (state: T.ContainerState): T.ContainerEventResponse =>
+    ({ containerId: 'c-a', containerEventType: 'CONTAINER_STARTED_EVENT', createdAt: 1, podSandboxStatus: { id: 's-a', state: 'SANDBOX_READY', labels, metadata: { name: 'a', uid: 'a', namespace: 'default' } }, containersStatuses: [{ id: 'c-a', state }] }) as unknown as T.ContainerEventResponse;
+  handlers!.onEvent(event('CONTAINER_RUNNING'));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(reads, ['a'], 'a late event that says nothing new: no read');
+  handlers!.onEvent(event('CONTAINER_CREATED'));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(reads, ['a'], 'an event overtaken (created, the container known running): no read');
+  handlers!.onEvent(event('CONTAINER_EXITED'));
+  for (let i = 0; i < 5 && reads.length < 2; i++) await new Promise((r) => setImmediate(r));
+  assert.deepEqual(reads, ['a', 'a'], 'the exit is read');
+  pleg.stop();
+});
+
+test('refreshPod: a refresh whose news the PLEG has learnt by its turn (a relist read the pod first) reads nothing', async () => {
+  let releaseLists!: () => void;
+  const lists = new Promise<void>((r) => (releaseLists = r));
+  const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
+  const runtime = {
+    listPodSandboxSummaries: async () => (await lists, [{ id: 's-a', metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels, runtimeHandler: '' }]),
+    listContainerSummaries: async () => (await lists, [{ id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: '', state: 'CONTAINER_RUNNING', createdAt: 1, labels, imageId: '' }]),
+  } as unknown as RuntimeService;
+  const reads: string[] = [];
+  const pleg = new GenericPleg({ runtime, clock: new FakeClock(), inspect: async (uid) => (reads.push(uid), status(uid, 'running')) });
+  const relist = pleg.relist();
+  const refresh = pleg.refreshPod('a', 'a', 'default', [{ id: 's-a', state: 'running' }, { id: 'c-a', state: 'unknown' }]);
+  releaseLists();
+  await relist;
+  assert.deepEqual(await refresh, []);
+  assert.deepEqual(reads, ['a'], "the relist's read only");
+  // News it does not know (an exit) is read.
+  await pleg.refreshPod('a', 'a', 'default', [{ id: 'c-a', state: 'exited' }]);
+  assert.deepEqual(reads, ['a', 'a']);
+});
+
+test('evented PLEG: an event is not kept while the refresh it asked for waits (only its news is)', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  let releaseLists!: () => void;
+  const lists = new Promise<void>((r) => (releaseLists = r));
+  let handlers: ContainerEventHandlers | undefined;
+  const runtime = {
+    listPodSandboxSummaries: async () => (await lists, []),
+    listContainerSummaries: async () => (await lists, []),
+    getContainerEvents: (h: ContainerEventHandlers) => ((handlers = h), { cancel: () => undefined }),
+  } as unknown as RuntimeService;
+  const clock = new FakeClock();
+  const generic = new GenericPleg({ runtime, clock, inspect: async (uid) => status(uid, 'running') });
+  const pleg = new EventedPleg({ runtime, clock, generic });
+  pleg.start();
+  // A relist holds the turn, so the event's refresh waits.
+  const relist = generic.relist();
+  const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
+  let ref: WeakRef<object> | undefined;
+  (() => {
+    const event = { containerId: 'c-a', containerEventType: 'CONTAINER_STARTED_EVENT', createdAt: 1, podSandboxStatus: { id: 's-a', state: 'SANDBOX_READY', labels, metadata: { name: 'a', uid: 'a', namespace: 'default' } }, containersStatuses: [{ id: 'c-a', state: 'CONTAINER_RUNNING' }] };
+    ref = new WeakRef(event);
+    handlers!.onEvent(event as unknown as T.ContainerEventResponse);
+  })();
+  await new Promise((r) => setImmediate(r));
+  gc();
+  assert.equal(ref!.deref(), undefined, 'the event was collected while its refresh waited');
+  releaseLists();
+  await relist;
+  pleg.stop();
+});
