@@ -482,11 +482,6 @@ export class Kubelet {
     return status;
   }
 
-  /**
-   * The kubelet's HandlePodCleanups: kill and remove pods podctl labelled that
-   * no source wants, garbage-collect dead containers beyond the newest one per
-   * container name, forget finished lanes.
-   */
   /** podctl's sandboxes and containers, as a relist lists them: what the runtime cache holds. */
   private async listForRuntimeCache(): Promise<Omit<RuntimeSnapshot, 'at'>> {
     const selector = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
@@ -494,6 +489,11 @@ export class Kubelet {
     return { sandboxes, containers };
   }
 
+  /**
+   * The kubelet's HandlePodCleanups: kill and remove pods podctl labelled that
+   * no source wants, garbage-collect dead containers beyond the newest one per
+   * container name, forget finished lanes.
+   */
   async housekeeping(): Promise<HousekeepingResult> {
     const started = this.clock.now();
     const result: HousekeepingResult = { removedPods: [], removedContainers: 0, durationMs: 0 };
