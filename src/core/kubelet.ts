@@ -25,7 +25,7 @@ import { GenericPleg } from './pleg/generic.js';
 import { RuntimeCache, type RuntimeSnapshot } from './container/runtime-cache.js';
 import type { PodCache } from './pleg/cache.js';
 import { AGENT_LABEL, CONTAINER_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
-import { ContainerLogManager, type ContainerLogPolicy } from './logs/rotation.js';
+import { ContainerLogManager, DEFAULT_CONTAINER_LOG_MONITOR_INTERVAL_MS, type ContainerLogPolicy } from './logs/rotation.js';
 import { ImageGCManager, type ImageGCPolicy, type ImageGCResult } from './kuberuntime/image-gc.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
 import { Backoff } from './util/backoff.js';
@@ -186,14 +186,17 @@ export class Kubelet {
       }
     });
     this.imageGC = new ImageGCManager({ runtime: opts.runtime, images: opts.images, clock: opts.clock, policy: opts.imageGC });
+    const logMonitorIntervalMs = opts.containerLogs?.monitorIntervalMs ?? DEFAULT_CONTAINER_LOG_MONITOR_INTERVAL_MS;
     this.containerLogs = new ContainerLogManager({
       ...opts.containerLogs,
       runtime: {
         // The running containers it checks every 10 s are the runtime cache's (this kubelet's pods are
-        // podctl's): at 5,000 pods its own ListContainers was most of an idle watch's remaining lists.
+        // podctl's) when no older than that check's interval: a relist's lists then serve it, where its
+        // own ListContainers was most of an idle watch's remaining lists at 5,000 pods. Older lists (an
+        // event stream keeps them a minute) would miss a container that started since, whose log must rotate.
         listContainerSummaries: async (filter) =>
           filter?.state?.state === 'CONTAINER_RUNNING' && !filter.id && !filter.podSandboxId && !filter.labelSelector
-            ? (await this.runtimeCache.get(() => this.listForRuntimeCache(), true)).containers.filter((c) => c.state === 'CONTAINER_RUNNING')
+            ? (await this.runtimeCache.get(() => this.listForRuntimeCache(), true, logMonitorIntervalMs)).containers.filter((c) => c.state === 'CONTAINER_RUNNING')
             : opts.runtime.listContainerSummaries(filter),
         containerStatus: (id, verbose) => opts.runtime.containerStatus(id, verbose),
         reopenContainerLog: (id) => opts.runtime.reopenContainerLog(id),

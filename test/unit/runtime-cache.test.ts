@@ -122,3 +122,28 @@ test("log rotation's running containers come from the runtime cache while it is 
     await stopFake(f);
   }
 });
+
+test('event-driven, log rotation takes the runtime cache only while it is younger than its own interval, so a container started since is rotated', async () => {
+  const f = await startFake();
+  const { fake, client } = f;
+  try {
+    fake.seed({ pods: 1, containersPerPod: 1, labels: podLabels });
+    const clock = new FakeClock();
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch', containerLogs: { monitorIntervalMs: 10_000 } });
+    kubelet.runtimeCache.setEventDriven(true);
+    const pleg = kubelet.createPleg();
+    await pleg.relist();
+    fake.resetCalls();
+    await kubelet.containerLogs.rotateLogs();
+    assert.equal(fake.calls().ListContainers ?? 0, 0, 'lists younger than the interval serve it');
+    // A container starts after those lists; the event-driven cache would keep them a minute.
+    fake.seed({ pods: 1, containersPerPod: 1, labels: (i) => podLabels(i + 1) });
+    clock.advance(10_000);
+    await kubelet.containerLogs.rotateLogs();
+    assert.equal(fake.calls().ListContainers, 1, 'older than the interval: listed, though the cache would still answer for 50 s');
+    const cached = await kubelet.runtimeCache.get(async () => assert.fail('the list just made is cached'));
+    assert.equal(cached.containers.length, 2, 'the new container is in the lists rotation saw');
+  } finally {
+    await stopFake(f);
+  }
+});

@@ -53,10 +53,12 @@ export class RuntimeCache {
   /**
    * The cached lists when fresh enough, else `list`'s: kept while event-driven, when `complete` says
    * they are what a relist lists (podctl's sandboxes and containers); a caller that lists less must not.
+   * `maxAgeMs` bounds the age a caller accepts below the refresh period (a check that runs every few
+   * seconds must see a container that started since, even while an event stream keeps the lists a minute).
    */
-  async get(list: () => Promise<Omit<RuntimeSnapshot, 'at'>>, complete = false): Promise<RuntimeSnapshot> {
+  async get(list: () => Promise<Omit<RuntimeSnapshot, 'at'>>, complete = false, maxAgeMs = Infinity): Promise<RuntimeSnapshot> {
     const now = this.clock.now();
-    if (this.last && now - this.last.at < this.refreshPeriodMs) return this.last;
+    if (this.last && now - this.last.at < Math.min(this.refreshPeriodMs, maxAgeMs)) return this.last;
     const snapshot = { ...(await list()), at: now };
     if (complete && this.eventDriven) this.update(snapshot);
     return snapshot;
