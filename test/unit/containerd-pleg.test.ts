@@ -8,7 +8,7 @@ import { CriError } from '../../src/core/cri/errors.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { EVENTED_RELIST_PERIOD_MS, MAX_STREAM_FAILURES } from '../../src/core/pleg/evented.js';
-import { OPEN_GRACE_MS, RECONNECT_INITIAL_MS, REREAD_DELAYS_MS } from '../../src/core/pleg/containerd.js';
+import { AFTER_DELETE_READ_MS, OPEN_GRACE_MS, RECONNECT_INITIAL_MS, REREAD_DELAYS_MS, TASK_DELETE_WAIT_MS } from '../../src/core/pleg/containerd.js';
 import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
 import type { Pleg } from '../../src/core/pleg/evented.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
@@ -154,9 +154,18 @@ test('containerd-events PLEG: a task exit refreshes its pod and gives one Contai
     assert.equal(died.id, uid);
     assert.equal(t.pleg.cache.get(uid)?.containers[0]?.exitCode, 2);
     assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'reported from the event, before any read');
+    await turns();
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'no read before the task is deleted (the CRI records the exit then)');
+    t.events.send({ topic: '/tasks/delete', containerId: app, exitStatus: 2 });
+    await turns();
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'the CRI writes its record after TaskDelete: the read waits a little');
+    t.clock.advance(AFTER_DELETE_READ_MS);
     await until('the pod read once', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
     await turns();
     assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'one pod status read (the CRI had recorded it), no relist');
+    t.events.send({ topic: '/tasks/delete', containerId: app, exitStatus: 2 });
+    await turns();
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'a second TaskDelete of a settled exit reads nothing');
     assert.equal(t.pleg.source, 'containerd-events');
     // The safety-net relist (300 s) finds the same state: nothing twice.
     t.fake.resetCalls();
@@ -196,12 +205,20 @@ test('containerd-events PLEG: TaskExit is reported at once with the event\'s cod
     assert.equal(read.containers.find((c) => c.id === app)?.state, 'exited');
     await t.pleg.relist();
     assert.equal(count(t.seen, 'ContainerStarted', app), 1);
+    // The CRI deletes the task, containerd says so, and only then records the exit: the first read lags.
+    t.fake.resetCalls();
+    t.events.send({ topic: '/tasks/delete', containerId: app, exitStatus: 1 });
+    await turns();
+    t.clock.advance(AFTER_DELETE_READ_MS);
+    await until('a read on TaskDelete', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
+    await turns();
     t.fake.exitContainer(app, 1);
     for (const d of REREAD_DELAYS_MS.slice(0, 3)) {
       t.clock.advance(d);
       await turns();
     }
     assert.equal(t.kubelet.runtimeManager.statusReader.earlyExits.size, 0, 'the CRI agrees: nothing left ahead of it');
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 2, 'read again after the first delay, then settled');
     t.clock.advance(EVENTED_RELIST_PERIOD_MS);
     await turns();
     assert.equal(count(t.seen, 'ContainerDied', app), 1);
@@ -220,11 +237,53 @@ test('containerd-events PLEG: when the CRI records more than TaskExit said (a me
     t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 2, exitedAt: t.clock.now() });
     await until('ContainerDied from the event', () => count(t.seen, 'ContainerDied', app) === 1);
     t.fake.exitContainer(app, 2, { message: 'disk full' });
-    t.clock.advance(REREAD_DELAYS_MS[0]!);
+    t.events.send({ topic: '/tasks/delete', containerId: app, exitStatus: 2 });
+    await turns();
+    t.clock.advance(AFTER_DELETE_READ_MS);
     const sync = await until('PodSync', () => t.seen.find((e) => e.type === 'PodSync'));
     assert.equal(sync.id, uid);
     assert.equal(t.pleg.cache.get(uid)!.containers.find((c) => c.id === app)?.message, 'disk full');
     assert.equal(count(t.seen, 'ContainerDied', app), 1);
+  } finally {
+    await t.cleanup();
+  }
+});
+
+test('containerd-events PLEG: with no TaskDelete the exit is settled after TASK_DELETE_WAIT_MS; a sandbox exit is read once at once, the rest waits for its TaskDelete', async () => {
+  const t = await setup();
+  try {
+    const { app, sandbox } = await startWithPod(t);
+    t.events.send({ topic: '/tasks/start', containerId: app });
+    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
+    t.fake.resetCalls();
+    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 0, exitedAt: t.clock.now() });
+    await until('ContainerDied from the event', () => count(t.seen, 'ContainerDied', app) === 1);
+    t.fake.exitContainer(app, 0);
+    t.clock.advance(TASK_DELETE_WAIT_MS - 1);
+    await turns();
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'waiting for TaskDelete');
+    t.clock.advance(1);
+    await until('read after the wait', () => t.kubelet.runtimeManager.statusReader.earlyExits.size === 0);
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1);
+    // The sandbox: no early exit, so one read at once; the CRI still says ready.
+    t.fake.resetCalls();
+    t.events.send({ topic: '/tasks/exit', containerId: sandbox, exitStatus: 137, exitedAt: t.clock.now() });
+    await until('one read', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
+    for (const d of REREAD_DELAYS_MS.slice(0, 4)) {
+      t.clock.advance(d);
+      await turns();
+    }
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'no polling while the task is not deleted');
+    assert.equal(count(t.seen, 'ContainerDied', sandbox), 0);
+    await t.client.stopPodSandbox(sandbox);
+    t.events.send({ topic: '/tasks/delete', containerId: sandbox, exitStatus: 137 });
+    await turns();
+    t.clock.advance(AFTER_DELETE_READ_MS);
+    await until('the sandbox death', () => count(t.seen, 'ContainerDied', sandbox) === 1);
+    t.clock.advance(TASK_DELETE_WAIT_MS);
+    await turns();
+    assert.equal(count(t.seen, 'ContainerDied', sandbox), 1);
+    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 2, 'the wait was cancelled by TaskDelete');
   } finally {
     await t.cleanup();
   }

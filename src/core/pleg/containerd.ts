@@ -23,6 +23,26 @@ export const STABLE_STREAM_MS = 60_000;
  * says, then left to the next event or relist.
  */
 export const REREAD_DELAYS_MS = [10, 10, 20, 20, 40, 100, 200, 500, 1000, 2000];
+/**
+ * The CRI records a task's exit once it has deleted the task, and containerd publishes TaskDelete
+ * as it does: the reads that settle an exit wait for that event (in a burst of exits the CRI lags
+ * by up to seconds, and polling it from the exit cost a dozen pod reads per exit, CPU the next
+ * exit's delivery waited for). Should no TaskDelete come, the reads begin after this.
+ */
+export const TASK_DELETE_WAIT_MS = 2000;
+/** After TaskDelete the CRI still writes its record (tens of milliseconds here): the first read waits this long. */
+export const AFTER_DELETE_READ_MS = 50;
+
+/** A task's exit as the CRI shows it once recorded: exited, or gone already. */
+const exitRecorded = (s: PlegState | undefined): boolean => s === 'exited' || s === undefined;
+
+/** An exit waiting for its task's TaskDelete before its pod is read. */
+interface AwaitingDelete {
+  pod: { uid: string; name: string; namespace: string };
+  /** The container as the event reported it, to compare with what the CRI records. */
+  first: RuntimeContainerStatus | undefined;
+  timer: TimerHandle;
+}
 
 /** What each topic says the container's state now is (undefined: no expectation). */
 function expected(event: ContainerdEvent): ((state: PlegState | undefined) => boolean) | undefined {
@@ -30,7 +50,7 @@ function expected(event: ContainerdEvent): ((state: PlegState | undefined) => bo
     case '/tasks/start':
       return (s) => s === 'running' || s === 'exited';
     case '/tasks/exit':
-      return (s) => s === 'exited' || s === undefined;
+      return exitRecorded;
     case '/containers/delete':
       return (s) => s === undefined;
     default:
@@ -72,6 +92,8 @@ export class ContainerdPleg implements Pleg {
   private readonly foreign = new Set<string>();
   /** Containers containerd reported OOM-killed (TaskOOM comes before their TaskExit). */
   private readonly oomKilled = new Set<string>();
+  /** Exits whose settling reads wait for the task's TaskDelete (see TASK_DELETE_WAIT_MS). */
+  private readonly awaitingDelete = new Map<string, AwaitingDelete>();
   private readonly genericPeriodMs: number;
 
   constructor(private readonly opts: ContainerdPlegOptions) {
@@ -111,6 +133,7 @@ export class ContainerdPleg implements Pleg {
     this.close();
     for (const t of this.timers) this.opts.clock.clearTimeout(t);
     this.timers.clear();
+    this.awaitingDelete.clear();
     this.opts.generic.stop();
     // The event source is this PLEG's own.
     this.opts.events.close();
@@ -215,27 +238,67 @@ export class ContainerdPleg implements Pleg {
     }
     const { generic } = this.opts;
     const id = event.containerId;
-    const exit = event.topic === '/tasks/exit';
-    const oom = exit && this.oomKilled.delete(id);
+    if (event.topic === '/tasks/delete') {
+      const waiting = this.awaitingDelete.get(id);
+      if (waiting) {
+        this.opts.clock.clearTimeout(waiting.timer);
+        this.awaitingDelete.delete(id);
+        return this.settle(id, waiting.pod, exitRecorded, waiting.first, AFTER_DELETE_READ_MS);
+      }
+      // The exit is settled already: the deletion changes nothing the CRI says.
+      if (generic.stateOf(id) === 'exited' && !generic.exitPending(id)) return;
+    }
+    if (event.topic !== '/tasks/exit') {
+      const pod = await this.podOf(id);
+      return pod && this.settle(id, pod, expected(event), undefined);
+    }
+    const oom = this.oomKilled.delete(id);
     // TaskExit carries what ContainerDied needs: a container seen running is reported exited at once,
     // in the CRI's words, instead of after the CRI's lag of tens of milliseconds. Not an OOM kill:
     // the CRI may already hold that exit as Error, so its reason is waited for as before.
-    const early = exit && !oom && generic.applyExit(id, { exitCode: event.exitStatus ?? 0, finishedAt: event.exitedAt ?? event.timestamp, reason: event.exitStatus ? 'Error' : 'Completed' });
+    const early = !oom && generic.applyExit(id, { exitCode: event.exitStatus ?? 0, finishedAt: event.exitedAt ?? event.timestamp, reason: event.exitStatus ? 'Error' : 'Completed' });
     const first = early ? this.cachedContainer(generic.podOf(id)?.uid, id) : undefined;
     const pod = await this.podOf(id);
     if (!pod) return;
-    if (oom) await this.untilOomRecorded(id);
-    const done = expected(event);
+    if (oom) {
+      await this.untilOomRecorded(id);
+      return this.settle(id, pod, exitRecorded, undefined);
+    }
+    const previous = this.awaitingDelete.get(id);
+    if (previous) this.opts.clock.clearTimeout(previous.timer);
+    const timer = this.later(TASK_DELETE_WAIT_MS, () => {
+      if (this.awaitingDelete.get(id) !== waiting) return;
+      this.awaitingDelete.delete(id);
+      void this.settle(id, pod, exitRecorded, first).catch((err) => this.opts.onError?.(err));
+    });
+    const waiting: AwaitingDelete = { pod, first, timer };
+    this.awaitingDelete.set(id, waiting);
+    // Reported from the event: reading now would find the CRI still saying running.
+    if (early) return;
+    // A sandbox, or a container not seen running: its death comes out of a read. One now (a late
+    // event finds the CRI caught up); if the CRI still lags, the rest wait for TaskDelete.
+    await generic.refreshPod(pod.uid, pod.name, pod.namespace);
+    if (this.awaitingDelete.get(id) === waiting && exitRecorded(generic.stateOf(id)) && !generic.exitPending(id)) {
+      this.opts.clock.clearTimeout(waiting.timer);
+      this.awaitingDelete.delete(id);
+    }
+  }
+
+  /**
+   * Reads the pod until the CRI shows what the event said (`done`), at most REREAD_DELAYS_MS apart.
+   * The CRI's record of an exit can say more than the event did (a TaskOOM after the TaskExit, a
+   * fallback message from a log still flushing): then the pod is synced again, as the kubelet's PodSync.
+   */
+  private async settle(id: string, pod: { uid: string; name: string; namespace: string }, done: ((state: PlegState | undefined) => boolean) | undefined, first: RuntimeContainerStatus | undefined, firstDelayMs = 0): Promise<void> {
+    const { generic } = this.opts;
+    if (firstDelayMs) await new Promise<void>((resolve) => this.later(firstDelayMs, resolve));
     for (let attempt = 0; ; attempt++) {
       if (!this.running || this.fellBack) return;
       await generic.refreshPod(pod.uid, pod.name, pod.namespace);
-      // An early exit is read again until the CRI has recorded it too.
       const settled = !done || (done(generic.stateOf(id)) && !generic.exitPending(id));
       if (settled || attempt >= REREAD_DELAYS_MS.length) break;
       await new Promise<void>((resolve) => this.later(REREAD_DELAYS_MS[attempt]!, resolve));
     }
-    // The CRI's record of the exit can say more than the event did (a TaskOOM after the TaskExit, a
-    // fallback message from a log still flushing): the pod is synced again, as the kubelet's PodSync.
     const recorded = first ? this.cachedContainer(pod.uid, id) : undefined;
     if (first && recorded && (recorded.reason !== first.reason || recorded.message !== first.message || recorded.exitCode !== first.exitCode)) {
       generic.podSync(pod.uid, pod.name, pod.namespace);
