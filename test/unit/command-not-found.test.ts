@@ -13,6 +13,22 @@ test('closestCommand: compares as many words as the command has; nothing when no
   assert.equal(closestCommand('runtime:upp', IDS), 'runtime:up');
   assert.equal(closestCommand('frobnicate', IDS), undefined);
   assert.equal(closestCommand('x', []), undefined);
+  // A name where a word of the command belongs is not a typo of it.
+  assert.equal(closestCommand('get:rd', [...IDS, 'get:pod', 'get:po']), undefined);
+  assert.equal(closestCommand('get:pdos', IDS), 'get:pods');
+});
+
+test('a wrong word after a topic names the topic\'s commands, never a command of another topic; kubectl\'s `get pod` and `get po` work', () => {
+  const r = podctl(['get', 'rd']);
+  assert.equal(r.code, 2);
+  assert.equal(r.stderr, 'podctl: "get rd" is not a podctl command.\n"podctl get" takes one of: containers, images, pods.\nRun "podctl help" for the list of commands.\n');
+  const typo = podctl(['get', 'contaners']);
+  assert.equal(typo.code, 2);
+  assert.match(typo.stderr, /Did you mean "podctl get containers"\?/);
+  for (const words of [['get', 'pod', 'no-such-pod'], ['get', 'po', 'no-such-pod']]) {
+    const alias = podctl([...words, '--root-dir', 'does-not-exist-podctl-test']);
+    assert.doesNotMatch(alias.stderr, /is not a podctl command/, words.join(' '));
+  }
 });
 
 test('a mistyped command is a usage error: exit 2, the suggestion with the rest of the line, off a terminal too', () => {

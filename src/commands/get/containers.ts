@@ -10,6 +10,7 @@ const STATE: Record<string, string> = { CONTAINER_CREATED: 'Created', CONTAINER_
 
 export class GetContainers extends PodctlCommand {
   static override summary = "List the containers of podctl's pods, in crictl ps's spirit.";
+  static override aliases = ['get:container'];
   static override description = `Running containers by default (-a: exited ones too), with the pod each belongs to. The IDs are what
 \`podctl inspect container\` and crictl take. -o json prints the CRI Container objects.`;
   static override examples = ['<%= config.bin %> get containers', '<%= config.bin %> get containers -a -A', '<%= config.bin %> get containers --pod web -o json', '<%= config.bin %> get containers -q'];

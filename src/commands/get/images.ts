@@ -5,6 +5,7 @@ import { humanBytes, plainTable, shortId } from '../../cli/table.js';
 
 export class GetImages extends PodctlCommand {
   static override summary = "List the runtime's images, as crictl images does.";
+  static override aliases = ['get:image'];
   static override description = 'One row per repository tag (an untagged image shows <none>). -o json prints the CRI Image objects.';
   static override examples = ['<%= config.bin %> get images', '<%= config.bin %> get images -q', '<%= config.bin %> get images -o json'];
   static override flags = {

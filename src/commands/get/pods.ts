@@ -11,6 +11,7 @@ import { podMeta } from '../../core/util/pod-key.js';
 
 export class GetPods extends PodctlCommand {
   static override summary = "List podctl's pods with kubectl's columns, whether or not `podctl watch` runs.";
+  static override aliases = ['get:pod', 'get:po'];
   static override description = `Asks the running watch first (<root-dir>/podctl.sock, its /pods: the status its loop keeps, with probe
 results), and reads every other pod podctl made from the runtime by podctl's labels. For a pod read from the
 runtime, readiness that comes from a readiness probe is unknown (shown not ready) and a note says so.
