@@ -58,7 +58,7 @@ an error (exit 1) after the others are deleted.`;
         if (slash) targets.push({ namespace: flags.namespace, name: slash[1]! });
         else if (i === 0 && (w === 'pod' || w === 'pods' || w === 'po')) continue;
         else if (words[0] === 'pod' || words[0] === 'pods' || words[0] === 'po') targets.push({ namespace: flags.namespace, name: w });
-        else throw new PodctlError(`"${w}": expected pod NAME… or pod/NAME (podctl deletes pods only)`, { exitCode: 2 });
+        else throw new PodctlError(`"${w}": expected pod NAME… or pod/NAME (podctl deletes pods only)`, { exitCode: 2, hint: words.length === 1 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(w) ? `to delete the pod ${w}: ${this.config.bin} delete pod ${w}` : undefined });
       }
       if (targets.length === 0) {
         client.close();

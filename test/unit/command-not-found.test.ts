@@ -46,3 +46,12 @@ test('names echoed in errors cannot drive the terminal: control characters are s
   assert.equal(quoteName('a\nb\u001b[31m'), '"a\\nb\\u001b[31m"');
   assert.equal(escapeControls('line one\nname \u001b[31mred\u0007 \u009b'), 'line one\nname \\x1b[31mred\\x07 \\x9b');
 });
+
+test('delete with a bare name is a usage error whose hint is the command that deletes that pod', () => {
+  const r = podctl(['delete', 'rd', '--root-dir', 'does-not-exist-podctl-test']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /"rd": expected pod NAME… or pod\/NAME \(podctl deletes pods only\); to delete the pod rd: podctl delete pod rd/);
+  const kind = podctl(['delete', 'deployment', 'web', '--root-dir', 'does-not-exist-podctl-test']);
+  assert.equal(kind.code, 2);
+  assert.doesNotMatch(kind.stderr, /to delete the pod/);
+});
