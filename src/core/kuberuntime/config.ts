@@ -5,7 +5,7 @@ import { totalmem } from 'node:os';
 import { bytes, milliCPU } from '../util/quantity.js';
 import { qosClass } from '../status/qos.js';
 import { expandCommand } from './env.js';
-import { containerSpecForHash, hashContainer } from './hash.js';
+import { containerSpecJSON, hashContainer } from './hash.js';
 import { canonicalJSON } from '../util/canonical-json.js';
 import * as L from './labels.js';
 import { checkComponent, safeJoin } from '../util/safe-path.js';
@@ -208,6 +208,8 @@ export interface ContainerConfigInputs {
   mounts?: T.MountInput[];
   /** For the OOM score of Burstable containers. */
   memoryCapacityBytes?: number;
+  /** The spec copy was recorded in the pod's directory (spec-copy.ts): none on the container record. */
+  specCopyInPodDir?: boolean;
 }
 
 const SECCOMP_TYPES: Record<string, T.SecurityProfileInput['profileType']> = {
@@ -265,9 +267,9 @@ export function containerConfig(inputs: ContainerConfigInputs): T.ContainerConfi
     [L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION]: container.terminationMessagePath ?? '/dev/termination-log',
     [L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION]: container.terminationMessagePolicy ?? 'File',
     [L.POD_TERMINATION_GRACE_PERIOD_ANNOTATION]: String(pod.spec?.terminationGracePeriodSeconds ?? 30),
-    [L.CONTAINER_SPEC_ANNOTATION]: canonicalJSON(containerSpecForHash(container)),
     [L.CONTAINER_KIND_ANNOTATION]: kind,
   };
+  if (!inputs.specCopyInPodDir) annotations[L.CONTAINER_SPEC_ANNOTATION] = containerSpecJSON(container);
   if (ports.length) annotations[L.CONTAINER_PORTS_ANNOTATION] = JSON.stringify(ports);
   // As the kubelet: a pod no source describes any more still gets its preStop hook when killed.
   if (container.lifecycle?.preStop) annotations[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION] = JSON.stringify(container.lifecycle.preStop);

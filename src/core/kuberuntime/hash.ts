@@ -21,3 +21,8 @@ export function hashContainer(container: object): string {
 export function containerSpecForHash(container: IContainer): IContainer {
   return container;
 }
+
+/** The compact spec copy (annotation or pod-directory file): the very text the hash is made from. */
+export function containerSpecJSON(container: IContainer): string {
+  return canonicalJSON(containerSpecForHash(container));
+}
