@@ -8,12 +8,13 @@ import type { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { containerConfig, podSandboxConfig } from '../../src/core/kuberuntime/config.js';
-import { containerSpecJSON, hashContainer } from '../../src/core/kuberuntime/hash.js';
+import { containerSpecJSON, fnv32a, hashContainer, podSpecJSON } from '../../src/core/kuberuntime/hash.js';
+import { imagesNamedByPods } from '../../src/core/kuberuntime/image-gc.js';
 import * as L from '../../src/core/kuberuntime/labels.js';
 import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
-import { ContainerSpecCopies, recordedContainerSpec, specCopyPath } from '../../src/core/kuberuntime/spec-copy.js';
+import { SpecCopies, recordedContainerSpec, specCopyPath } from '../../src/core/kuberuntime/spec-copy.js';
 import { planPods } from '../../src/core/plan.js';
-import { specFromRuntime } from '../../src/core/podview/index.js';
+import { findRuntimePod, PodView, specFromRuntime } from '../../src/core/podview/index.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 import { startFake, stopFake } from '../support/fake-runtime.js';
@@ -25,7 +26,7 @@ const pod = (name: string, image = 'busybox:1.36'): IPod =>
     { nodeName: 'unit' },
   ).pods[0]!.pod;
 
-describe('the container spec copy lives in the pod directory, not on the container record', () => {
+describe('spec copies live in the pod directory, not on the records every relist lists', () => {
   let fake: FakeRuntime;
   let client: CriClient;
   const clock = new FakeClock();
@@ -59,6 +60,39 @@ describe('the container spec copy lives in the pod directory, not on the contain
     const file = join(rootDir, 'pods', uidOf(p), 'containers', 'app', `${hash}.spec.json`);
     assert.equal(specCopyPath(join(rootDir, 'pods', uidOf(p)), 'app', hash), file);
     assert.equal(readFileSync(file, 'utf8'), containerSpecJSON(spec));
+  });
+
+  test('the pod spec copy too: a file named by the hash the sandbox records; the views, image prune and the pod\'s own annotations see what they saw', async () => {
+    const p = pod('web');
+    const [sb] = await client.listPodSandbox({ labelSelector: { [L.POD_UID_LABEL]: uidOf(p) } });
+    assert.equal(sb!.annotations[L.POD_SPEC_ANNOTATION], undefined, 'no pod spec copy on the listed sandbox');
+    const hash = sb!.annotations[L.POD_SPEC_HASH_ANNOTATION]!;
+    assert.equal(hash, fnv32a(podSpecJSON(p)));
+    assert.equal(readFileSync(join(rootDir, 'pods', uidOf(p), `${hash}.pod-spec.json`), 'utf8'), podSpecJSON(p));
+    // A CLI process's view (describe, logs, debug): the recorded spec, and none of podctl's own keys shown as the pod's.
+    const view = new PodView({ runtime: client, images: client, clock });
+    const rp = await findRuntimePod(view, 'default', 'web');
+    assert.deepEqual(rp!.spec, JSON.parse(podSpecJSON(p)));
+    const [viewed] = await view.list({ namespace: 'default', name: 'web' });
+    assert.deepEqual(viewed!.pod.spec!.containers.map((c) => c.image), ['busybox:1.36']);
+    assert.deepEqual(Object.keys(viewed!.pod.metadata!.annotations ?? {}).filter((k) => k.startsWith('io.podctl.')), [], 'podctl\'s records are not shown as the pod\'s annotations');
+    // podctl image prune keeps what a pod names.
+    const named = await imagesNamedByPods(client);
+    assert.equal(named({ id: 'sha256:x', repoTags: ['docker.io/library/busybox:1.36'], repoDigests: [], size: 0, pinned: false, username: '', spec: null, uid: null }), true);
+    // A torn copy is none: the view falls back to rebuilding the spec from the containers' copies.
+    const file = join(rootDir, 'pods', uidOf(p), `${hash}.pod-spec.json`);
+    writeFileSync(file, '{"containers":[]}');
+    assert.deepEqual((await findRuntimePod(new PodView({ runtime: client, images: client, clock }), 'default', 'web'))!.spec.containers, [JSON.parse(containerSpecJSON(p.spec!.containers[0]!))]);
+    writeFileSync(file, podSpecJSON(p));
+  });
+
+  test('a pod\'s own annotations named as podctl\'s records never reach the sandbox', () => {
+    const p = pod('web');
+    p.metadata!.annotations = { [L.POD_SPEC_ANNOTATION]: '{"containers":[]}', [L.POD_SPEC_HASH_ANNOTATION]: '00000000', mine: 'yes' };
+    const withDir = podSandboxConfig(p, 0, '', 'a', '', '/var/lib/podctl/pods/x').annotations!;
+    assert.deepEqual(withDir, { mine: 'yes', [L.POD_SPEC_HASH_ANNOTATION]: fnv32a(podSpecJSON(p)), [L.POD_DIR_ANNOTATION]: '/var/lib/podctl/pods/x' });
+    const bare = podSandboxConfig(p, 0, '', 'a').annotations!;
+    assert.deepEqual(bare, { mine: 'yes', [L.POD_SPEC_ANNOTATION]: podSpecJSON(p) });
   });
 
   test('read back by another process through the pod directory its sandbox recorded: status, image, explanations, pod view, inspect', async () => {
@@ -131,23 +165,27 @@ describe('the container spec copy lives in the pod directory, not on the contain
     await bare.syncPod(p, 'create');
     const [c] = await listed(p);
     assert.equal(c!.annotations[L.CONTAINER_SPEC_ANNOTATION], containerSpecJSON(p.spec!.containers[0]!));
+    const [sb] = await client.listPodSandbox({ labelSelector: { [L.POD_UID_LABEL]: uidOf(p) } });
+    assert.equal(sb!.annotations[L.POD_SPEC_ANNOTATION], podSpecJSON(p));
+    assert.equal(sb!.annotations[L.POD_SPEC_HASH_ANNOTATION], undefined);
+    assert.deepEqual((await findRuntimePod(new PodView({ runtime: client, images: client, clock }), 'default', 'bare'))!.spec, JSON.parse(podSpecJSON(p)));
     assert.equal((await freshReader().getPodStatus(uidOf(p), 'bare', 'default')).containers[0]!.specJSON, containerSpecJSON(p.spec!.containers[0]!));
     await bare.syncTerminatingPod(p, 0);
     await bare.syncTerminatedPod(p);
   });
 });
 
-test('ContainerSpecCopies: a name that cannot be a path element or a hash that is not one names no file', async () => {
+test('SpecCopies: a name that cannot be a path element or a hash that is not one names no file', async () => {
   const dir = scratchDir('spec-copy-names');
   try {
     assert.equal(specCopyPath(dir.dir, '..', '0123abcd'), undefined);
     assert.equal(specCopyPath(dir.dir, 'app', '../../x'), undefined);
     assert.equal(specCopyPath('relative/dir', 'app', '0123abcd'), undefined);
-    const copies = new ContainerSpecCopies();
+    const copies = new SpecCopies();
     assert.equal(await copies.read(dir.dir, 'app', '../../etc'), undefined);
     await assert.rejects(copies.write(dir.dir, '..', '{}'), /cannot record the spec of container "\.\."/);
     const hash = await copies.write(dir.dir, 'app', '{"name":"app"}');
-    assert.equal(await new ContainerSpecCopies().read(dir.dir, 'app', hash), '{"name":"app"}');
+    assert.equal(await new SpecCopies().read(dir.dir, 'app', hash), '{"name":"app"}');
   } finally {
     dir.cleanup();
   }

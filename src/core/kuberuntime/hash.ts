@@ -26,3 +26,8 @@ export function containerSpecForHash(container: IContainer): IContainer {
 export function containerSpecJSON(container: IContainer): string {
   return canonicalJSON(containerSpecForHash(container));
 }
+
+/** The pod spec copy of a sandbox (annotation or pod-directory file). */
+export function podSpecJSON(pod: { spec?: object }): string {
+  return canonicalJSON(pod.spec!);
+}

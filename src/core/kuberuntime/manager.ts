@@ -25,7 +25,7 @@ import { PodStatusReader } from './pod-status.js';
 import { podMeta } from '../util/pod-key.js';
 import { nodeDockerConfigPaths } from '../credentials/keyring.js';
 import { formatResourceChanges } from './resize.js';
-import { containerSpecJSON } from './hash.js';
+import { containerSpecJSON, podSpecJSON } from './hash.js';
 
 /** The kubelet's minimum grace when killing (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
@@ -252,6 +252,8 @@ export class RuntimeManager {
           ...actions.initContainersToStart.map((i) => inits[i.index]!),
           ...actions.containersToStart.map((i) => pod.spec!.containers[i.index]!),
         ]);
+        // The pod spec copy the sandbox names by its hash (spec-copy.ts), there before the sandbox is.
+        if (this.rootDir) await this.statusReader.specCopies.writePodSpec(await this.ensurePodDir(podMeta(pod).uid), podSpecJSON(pod));
         sandboxId = await this.runtime.runPodSandbox(sandboxConfig, handler);
         result.steps.push({ action: 'CreatePodSandbox', target: podMeta(pod).name });
       } catch (err) {

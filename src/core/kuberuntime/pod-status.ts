@@ -7,7 +7,7 @@ import type * as T from '../cri/types.js';
 import { readLogTail } from '../logs/index.js';
 import * as L from './labels.js';
 import { EarlyExits, type ContainerExit } from '../container/early-exits.js';
-import { ContainerSpecCopies } from './spec-copy.js';
+import { SpecCopies } from './spec-copy.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from '../container/types.js';
 
 /** The kubelet reads at most this much of a termination-message file or of the log tail. */
@@ -33,7 +33,7 @@ export class PodStatusReader {
   /** Exits a runtime event announced before the CRI recorded them (the containerd-events PLEG notes them). */
   readonly earlyExits: EarlyExits;
   /** Spec copies in pod directories, remembered once read (or written, by the RuntimeManager that shares this reader). */
-  readonly specCopies = new ContainerSpecCopies();
+  readonly specCopies = new SpecCopies();
 
   constructor(opts: { runtime: RuntimeService; clock: Clock }) {
     this.runtime = opts.runtime;
