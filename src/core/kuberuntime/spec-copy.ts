@@ -65,7 +65,8 @@ export class SpecCopies {
     const hash = fnv32a(specJSON);
     const path = podSpecCopyPath(podDir, hash);
     if (!path) throw new Error(`cannot record the pod spec under ${podDir}`);
-    return this.writeFile(podDir, path, hash, specJSON);
+    // Not remembered: the process that makes sandboxes never reads pod specs back (only the views do).
+    return this.writeFile(podDir, path, hash, specJSON, false);
   }
 
   /** The pod spec copy with this hash, or undefined when there is none (or it is torn). */
@@ -79,11 +80,11 @@ export class SpecCopies {
     this.byPodDir.delete(podDir);
   }
 
-  private async writeFile(podDir: string, path: string, hash: string, text: string): Promise<string> {
+  private async writeFile(podDir: string, path: string, hash: string, text: string, remember = true): Promise<string> {
     if (this.byPodDir.get(podDir)?.get(path) === undefined) {
       await mkdir(dirname(path), { recursive: true, mode: 0o750 });
       await writeFile(path, text, { mode: 0o640 });
-      this.remember(podDir, path, text);
+      if (remember) this.remember(podDir, path, text);
     }
     return hash;
   }
