@@ -114,9 +114,10 @@ function list<I>(buf: Uint8Array, item: (r: ProtoReader) => I): I[] {
   return out;
 }
 
-/** Where one record of the last answer was: its summary, and its bytes (a range of the decoder's copy of that answer). */
+/** Where one record of the last answer was: its summary, and its bytes (a range of that answer). */
 interface Remembered<S> {
   summary: S;
+  buf: Buffer;
   start: number;
   end: number;
   /** The decode that last saw it. */
@@ -139,20 +140,12 @@ function recordId(r: ProtoReader, end: number): string | undefined {
  * 10,000 containers decodes only the few that changed instead of every label string of every
  * record, most of its CPU and of the garbage it left. Nothing is assumed of the runtime: any byte
  * changed in a record (its state, a label) decodes it afresh. Summaries are shared between
- * answers and must not be modified. The entries are updated in place (no map or entry allocated
- * per record per answer).
- *
- * The last answer's bytes are copied into one of two buffers the decoder keeps (and reuses), not
- * kept as the answer itself: an answer kept until the next relist lived long enough to reach the
- * old generation, and each one (megabytes at thousands of pods) then waited for a full garbage
- * collection, which its size brought on every few relists.
+ * answers and must not be modified. Only the newest answer's bytes are kept; the entries are
+ * updated in place (no map or entry allocated per record per answer).
  */
 export class SummaryDecoder<S extends { id: string }> {
   private readonly last = new Map<string, Remembered<S>>();
   private gen = 0;
-  /** The copy of the last answer, and the buffer the next one is copied into. */
-  private previous = Buffer.alloc(0);
-  private spare = Buffer.alloc(0);
   /** Records reused from the previous answer in the last decode (tests and benchmarks). */
   reused = 0;
 
@@ -160,7 +153,6 @@ export class SummaryDecoder<S extends { id: string }> {
 
   decode(buf: Buffer): S[] {
     const gen = ++this.gen;
-    const before = this.previous;
     const r = Reader.create(buf);
     const out: S[] = [];
     let reused = 0;
@@ -177,7 +169,7 @@ export class SummaryDecoder<S extends { id: string }> {
       const id = recordId(r, end);
       const entry = id === undefined ? undefined : this.last.get(id);
       let summary: S;
-      if (entry && entry.gen === gen - 1 && entry.end - entry.start === end - start && buf.compare(before, entry.start, entry.end, start, end) === 0) {
+      if (entry && entry.gen !== gen && entry.end - entry.start === end - start && buf.compare(entry.buf, entry.start, entry.end, start, end) === 0) {
         summary = entry.summary;
         reused++;
         r.pos = end;
@@ -189,31 +181,19 @@ export class SummaryDecoder<S extends { id: string }> {
       if (entry) {
         if (entry.gen !== gen) seen++;
         entry.summary = summary;
+        entry.buf = buf;
         entry.start = start;
         entry.end = end;
         entry.gen = gen;
       } else if (id !== undefined) {
-        this.last.set(id, { summary, start, end, gen });
+        this.last.set(id, { summary, buf, start, end, gen });
         seen++;
       }
     }
-    // Records gone from this answer are forgotten.
+    // Records gone from this answer are forgotten (and the older answers' bytes with them).
     if (this.last.size > seen) for (const [id, e] of this.last) if (e.gen !== gen) this.last.delete(id);
-    this.keep(buf);
     this.reused = reused;
     return out;
-  }
-
-  /** This answer's bytes, at the same offsets, for the next decode to compare with; the older copy's buffer is reused. */
-  private keep(buf: Buffer): void {
-    let into = this.spare;
-    // Room to grow, so that a list that grows by a few records does not allocate each time.
-    if (into.length < buf.length) into = Buffer.allocUnsafeSlow(buf.length + (buf.length >>> 4));
-    buf.copy(into, 0, 0, buf.length);
-    this.spare = this.previous;
-    this.previous = into;
-    // An answer far smaller than the buffers (pods removed) gives the memory back.
-    if (this.spare.length > 4 * buf.length + 65_536) this.spare = Buffer.alloc(0);
   }
 }
 
