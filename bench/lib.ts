@@ -21,6 +21,8 @@ export const SLEEP_COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait
 
 export interface BenchContext {
   quick: boolean;
+  /** scale-fake's pod counts, when not its own (--scales). */
+  scales?: number[];
   log: (line: string) => void;
 }
 

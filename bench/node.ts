@@ -73,6 +73,8 @@ export interface InProcessNodeOptions {
   onRelist?: (durationMs: number) => void;
   /** Container logs; default a temp directory that stop() removes. */
   logRoot?: string;
+  /** The state directory (--root-dir: pod directories); none by default. */
+  rootDir?: string;
 }
 
 /**
@@ -94,6 +96,7 @@ export class InProcessNode {
       images: opts.client,
       clock: realClock,
       logRoot: this.logRoot,
+      rootDir: opts.rootDir,
       nodeName: 'bench',
       agent: BENCH_AGENT,
       pleg: opts.plegKind,

@@ -79,7 +79,7 @@ async function runScale(ctx: BenchContext, pods: number, steadySeconds: number, 
 /** 3. Scale on the fake runtime: relist cost, loop CPU, watch memory, convergence. */
 export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
   const began = Date.now();
-  const scales = ctx.quick ? [100, 1000] : [100, 1000, 5000];
+  const scales = ctx.scales ?? (ctx.quick ? [100, 1000] : [100, 1000, 5000]);
   const steadySeconds = ctx.quick ? 10 : 70;
   const runs: ScaleRun[] = [];
   /** Scales where adding every pod at once did not converge: why. */

@@ -21,6 +21,8 @@ export interface WorkerInit {
   namespace: string;
   /** Container logs (the parent removes it). */
   logRoot: string;
+  /** The state directory (pod directories), as `podctl watch` always has one (the parent removes it). */
+  rootDir: string;
 }
 
 export type WorkerRequest =
@@ -71,7 +73,7 @@ let relists: number[] = [];
 const node = new InProcessNode({ client, plegKind: init.pleg, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => {
     relists.push(d);
     relistsDone++;
-  }, logRoot: init.logRoot });
+  }, logRoot: init.logRoot, rootDir: init.rootDir });
 let syncs = 0;
 const syncErrors = new Map<string, number>();
 node.kubelet.observe({

@@ -3,6 +3,8 @@ import type { IContainer } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { connect } from '../cli/runtime.js';
+import type * as T from '../core/cri/types.js';
+import { recordedContainerSpec } from '../core/kuberuntime/spec-copy.js';
 import { PodctlError } from '../core/errors.js';
 import * as L from '../core/kuberuntime/labels.js';
 import { countRedacted, redactEnv, secretEnvPredicate } from '../core/redact.js';
@@ -16,7 +18,6 @@ function parseContainerSpec(json: string | undefined): IContainer | undefined {
     return undefined;
   }
 }
-
 
 /** The one ID that `wanted` names in full or as a unique prefix. */
 function resolveId(kind: string, wanted: string, ids: string[]): string {
@@ -54,31 +55,38 @@ from a Secret (secretKeyRef, envFrom secretRef) are redacted unless --show-secre
     const { client } = await connect(flags);
     try {
       let doc: { status?: unknown; info?: Record<string, string> };
+      let container: T.Container | undefined;
       if (args.kind === 'pod') {
         const byName = await client.listPodSandbox({ labelSelector: { [L.POD_NAME_LABEL]: args.id, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE } });
         const id = byName.length ? byName.sort((a, b) => b.createdAt - a.createdAt)[0]!.id : resolveId('pod sandbox', args.id, (await client.listPodSandbox()).map((s) => s.id));
         doc = await client.podSandboxStatus(id, true);
       } else {
-        let id: string;
         const slash = args.id.indexOf('/');
         if (slash > 0) {
           const [pod, name] = [args.id.slice(0, slash), args.id.slice(slash + 1)];
           const list = await client.listContainers({ labelSelector: { [L.POD_NAME_LABEL]: pod, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.CONTAINER_NAME_LABEL]: name } });
           if (!list.length) throw new PodctlError(`container "${name}" of pod "${pod}" not found in namespace ${flags.namespace}`);
-          id = list.sort((a, b) => b.createdAt - a.createdAt)[0]!.id;
+          container = list.sort((a, b) => b.createdAt - a.createdAt)[0]!;
         } else {
-          id = resolveId('container', args.id, (await client.listContainers()).map((c) => c.id));
+          const all = await client.listContainers();
+          const id = resolveId('container', args.id, all.map((c) => c.id));
+          container = all.find((c) => c.id === id)!;
         }
-        doc = await client.containerStatus(id, true);
+        doc = await client.containerStatus(container.id, true);
       }
       let out: unknown = { ...doc, info: expandInfo(doc.info) };
-      if (args.kind === 'container' && !flags['show-secrets']) {
+      if (container && !flags['show-secrets']) {
         // The runtime repeats every env value (CRI config, OCI spec): those from a Secret are not printed.
-        const annotations = (doc.status as { annotations?: Record<string, string> } | undefined)?.annotations ?? {};
-        const spec = parseContainerSpec(annotations[L.CONTAINER_SPEC_ANNOTATION]);
-        out = redactEnv(out, secretEnvPredicate(spec));
+        const annotations = (doc.status as { annotations?: Record<string, string> } | undefined)?.annotations ?? container.annotations;
+        const recorded = await recordedContainerSpec(client, container, annotations);
+        const spec = parseContainerSpec(recorded.specJSON);
+        const path = recorded.path;
+        // A podctl container whose spec copy cannot be read: which values came from a Secret is unknown, so none is printed.
+        const unknown = !spec && container.labels[L.MANAGED_BY_LABEL] === L.MANAGED_BY_VALUE;
+        out = redactEnv(out, unknown ? () => true : secretEnvPredicate(spec));
         const n = countRedacted(out);
-        if (n) process.stderr.write(`${n} environment value(s) that come from a Secret are redacted; --show-secrets prints them\n`);
+        if (unknown && n) process.stderr.write(`the container's spec copy${path ? ` (${path})` : ''} could not be read: all ${n} environment value(s) are redacted; --show-secrets prints them\n`);
+        else if (n) process.stderr.write(`${n} environment value(s) that come from a Secret are redacted; --show-secrets prints them\n`);
       }
       this.log(JSON.stringify(out, null, 2));
     } finally {

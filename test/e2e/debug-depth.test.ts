@@ -17,6 +17,8 @@ import { E2E_NAMESPACE, eventually, podctlAsync, scratchDir, startE2ENode, start
 let node: E2ENode;
 const logRoot = scratchDir('e2e-depth-logs');
 const rootDir = scratchDir('e2e-depth-root');
+/** The kubelet's own state directory, not the commands' --root-dir: they find its pod directories through the sandboxes. */
+const nodeRoot = scratchDir('e2e-depth-node-root');
 const work = scratchDir('e2e-depth-work');
 const NS = E2E_NAMESPACE;
 
@@ -39,13 +41,14 @@ const running = (s: IPodStatus) => s.phase === 'Running' && (s.containerStatuses
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 before(async () => {
-  node = await startE2ENode({ logRoot: logRoot.dir, agent: 'debug-depth-e2e' });
+  node = await startE2ENode({ logRoot: logRoot.dir, rootDir: nodeRoot.dir, agent: 'debug-depth-e2e' });
 });
 
 after(async () => {
   await node.stop();
   logRoot.cleanup();
   rootDir.cleanup();
+  nodeRoot.cleanup();
   work.cleanup();
 });
 
@@ -237,6 +240,10 @@ test('bundle of a pod with a Secret env var: every listed part is in the archive
   const p = parsed.pods[0]!.pod;
   node.loop.addPods([p]);
   await waitForStatus(node.kubelet, p, running, 60_000);
+  // The spec copy that says which values come from a Secret is in the kubelet's pod directory, not on the container.
+  const [listed] = await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': p.metadata!.uid! } });
+  assert.equal(listed!.annotations['io.podctl.container.spec'], undefined);
+  assert.ok(existsSync(join(nodeRoot.dir, 'pods', p.metadata!.uid!, 'containers', 'app', `${listed!.annotations['io.kubernetes.container.hash']}.spec.json`)));
   // The runtime does hold the value (the container's environment), so the redaction is what keeps it out.
   const raw = await cli(['inspect', 'container', 'bundled/app', '--show-secrets']);
   assert.ok(raw.stdout.includes(secret), 'the runtime repeats the secret in its inspect output');

@@ -52,11 +52,14 @@ after(async () => {
 test('plan: nothing to do for a pod that runs as its file says (exit 0); an image change is named (exit 2); the runtime is untouched', async () => {
   const file = join(dir.dir, 'steady.yaml');
   writeFileSync(file, podYaml('steady'));
-  const kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: join(dir.dir, 'logs'), nodeName: NODE, agent: 'plan-e2e' });
+  // With a state directory of its own: plan (another process, another --root-dir) reads the spec copies from its pod directories.
+  const kubelet = new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: join(dir.dir, 'logs'), rootDir: join(dir.dir, 'kubelet-root'), nodeName: NODE, agent: 'plan-e2e' });
   const pod = await load(file);
   await kubelet.syncPod(pod, 'create');
   assert.equal(kubelet.statusManager.get(pod.metadata!.uid!)?.phase, 'Running');
   try {
+    const [listed] = await client.listContainers({ labelSelector: { [POD_NAMESPACE_LABEL]: E2E_NAMESPACE, 'io.kubernetes.pod.name': 'steady' } });
+    assert.equal(listed!.annotations['io.podctl.container.spec'], undefined, 'the spec copy is not on the container');
     const before = await snapshot();
     const steady = plan([file]);
     assert.equal(steady.code, 0, steady.stderr);

@@ -23,7 +23,7 @@ export interface RuntimeContainerStatus {
   message?: string;
   /** The host file bind-mounted at terminationMessagePath, as the runtime reports the mount. */
   terminationMessageFile?: string;
-  /** The compact spec copy from the container's annotation, for diffs. */
+  /** The compact spec copy (from the container's annotation or its pod directory), for diffs. */
   specJSON?: string;
   /** The cgroup settings the runtime reports in effect (CRI ContainerStatus.resources), for in-place resize. */
   resources?: { cpuShares: number; cpuQuota: number; cpuPeriod: number; memoryLimitInBytes: number };

@@ -5,8 +5,7 @@ import { totalmem } from 'node:os';
 import { bytes, milliCPU } from '../util/quantity.js';
 import { qosClass } from '../status/qos.js';
 import { expandCommand } from './env.js';
-import { containerSpecForHash, hashContainer } from './hash.js';
-import { canonicalJSON } from '../util/canonical-json.js';
+import { containerSpecJSON, fnv32a, hashContainer, podSpecJSON } from './hash.js';
 import * as L from './labels.js';
 import { checkComponent, safeJoin } from '../util/safe-path.js';
 import { podMeta } from '../util/pod-key.js';
@@ -44,11 +43,16 @@ function namespaceOptions(pod: IPod): T.LinuxContainerSecurityContextInput['name
   };
 }
 
-/** The pod's annotations, the spec copy, and the host directories the pod gets (podctl's keys only ever from podctl). */
+/**
+ * The pod's annotations, the spec copy, and the host directories the pod gets (podctl's keys only ever
+ * from podctl). With a pod directory the copy is a file there, named by the hash recorded here
+ * (spec-copy.ts; the RuntimeManager writes it before the sandbox is made): every relist lists annotations.
+ */
 function sandboxAnnotations(pod: IPod, logRoot: string, podDir: string | undefined): Record<string, string> {
   const out: Record<string, string> = { ...(pod.metadata?.annotations ?? {}) };
-  for (const k of L.RECORDED_PATH_ANNOTATIONS) delete out[k];
-  out[L.POD_SPEC_ANNOTATION] = canonicalJSON(pod.spec!);
+  for (const k of L.RECORDED_ANNOTATIONS) delete out[k];
+  if (podDir) out[L.POD_SPEC_HASH_ANNOTATION] = fnv32a(podSpecJSON(pod));
+  else out[L.POD_SPEC_ANNOTATION] = podSpecJSON(pod);
   if (logRoot) out[L.POD_LOG_DIR_ANNOTATION] = podLogDirectory(logRoot, pod);
   if (podDir) out[L.POD_DIR_ANNOTATION] = podDir;
   return out;
@@ -208,6 +212,8 @@ export interface ContainerConfigInputs {
   mounts?: T.MountInput[];
   /** For the OOM score of Burstable containers. */
   memoryCapacityBytes?: number;
+  /** The spec copy was recorded in the pod's directory (spec-copy.ts): none on the container record. */
+  specCopyInPodDir?: boolean;
 }
 
 const SECCOMP_TYPES: Record<string, T.SecurityProfileInput['profileType']> = {
@@ -265,9 +271,9 @@ export function containerConfig(inputs: ContainerConfigInputs): T.ContainerConfi
     [L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION]: container.terminationMessagePath ?? '/dev/termination-log',
     [L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION]: container.terminationMessagePolicy ?? 'File',
     [L.POD_TERMINATION_GRACE_PERIOD_ANNOTATION]: String(pod.spec?.terminationGracePeriodSeconds ?? 30),
-    [L.CONTAINER_SPEC_ANNOTATION]: canonicalJSON(containerSpecForHash(container)),
     [L.CONTAINER_KIND_ANNOTATION]: kind,
   };
+  if (!inputs.specCopyInPodDir) annotations[L.CONTAINER_SPEC_ANNOTATION] = containerSpecJSON(container);
   if (ports.length) annotations[L.CONTAINER_PORTS_ANNOTATION] = JSON.stringify(ports);
   // As the kubelet: a pod no source describes any more still gets its preStop hook when killed.
   if (container.lifecycle?.preStop) annotations[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION] = JSON.stringify(container.lifecycle.preStop);

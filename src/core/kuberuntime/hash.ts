@@ -21,3 +21,13 @@ export function hashContainer(container: object): string {
 export function containerSpecForHash(container: IContainer): IContainer {
   return container;
 }
+
+/** The compact spec copy (annotation or pod-directory file): the very text the hash is made from. */
+export function containerSpecJSON(container: IContainer): string {
+  return canonicalJSON(containerSpecForHash(container));
+}
+
+/** The pod spec copy of a sandbox (annotation or pod-directory file). */
+export function podSpecJSON(pod: { spec?: object }): string {
+  return canonicalJSON(pod.spec!);
+}

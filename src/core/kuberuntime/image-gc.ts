@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import type { ImageService, RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_SPEC_ANNOTATION } from './labels.js';
+import { SpecCopies, withPodSpecCopy } from './spec-copy.js';
 
 /** The kubelet's image GC defaults (--image-gc-high-threshold, --image-gc-low-threshold, --image-minimum-gc-age). */
 export const DEFAULT_IMAGE_GC_HIGH_THRESHOLD = 85;
@@ -185,7 +186,9 @@ export class ImageGCManager {
  */
 export async function imagesNamedByPods(runtime: Pick<RuntimeService, 'listPodSandbox'>): Promise<(image: T.Image) => boolean> {
   const named = new Set<string>();
-  for (const s of await runtime.listPodSandbox({ labelSelector: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } })) {
+  const copies = new SpecCopies();
+  for (const listed of await runtime.listPodSandbox({ labelSelector: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } })) {
+    const s = await withPodSpecCopy(listed, copies);
     try {
       const spec = JSON.parse(s.annotations[POD_SPEC_ANNOTATION] ?? '{}') as { containers?: { image?: string }[]; initContainers?: { image?: string }[] };
       for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) if (c.image) named.add(normalizeImageName(c.image));

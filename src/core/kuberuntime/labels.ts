@@ -31,8 +31,10 @@ export const POD_SPEC_ANNOTATION = 'io.podctl.pod.spec';
  */
 export const POD_DIR_ANNOTATION = 'io.podctl.pod.dir';
 export const POD_LOG_DIR_ANNOTATION = 'io.podctl.pod.log-dir';
+/** With a pod directory, the pod spec copy is a file there named by this hash of it (spec-copy.ts), not POD_SPEC_ANNOTATION. */
+export const POD_SPEC_HASH_ANNOTATION = 'io.podctl.pod.spec-hash';
 /** Keys podctl alone writes on a sandbox: a pod's own annotation of that name never reaches the runtime. */
-export const RECORDED_PATH_ANNOTATIONS = [POD_DIR_ANNOTATION, POD_LOG_DIR_ANNOTATION];
+export const RECORDED_ANNOTATIONS = [POD_DIR_ANNOTATION, POD_LOG_DIR_ANNOTATION, POD_SPEC_ANNOTATION, POD_SPEC_HASH_ANNOTATION];
 
 /** Whether the container is an init container, a sidecar or an app container. */
 export const CONTAINER_KIND_ANNOTATION = 'io.podctl.container.kind';

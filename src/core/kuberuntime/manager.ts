@@ -25,6 +25,7 @@ import { PodStatusReader } from './pod-status.js';
 import { podMeta } from '../util/pod-key.js';
 import { nodeDockerConfigPaths } from '../credentials/keyring.js';
 import { formatResourceChanges } from './resize.js';
+import { containerSpecJSON, podSpecJSON } from './hash.js';
 
 /** The kubelet's minimum grace when killing (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
@@ -251,6 +252,8 @@ export class RuntimeManager {
           ...actions.initContainersToStart.map((i) => inits[i.index]!),
           ...actions.containersToStart.map((i) => pod.spec!.containers[i.index]!),
         ]);
+        // The pod spec copy the sandbox names by its hash (spec-copy.ts), there before the sandbox is.
+        if (this.rootDir) await this.statusReader.specCopies.writePodSpec(await this.ensurePodDir(podMeta(pod).uid), podSpecJSON(pod));
         sandboxId = await this.runtime.runPodSandbox(sandboxConfig, handler);
         result.steps.push({ action: 'CreatePodSandbox', target: podMeta(pod).name });
       } catch (err) {
@@ -378,7 +381,8 @@ export class RuntimeManager {
     if (hosts) mounts.push(hosts);
     await this.verifyRunAsNonRoot(pod, container, imageRef);
     const terminationMessageFile = await this.terminationMessageFile(pod, container, restartCount);
-    const config = containerConfig({ pod, container, kind: item.kind, restartCount, imageRef, terminationMessageFile, env, mounts, memoryCapacityBytes: this.node.memoryBytes });
+    const specCopyInPodDir = await this.recordSpec(pod, container);
+    const config = containerConfig({ pod, container, kind: item.kind, restartCount, imageRef, terminationMessageFile, env, mounts, memoryCapacityBytes: this.node.memoryBytes, specCopyInPodDir });
     let id: string;
     try {
       id = await this.runtime.createContainer(sandboxId, config, sandboxConfig);
@@ -463,6 +467,16 @@ export class RuntimeManager {
     await writeFile(file, '', { mode: 0o666 });
     await chmod(file, 0o666);
     return file;
+  }
+
+  /**
+   * The container's spec copy, in its pod directory when there is one (spec-copy.ts): on the container
+   * record it would be listed by every relist. Without a root dir it stays an annotation.
+   */
+  private async recordSpec(pod: IPod, container: IContainer): Promise<boolean> {
+    if (!this.rootDir) return false;
+    await this.statusReader.specCopies.write(await this.ensurePodDir(podMeta(pod).uid), container.name, containerSpecJSON(container));
+    return true;
   }
 
   /** The pod's RuntimeClass handler, as the kubelet's runtimeClassManager resolves it; throws when it does not exist. */
@@ -641,7 +655,10 @@ export class RuntimeManager {
     const podDirs = new Set<string>();
     if (this.rootDir) podDirs.add(this.podDir(status.uid));
     for (const s of status.sandboxes) if (s.podDir) podDirs.add(s.podDir);
-    for (const dir of podDirs) await removePodDirectory(dir, status.uid);
+    for (const dir of podDirs) {
+      await removePodDirectory(dir, status.uid);
+      this.statusReader.specCopies.forgetPodDir(dir);
+    }
     // The logs go with the pod, as the kubelet's container GC removes a deleted pod's log directory.
     if (!status.name) return;
     const name = podLogDirectoryName({ uid: status.uid, name: status.name, namespace: status.namespace });

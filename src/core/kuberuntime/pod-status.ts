@@ -7,6 +7,7 @@ import type * as T from '../cri/types.js';
 import { readLogTail } from '../logs/index.js';
 import * as L from './labels.js';
 import { EarlyExits, type ContainerExit } from '../container/early-exits.js';
+import { SpecCopies } from './spec-copy.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from '../container/types.js';
 
 /** The kubelet reads at most this much of a termination-message file or of the log tail. */
@@ -31,6 +32,8 @@ export class PodStatusReader {
   private readonly terminationMessages = new Map<string, string>();
   /** Exits a runtime event announced before the CRI recorded them (the containerd-events PLEG notes them). */
   readonly earlyExits: EarlyExits;
+  /** Spec copies in pod directories, remembered once read (or written, by the RuntimeManager that shares this reader). */
+  readonly specCopies = new SpecCopies();
 
   constructor(opts: { runtime: RuntimeService; clock: Clock }) {
     this.runtime = opts.runtime;
@@ -59,6 +62,7 @@ export class PodStatusReader {
     ]);
     const sandboxStatuses = await Promise.all(sandboxes.map((s) => this.sandboxStatus(s)));
     const containerStatuses = await Promise.all(containers.map((c) => this.containerStatus(c)));
+    await this.withSpecCopies(containers, containerStatuses, sandboxStatuses);
     const live = sandboxStatuses.filter((s): s is RuntimeSandboxStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
     const ready = live.find((s) => s.state === 'ready');
     const known = containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort(newerFirst);
@@ -74,6 +78,26 @@ export class PodStatusReader {
       ...(ephemeralIds.size ? { ephemeral: known.filter(isEphemeral) } : {}),
       timestamp: this.clock.now(),
     };
+  }
+
+  /**
+   * The spec copies kept in the pod directory (spec-copy.ts), for containers whose record carries none:
+   * found through the directory their sandbox recorded (any pod's sandbox, when theirs is gone).
+   */
+  private async withSpecCopies(containers: T.Container[], statuses: (RuntimeContainerStatus | undefined)[], sandboxes: (RuntimeSandboxStatus | undefined)[]): Promise<void> {
+    const podDirs = new Map<string, string>();
+    for (const s of sandboxes) if (s?.podDir) podDirs.set(s.id, s.podDir);
+    const anyPodDir = podDirs.values().next().value;
+    await Promise.all(
+      statuses.map(async (status, i) => {
+        if (!status || status.specJSON !== undefined || !status.hash) return;
+        const podDir = podDirs.get(containers[i]!.podSandboxId) ?? anyPodDir;
+        const spec = podDir ? await this.specCopies.read(podDir, status.name, status.hash) : undefined;
+        if (spec === undefined) return;
+        status.specJSON = spec;
+        status.image = specImage(spec) || status.image;
+      }),
+    );
   }
 
   private async sandboxStatus(sandbox: T.PodSandbox): Promise<RuntimeSandboxStatus | undefined> {
@@ -196,6 +220,7 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
     restartCount: Number(annotations[L.CONTAINER_RESTART_COUNT_ANNOTATION] ?? 0) || 0,
     reason: status?.reason || undefined,
     message: status?.message || undefined,
+    // Containers made with a pod directory carry no copy: PodStatusReader reads it from there.
     specJSON: annotations[L.CONTAINER_SPEC_ANNOTATION],
     ...(status?.resources?.linux
       ? {
@@ -214,7 +239,7 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
   };
 }
 
-/** The image as the pod spec named it, from the spec copy in the container's annotations. */
+/** The image as the pod spec named it, from the container's spec copy. */
 function specImage(specJSON: string | undefined): string | undefined {
   if (!specJSON) return undefined;
   try {

@@ -15,7 +15,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /**
  * Names the fields that changed a container's hash: the running container's
- * spec copy (annotation io.podctl.container.spec) against the spec now. Lists
+ * spec copy (spec-copy.ts) against the spec now. Lists
  * of named objects (env, ports, volumeMounts) are matched by name, other
  * lists compared whole. Undefined when the running container has no copy.
  */

@@ -4,6 +4,7 @@ import type { ImageService, RuntimeService } from '../cri/client.js';
 import type * as T from '../cri/types.js';
 import * as L from '../kuberuntime/labels.js';
 import { PodStatusReader } from '../kuberuntime/pod-status.js';
+import { withPodSpecCopy } from '../kuberuntime/spec-copy.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { getFromStatusSocket } from '../status/client.js';
 import { generatePodStatus, type WaitingReason } from '../status/generate.js';
@@ -64,8 +65,9 @@ function podLabels(labels: Record<string, string>): Record<string, string> | und
 }
 
 /**
- * The pod spec as recorded on its newest sandbox; for sandboxes made before
- * the copy existed, rebuilt from each container's spec annotation.
+ * The pod spec as recorded for its newest sandbox (its annotation, or the pod-directory copy
+ * sandboxesByPod put there); for sandboxes made before the copy existed, rebuilt from each
+ * container's spec copy.
  */
 export function specFromRuntime(sandbox: T.PodSandbox | undefined, runtime: RuntimePodStatus): IPodSpec {
   const recorded = parseJSON<IPodSpec>(sandbox?.annotations[L.POD_SPEC_ANNOTATION]);
@@ -123,7 +125,7 @@ export function podFromRuntime(
   if (ephemeral.length) spec.ephemeralContainers = ephemeral;
   const annotations = { ...(sandbox?.annotations ?? {}) };
   delete annotations[L.POD_SPEC_ANNOTATION];
-  for (const k of L.RECORDED_PATH_ANNOTATIONS) delete annotations[k];
+  for (const k of L.RECORDED_ANNOTATIONS) delete annotations[k];
   const oldest = runtime.sandboxes.at(-1)?.createdAt;
   const pod: IPod = {
     apiVersion: 'v1',
@@ -222,6 +224,8 @@ export class PodView {
       byUid.set(uid, [...(byUid.get(uid) ?? []), s]);
     }
     for (const list of byUid.values()) list.sort((a, b) => b.createdAt - a.createdAt);
+    // The newest sandbox is the one whose spec copy the views read: from the pod directory when it is kept there.
+    await Promise.all([...byUid.values()].map(async (list) => (list[0] = await withPodSpecCopy(list[0]!, this.statusReader.specCopies))));
     return byUid;
   }
 
