@@ -4,6 +4,8 @@ import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
 import type { Plan } from '../core/plan.js';
 import { AgentClient, AgentRequestError } from '../core/node/client.js';
+import { manifestRefusal } from './handover.js';
+import { noPodFound, printWarnings, readManifestArgs } from './manifest-args.js';
 import { renderPlan } from './render.js';
 import { clientFor, resolveFromFlags, type GlobalFlags } from './runtime.js';
 
@@ -65,13 +67,44 @@ export async function planByAgent(pods: IPod[], rootDir: string, runtimeEndpoint
 }
 
 /**
+ * `podctl plan PATHS`: the manifests read, handed as they are to the agent on the root dir when it
+ * reads the same runtime: it reads them as this command would (the same problems and warnings) and
+ * plans them, and this process loads neither the API validators nor gRPC. Else they are read and
+ * validated here, and planned by planAndPrint. The exit code.
+ */
+export async function planManifestsAndPrint(paths: string[], flags: GlobalFlags & { 'root-dir': string; 'node-name': string }, opts: { prune: boolean; output: string; log: (text: string) => void }): Promise<number> {
+  const read = await readManifestArgs(paths);
+  const endpoints = await resolveFromFlags(flags);
+  let agentAnswers = true;
+  const answer = await new AgentClient(flags['root-dir']).planManifests({ manifests: read, nodeName: flags['node-name'], prune: opts.prune }).catch((err: unknown) => {
+    if (err instanceof AgentRequestError && err.status === 400) throw manifestRefusal(err, paths);
+    // No agent (no socket, nobody listening) or one that failed: the runtime is read here.
+    agentAnswers = err instanceof AgentRequestError;
+    return undefined;
+  });
+  if (answer?.runtimeEndpoint === endpoints.runtime.endpoint) {
+    printWarnings(answer.warnings);
+    if (answer.pods === 0) throw noPodFound(paths);
+    return printPlanAnswer(answer.plan, opts);
+  }
+  const { podsFromManifests } = await import('./manifests.js');
+  const set = podsFromManifests(read, paths, flags['node-name']);
+  // An agent on another runtime has answered already; an older one may still plan pods (POST /v1/plan).
+  return planAndPrint(
+    set.pods.map((p) => p.pod),
+    flags,
+    { ...opts, askAgent: agentAnswers && !answer },
+  );
+}
+
+/**
  * Plans the pods and prints the plan; the exit code. An agent on the root dir that reads the same
  * runtime plans them (it reads the runtime already, and this process loads no gRPC); else the
  * runtime is read here, with the UIDs of the pods the agent keeps.
  */
-export async function planAndPrint(pods: IPod[], flags: GlobalFlags & { 'root-dir': string }, opts: { prune: boolean; output: string; log: (text: string) => void }): Promise<number> {
+export async function planAndPrint(pods: IPod[], flags: GlobalFlags & { 'root-dir': string }, opts: { prune: boolean; output: string; log: (text: string) => void; askAgent?: boolean }): Promise<number> {
   const endpoints = await resolveFromFlags(flags);
-  const byAgent = await planByAgent(pods, flags['root-dir'], endpoints.runtime.endpoint, opts.prune);
+  const byAgent = opts.askAgent === false ? undefined : await planByAgent(pods, flags['root-dir'], endpoints.runtime.endpoint, opts.prune);
   if (byAgent) return printPlanAnswer(byAgent, opts);
   const { client } = await clientFor(endpoints);
   try {

@@ -29,7 +29,11 @@ export async function detachPods(log: (line: string) => void, agent: AgentClient
     const a = await startAgentInBackground({ rootDir: flags['root-dir'], command: process.execPath, args, env: { ...process.env, PODCTL_AGENT_LOG: log } });
     started = `started the agent (pid ${a.pid}) on ${flags['root-dir']}`;
   }
-  const refs = await agent.apply(texts);
+  return awaitHandedOver(log, agent, await agent.apply(texts), started, flags, waitFor, timeoutMs);
+}
+
+/** --detach once the agent keeps the pods: wait for them as asked, then say where the agent is; `started` says it was started here. */
+export async function awaitHandedOver(log: (line: string) => void, agent: AgentClient, refs: AppliedPodRef[], started: string, flags: { 'root-dir': string }, waitFor: WaitFor, timeoutMs: number): Promise<void> {
   // The agent's pid and log for the last line, asked while the pods start rather than after.
   const agentInfo = agent.info().catch(() => undefined);
   const results = await waitForPods(agent, refs, { waitFor, timeoutMs, clock: realClock });

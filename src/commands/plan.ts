@@ -1,7 +1,6 @@
 import { Args, Errors, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { loadPodsFromArgs } from '../cli/manifests.js';
-import { asPlanError, planAndPrint, planFlags } from '../cli/plan.js';
+import { asPlanError, planFlags, planManifestsAndPrint } from '../cli/plan.js';
 import { nodeNameFlag, podViewFlags } from '../cli/pod-flags.js';
 
 export class Plan extends PodctlCommand {
@@ -33,12 +32,7 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
   async run(): Promise<void> {
     const code = await asPlanError(async () => {
       const { argv, flags } = await this.parse(Plan);
-      const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
-      return planAndPrint(
-        set.pods.map((p) => p.pod),
-        flags,
-        { prune: flags.prune, output: flags.output, log: (t) => this.log(t) },
-      );
+      return planManifestsAndPrint(argv as string[], flags, { prune: flags.prune, output: flags.output, log: (t) => this.log(t) });
     });
     if (code !== 0) this.exit(code);
   }

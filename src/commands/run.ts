@@ -1,9 +1,10 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { admitPods, loadPodsFromArgs } from '../cli/manifests.js';
+import { handManifestsOver } from '../cli/handover.js';
+import { readManifestArgs, textsOf } from '../cli/manifest-args.js';
 import { agentArgs, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
 import { planAndPrint, planFlags } from '../cli/plan.js';
-import { detachPods, handOverUntilSignal, runUntilSignal } from '../cli/run.js';
+import { awaitHandedOver, detachPods, handOverUntilSignal, runUntilSignal } from '../cli/run.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 import { AgentClient } from '../core/node/client.js';
@@ -47,8 +48,20 @@ Manifests are validated first: an invalid one hands nothing over.`;
 
   async run(): Promise<void> {
     const { argv, flags, metadata } = await this.withKubeletConfig(await this.parse(Run));
-    const texts: { file: string; text: string }[] = [];
-    const set = await loadPodsFromArgs(argv as string[], flags['node-name'], texts);
+    const paths = argv as string[];
+    const read = await readManifestArgs(paths);
+    const agent = new AgentClient(flags['root-dir']);
+    // An agent already on the root dir reads, validates and admits the manifests itself: this process loads no validator.
+    // With a flag in error, the manifests are read here first, so that their problems are said first, as always.
+    const validTimeout = flags.detach && !flags['dry-run'] ? orUndefined(() => parseDuration(flags.timeout, '--timeout')) : undefined;
+    const node = validTimeout === undefined ? undefined : orUndefined(() => nodeInfoFromFlags(flags));
+    if (validTimeout !== undefined && node) {
+      const refs = await handManifestsOver(agent, read, paths, { nodeName: flags['node-name'], allowPrivileged: flags['allow-privileged'], node });
+      if (refs) return awaitHandedOver((l) => this.log(l), agent, refs, '', flags, flags.wait as WaitFor, validTimeout);
+    }
+    const { admitPods, podsFromManifests } = await import('../cli/manifests.js');
+    const set = podsFromManifests(read, paths, flags['node-name']);
+    const texts = textsOf(read);
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
     if (flags['dry-run']) {
       const code = await planAndPrint(admitPods(set.pods.map((p) => p.pod)).admitted, flags, { prune: flags.prune, output: 'text', log: (t) => this.log(t) });
@@ -60,9 +73,17 @@ Manifests are validated first: an invalid one hands nothing over.`;
     if (flags.detach && rejected.length) throw new PodctlError(`${rejected.length} pod(s) rejected at admission; nothing was handed to the agent`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 
-    const agent = new AgentClient(flags['root-dir']);
     if (flags.detach) return detachPods((l) => this.log(l), agent, texts, flags, flags.wait as WaitFor, timeoutMs, agentArgs(flags, metadata, { also: ['pleg-relist-period', 'runtime-endpoint', 'image-endpoint'] }));
     if (await agent.running()) return handOverUntilSignal((l) => this.log(l), agent, texts, flags);
     return runUntilSignal((l) => this.log(l), admitted, { configMaps: set.configMaps, secrets: set.secrets, runtimeClasses: set.runtimeClasses }, flags);
+  }
+}
+
+/** What fn returns, or undefined when it throws (a usage error, said again where it always was). */
+function orUndefined<T>(fn: () => T): T | undefined {
+  try {
+    return fn();
+  } catch {
+    return undefined;
   }
 }

@@ -3,6 +3,7 @@ import { arch, cpus, platform, totalmem } from 'node:os';
 import type { IContainer, INodeSelectorRequirement, INodeSelectorTerm, IPod } from 'kubernetes-models/v1';
 import { PodctlError } from './errors.js';
 import { bytes, milliCPU } from './util/quantity.js';
+import { podKey } from './util/pod-key.js';
 
 /** cpu in millicores, the rest in bytes or a count: the kubelet's Resource. */
 export interface NodeResources {
@@ -208,4 +209,50 @@ export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResu
     }
   }
   return { admit: true };
+}
+
+/**
+ * The kubelet's admission, for what one node can check before running
+ * anything: privileged containers need --allow-privileged, a pod a running
+ * watch keeps is left to it, and, given the node, the GeneralPredicates
+ * (node affinity, host ports, resources: src/core/admission.ts). Without the
+ * node (plans), only host ports are checked.
+ */
+export function admitPods(
+  pods: IPod[],
+  opts: { allowPrivileged?: boolean; keptByWatch?: { pods: Set<string>; rootDir: string }; node?: NodeInfo } = {},
+): { admitted: IPod[]; rejected: { pod: IPod; reason: string; message: string }[] } {
+  const claimed = new Map<string, string>();
+  const admitted: IPod[] = [];
+  const rejected: { pod: IPod; reason: string; message: string }[] = [];
+  for (const pod of pods) {
+    const name = podKey(pod);
+    if (opts.keptByWatch?.pods.has(name)) {
+      rejected.push({ pod, reason: 'KeptByWatch', message: `the watch on ${opts.keptByWatch.rootDir} keeps this pod; change its manifest there, or stop that watch first` });
+      continue;
+    }
+    const privileged = [...(pod.spec!.initContainers ?? []), ...pod.spec!.containers].find((c) => c.securityContext?.privileged);
+    if (privileged && !opts.allowPrivileged) {
+      rejected.push({ pod, reason: 'Forbidden', message: `container ${privileged.name} is privileged; pass --allow-privileged to run privileged containers` });
+      continue;
+    }
+    if (opts.node) {
+      const result = admitPod(pod, admitted, opts.node);
+      if (!result.admit) {
+        rejected.push({ pod, reason: result.reason, message: `${result.reason}: ${result.message}` });
+        continue;
+      }
+      admitted.push(pod);
+      continue;
+    }
+    const ports = pod.spec!.containers.flatMap((c) => (c.ports ?? []).filter((p) => p.hostPort).map((p) => `${p.protocol ?? 'TCP'}/${p.hostIP ?? '0.0.0.0'}:${p.hostPort}`));
+    const conflict = ports.find((p) => claimed.has(p));
+    if (conflict) {
+      rejected.push({ pod, reason: 'NodePorts', message: `host port ${conflict} is already claimed by pod ${claimed.get(conflict)}` });
+      continue;
+    }
+    for (const p of ports) claimed.set(p, name);
+    admitted.push(pod);
+  }
+  return { admitted, rejected };
 }

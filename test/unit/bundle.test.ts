@@ -157,6 +157,11 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   assert.ok(loadedAtStart('src/commands/get/pods.ts').includes('src/core/embedded/probe.ts'));
   // plan asks the agent first: reading pod statuses from the runtime (and gRPC) loads only when none answers.
   assert.deepEqual(loadedAtStart('src/commands/plan.ts').filter((f) => /src\/core\/kuberuntime\/(pod-status|config)|src\/core\/cri\/client|cli-table3/.test(f)), []);
+  // plan and run --detach hand the manifests to the agent as read, and it validates them: the API
+  // validators (and the YAML parser) load only when no agent answers.
+  for (const file of ['src/commands/plan.ts', 'src/commands/run.ts']) {
+    assert.deepEqual(loadedAtStart(file).filter((f) => /kubernetes-models\/_schemas|@kubernetes-models\/validate|js-yaml|src\/core\/pod\/(validate|load)\.ts/.test(f)), [], file);
+  }
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use.
   assert.ok(loadedAtStart('src/core/cri/client.ts').some((f) => f.includes('@grpc/grpc-js')));
 });

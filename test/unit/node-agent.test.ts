@@ -1,6 +1,6 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import type { IPod } from 'kubernetes-models/v1';
@@ -11,7 +11,11 @@ import { AgentClient, AgentRequestError } from '../../src/core/node/client.js';
 import { StandaloneNode } from '../../src/core/node/node.js';
 import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
 import { planPods, withKeptUIDs } from '../../src/core/plan.js';
-import { parseManifestText } from '../../src/core/pod/index.js';
+import { loadManifests, ManifestError, parseManifestText, readManifests } from '../../src/core/pod/index.js';
+import { manifestRefusal } from '../../src/cli/handover.js';
+import { startStatusServer } from '../../src/core/status/server.js';
+import { Metrics } from '../../src/core/metrics.js';
+import type { NodeInfo } from '../../src/core/admission.js';
 import { appliedDir } from '../../src/core/node/paths.js';
 import { podProgress } from '../../src/core/node/wait.js';
 import { scratchDir } from '../support/e2e.js';
@@ -215,6 +219,95 @@ describe('the node agent on the fake runtime', () => {
 
     await assert.rejects(agent.plan([{ metadata: { name: 'x' } } as IPod], false), (err: AgentRequestError) => err.status === 400 && /metadata\.uid/.test(err.message));
     assert.equal(writes(), before, 'planning wrote nothing to the runtime');
+  });
+
+  /** Manifest files in a directory of their own; their paths as a user names them. */
+  function manifestFiles(files: Record<string, string>): (name: string) => string {
+    const dir = join(dirs.dir, 'manifests');
+    mkdirSync(dir, { recursive: true });
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    return (name) => join(dir, name);
+  }
+  /** What loading the paths here, as a command does without an agent, rejects with. */
+  const loadError = (paths: string[]) => loadManifests(paths, { nodeName: 'unit' }).then(() => assert.fail('loaded'), (err: unknown) => err as ManifestError);
+
+  test('POST /v1/manifests/plan: the agent reads the manifests as the command would (same pods, UIDs, warnings and problems) and plans them', async () => {
+    await startNode(true);
+    const path = manifestFiles({
+      'web.yaml': `${podText('web', ['sleep', '3600'])}  schedulerName: other\n`,
+      'bad.yaml': `${podText('bad', ['sleep', '1']).replace('image: busybox:1.36', 'image: ""')}---\nkind: Pod\n`,
+      'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n',
+    });
+    const agent = new AgentClient(join(dirs.dir, 'root'));
+    const ask = async (paths: string[]) => agent.planManifests({ manifests: await readManifests(paths, {}), nodeName: 'unit', prune: false });
+
+    const answer = (await ask([path('web.yaml')]))!;
+    const set = await loadManifests([path('web.yaml')], { nodeName: 'unit' });
+    assert.deepEqual(answer.warnings, set.warnings);
+    assert.ok(answer.warnings.some((w) => w.field === 'spec.schedulerName'), 'a warning comes back');
+    assert.equal(answer.pods, 1);
+    const direct = await planPods({ runtime: client, images: client, statusReader: new PodStatusReader({ runtime: client, clock }) }, set.pods.map((p) => p.pod), { now: clock.now() });
+    assert.deepEqual(answer.plan, direct);
+    assert.equal(answer.plan.pods[0]!.uid, set.pods[0]!.pod.metadata!.uid, 'the UID of the file as the command would give it');
+
+    // Problems, a missing file among them: the command's own ManifestError, message, hint and exit code alike.
+    const paths = [path('bad.yaml'), join(dirs.dir, 'manifests', 'missing.yaml'), path('web.yaml')];
+    const refused = await ask(paths).then(() => assert.fail('planned'), (err: unknown) => manifestRefusal(err, paths));
+    const own = await loadError(paths);
+    assert.ok(refused instanceof ManifestError);
+    assert.equal(refused.describe(), own.describe());
+    // (Over JSON: a field left undefined is not there.)
+    assert.deepEqual([refused.problems, refused.warnings, refused.exitCode], JSON.parse(JSON.stringify([own.problems, own.warnings, own.exitCode])));
+
+    assert.equal((await ask([path('cm.yaml')]))!.pods, 0, 'no pod: the command says so');
+    await assert.rejects(agent.planManifests({ manifests: { entries: [{ text: 1 }] }, nodeName: 'unit', prune: false } as never), (err: AgentRequestError) => err.status === 400);
+  });
+
+  test('POST /v1/manifests/apply: the agent admits the pods with the command\'s settings (403 naming each pod rejected, nothing handed over), else keeps them', async () => {
+    const node = await startNode(true);
+    const path = manifestFiles({
+      'priv.yaml': podText('priv', ['sleep', '3600']).replace('command:', 'securityContext: {privileged: true}, command:'),
+      'web.yaml': podText('web', ['sleep', '3600']),
+      'bad.yaml': podText('bad', ['sleep', '1']).replace('image: busybox:1.36', 'image: ""'),
+    });
+    const agent = new AgentClient(join(dirs.dir, 'root'));
+    const roomy: NodeInfo = { name: 'unit', labels: {}, allocatable: { cpu: 4000, memory: 8 << 30, 'ephemeral-storage': 100 << 30, pods: 110 } };
+    const apply = async (paths: string[], allowPrivileged: boolean, node: NodeInfo = roomy) =>
+      agent.applyManifests({ manifests: await readManifests(paths, {}), nodeName: 'unit', admission: { allowPrivileged, node } });
+    const applied = () => readdirSync(appliedDir(join(dirs.dir, 'root')));
+
+    await assert.rejects(apply([path('priv.yaml'), path('web.yaml')], false), (err: AgentRequestError) => {
+      assert.equal(err.status, 403);
+      assert.equal(err.message, '1 pod(s) rejected at admission; nothing was handed to the agent');
+      assert.deepEqual(err.details.rejected, [{ pod: 'default/priv', reason: 'Forbidden', message: 'container app is privileged; pass --allow-privileged to run privileged containers' }]);
+      return true;
+    });
+    const full: NodeInfo = { ...roomy, allocatable: { ...roomy.allocatable, pods: 0 } };
+    await assert.rejects(apply([path('web.yaml')], false, full), (err: AgentRequestError) => err.status === 403 && /OutOfpods/.test(String((err.details.rejected as { message: string }[])[0]!.message)));
+    const bad = [path('bad.yaml')];
+    const refused = await apply(bad, false).then(() => assert.fail('applied'), (err: unknown) => manifestRefusal(err, bad));
+    assert.equal((refused as ManifestError).describe(), (await loadError(bad)).describe());
+    assert.deepEqual(applied(), [], 'nothing refused was handed over');
+
+    const answer = (await apply([path('priv.yaml'), path('web.yaml')], true))!;
+    assert.deepEqual(answer.pods.map((p) => p.name), ['priv', 'web']);
+    assert.deepEqual(answer.warnings, []);
+    assert.deepEqual(applied(), ['default_priv.yaml', 'default_web.yaml']);
+    assert.match(readFileSync(join(appliedDir(join(dirs.dir, 'root')), 'default_web.yaml'), 'utf8'), new RegExp(`handed to the podctl agent from ${path('web.yaml')}`));
+    await until(clock, 'web running', () => running(node, 'web'));
+  });
+
+  test('POST /v1/manifests/*: an agent without the routes (an older one) is no answer, and the command reads the manifests itself', async () => {
+    const socket = join(dirs.dir, 'older.sock');
+    const server = await startStatusServer(socket, { pods: () => [], health: () => ({ ok: true, checks: [] }), metrics: new Metrics() });
+    try {
+      const agent = Object.assign(new AgentClient(dirs.dir), { socket });
+      const manifests = await readManifests([], {});
+      assert.equal(await agent.planManifests({ manifests, nodeName: 'unit', prune: false }), undefined);
+      assert.equal(await agent.applyManifests({ manifests, nodeName: 'unit', admission: { allowPrivileged: false, node: { name: 'unit', labels: {}, allocatable: { cpu: 1, memory: 1, 'ephemeral-storage': 1, pods: 1 } } } }), undefined);
+    } finally {
+      server.close();
+    }
   });
 
   test('POST /v1/pods: an invalid manifest is a 400 naming the field, and nothing is handed over', async () => {

@@ -1,6 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs/light.js';
 import { criDescriptor } from './generated/descriptor.js';
+import { criCodecs } from './generated/codecs.js';
+import { rootWithPrebuiltCodecs } from './codecs.js';
 
 /**
  * The CRI's gRPC service definitions, built from the descriptor compiled at
@@ -27,7 +29,9 @@ let constructors: CriClientConstructors | undefined;
 
 export function criServices(): CriServices {
   if (services) return services;
-  const root = protobuf.Root.fromJSON(criDescriptor);
+  // Root.fromJSON, with each message type's functions compiled at build time instead of generated at run
+  // time (constructors, encoders, decoders, converters: 30 to 60 ms of a command's first calls).
+  const root = rootWithPrebuiltCodecs(criDescriptor, criCodecs);
   const define = (name: string): grpc.ServiceDefinition => {
     const service = root.lookupService(`runtime.v1.${name}`);
     const methods: Record<string, grpc.MethodDefinition<object, object>> = {};

@@ -5,12 +5,23 @@ import { unixSocket } from '../status/client.js';
 import type { PlanAnswer } from '../plan.js';
 import type { AppliedPodRef } from './node.js';
 import { agentSocket } from './paths.js';
+import type { NodeInfo } from '../admission.js';
+import type { ManifestProblem } from '../pod/types.js';
+import type { ReadManifests } from '../pod/read.js';
+
+/** Manifests a command hands the agent to read: as it read them (texts and reading problems), for this node name. */
+export interface ManifestsRequest {
+  manifests: ReadManifests;
+  nodeName: string;
+}
 
 /** An answer of the agent that is not a success, with its message (the problems of a refused manifest). */
 export class AgentRequestError extends PodctlError {
   constructor(
     readonly status: number,
     message: string,
+    /** The rest of the agent's answer (a refused manifest's problems and warnings, a refused pod's reasons). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message, { exitCode: status === 400 ? 2 : 1 });
   }
@@ -49,7 +60,10 @@ export class AgentClient {
     } catch {
       parsed = undefined;
     }
-    if (r.status !== 200) throw new AgentRequestError(r.status, (parsed as { message?: string } | undefined)?.message ?? `${method} ${path}: HTTP ${r.status}: ${r.body.trim()}`);
+    if (r.status !== 200) {
+      const answer = parsed !== null && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
+      throw new AgentRequestError(r.status, typeof answer.message === 'string' ? answer.message : `${method} ${path}: HTTP ${r.status}: ${r.body.trim()}`, answer);
+    }
     return parsed as T;
   }
 
@@ -79,6 +93,34 @@ export class AgentClient {
   /** The agent's plan of these pods (validated and defaulted) against its runtime; nothing changes. */
   plan(pods: IPod[], prune: boolean): Promise<PlanAnswer> {
     return this.json<PlanAnswer>('POST', '/v1/plan', { body: JSON.stringify({ pods, prune }), timeoutMs: 30_000 });
+  }
+
+  /**
+   * POST /v1/manifests/plan: the agent reads the manifests as the command would (the same problems,
+   * 400 with them), and plans their pods against its runtime. Undefined from an agent without the
+   * route (an older one): the caller reads the manifests itself.
+   */
+  planManifests(request: ManifestsRequest & { prune: boolean }): Promise<(PlanAnswer & { pods: number; warnings: ManifestProblem[] }) | undefined> {
+    return this.olderAgentUndefined(this.json('POST', '/v1/manifests/plan', { body: JSON.stringify(request), timeoutMs: 30_000 }));
+  }
+
+  /**
+   * POST /v1/manifests/apply: the agent reads the manifests as the command would (400 with the same
+   * problems), admits their pods as the command asks (403 with the pods rejected) and keeps them, all
+   * or nothing. Undefined from an agent without the route (an older one).
+   */
+  applyManifests(request: ManifestsRequest & { admission: { allowPrivileged: boolean; node: NodeInfo } }): Promise<{ pods: AppliedPodRef[]; warnings: ManifestProblem[] } | undefined> {
+    return this.olderAgentUndefined(this.json('POST', '/v1/manifests/apply', { body: JSON.stringify(request), timeoutMs: 30_000 }));
+  }
+
+  private async olderAgentUndefined<T>(answer: Promise<T>): Promise<T | undefined> {
+    try {
+      return await answer;
+    } catch (err) {
+      // An agent from before the route answers 405 (a POST it does not take) or 404.
+      if (err instanceof AgentRequestError && (err.status === 404 || err.status === 405)) return undefined;
+      throw err;
+    }
   }
 
   /** Hands manifests to the agent; the pods it now keeps (a refused manifest changes nothing). */

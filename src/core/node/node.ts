@@ -1,4 +1,4 @@
-import type { NodeInfo } from '../admission.js';
+import { admitPods, type NodeInfo } from '../admission.js';
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import type { SourceObjects } from '../objects.js';
 import type { Pleg } from '../pleg/evented.js';
 import type { PodLifecycleEvent } from '../pleg/generic.js';
 import { planPods, withKeptUIDs, type PlanAnswer } from '../plan.js';
-import { formatProblem } from '../pod/index.js';
+import { formatProblem, ManifestError, manifestSetFromTexts, type ManifestProblem, type ManifestSet, type ReadManifests } from '../pod/index.js';
 import { PodView, type PodQuery, type PodViewAnswer } from '../podview/index.js';
 import { ApiError, startStatusServer, type PodWatchEvent } from '../status/server.js';
 import { StatusManager } from '../status/manager.js';
@@ -25,7 +25,7 @@ import { AppliedSource, splitApplied } from './applied.js';
 import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
 import { wireNode } from './wire.js';
 import type { PlegKind } from '../pleg/select.js';
-import { podMeta } from '../util/pod-key.js';
+import { podKey, podMeta } from '../util/pod-key.js';
 
 /** What the node says as it runs (the commands print these; the agent's log is their output). */
 export interface NodeHooks {
@@ -260,6 +260,8 @@ export class StandaloneNode {
         agent: () => this.info(),
         view: (q) => this.view(q),
         plan: (body) => this.plan(body),
+        planManifests: (body) => this.planManifests(body),
+        applyManifests: (body) => this.applyManifests(body),
         watchPods: (listener) => this.watchPods(listener),
         apply: (body, contentType) => this.applyBody(body, contentType),
         remove: (namespace, name, grace) => this.delete(namespace, name, grace),
@@ -323,6 +325,52 @@ export class StandaloneNode {
     const pods = withKeptUIDs(req.pods, this.pods());
     const cri = { runtime: this.opts.runtime, images: this.opts.images, statusReader: this.kubelet.runtimeManager.statusReader };
     return { runtimeEndpoint: this.opts.runtime.endpoint, plan: await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now() }) };
+  }
+
+  /**
+   * POST /v1/manifests/plan: manifests a command read and hands over as they are, read here as the
+   * command would have (the same problems, warnings and UIDs), then planned as POST /v1/plan plans
+   * pods. The command then loads neither the API validators nor gRPC.
+   */
+  async planManifests(body: string): Promise<PlanAnswer & { pods: number; warnings: ManifestProblem[] }> {
+    const req = parseRequest(body, 'plan');
+    const set = readSet(req);
+    const pods = withKeptUIDs(
+      set.pods.map((p) => p.pod),
+      this.pods(),
+    );
+    const cri = { runtime: this.opts.runtime, images: this.opts.images, statusReader: this.kubelet.runtimeManager.statusReader };
+    const plan = await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now() });
+    return { runtimeEndpoint: this.opts.runtime.endpoint, plan, pods: set.pods.length, warnings: set.warnings };
+  }
+
+  /**
+   * POST /v1/manifests/apply: manifests a command read, read here as the command would have (400 with
+   * the same problems), their pods admitted with the command's own admission settings (403 naming
+   * each pod refused, and nothing handed over), then kept as POST /v1/pods keeps them.
+   */
+  applyManifests(body: string): Promise<Record<string, unknown>> {
+    const req = parseRequest(body, 'apply');
+    const admission = req.admission as { allowPrivileged?: unknown; node?: NodeInfo } | undefined;
+    if (!admission || typeof admission.node?.name !== 'string' || typeof admission.node.allocatable !== 'object' || admission.node.allocatable === null) {
+      throw new ApiError(400, 'apply: expected "admission": {"allowPrivileged": true|false, "node": {name, labels, allocatable}}');
+    }
+    const set = readSet(req);
+    if (set.pods.length === 0) throw new ApiError(400, 'no Pod found in the manifests', { noPods: true, warnings: set.warnings });
+    const { rejected } = admitPods(
+      set.pods.map((p) => p.pod),
+      { allowPrivileged: admission.allowPrivileged === true, node: admission.node },
+    );
+    if (rejected.length) {
+      throw new ApiError(403, `${rejected.length} pod(s) rejected at admission; nothing was handed to the agent`, {
+        rejected: rejected.map((r) => ({ pod: podKey(r.pod), reason: r.reason, message: r.message })),
+        warnings: set.warnings,
+      });
+    }
+    // The texts as POST /v1/pods takes them: stdin first, then the files by absolute path.
+    const texts = req.manifests.entries.flatMap((e) => ('text' in e ? [{ file: e.kind === 'file' ? e.path : '<stdin>', text: e.text }] : []));
+    const files = [...texts.filter((t) => t.file === '<stdin>'), ...texts.filter((t) => t.file !== '<stdin>')];
+    return Promise.resolve({ apiVersion: 'v1', kind: 'Applied', pods: this.apply(files), warnings: set.warnings });
   }
 
   private withStatus(p: IPod): IPod {
@@ -519,5 +567,42 @@ export class StandaloneNode {
         },
       });
     });
+  }
+}
+
+interface ManifestsBody {
+  manifests: ReadManifests;
+  nodeName: string;
+  prune?: unknown;
+  admission?: unknown;
+}
+
+/** The body of POST /v1/manifests/*: {manifests: {entries: [{kind, path, display, text} | {problem}]}, nodeName, ...}. */
+function parseRequest(body: string, what: string): ManifestsBody {
+  let req: Partial<ManifestsBody> | undefined;
+  try {
+    req = JSON.parse(body) as Partial<ManifestsBody>;
+  } catch {
+    req = undefined;
+  }
+  const entryOK = (e: unknown): boolean => {
+    const x = e as Record<string, unknown> | null;
+    if (typeof x !== 'object' || x === null) return false;
+    if ('problem' in x) return typeof (x.problem as { file?: unknown; message?: unknown } | null)?.message === 'string';
+    return (x.kind === 'file' || x.kind === 'stdin') && typeof x.path === 'string' && typeof x.display === 'string' && typeof x.text === 'string';
+  };
+  if (!req || typeof req.nodeName !== 'string' || !req.nodeName || !Array.isArray(req.manifests?.entries) || !req.manifests.entries.every(entryOK)) {
+    throw new ApiError(400, `${what}: expected {"manifests": {"entries": [{"kind": "file"|"stdin", "path", "display", "text"} | {"problem"}]}, "nodeName"}`);
+  }
+  return req as ManifestsBody;
+}
+
+/** The manifest set of a request, read as the command would have; its problems as a 400 that carries them. */
+function readSet(req: ManifestsBody): ManifestSet {
+  try {
+    return manifestSetFromTexts(req.manifests, { nodeName: req.nodeName });
+  } catch (err) {
+    if (err instanceof ManifestError) throw new ApiError(400, err.message, { problems: err.problems, warnings: err.warnings });
+    throw err;
   }
 }

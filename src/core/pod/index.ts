@@ -5,10 +5,8 @@ export { isDNS1123Label, isDNS1123Subdomain } from './names.js';
 export { isImageReference, unknownFields, validateDocument } from './validate.js';
 export {
   loadManifests,
+  manifestSetFromTexts,
   parseManifestText,
-  formatProblem,
-  isManifestFileName,
-  ManifestError,
   CONFIG_FILE_ANNOTATION,
   CONFIG_HASH_ANNOTATION,
   CONFIG_SEEN_ANNOTATION,
@@ -17,4 +15,6 @@ export {
   type ManifestSet,
   type ParsedManifest,
 } from './load.js';
+export { formatProblem, ManifestError } from './problems.js';
+export { isManifestFileName, readManifests, type ManifestText, type ReadManifests } from './read.js';
 export { missingReferences, setLookup, type MissingReference, type ObjectLookup } from './references.js';

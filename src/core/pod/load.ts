@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { extname, join, resolve } from 'node:path';
 import yaml from 'js-yaml';
 import type { IConfigMap, ISecret } from 'kubernetes-models/v1';
-import { PodctlError } from '../errors.js';
 import { canonicalJSON } from '../util/canonical-json.js';
 import { applyPodDefaults } from './defaults.js';
 import type { LoadedPod, ManifestProblem, Pod, PodSource } from './types.js';
@@ -12,6 +9,8 @@ import { staticPodUID } from './uid.js';
 import { POD_FIELDS } from './fields.js';
 import { missingReferences, setLookup } from './references.js';
 import { validateDocument } from './validate.js';
+import { ManifestError } from './problems.js';
+import { readManifests, type ReadManifests } from './read.js';
 import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain } from './names.js';
 import type { RuntimeClassRef } from '../objects.js';
 import { podKey, podMeta } from '../util/pod-key.js';
@@ -111,31 +110,6 @@ export interface ManifestSet {
   warnings: ManifestProblem[];
   /** The files read, absolute. */
   files: string[];
-}
-
-/** Every problem on its own line: file, document, field, what was expected. */
-export function formatProblem(p: ManifestProblem): string {
-  if (p.index < 0) return `${p.file}: ${p.message}`;
-  const what = p.kind ? ` (${p.kind}${p.name ? ` "${p.name}"` : ''})` : '';
-  return `${p.file}: document ${p.index + 1}${what}: ${p.field ? `${p.field}: ` : ''}${p.message}`;
-}
-
-export class ManifestError extends PodctlError {
-  readonly problems: ManifestProblem[];
-  /** Warnings found alongside the errors (podctl validate lists both). */
-  readonly warnings: ManifestProblem[];
-
-  constructor(problems: ManifestProblem[], warnings: ManifestProblem[] = []) {
-    const lines = problems.map(formatProblem);
-    const files = [...new Set(problems.map((p) => p.file))];
-    super(
-      problems.length === 1 ? `${lines[0]}` : `${problems.length} problems in ${files.join(', ')}:\n  ${lines.join('\n  ')}`,
-      { hint: 'nothing was started; fix the manifest and run again', exitCode: 2 },
-    );
-    this.name = 'ManifestError';
-    this.problems = problems;
-    this.warnings = warnings;
-  }
 }
 
 const SUPPORTED = new Set(['Pod', 'ConfigMap', 'Secret', 'RuntimeClass']);
@@ -335,99 +309,39 @@ function finishPod(raw: Pod, source: PodSource, nodeName: string, seen: Date): P
   return pod;
 }
 
-const MANIFEST_EXT = new Set(['.yaml', '.yml', '.json']);
-
-/** The kubelet's file source rules: no hidden files, no editor leftovers. */
-export function isManifestFileName(name: string): boolean {
-  if (name.startsWith('.') || name.endsWith('~') || (name.startsWith('#') && name.endsWith('#'))) return false;
-  if (name.endsWith('.swp') || name.endsWith('.swx')) return false;
-  return MANIFEST_EXT.has(extname(name).toLowerCase());
-}
-
-function errnoWords(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code;
-  switch (code) {
-    case 'ENOENT':
-      return 'no such file or directory';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'ELOOP':
-      return 'too many levels of symbolic links';
-    case 'EISDIR':
-      return 'is a directory';
-    default:
-      return (err as Error).message;
-  }
-}
-
-/** The files a path names: itself, or the manifest files directly inside a directory, sorted. */
-async function expand(path: string, problems: ManifestProblem[]): Promise<{ abs: string; display: string }[]> {
-  let st;
-  try {
-    st = await stat(path);
-  } catch (err) {
-    problems.push({ file: path, index: -1, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
-    return [];
-  }
-  if (!st.isDirectory()) return [{ abs: resolve(path), display: path }];
-  let names: string[];
-  try {
-    names = await readdir(path);
-  } catch (err) {
-    problems.push({ file: path, index: -1, field: '', message: `cannot list directory: ${errnoWords(err)}`, severity: 'error' });
-    return [];
-  }
-  const files = names.filter(isManifestFileName).sort();
-  if (files.length === 0) {
-    problems.push({ file: path, index: -1, field: '', message: 'the directory has no manifest files (.yaml, .yml or .json)', severity: 'error' });
-  }
-  const out: { abs: string; display: string }[] = [];
-  for (const name of files) {
-    const full = join(path, name);
-    try {
-      if ((await stat(full)).isFile()) out.push({ abs: resolve(full), display: full });
-    } catch (err) {
-      problems.push({ file: full, index: -1, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
-    }
-  }
-  return out;
-}
-
 /**
  * Loads every manifest the paths name. All problems of all files are
  * collected; if any is an error, nothing is returned (ManifestError), so no
  * pod of an invalid set is ever started.
  */
 export async function loadManifests(paths: string[], opts: LoadOptions): Promise<ManifestSet> {
+  return manifestSetFromTexts(await readManifests(paths, opts), opts);
+}
+
+/**
+ * The manifest set of texts already read (readManifests): what loadManifests returns for the
+ * same paths, with the same problems. The agent reads the texts a command hands it with this,
+ * so that its answer names the files, documents and fields as the command itself would.
+ */
+export function manifestSetFromTexts(read: ReadManifests, opts: LoadOptions): ManifestSet {
   const problems: ManifestProblem[] = [];
   const set: ManifestSet = { pods: [], configMaps: [], secrets: [], runtimeClasses: [], warnings: [], files: [] };
   const displayOf = new Map<string, string>([['-', '<stdin>']]);
-  const add = (parsed: ParsedManifest) => {
+  for (const t of read.entries) {
+    if ('problem' in t) {
+      problems.push(t.problem);
+      continue;
+    }
+    if (t.kind === 'file') {
+      set.files.push(t.path);
+      displayOf.set(t.path, t.display);
+    }
+    const parsed = parseManifestText(t.text, t, opts);
     set.pods.push(...parsed.pods);
     set.configMaps.push(...parsed.configMaps);
     set.secrets.push(...parsed.secrets);
     set.runtimeClasses.push(...parsed.runtimeClasses);
     problems.push(...parsed.problems);
-  };
-  for (const path of paths) {
-    if (path === '-') {
-      if (!opts.readStdin) throw new PodctlError('reading manifests from stdin (-) is not possible here', { exitCode: 2 });
-      add(parseManifestText(await opts.readStdin(), { kind: 'stdin', path: '-', display: '<stdin>' }, opts));
-      continue;
-    }
-    for (const file of await expand(path, problems)) {
-      let text: string;
-      try {
-        text = await readFile(file.abs, 'utf8');
-      } catch (err) {
-        problems.push({ file: file.display, index: -1, field: '', message: `cannot read: ${errnoWords(err)}`, severity: 'error' });
-        continue;
-      }
-      set.files.push(file.abs);
-      displayOf.set(file.abs, file.display);
-      add(parseManifestText(text, { kind: 'file', path: file.abs, display: file.display }, opts));
-    }
   }
   // Two pods with one namespace/name would fight over one sandbox.
   const byName = new Map<string, LoadedPod>();

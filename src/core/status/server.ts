@@ -41,6 +41,10 @@ export interface StatusSource {
   apply?: (body: string, contentType: string) => Promise<Record<string, unknown>>;
   /** POST /v1/plan: {pods, prune}, pods validated and defaulted by the caller; what SyncPod would do to them, changing nothing. Throws ApiError. */
   plan?: (body: string) => Promise<PlanAnswer>;
+  /** POST /v1/manifests/plan: manifests as a command read them, read and planned here. Throws ApiError (400 with the manifests' problems). */
+  planManifests?: (body: string) => Promise<Record<string, unknown> | PlanAnswer>;
+  /** POST /v1/manifests/apply: manifests as a command read them, read, admitted and kept here. Throws ApiError (400 problems, 403 rejected, 409). */
+  applyManifests?: (body: string) => Promise<Record<string, unknown>>;
   /** POST /v1/pods/NS/NAME/conditions: sets a pod condition (a readiness gate's); the pod. Throws ApiError. */
   setCondition?: (namespace: string, name: string, body: string) => Promise<Record<string, unknown>>;
   /** DELETE /v1/pods/NS/NAME: the agent forgets the pod and terminates it. Throws ApiError. */
@@ -97,7 +101,7 @@ function servePods(req: IncomingMessage, res: ServerResponse, url: URL, source: 
 /**
  * The agent's API on a unix socket private to the user (0600). Versioned under /v1: GET healthz, pods
  * (a v1 PodList; ?watch=1 streams JSON lines), events (a v1 EventList), metrics, agent; POST pods,
- * pods/NS/NAME/conditions and plan;
+ * pods/NS/NAME/conditions, plan, and manifests/plan and manifests/apply (manifests as a command read them);
  * DELETE pods/NS/NAME. The unversioned GET /healthz, /pods, /events and /metrics answer as before.
  */
 export async function startStatusServer(socket: string, source: StatusSource, limits: ServerLimits = {}): Promise<Server> {
@@ -135,6 +139,15 @@ export async function startStatusServer(socket: string, source: StatusSource, li
     if (versioned && req.method === 'POST' && path === '/plan' && source.plan) {
       readBody(req)
         .then((body) => source.plan!(body))
+        .then((r) => json(res, 200, r))
+        .catch((err: unknown) => fail(res, err));
+      return;
+    }
+    const manifests = /^\/manifests\/(plan|apply)$/.exec(path);
+    const onManifests = manifests?.[1] === 'plan' ? source.planManifests : manifests?.[1] === 'apply' ? source.applyManifests : undefined;
+    if (versioned && req.method === 'POST' && onManifests) {
+      readBody(req)
+        .then((body) => onManifests(body))
         .then((r) => json(res, 200, r))
         .catch((err: unknown) => fail(res, err));
       return;
