@@ -20,13 +20,15 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
 const USAGE = `usage: npm run bench [-- --quick] [-- --only NAME[,NAME]]
   --quick   fewer runs and smaller scales (a smoke run of a few minutes)
   --only    run just these: ${Object.keys(BENCHMARKS).join(', ')} (soak, 30 min, runs only when named)
+  --pods N[,N]  scale-fake: only these scales (of 100, 1000, 5000)
+  --pleg generic|auto  scale-fake: only this PLEG's run at 5,000 pods
   --no-report  leave BENCHMARKS.md as it is
   --report-only  regenerate BENCHMARKS.md from bench/results/*.json and exit
 Benchmarks never fail on time: misses are printed as findings.`;
 
-function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: boolean } {
+function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: boolean; pods?: number[]; pleg?: 'generic' | 'auto' } {
   // The soak takes 30 minutes: only when asked for by name.
-  const out = { quick: false, only: Object.keys(BENCHMARKS).filter((n) => n !== 'soak'), report: true };
+  const out: ReturnType<typeof parseArgs> = { quick: false, only: Object.keys(BENCHMARKS).filter((n) => n !== 'soak'), report: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') out.quick = true;
@@ -35,7 +37,16 @@ function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: bo
       console.log(`wrote ${writeReport()}`);
       process.exit(0);
     }
-    else if (a === '--only' || a.startsWith('--only=')) {
+    else if (a === '--pods' || a.startsWith('--pods=')) {
+      const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      const pods = (value ?? '').split(',').filter(Boolean).map(Number);
+      if (pods.length === 0 || pods.some((n) => ![100, 1000, 5000].includes(n))) throw new Error(`--pods: "${value}" is not a list of 100, 1000, 5000`);
+      out.pods = pods;
+    } else if (a === '--pleg' || a.startsWith('--pleg=')) {
+      const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      if (value !== 'generic' && value !== 'auto') throw new Error(`--pleg: "${value}" is neither generic nor auto`);
+      out.pleg = value;
+    } else if (a === '--only' || a.startsWith('--only=')) {
       const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
       const names = (value ?? '').split(',').filter(Boolean);
       const unknown = names.filter((n) => !(n in BENCHMARKS));
@@ -68,7 +79,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
-  const ctx: BenchContext = { quick: args.quick, log };
+  const ctx: BenchContext = { quick: args.quick, log, pods: args.pods, pleg: args.pleg };
   for (const name of args.only) {
     if (interrupted) break;
     log(`\n== ${name}${args.quick ? ' (quick)' : ''}`);

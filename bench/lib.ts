@@ -22,6 +22,9 @@ export const SLEEP_COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait
 export interface BenchContext {
   quick: boolean;
   log: (line: string) => void;
+  /** scale-fake: only these pod counts (--pods), and only this PLEG at 5,000 (--pleg). */
+  pods?: number[];
+  pleg?: 'generic' | 'auto';
 }
 
 export interface Row {
