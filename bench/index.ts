@@ -17,15 +17,16 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
   soak,
 };
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --only NAME[,NAME]] [-- --scales N[,N]]
+const USAGE = `usage: npm run bench [-- --quick] [-- --only NAME[,NAME]] [-- --pods N[,N]] [-- --pleg generic|auto]
   --quick   fewer runs and smaller scales (a smoke run of a few minutes)
-  --scales  scale-fake at these pod counts only (e.g. 5000: the target size, without the smaller runs)
   --only    run just these: ${Object.keys(BENCHMARKS).join(', ')} (soak, 30 min, runs only when named)
+  --pods N[,N]  scale-fake: only these scales (of 100, 1000, 5000)
+  --pleg generic|auto  scale-fake: only this PLEG's run at 5,000 pods
   --no-report  leave BENCHMARKS.md as it is
   --report-only  regenerate BENCHMARKS.md from bench/results/*.json and exit
 Benchmarks never fail on time: misses are printed as findings.`;
 
-function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: boolean; scales?: number[] } {
+function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: boolean; pods?: number[]; pleg?: 'generic' | 'auto' } {
   // The soak takes 30 minutes: only when asked for by name.
   const out: ReturnType<typeof parseArgs> = { quick: false, only: Object.keys(BENCHMARKS).filter((n) => n !== 'soak'), report: true };
   for (let i = 0; i < argv.length; i++) {
@@ -36,17 +37,21 @@ function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: bo
       console.log(`wrote ${writeReport()}`);
       process.exit(0);
     }
-    else if (a === '--only' || a.startsWith('--only=')) {
+    else if (a === '--pods' || a.startsWith('--pods=')) {
+      const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      const pods = (value ?? '').split(',').filter(Boolean).map(Number);
+      if (pods.length === 0 || pods.some((n) => ![100, 1000, 5000].includes(n))) throw new Error(`--pods: "${value}" is not a list of 100, 1000, 5000`);
+      out.pods = pods;
+    } else if (a === '--pleg' || a.startsWith('--pleg=')) {
+      const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
+      if (value !== 'generic' && value !== 'auto') throw new Error(`--pleg: "${value}" is neither generic nor auto`);
+      out.pleg = value;
+    } else if (a === '--only' || a.startsWith('--only=')) {
       const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
       const names = (value ?? '').split(',').filter(Boolean);
       const unknown = names.filter((n) => !(n in BENCHMARKS));
       if (names.length === 0 || unknown.length) throw new Error(`--only: unknown benchmark "${unknown.join(', ') || value}"; expected one or more of ${Object.keys(BENCHMARKS).join(', ')}`);
       out.only = names;
-    } else if (a === '--scales' || a.startsWith('--scales=')) {
-      const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
-      const scales = (value ?? '').split(',').filter(Boolean).map(Number);
-      if (scales.length === 0 || scales.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--scales: expected pod counts such as 5000 or 100,1000, not "${value}"`);
-      out.scales = scales;
     } else if (a === '--help' || a === '-h') {
       console.log(USAGE);
       process.exit(0);
@@ -74,7 +79,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 
-  const ctx: BenchContext = { quick: args.quick, scales: args.scales, log };
+  const ctx: BenchContext = { quick: args.quick, log, pods: args.pods, pleg: args.pleg };
   for (const name of args.only) {
     if (interrupted) break;
     log(`\n== ${name}${args.quick ? ' (quick)' : ''}`);

@@ -21,9 +21,10 @@ export const SLEEP_COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait
 
 export interface BenchContext {
   quick: boolean;
-  /** scale-fake's pod counts, when not its own (--scales). */
-  scales?: number[];
   log: (line: string) => void;
+  /** scale-fake: only these pod counts (--pods), and only this PLEG at 5,000 (--pleg). */
+  pods?: number[];
+  pleg?: 'generic' | 'auto';
 }
 
 export interface Row {

@@ -5,12 +5,14 @@
  * talks to lives in another process). Run with --expose-gc.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { BUSYBOX, SLEEP_COMMAND, benchPod } from './lib.js';
 import { InProcessNode, criClient } from './node.js';
 import { GenericPleg } from '../src/core/pleg/generic.js';
+import { tuneV8ForAgent } from '../src/core/node/v8-tuning.js';
 import type { PlegKind } from '../src/core/pleg/select.js';
 
 export interface WorkerInit {
@@ -55,7 +57,40 @@ export interface ConvergePeak {
   arrayBuffers: number;
 }
 
+/** Where the RSS is: V8's heap spaces (committed and used), and the kernel's anonymous and file-backed parts. */
+export interface MemoryDetail {
+  rss: number;
+  /** RssAnon and RssFile of /proc/self/status (Linux). */
+  rssAnon?: number;
+  rssFile?: number;
+  heapUsed: number;
+  heapTotal: number;
+  arrayBuffers: number;
+  external: number;
+  /** Per V8 heap space: committed (size) and used bytes. */
+  spaces: Record<string, { size: number; used: number }>;
+}
+
+export function memoryDetail(): MemoryDetail {
+  const m = process.memoryUsage();
+  const spaces: MemoryDetail['spaces'] = {};
+  for (const s of getHeapSpaceStatistics()) spaces[s.space_name] = { size: s.space_size, used: s.space_used_size };
+  const out: MemoryDetail = { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, arrayBuffers: m.arrayBuffers, external: m.external, spaces };
+  try {
+    const status = readFileSync('/proc/self/status', 'utf8');
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+    out.rssAnon = kb('RssAnon');
+    out.rssFile = kb('RssFile');
+  } catch {
+    // Not Linux: V8's numbers only.
+  }
+  return out;
+}
+
 export interface MemorySample {
+  /** Before the forced GC, and after it. */
+  detailNoGc?: MemoryDetail;
+  detail?: MemoryDetail;
   /** RSS before the forced GC (the process as it runs). */
   rssNoGc?: number;
   /** The rest: after a forced GC. */
@@ -67,6 +102,8 @@ export interface MemorySample {
 }
 
 const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
+// As `podctl watch` and `podctl agent` set their V8 flags (serveAgent) before their node starts.
+tuneV8ForAgent();
 const calls: Record<string, number> = {};
 const client = criClient(init.endpoint, (c) => void (calls[c.method] = (calls[c.method] ?? 0) + 1));
 let relists: number[] = [];
@@ -134,10 +171,10 @@ function diff(after: Record<string, number>, before: Record<string, number>): Re
 }
 
 function memory(): MemorySample {
-  const rssNoGc = process.memoryUsage.rss();
+  const detailNoGc = memoryDetail();
   (globalThis as { gc?: () => void }).gc?.();
   const m = process.memoryUsage();
-  return { rssNoGc, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+  return { detailNoGc, detail: memoryDetail(), rssNoGc: detailNoGc.rss, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
 }
 
 async function handle(req: WorkerRequest): Promise<unknown> {
@@ -151,9 +188,11 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       const perPod: number[] = [];
       // The high-water marks of convergence (sampled), to tell the V8 heap from buffers and the rest.
       const peak: ConvergePeak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+      const heap = heapProfiler();
       const sample = setInterval(() => {
         const m = process.memoryUsage();
         for (const k of Object.keys(peak) as (keyof typeof peak)[]) peak[k] = Math.max(peak[k], m[k]);
+        heap?.maybeTake(m.heapUsed);
       }, 250);
       let settleMs = 0;
       let convergeMs = 0;
@@ -164,7 +203,9 @@ async function handle(req: WorkerRequest): Promise<unknown> {
         settleMs = await settle(deadline);
       }
       clearInterval(sample);
-      return { ms: convergeMs, perPod, settleMs, rssAfterSettle: process.memoryUsage().rss, peak };
+      await heap?.finish();
+      const settled = memoryDetail();
+      return { ms: convergeMs, perPod, settleMs, rssAfterSettle: settled.rss, settled, peak };
     }
     case 'steady': {
       relists = [];
@@ -200,6 +241,37 @@ async function handle(req: WorkerRequest): Promise<unknown> {
     case 'memory':
       return memory();
   }
+}
+
+/**
+ * With PODCTL_BENCH_HEAP_PROFILE_DIR set, convergence runs under V8's sampling heap profiler: the live
+ * objects by allocation site are written once the V8 heap first holds PODCTL_BENCH_HEAP_PROFILE_AT_MB
+ * (default 250) used, and again once settled (converge-peak.heapprofile, converge-settled.heapprofile).
+ */
+function heapProfiler(): { maybeTake(heapUsed: number): void; finish(): Promise<void> } | undefined {
+  const dir = process.env.PODCTL_BENCH_HEAP_PROFILE_DIR;
+  if (!dir) return undefined;
+  const at = Number(process.env.PODCTL_BENCH_HEAP_PROFILE_AT_MB ?? 250) * 1024 * 1024;
+  const session = new Session();
+  session.connect();
+  const started = session.post('HeapProfiler.enable').then(() => session.post('HeapProfiler.startSampling', { samplingInterval: 32 * 1024 }));
+  let taken: Promise<void> | undefined;
+  const take = async (name: string) => {
+    await started;
+    const { profile } = await session.post('HeapProfiler.getSamplingProfile');
+    writeFileSync(join(dir, `${name}.heapprofile`), JSON.stringify(profile));
+  };
+  return {
+    maybeTake(heapUsed) {
+      if (!taken && heapUsed >= at) taken = take('converge-peak');
+    },
+    async finish() {
+      await taken;
+      await take('converge-settled');
+      await session.post('HeapProfiler.stopSampling');
+      session.disconnect();
+    },
+  };
 }
 
 /** With PODCTL_BENCH_PROFILE_DIR set, each request after convergence is CPU-profiled to <dir>/<cmd>-<n>.cpuprofile. */

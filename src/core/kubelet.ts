@@ -202,6 +202,7 @@ export class Kubelet {
         reopenContainerLog: (id) => opts.runtime.reopenContainerLog(id),
       },
       clock: opts.clock,
+      runningContainers: () => this.runningFromPodCache(logMonitorIntervalMs),
       owns: (c) => this.pods.has(c.labels[POD_UID_LABEL] ?? ''),
       logPathOf: (c) => {
         const pod = this.pods.get(c.labels[POD_UID_LABEL] ?? '');
@@ -483,6 +484,24 @@ export class Kubelet {
       this.observers.forEach((o) => o.onStatus?.({ pod, status, previous }));
     }
     return status;
+  }
+
+  /**
+   * The running containers of this kubelet's pods with their log paths, from the PLEG's pod cache while
+   * it is current (a relist, or an event stream's mark, within maxAgeMs): log rotation then lists
+   * nothing. A container started since is in it once its PLEG event has refreshed its pod.
+   */
+  private runningFromPodCache(maxAgeMs: number): { id: string; path: string }[] | undefined {
+    const cache = this.podCache;
+    if (!cache || this.clock.now() - cache.currentAsOf() >= maxAgeMs) return undefined;
+    const out: { id: string; path: string }[] = [];
+    for (const uid of this.pods.keys()) {
+      const status = cache.get(uid);
+      if (!status) continue;
+      for (const c of status.containers) if (c.state === 'running' && c.logPath) out.push({ id: c.id, path: c.logPath });
+      for (const c of status.ephemeral ?? []) if (c.state === 'running' && c.logPath) out.push({ id: c.id, path: c.logPath });
+    }
+    return out;
   }
 
   /** podctl's sandboxes and containers, as a relist lists them: what the runtime cache holds. */

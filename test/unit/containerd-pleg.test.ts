@@ -7,7 +7,7 @@ import { containerdEventFilters, toContainerdEvent, type ContainerdEvent, type C
 import { CriError } from '../../src/core/cri/errors.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
-import { EVENTED_RELIST_PERIOD_MS, MAX_STREAM_FAILURES } from '../../src/core/pleg/evented.js';
+import { EVENTED_RELIST_PERIOD_MS, GLOBAL_CACHE_UPDATE_PERIOD_MS, MAX_STREAM_FAILURES } from '../../src/core/pleg/evented.js';
 import { AFTER_DELETE_READ_MS, OPEN_GRACE_MS, RECONNECT_INITIAL_MS, REREAD_DELAYS_MS, TASK_DELETE_WAIT_MS } from '../../src/core/pleg/containerd.js';
 import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
 import type { Pleg } from '../../src/core/pleg/evented.js';
@@ -178,6 +178,40 @@ test('containerd-events PLEG: a task exit refreshes its pod and gives one Contai
     // Quiet for 4 minutes: healthy (the threshold is 10 minutes beside a 300 s relist, not the generic 3).
     t.clock.advance(4 * 60_000);
     assert.equal(t.pleg.healthy().ok, true, t.pleg.healthy().message);
+  } finally {
+    await t.cleanup();
+  }
+});
+
+test('containerd-events PLEG: while its stream is up and no event is being handled, the pod cache is marked current every 5 s (updateGlobalCache), so a resync reads no runtime', async () => {
+  const t = await setup();
+  try {
+    const { app } = await startWithPod(t);
+    t.events.send({ topic: '/tasks/start', containerId: app });
+    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
+    await until('the running container cached', () => t.pleg.cache.get(uid)?.containers.find((c) => c.state === 'running'));
+    await turns();
+    // The pod synced after its last refresh: without a newer cache its next sync reads the runtime.
+    t.clock.advance(1000);
+    await t.kubelet.syncPod(pod, 'sync');
+    const syncedAt = t.clock.now();
+    t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
+    assert.ok(t.pleg.cache.freshness(uid)! > syncedAt, 'marked current by a tick after the sync');
+    t.fake.resetCalls();
+    await t.kubelet.syncPod(pod, 'sync');
+    assert.deepEqual(t.fake.calls(), {}, 'the resync used the cache');
+    // An event still being handled (a container new to the PLEG, looked up in the CRI): its pod may not be
+    // in the cache yet, so no tick marks the cache current until that handling is over.
+    t.fake.hang('ContainerStatus');
+    t.events.send({ topic: '/tasks/start', containerId: 'new-container' });
+    await turns();
+    const before = t.pleg.cache.freshness(uid)!;
+    t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
+    assert.equal(t.pleg.cache.freshness(uid), before, 'not marked while an event is being handled');
+    t.fake.unhang('ContainerStatus');
+    await turns();
+    t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
+    assert.ok(t.pleg.cache.freshness(uid)! > before, 'marked again once it is handled');
   } finally {
     await t.cleanup();
   }

@@ -5,6 +5,10 @@ import { RuntimeCache } from '../../src/core/container/runtime-cache.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { startFake, stopFake } from '../support/fake-runtime.js';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { parseManifestText } from '../../src/core/pod/index.js';
 
 const podLabels = (i: number) => ({ 'io.kubernetes.pod.name': `p${i}`, 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': `uid-${i}`, [MANAGED_BY_LABEL]: 'podctl', [AGENT_LABEL]: 'watch' });
 
@@ -103,7 +107,7 @@ test('event-driven, the runtime cache keeps a caller\'s complete lists for a min
   }
 });
 
-test("log rotation's running containers come from the runtime cache while it is fresh, not a list of its own", async () => {
+test("log rotation's running containers come from the PLEG's caches while they are current, not a list of its own", async () => {
   const f = await startFake();
   const { fake, client } = f;
   try {
@@ -115,7 +119,7 @@ test("log rotation's running containers come from the runtime cache while it is 
     fake.resetCalls();
     await kubelet.containerLogs.rotateLogs();
     assert.equal(fake.calls().ListContainers ?? 0, 0, "the relist's lists of a moment ago");
-    clock.advance(3000);
+    clock.advance(10_000);
     await kubelet.containerLogs.rotateLogs();
     assert.equal(fake.calls().ListContainers, 1, 'stale: listed');
   } finally {
@@ -144,6 +148,37 @@ test('event-driven, log rotation takes the runtime cache only while it is younge
     const cached = await kubelet.runtimeCache.get(async () => assert.fail('the list just made is cached'));
     assert.equal(cached.containers.length, 2, 'the new container is in the lists rotation saw');
   } finally {
+    await stopFake(f);
+  }
+});
+
+test("log rotation takes the running containers and their log paths from the PLEG's pod cache while it is current: no list, no ContainerStatus", async () => {
+  const f = await startFake();
+  const { fake, client } = f;
+  const logs = mkdtempSync(join(tmpdir(), 'podctl-rotation-'));
+  try {
+    const clock = new FakeClock();
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs, nodeName: 'unit', agent: 'watch', containerLogs: { maxSizeBytes: 100, monitorIntervalMs: 10_000 } });
+    const pleg = kubelet.createPleg();
+    const pod = parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: chatty, namespace: default}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "9"]}\n', { kind: 'file', path: '/chatty.yaml' }, { nodeName: 'unit' }).pods[0]!.pod;
+    kubelet.addOrUpdatePod(pod);
+    await kubelet.workers.waitIdle();
+    await pleg.relist();
+    const path = pleg.cache.get(pod.metadata!.uid!)?.containers.find((c) => c.state === 'running')?.logPath;
+    assert.ok(path, 'the pod cache knows the running container and its log path');
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, 'x'.repeat(200));
+    // The relist's lists are stale (3 s); an event stream has marked the pod cache current since.
+    clock.advance(5000);
+    pleg.markCacheCurrent(clock.now());
+    fake.resetCalls();
+    const rotated = await kubelet.containerLogs.rotateLogs();
+    assert.deepEqual(rotated, [path]);
+    assert.deepEqual([fake.calls().ListContainers ?? 0, fake.calls().ContainerStatus ?? 0, fake.calls().ReopenContainerLog ?? 0], [0, 0, 1]);
+    await kubelet.syncTerminatingPod(pod, 0);
+    await kubelet.syncTerminatedPod(pod);
+  } finally {
+    rmSync(logs, { recursive: true, force: true });
     await stopFake(f);
   }
 });

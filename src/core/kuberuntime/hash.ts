@@ -12,9 +12,21 @@ export function fnv32a(text: string): string {
   return hash.toString(16).padStart(8, '0');
 }
 
+/**
+ * Each spec object's hash, computed once: computePodActions hashes every running container at every
+ * sync (the 60 s resync of 5,000 pods serialised 10,000 specs a minute). A pod handed to the kubelet
+ * is never changed in place (an update brings a new object), so an object's hash does not change.
+ */
+const hashes = new WeakMap<object, string>();
+
 /** The container's spec hash: what decides that a running container must be replaced. */
 export function hashContainer(container: object): string {
-  return fnv32a(canonicalJSON(container));
+  let hash = hashes.get(container);
+  if (hash === undefined) {
+    hash = fnv32a(canonicalJSON(container));
+    hashes.set(container, hash);
+  }
+  return hash;
 }
 
 /** The spec fields that decide the container's hash, kept compact for diffs. */

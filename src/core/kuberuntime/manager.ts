@@ -239,6 +239,8 @@ export class RuntimeManager {
       }
     }
 
+    // Nothing to create or start (a pod as it should be, the periodic resync's usual case): no sandbox config to build.
+    if (!starting) return result;
     let sandboxId = actions.sandboxId;
     const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf, this.rootDir ? this.podDir(podMeta(pod).uid) : undefined);
     const inits = pod.spec?.initContainers ?? [];

@@ -37,6 +37,11 @@ export class PodCache {
     this.timestamp = Math.max(this.timestamp, time);
   }
 
+  /** Every pod's entry is at least this fresh (the last relist's start, or an event stream's mark): epoch ms, 0 before either. */
+  currentAsOf(): number {
+    return this.timestamp;
+  }
+
   size(): number {
     return this.entries.size;
   }

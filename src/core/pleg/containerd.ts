@@ -7,7 +7,7 @@ import { errorMessage } from '../errors.js';
 import * as L from '../kuberuntime/labels.js';
 import type { PodCache } from './cache.js';
 import type { GenericPleg, PlegSource, PlegState, PodLifecycleEvent } from './generic.js';
-import { EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, MAX_STREAM_FAILURES, type Pleg } from './evented.js';
+import { EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, GlobalCacheUpdater, MAX_STREAM_FAILURES, type Pleg } from './evented.js';
 
 /** Reconnect backoff after a broken stream: 1 s, doubling, at most 30 s. */
 export const RECONNECT_INITIAL_MS = 1000;
@@ -88,6 +88,11 @@ export class ContainerdPleg implements Pleg {
   private timers = new Set<TimerHandle>();
   private openTimer?: TimerHandle;
   private stableTimer?: TimerHandle;
+  /** The current subscription counts as open, and the relist after a reconnect (if any) is done. */
+  private caughtUp = false;
+  /** Events whose handling (finding the pod, reading it until the CRI agrees) is not over. */
+  private handling = 0;
+  private readonly cacheUpdater: GlobalCacheUpdater;
   /** Containers and sandboxes found not to be ours (another client's, or not podctl's). */
   private readonly foreign = new Set<string>();
   /** Containers containerd reported OOM-killed (TaskOOM comes before their TaskExit). */
@@ -98,6 +103,9 @@ export class ContainerdPleg implements Pleg {
 
   constructor(private readonly opts: ContainerdPlegOptions) {
     this.genericPeriodMs = opts.generic.relistPeriodMs;
+    // An event being handled may still be finding its pod or waiting for the CRI to record it: the cache
+    // is not current for that pod until its refresh, which the generic PLEG then counts as outstanding.
+    this.cacheUpdater = new GlobalCacheUpdater(opts.clock, opts.generic, () => this.running && !this.fellBack && this.caughtUp && this.handling === 0);
   }
 
   get cache(): PodCache {
@@ -126,10 +134,12 @@ export class ContainerdPleg implements Pleg {
     this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, true);
     this.opts.generic.start();
     this.open();
+    this.cacheUpdater.start();
   }
 
   stop(): void {
     this.running = false;
+    this.cacheUpdater.stop();
     this.close();
     for (const t of this.timers) this.opts.clock.clearTimeout(t);
     this.timers.clear();
@@ -149,6 +159,7 @@ export class ContainerdPleg implements Pleg {
   }
 
   private close(): void {
+    this.caughtUp = false;
     this.stream?.cancel();
     this.stream = undefined;
     for (const t of [this.openTimer, this.stableTimer]) if (t) this.opts.clock.clearTimeout(t);
@@ -164,14 +175,23 @@ export class ContainerdPleg implements Pleg {
       opened = true;
       this.everOpened = true;
       // Subscribed first, relisted after: whatever happened while the stream was down is seen.
-      if (reopened) void this.opts.generic.relist().catch((err) => this.opts.onError?.(err));
+      if (!reopened) this.caughtUp = true;
+      else {
+        void this.opts.generic
+          .relist()
+          .then(() => stream === this.stream && (this.caughtUp = true))
+          .catch((err) => this.opts.onError?.(err));
+      }
       this.stableTimer = this.later(STABLE_STREAM_MS, () => (this.failures = 0));
     };
     const stream = this.opts.events.subscribe({
       onEvent: (event) => {
         if (stream !== this.stream) return;
         markOpen();
-        void this.handle(event).catch((err) => this.opts.onError?.(err));
+        this.handling++;
+        void this.handle(event)
+          .catch((err) => this.opts.onError?.(err))
+          .finally(() => this.handling--);
       },
       onError: (err) => stream === this.stream && this.broken(err, opened),
       onEnd: () => stream === this.stream && this.broken(undefined, opened),
@@ -194,6 +214,7 @@ export class ContainerdPleg implements Pleg {
 
   private fallBack(reason: string): void {
     this.fellBack = true;
+    this.cacheUpdater.stop();
     this.close();
     this.opts.generic.setRelistPeriod(this.genericPeriodMs);
     void this.opts.generic.relist().catch((err) => this.opts.onError?.(err));

@@ -27,6 +27,39 @@ export interface Pleg {
 }
 
 
+/**
+ * The kubelet's updateGlobalCache, for a PLEG fed by an event stream: every change reaches it as an
+ * event, so while `current()` says nothing is missing (the stream up, no event still being handled)
+ * and no pod refresh is waiting or under way, the whole pod cache is marked current every 5 s.
+ * Without it the periodic resync of every pod would read the runtime for each (the relist that marks
+ * the cache runs every 5 minutes). Shared by the CRI-events and containerd-events PLEGs.
+ */
+export class GlobalCacheUpdater {
+  private timer?: TimerHandle;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly generic: GenericPleg,
+    private readonly current: () => boolean,
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    const tick = () => {
+      this.timer = this.clock.setTimeout(() => {
+        if (this.current()) this.generic.markCacheCurrent(this.clock.now());
+        tick();
+      }, GLOBAL_CACHE_UPDATE_PERIOD_MS);
+    };
+    tick();
+  }
+
+  stop(): void {
+    if (this.timer) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
 export interface EventedPlegOptions {
   runtime: RuntimeService;
   clock: Clock;
@@ -52,7 +85,7 @@ export class EventedPleg implements Pleg {
   private fellBack = false;
   private running = false;
   private reopen?: TimerHandle;
-  private cacheTimer?: TimerHandle;
+  private readonly cacheUpdater: GlobalCacheUpdater;
   private readonly listeners = new Set<(e: PodLifecycleEvent) => void>();
   private unwatchGeneric?: () => void;
   private handedOver?: Pleg;
@@ -62,6 +95,7 @@ export class EventedPleg implements Pleg {
 
   constructor(private readonly opts: EventedPlegOptions) {
     this.genericPeriodMs = opts.generic.relistPeriodMs;
+    this.cacheUpdater = new GlobalCacheUpdater(opts.clock, opts.generic, () => this.running && !this.fellBack && this.stream !== undefined);
   }
 
   get cache(): PodCache {
@@ -103,20 +137,7 @@ export class EventedPleg implements Pleg {
     this.opts.generic.setRelistPeriod(EVENTED_RELIST_PERIOD_MS, EVENTED_RELIST_THRESHOLD_MS, true);
     this.opts.generic.start();
     this.open();
-    this.scheduleCacheUpdate();
-  }
-
-  /**
-   * The kubelet's updateGlobalCache: every change reaches us as an event, so the pod cache is
-   * current while the stream is open (and no refresh is outstanding); without it, the periodic
-   * resync of every pod would read the runtime for each (the relist that marks it runs every 5 minutes).
-   */
-  private scheduleCacheUpdate(): void {
-    this.cacheTimer = this.opts.clock.setTimeout(() => {
-      if (!this.running || this.fellBack) return;
-      if (this.stream) this.opts.generic.markCacheCurrent(this.opts.clock.now());
-      this.scheduleCacheUpdate();
-    }, GLOBAL_CACHE_UPDATE_PERIOD_MS);
+    this.cacheUpdater.start();
   }
 
   stop(): void {
@@ -124,7 +145,7 @@ export class EventedPleg implements Pleg {
     this.stream?.cancel();
     this.stream = undefined;
     if (this.reopen) this.opts.clock.clearTimeout(this.reopen);
-    if (this.cacheTimer) this.opts.clock.clearTimeout(this.cacheTimer);
+    this.cacheUpdater.stop();
     this.unwatchGeneric?.();
     this.handedOver?.stop();
     this.opts.generic.stop();
@@ -161,6 +182,7 @@ export class EventedPleg implements Pleg {
   /** The next source takes over; its events reach our listeners through the generic PLEG's. */
   private handOver(next: Pleg): void {
     this.fellBack = true;
+    this.cacheUpdater.stop();
     this.handedOver = next;
     this.opts.onFallback?.(`the runtime does not implement GetContainerEvents: using ${next.source === 'containerd-events' ? "containerd's event service" : next.source}`);
     next.start();
@@ -168,6 +190,7 @@ export class EventedPleg implements Pleg {
 
   private fallBack(reason: string): void {
     this.fellBack = true;
+    this.cacheUpdater.stop();
     this.opts.generic.setRelistPeriod(this.genericPeriodMs);
     this.opts.onFallback?.(`${reason}: using the generic PLEG (relist every ${this.genericPeriodMs / 1000} s)`);
   }
