@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { BUSYBOX, SLEEP_COMMAND, benchPod } from './lib.js';
 import { InProcessNode, criClient } from './node.js';
 import { GenericPleg } from '../src/core/pleg/generic.js';
-import { tuneV8ForAgent } from '../src/core/node/v8-tuning.js';
 import type { PlegKind } from '../src/core/pleg/select.js';
 
 export interface WorkerInit {
@@ -102,8 +101,6 @@ export interface MemorySample {
 }
 
 const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
-// As `podctl watch` and `podctl agent` set their V8 flags (serveAgent) before their node starts.
-tuneV8ForAgent();
 const calls: Record<string, number> = {};
 const client = criClient(init.endpoint, (c) => void (calls[c.method] = (calls[c.method] ?? 0) + 1));
 let relists: number[] = [];

@@ -1,5 +1,4 @@
 import { Flags } from '@oclif/core';
-import { tuneV8ForAgent } from '../core/node/v8-tuning.js';
 import { eventLine, eventWorthALine, statusLine } from './render.js';
 import { podTable } from './table.js';
 import { connect, type GlobalFlags } from './runtime.js';
@@ -62,8 +61,6 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   if (maxBytes === undefined || maxBytes <= 0) throw new PodctlError(`--manifest-url-max-size: expected a size such as 4Mi, got ${JSON.stringify(flags['manifest-url-max-size'])}`, { exitCode: 2 });
   // One owner per state dir, before anything else is touched.
   const lock = acquireStateLock(flags['root-dir']);
-  // A long-running agent: memory footprint before peak throughput (see AGENT_V8_FLAGS).
-  tuneV8ForAgent();
   const metrics = new Metrics();
   // --trace: the trace is stdout; what the agent says otherwise goes to stderr, or is said by the trace.
   const tracer = tracerFor(flags, () => node?.pleg, log);
