@@ -179,6 +179,41 @@ describe('the node agent on the fake runtime', () => {
     await assert.rejects(node.delete('default', 'gone'), /pod "gone" not found in namespace default/);
   });
 
+  test('delete, then apply again the moment its termination is over: the pod starts anew (it waited forever)', async () => {
+    const node = await startNode();
+    node.apply([{ file: 'a.yaml', text: podText('again', ['sleep', '3600']) }]);
+    await until(clock, 'again running', () => running(node, 'again'));
+    const uid = podOf(node, 'again')!.metadata!.uid!;
+    let reapplied = false;
+    node.kubelet.observe({
+      // After the termination's last step, before housekeeping drops the worker (the clock stands still).
+      onTerminated: (pod) => pod.metadata?.uid === uid && setImmediate(() => {
+        assert.equal(node.kubelet.workers.state(uid), 'terminated');
+        node.apply([{ file: 'a.yaml', text: podText('again', ['sleep', '3600']) }]);
+        reapplied = true;
+      }),
+    });
+    await node.delete('default', 'again');
+    await until(clock, 'applied again', () => reapplied);
+    await until(clock, 'running again, in a new sandbox', () => running(node, 'again') && sandboxesOf('again').some((s) => s.state === 'SANDBOX_READY'));
+    assert.equal(node.kubelet.workers.state(uid), 'syncing');
+  });
+
+  test('apply again while the pod terminates: the answer is the new life\'s generation, so no status of the ending life satisfies a wait', async () => {
+    const node = await startNode();
+    const [first] = node.apply([{ file: 'a.yaml', text: podText('twice', ['sleep', '3600']) }]);
+    await until(clock, 'twice running', () => running(node, 'twice'));
+    await node.delete('default', 'twice');
+    assert.equal(node.kubelet.workers.state(first!.uid), 'terminating');
+    const [second] = node.apply([{ file: 'a.yaml', text: podText('twice', ['sleep', '3600']) }]);
+    assert.equal(second!.uid, first!.uid);
+    assert.ok(second!.generation > first!.generation, `generation ${second!.generation} after ${first!.generation}`);
+    const ending = podOf(node, 'twice');
+    assert.equal(ending && podProgress(second!, ending, 'running'), undefined);
+    await until(clock, 'the new life running', () => podProgress(second!, podOf(node, 'twice'), 'running')?.ok === true, 90);
+    assert.equal(node.kubelet.workers.state(first!.uid), 'syncing');
+  });
+
   test('restart adoption: a new agent over the same root dir adopts the running pod without restarting it', async () => {
     const first = await startNode();
     first.apply([{ file: 'a.yaml', text: podText('kept', ['sleep', '3600']) }]);

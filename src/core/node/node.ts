@@ -171,13 +171,19 @@ export class StandaloneNode {
       onSynced: (pod) => this.observed.set(podMeta(pod).uid, pod.metadata?.generation ?? 1),
       onTerminated: (pod) => {
         const uid = podMeta(pod).uid;
-        this.generations.delete(uid);
         this.observed.delete(uid);
-        const again = this.readdAfterTermination.get(uid);
-        if (!again) return;
-        this.readdAfterTermination.delete(uid);
-        this.kubelet.workers.forget(uid);
-        this.handleUpdate({ op: 'ADD', source: APPLIED_SOURCE, pods: [again] });
+        if (!this.readdAfterTermination.has(uid)) {
+          this.generations.delete(uid);
+          return;
+        }
+        // The lane is still finishing this termination: its UID is free once it is idle.
+        void this.kubelet.workers.idle(uid).then(() => {
+          const again = this.readdAfterTermination.get(uid);
+          if (!again) return;
+          this.readdAfterTermination.delete(uid);
+          this.kubelet.workers.forget(uid);
+          this.handleUpdate({ op: 'ADD', source: APPLIED_SOURCE, pods: [again] });
+        });
       },
     });
     this.applied = new AppliedSource({
@@ -234,9 +240,16 @@ export class StandaloneNode {
     for (const pod of u.pods) {
       const uid = podMeta(pod).uid;
       const state = this.kubelet.workers.state(uid);
-      if (u.op === 'ADD' && (state === 'terminating' || state === 'terminated')) {
-        // Handed over again while its previous life ends: start it once that is gone.
-        this.readdAfterTermination.set(uid, pod);
+      if (u.op === 'ADD' && state === 'terminated' && !this.kubelet.workers.isWorking(uid)) {
+        // Its previous life is over (onTerminated has come and gone; housekeeping has not yet dropped
+        // the lane): handed over again, it starts anew now, instead of waiting for an end already past.
+        this.kubelet.workers.forget(uid);
+      } else if (u.op === 'ADD' && (state === 'terminating' || state === 'terminated')) {
+        // Handed over again while its previous life ends: start it once that is gone. Its generation
+        // moves on now, so that a waiter takes no status of the life that is ending for the new one.
+        const generation = (this.generations.get(uid) ?? 0) + 1;
+        this.generations.set(uid, generation);
+        this.readdAfterTermination.set(uid, { ...pod, metadata: { ...pod.metadata, generation } });
         continue;
       }
       if (u.op === 'REMOVE' || u.op === 'DELETE') this.readdAfterTermination.delete(uid);

@@ -202,6 +202,11 @@ export class PodWorkers {
     return this.lanes.get(uid)?.working ?? false;
   }
 
+  /** Resolves once the pod's lane has no sync running (at once for a pod without a lane). */
+  idle(uid: string): Promise<void> {
+    return this.lanes.get(uid)?.idle ?? Promise.resolve();
+  }
+
   /** Drops the lane of a terminated pod so its UID can be used again. */
   forget(uid: string): void {
     const lane = this.lanes.get(uid);
