@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { CONTAINER_SPEC_ANNOTATION, POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
+import { recordedContainerSpec } from '../../src/core/kuberuntime/spec-copy.js';
 import { readStateLock } from '../../src/core/lock.js';
 import { E2E_NAMESPACE, e2eClient, eventually, podctl, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
 
@@ -133,7 +134,11 @@ test('run --detach of two files with the same namespace/name: one sandbox, runni
   assert.equal(view.sandboxes.length, 1, 'exactly one sandbox');
   const live = view.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
   assert.equal(live.length, 1);
-  const spec = JSON.parse(live[0]!.annotations[CONTAINER_SPEC_ANNOTATION]!) as { command: string[] };
+  // The agent has a --root-dir: the spec copy is in the pod directory, not on the container.
+  assert.equal(live[0]!.annotations[CONTAINER_SPEC_ANNOTATION], undefined);
+  const recorded = await recordedContainerSpec(client, live[0]!);
+  assert.ok(recorded.specJSON, `the spec copy at ${recorded.path}`);
+  const spec = JSON.parse(recorded.specJSON) as { command: string[] };
   assert.deepEqual(spec.command, ['sleep', '4000']);
   const pods = JSON.parse(podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', root]).stdout) as { items: IPod[] };
   assert.equal(pods.items.filter((p) => p.metadata?.name === 'same').length, 1, 'get pods lists it once');
