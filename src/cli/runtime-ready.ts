@@ -27,6 +27,16 @@ export async function waitRuntimeReady(endpoint: string, _signal: AbortSignal): 
   }
 }
 
+/** Every sandbox's ID, whoever made it. */
+export async function sandboxIds(endpoint: string): Promise<string[]> {
+  const client = clientFor(endpoint);
+  try {
+    return (await client.listPodSandbox()).map((s) => s.id);
+  } finally {
+    client.close();
+  }
+}
+
 /** Stops and removes every sandbox of the embedded runtime, which is podctl's own, before it stops. */
 export async function removeAllPods(endpoint: string): Promise<void> {
   const client = new CriClient({ runtimeEndpoint: endpoint, timeoutMs: 30_000, pullTimeoutMs: 30_000 });

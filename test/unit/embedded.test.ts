@@ -37,6 +37,8 @@ test('the CNI bridge uses its own subnet, not podman\'s 10.88.0.0/16, with IPAM 
   assert.equal(bridge.ipam.ranges[0][0].subnet, '10.89.0.0/16');
   assert.equal(bridge.ipam.dataDir, '/r/cni/ipam');
   assert.equal(conf.plugins[1].type, 'portmap');
+  // Masqueraded by one chain that runtime up sets up (masquerade.ts), not by a chain per pod.
+  assert.equal(bridge.ipMasq, false);
 });
 
 test('mounts below our directories are found deepest first', () => {

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { waitRuntimeReady } from '../../cli/runtime-ready.js';
+import { sandboxIds, waitRuntimeReady } from '../../cli/runtime-ready.js';
 import { embeddedUp } from '../../core/embedded/index.js';
 
 export class RuntimeUp extends PodctlCommand {
@@ -23,6 +23,7 @@ returns at once.`;
       timeoutMs: flags['wait-timeout'] * 1000,
       log: (line) => process.stderr.write(`${line}\n`),
       waitReady: (endpoint, signal) => waitRuntimeReady(endpoint, signal),
+      sandboxIds,
     });
     this.log(`embedded runtime is up at ${status.endpoint}`);
     this.log(`image registry on ${status.registry.address} serving: ${status.images.join(', ')}`);

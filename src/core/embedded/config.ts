@@ -5,6 +5,8 @@ export const MIRRORED_REGISTRIES = ['docker.io', 'registry.k8s.io', 'quay.io', '
 export const SANDBOX_IMAGE = 'registry.k8s.io/pause:3.6';
 export const POD_SUBNET = '10.89.0.0/16';
 export const BRIDGE_NAME = 'podctl0';
+/** The CNI network's name: the bridge plugin's per-pod iptables comments carry it. */
+export const CNI_NETWORK = 'podctl';
 /** Debian's crun, run by the runc shim as the handler "crun". */
 export const CRUN_BINARY = '/usr/bin/crun';
 
@@ -64,18 +66,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `;
 }
 
-/** A bridge network on its own subnet (podman's default is 10.88.0.0/16), with host-local IPAM kept under our root. */
+/** A bridge network on its own subnet (podman's default is 10.88.0.0/16), with host-local IPAM kept under our root; masqueraded by one chain (masquerade.ts). */
 export function cniConflist(paths: EmbeddedPaths): string {
   return `${JSON.stringify(
     {
       cniVersion: '1.0.0',
-      name: 'podctl',
+      name: CNI_NETWORK,
       plugins: [
         {
           type: 'bridge',
           bridge: BRIDGE_NAME,
           isGateway: true,
-          ipMasq: true,
+          // One masquerade for the subnet, set up by runtime up (masquerade.ts), not a chain per pod.
+          ipMasq: false,
           hairpinMode: true,
           ipam: { type: 'host-local', ranges: [[{ subnet: POD_SUBNET }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: paths.cniDataDir },
         },

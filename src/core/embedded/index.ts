@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cniConflist, containerdConfig, hostsToml, MIRRORED_REGISTRIES, registryConfig } from './config.js';
+import { CNI_NETWORK, cniConflist, containerdConfig, hostsToml, MIRRORED_REGISTRIES, POD_SUBNET, registryConfig } from './config.js';
 import { EmbeddedRuntimeError } from './errors.js';
 import { ensureImages, registryAnswers, servedImages } from './images.js';
+import { ensurePodMasquerade, MASQUERADE_CHAIN, removePodMasquerade, sweepBridgeMasquerades, type Iptables } from './masquerade.js';
 import { ensurePackages } from './packages.js';
 import { embeddedEndpoint, embeddedPaths, registryPort, type EmbeddedPaths } from './paths.js';
 import { livePid, removeFile, run, sleep, startDaemon, stopPid } from './process.js';
@@ -96,6 +97,27 @@ async function ensureForwarding(log: Log): Promise<void> {
   }
 }
 
+/** iptables waiting for the xtables lock, which the CNI plugins take too. */
+const iptables: Iptables = (args) => run('iptables', ['-w', '5', ...args], { timeoutMs: 30_000 });
+
+async function ensureMasquerade(log: Log): Promise<void> {
+  try {
+    if ((await ensurePodMasquerade(iptables, POD_SUBNET)) === 'added') log(`masquerading the pod network ${POD_SUBNET} (iptables nat chain ${MASQUERADE_CHAIN})`);
+  } catch (err) {
+    throw new EmbeddedRuntimeError(`cannot set up masquerading for the pod network ${POD_SUBNET}: ${(err as Error).message}`, 'podctl needs iptables (Debian package iptables) and root');
+  }
+}
+
+/** Per-pod masquerades an older podctl left for sandboxes now gone; a failure only warns. */
+async function sweepMasquerades(live: ReadonlySet<string>, log: Log): Promise<void> {
+  try {
+    const swept = await sweepBridgeMasquerades(iptables, CNI_NETWORK, live);
+    if (swept.length) log(`removed the iptables masquerade of ${swept.length} pod sandbox(es) that no longer exist`);
+  } catch (err) {
+    log(`warning: could not check for leftover per-pod masquerade rules: ${(err as Error).message}`);
+  }
+}
+
 async function startRegistry(paths: EmbeddedPaths, port: number): Promise<void> {
   if (livePid(paths.pidFile('registry'), isRegistry(paths)) !== undefined && (await registryAnswers(port))) return;
   if (await registryAnswers(port)) {
@@ -140,6 +162,8 @@ export async function embeddedUp(opts: {
   log?: Log;
   install?: boolean;
   waitReady: (endpoint: string, signal: AbortSignal) => Promise<{ ready: boolean; detail: string }>;
+  /** The runtime's sandbox IDs, once it is ready: what has none is swept of per-pod rules. */
+  sandboxIds?: (endpoint: string) => Promise<string[]>;
   timeoutMs?: number;
 }): Promise<EmbeddedStatus> {
   const paths = opts.paths ?? embeddedPaths();
@@ -151,6 +175,7 @@ export async function embeddedUp(opts: {
   const port = registryPort();
   const changed = await writeConfigs(paths, port);
   await ensureForwarding(log);
+  await ensureMasquerade(log);
   if (existsSync('/sys/fs/cgroup/unified/cgroup.controllers')) await ensureCrunCgroups(log);
   await startRegistry(paths, port);
   await ensureImages(paths.imagesDir, port, log);
@@ -167,7 +192,13 @@ export async function embeddedUp(opts: {
     }
     if (existsSync(paths.socket)) {
       const r = await opts.waitReady(endpoint, abort.signal);
-      if (r.ready) return embeddedStatus({ paths });
+      if (r.ready) {
+        if (opts.sandboxIds) {
+          const ids = await opts.sandboxIds(endpoint).catch(() => undefined);
+          if (ids) await sweepMasquerades(new Set(ids), log);
+        }
+        return embeddedStatus({ paths });
+      }
       detail = r.detail;
     } else detail = 'socket not created yet';
     await sleep(150);
@@ -198,10 +229,12 @@ export async function embeddedDown(opts: { paths?: EmbeddedPaths; log?: Log; bef
   const paths = opts.paths ?? embeddedPaths();
   const log = opts.log ?? (() => undefined);
   const containerd = livePid(paths.pidFile('containerd'), isContainerd(paths));
+  let podsLeft = false;
   if (containerd !== undefined && opts.beforeStop && existsSync(paths.socket)) {
     try {
       await opts.beforeStop(embeddedEndpoint(paths));
     } catch (err) {
+      podsLeft = true;
       log(`could not remove every pod before stopping: ${(err as Error).message}`);
     }
   }
@@ -213,6 +246,15 @@ export async function embeddedDown(opts: { paths?: EmbeddedPaths; log?: Log; bef
   if (registry !== undefined) {
     await stopPid(registry, 5_000, () => livePid(paths.pidFile('registry'), isRegistry(paths)) !== undefined);
     log(`stopped the image registry (pid ${registry})`);
+  }
+  // Its pods are gone, so the pod network's masquerade goes, with any per-pod one an older podctl left;
+  // pods that could not be removed keep theirs.
+  if (!podsLeft) {
+    await sweepMasquerades(new Set(), log);
+    await removePodMasquerade(iptables, POD_SUBNET).then(
+      (removed) => removed && log(`removed the pod network's masquerade (iptables nat chain ${MASQUERADE_CHAIN})`),
+      (err: Error) => log(`warning: could not remove the pod network's masquerade: ${err.message}`),
+    );
   }
   for (const mount of mountsBelow(readFileSync('/proc/self/mountinfo', 'utf8'), [paths.rootDir, paths.runDir])) {
     await run('umount', ['-l', mount]).catch((err: Error) => log(`could not unmount ${mount}: ${err.message}`));
