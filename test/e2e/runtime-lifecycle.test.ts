@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { embeddedPaths } from '../../src/core/embedded/index.js';
@@ -16,6 +17,12 @@ const netns = () =>
       return [];
     }
   });
+
+/** The NAT rules that are podctl's: the pod network's chain, and any per-pod chain of the bridge plugin on the podctl network. */
+const natRules = () =>
+  execFileSync('iptables', ['-w', '5', '-t', 'nat', '-S'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes('PODCTL-POSTROUTING') || l.includes('name: \\"podctl\\"'));
 
 test('runtime down then up: nothing left behind, and it works again', { skip: E2E_ENDPOINT !== `unix://${paths.socket}` && 'e2e runs against another runtime' }, () => {
   const netnsBefore = netns();
@@ -35,6 +42,7 @@ test('runtime down then up: nothing left behind, and it works again', { skip: E2
   assert.equal(status.endpoint, `unix://${paths.socket}`);
   assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter(ours).length, 0, 'no mounts left below our dirs');
   assert.deepEqual(netns().filter((n) => !netnsBefore.includes(n)), [], 'no network namespace left');
+  assert.deepEqual(natRules(), [], 'no NAT rule of the pod network left');
   const info = podctl(['info']);
   assert.notEqual(info.code, 0);
   assert.match(info.stderr, /no CRI runtime at unix:\/\/.*containerd\.sock; start one with `podctl runtime up`/);
@@ -43,6 +51,7 @@ test('runtime down then up: nothing left behind, and it works again', { skip: E2
   assert.equal(up.code, 0, up.stderr);
   assert.equal(JSON.parse(podctl(['runtime', 'status', '-o', 'json']).stdout).running, true);
   assert.match(podctl(['info']).stdout, /NetworkReady\s+true/);
+  assert.ok(natRules().includes('-A POSTROUTING -s 10.89.0.0/16 -m comment --comment "podctl pod network masquerade" -j PODCTL-POSTROUTING'), natRules().join('\n'));
   // up again is a no-op that succeeds.
   assert.equal(podctl(['runtime', 'up']).code, 0);
   logs.cleanup();
