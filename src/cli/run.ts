@@ -24,7 +24,8 @@ const stamp = () => new Date().toISOString().slice(11, 19);
 export async function detachPods(log: (line: string) => void, agent: AgentClient, texts: { file: string; text: string }[], flags: { 'root-dir': string }, waitFor: WaitFor, timeoutMs: number, nodeArgs: string[]): Promise<void> {
   let started = '';
   if (!(await agent.running())) {
-    const args = [process.argv[1]!, 'agent', ...nodeArgs, '--pleg', 'generic'];
+    // The agent's own default PLEG (auto: on containerd 1.6, its event service), as `podctl agent` started by hand.
+    const args = [process.argv[1]!, 'agent', ...nodeArgs];
     const log = agentLogFile(flags['root-dir']);
     const a = await startAgentInBackground({ rootDir: flags['root-dir'], command: process.execPath, args, env: { ...process.env, PODCTL_AGENT_LOG: log } });
     started = `started the agent (pid ${a.pid}) on ${flags['root-dir']}`;
