@@ -3,7 +3,7 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
 import { graceFromRuntime, podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
-import type { RuntimePodStatus } from './container/types.js';
+import { emptyPodStatus, type RuntimePodStatus } from './container/types.js';
 import { generatePodStatus } from './status/generate.js';
 import { qosClass } from './status/qos.js';
 import { admitPod, podRequests, type NodeInfo } from './admission.js';
@@ -440,6 +440,15 @@ export class Kubelet {
     if (!mustRead && cached && freshness !== undefined && lastSync !== undefined && freshness > lastSync) {
       this.runtimeStatuses.set(uid, cached);
       return cached;
+    }
+    // Never synced (GetNewerThan with no last sync): once a relist or an event mark has made the cache
+    // current, a pod it does not hold has nothing in the runtime, and its first sync creates without
+    // listing. A pod that had a life before (a stale entry) is read.
+    if (!mustRead && !cached && lastSync === undefined && this.podCache && this.podCache.currentAsOf() > 0) {
+      const m = podMeta(pod);
+      const empty = emptyPodStatus(uid, m.name!, m.namespace ?? 'default', this.clock.now());
+      this.runtimeStatuses.set(uid, empty);
+      return empty;
     }
     return this.getRuntimeStatus(pod);
   }

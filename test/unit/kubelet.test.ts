@@ -249,6 +249,44 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     await kubelet.syncTerminatedPod(p);
     assert.equal(existsSync(logDir), false, 'the log directory goes with the pod');
   });
+  test('the PLEG cache: a pod never synced that a current cache does not hold is created without listing; before any relist, or with a stale entry, it is read', async () => {
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+    const pleg = kubelet.createPleg();
+    const lists = () => (fake.calls()['ListPodSandbox'] ?? 0) + (fake.calls()['ListContainers'] ?? 0);
+
+    // No relist yet: nothing says the runtime holds nothing of the pod, so it is read.
+    const early = pod('first-early', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+    let listed = lists();
+    await kubelet.syncPod(early, 'create');
+    assert.ok(lists() > listed, 'before any relist the first sync lists the runtime');
+
+    clock.advance(1);
+    await pleg.relist();
+    const p = pod('first-cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+    const sandboxesBefore = fake.calls()['RunPodSandbox'] ?? 0;
+    listed = lists();
+    await kubelet.syncPod(p, 'create');
+    assert.equal(fake.calls()['RunPodSandbox']! - sandboxesBefore, 1, 'the sandbox is created');
+    assert.ok(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
+    // The status after the start is read (one ListPodSandbox and one ListContainers); nothing before the create.
+    assert.equal(lists() - listed, 2, 'only the read after the start lists');
+
+    // Terminated, then added again before a relist has dropped its entry: the stale entry is not trusted.
+    clock.advance(1);
+    await pleg.relist();
+    await kubelet.syncTerminatingPod(p, 0);
+    await kubelet.syncTerminatedPod(p);
+    assert.ok(pleg.cache.get(p.metadata!.uid!)?.sandboxes.length, 'the cache still holds the removed pod');
+    listed = lists();
+    await kubelet.syncPod(p, 'create');
+    assert.equal(lists() - listed, 4, 'a pod the cache holds is read before its first sync, and after it');
+    assert.ok(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
+
+    for (const q of [early, p]) {
+      await kubelet.syncTerminatingPod(q, 0);
+      await kubelet.syncTerminatedPod(q);
+    }
+  });
 });
 
 describe('the generic PLEG on 1,000 fake pods', () => {
