@@ -1,4 +1,4 @@
-// Bundles the CLI with esbuild into dist/cli: the entry (main.js), the command
+// Bundles the CLI with esbuild into dist/cli: the entry (main.cjs), the command
 // index oclif reads (commands.js) and the not-found hook, with each command and
 // what only it uses in chunks of their own, imported when that command runs.
 // Resolving and reading hundreds of package files at every start is what made
@@ -199,13 +199,14 @@ for (const out of result.outputFiles) {
   if (/\\[\u0080-\uffff]/.test(cjs.code)) throw new Error(`${out.path}: a non-ASCII character after a backslash, which \\u cannot replace`);
   writeFileSync(out.path, cjs.code.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
-// The entry bin/run.js imports: the loader, which loads the CLI (cli.cjs) and its chunks with their code caches.
+// The entry bin/run.js requires (main.cjs): the loader, which loads the CLI (cli.cjs) and its chunks with their code caches.
 await build({
   absWorkingDir: root,
   entryPoints: { main: 'src/cli/start.ts' },
   outdir,
+  outExtension: { '.js': '.cjs' },
   bundle: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
   legalComments: 'none',

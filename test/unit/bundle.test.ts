@@ -51,7 +51,7 @@ test('oclif loads no plugin but podctl: help and autocomplete are commands of it
 });
 
 test('the CLI starts on oclif and the command index alone: no command, gRPC or validator is loaded before a command runs', () => {
-  assert.ok(existsSync(join(ROOT, 'dist/cli/main.js')));
+  assert.ok(existsSync(join(ROOT, 'dist/cli/main.cjs')));
   const atStart = [...loadedAtStart('src/main.ts'), ...loadedAtStart('src/commands.ts')];
   assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs|plugin-help|plugin-autocomplete/.test(f)), []);
 });
@@ -114,9 +114,10 @@ test('a start loads no Node module it does not use: --version runs without child
 });
 
 test('a start reads nothing from node_modules: what oclif needs is bundled, what it only might need is left out', () => {
-  // Every require() that reaches Node's loader for a package, not a built-in module, is written to stderr.
+  // Every require() that reaches Node's loader for a package (a bare name: not a built-in module, nor a
+  // path, as the entry and bin/run.js's require of the bundle's main.cjs are) is written to stderr.
   const hook = `const M = require('module'); const load = M._load; const builtin = new Set(M.builtinModules);
-M._load = function (request) { if (!builtin.has(request) && !request.startsWith('node:')) process.stderr.write('REQUIRED ' + request + '\\n'); return load.apply(this, arguments); };`;
+M._load = function (request) { if (!builtin.has(request) && !request.startsWith('node:') && !/^(\\.|\\/)/.test(request)) process.stderr.write('REQUIRED ' + request + '\\n'); return load.apply(this, arguments); };`;
   const dir = mkdtempSync(join(tmpdir(), 'podctl-bundle-'));
   try {
     writeFileSync(join(dir, 'hook.cjs'), hook);
