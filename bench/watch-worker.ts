@@ -244,6 +244,8 @@ async function handle(req: WorkerRequest): Promise<unknown> {
  * With PODCTL_BENCH_HEAP_PROFILE_DIR set, convergence runs under V8's sampling heap profiler: the live
  * objects by allocation site are written once the V8 heap first holds PODCTL_BENCH_HEAP_PROFILE_AT_MB
  * (default 250) used, and again once settled (converge-peak.heapprofile, converge-settled.heapprofile).
+ * With PODCTL_BENCH_HEAP_PROFILE_OLD_GARBAGE=1 the profiles also keep what major GCs collected: what
+ * was promoted to the old generation and died there, the garbage that fragments its pages.
  */
 function heapProfiler(): { maybeTake(heapUsed: number): void; finish(): Promise<void> } | undefined {
   const dir = process.env.PODCTL_BENCH_HEAP_PROFILE_DIR;
@@ -251,7 +253,8 @@ function heapProfiler(): { maybeTake(heapUsed: number): void; finish(): Promise<
   const at = Number(process.env.PODCTL_BENCH_HEAP_PROFILE_AT_MB ?? 250) * 1024 * 1024;
   const session = new Session();
   session.connect();
-  const started = session.post('HeapProfiler.enable').then(() => session.post('HeapProfiler.startSampling', { samplingInterval: 32 * 1024 }));
+  const oldGarbage = process.env.PODCTL_BENCH_HEAP_PROFILE_OLD_GARBAGE === '1';
+  const started = session.post('HeapProfiler.enable').then(() => session.post('HeapProfiler.startSampling', { samplingInterval: 32 * 1024, ...(oldGarbage ? { includeObjectsCollectedByMajorGC: true } : {}) }));
   let taken: Promise<void> | undefined;
   const take = async (name: string) => {
     await started;
