@@ -67,10 +67,14 @@ export class CodeCacheLoader {
     return mod.exports as Record<string, unknown>;
   }
 
+  /** Node's require() per directory: the chunks share one (createRequire builds a file's node_modules paths each time). */
+  private readonly nodeRequires = new Map<string, NodeJS.Require>();
+
   /** The require() a file of the directory is given: this loader's for the directory's files, Node's for the rest. */
   private requireFor(file: string): NodeJS.Require {
-    const node = createRequire(file);
     const from = dirname(file);
+    let node = this.nodeRequires.get(from);
+    if (!node) this.nodeRequires.set(from, (node = createRequire(file)));
     const req = ((spec: string) => {
       if (spec.startsWith('./') || spec.startsWith('../') || isAbsolute(spec)) {
         const target = resolve(from, spec);
