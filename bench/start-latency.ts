@@ -169,7 +169,7 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
     }
     if (inProcessMet === false) {
       findings.push(
-        `[${h}] in-process start median ${ms(x.inProcess.median)} is ${((x.inProcess.median / x.floor.median - 1) * 100).toFixed(0)}% above the direct-CRI floor (${ms(x.floor.median)}), target 10%. Beyond the three calls SyncPod also reads the pod's runtime status before and after, ImageStatus, mkdir of the log directory, and the status computation.`,
+        `[${h}] in-process start median ${ms(x.inProcess.median)} is ${((x.inProcess.median / x.floor.median - 1) * 100).toFixed(0)}% above the direct-CRI floor (${ms(x.floor.median)}), target 10%. Beyond the three calls SyncPod reads the pod's runtime status after its steps (two lists, PodSandboxStatus, ContainerStatus), PodSandboxStatus for the pod IP and ImageStatus (beside the sandbox's creation), makes the pod's directories and computes the status.`,
       );
     }
   }

@@ -157,6 +157,8 @@ export class Kubelet {
   private readonly opts: KubeletOptions;
   /** The PLEG's pod cache, once a PLEG is made: a sync starts from it when it is fresh enough. */
   private podCache?: PodCache;
+  /** The generic PLEG under whichever PLEG runs: what it has seen of each pod. */
+  private plegGeneric?: GenericPleg;
   /** The PLEG's last lists: housekeeping reads them while they are fresh instead of listing again. */
   readonly runtimeCache: RuntimeCache;
   /** When each pod's last sync ended: cache data must come from a relist begun after it. */
@@ -267,6 +269,7 @@ export class Kubelet {
       ...opts,
     });
     this.podCache = pleg.cache;
+    this.plegGeneric = pleg;
     return pleg;
   }
 
@@ -441,10 +444,10 @@ export class Kubelet {
       this.runtimeStatuses.set(uid, cached);
       return cached;
     }
-    // Never synced (GetNewerThan with no last sync): once a relist or an event mark has made the cache
-    // current, a pod it does not hold has nothing in the runtime, and its first sync creates without
-    // listing. A pod that had a life before (a stale entry) is read.
-    if (!mustRead && !cached && lastSync === undefined && this.podCache && this.podCache.currentAsOf() > 0) {
+    // Never synced (GetNewerThan with no last sync): a pod the PLEG knows nothing of, with its cache
+    // current after a full relist, has nothing in the runtime, and its first sync creates without
+    // listing. A pod with an entry left from a previous life, or whose inspection failed, is read.
+    if (!mustRead && !cached && lastSync === undefined && this.plegGeneric?.holdsNothingOf(uid)) {
       const m = podMeta(pod);
       const empty = emptyPodStatus(uid, m.name!, m.namespace ?? 'default', this.clock.now());
       this.runtimeStatuses.set(uid, empty);

@@ -282,6 +282,17 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     assert.equal(lists() - listed, 4, 'a pod the cache holds is read before its first sync, and after it');
     assert.ok(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
 
+    // A second kubelet (the agent restarted) whose event stream marks its cache before any relist: the
+    // pods the runtime holds are not in that cache yet, so a first sync reads and creates nothing twice.
+    const restarted = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+    const restartedPleg = restarted.createPleg();
+    clock.advance(1);
+    assert.equal(restartedPleg.markCacheCurrent(clock.now()), false, 'no mark before a first relist');
+    const sandboxes = fake.calls()['RunPodSandbox'] ?? 0;
+    await restarted.syncPod(p, 'create');
+    assert.equal((fake.calls()['RunPodSandbox'] ?? 0) - sandboxes, 0, 'the running pod is read, not created again');
+    assert.ok(restarted.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
+
     for (const q of [early, p]) {
       await kubelet.syncTerminatingPod(q, 0);
       await kubelet.syncTerminatedPod(q);

@@ -69,15 +69,18 @@ test('refreshPod: requests for a pod whose refresh has not begun join it (one re
   assert.deepEqual(second, []);
 });
 
-test('markCacheCurrent: refused while a pod refresh waits or runs, then moves the cache time', async () => {
+test('markCacheCurrent: refused before a first relist, and while a pod refresh waits or runs, then moves the cache time', async () => {
   let releaseRead!: () => void;
   const read = new Promise<void>((r) => (releaseRead = r));
-  const runtime = {} as unknown as RuntimeService;
+  const runtime = { listPodSandboxSummaries: async () => [], listContainerSummaries: async () => [] } as unknown as RuntimeService;
   const pleg = new GenericPleg({
     runtime,
     clock: new FakeClock(),
     inspect: async (uid) => (await read, status(uid, 'running')),
   });
+  assert.equal(pleg.markCacheCurrent(50), false, 'no relist has read the runtime yet');
+  assert.equal(pleg.cache.currentAsOf(), 0);
+  await pleg.relist();
   const refresh = pleg.refreshPod('a', 'a', 'default');
   assert.equal(pleg.markCacheCurrent(100), false, 'a refresh waits');
   await new Promise((r) => setImmediate(r));
@@ -88,6 +91,36 @@ test('markCacheCurrent: refused while a pod refresh waits or runs, then moves th
   const modified = pleg.cache.freshness('a')!;
   assert.equal(pleg.markCacheCurrent(modified + 5000), true);
   assert.equal(pleg.cache.freshness('a'), modified + 5000);
+});
+
+test('holdsNothingOf: only after a first relist, and never for a pod the PLEG has seen or failed to inspect', async () => {
+  const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
+  const runtime = {
+    listPodSandboxSummaries: async () => [{ id: 's-a', metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels, runtimeHandler: '' }],
+    listContainerSummaries: async () => [],
+  } as unknown as RuntimeService;
+  const clock = new FakeClock();
+  clock.advance(1000);
+  let fail = true;
+  const pleg = new GenericPleg({
+    runtime,
+    clock,
+    inspect: async (uid) => {
+      if (fail) throw new Error('transient');
+      return status(uid, 'running');
+    },
+    onError: () => undefined,
+  });
+  assert.equal(pleg.holdsNothingOf('new'), false, 'before any relist nothing is known');
+  await pleg.relist();
+  assert.equal(pleg.holdsNothingOf('new'), true, 'a pod no relist saw');
+  assert.equal(pleg.cache.get('a'), undefined, 'its inspection failed');
+  assert.equal(pleg.holdsNothingOf('a'), false, 'a listed pod whose inspection failed is not taken for absent');
+  fail = false;
+  clock.advance(1000);
+  await pleg.relist();
+  assert.ok(pleg.cache.get('a'));
+  assert.equal(pleg.holdsNothingOf('a'), false, 'a pod the cache holds');
 });
 
 test('evented PLEG: an event whose sandbox and container states the PLEG already knows, or knows past, reads nothing; one that says something new reads the pod', async () => {

@@ -391,9 +391,21 @@ export class GenericPleg {
    * (a periodic resync then reads no runtime). False when a refresh is outstanding.
    */
   markCacheCurrent(time: number): boolean {
-    if (this.waitingRefresh.size > 0 || this.refreshTurns > 0) return false;
+    // Before a first relist has read every pod, the cache is not yet the runtime's view: a pod missing
+    // from it may still exist (holdsNothingOf trusts a missing entry only once the cache is current).
+    if (this.lastRelistAt === undefined || this.waitingRefresh.size > 0 || this.refreshTurns > 0) return false;
     this.cache.updateTime(time);
     return true;
+  }
+
+  /**
+   * Whether the runtime holds nothing of this pod as far as the PLEG knows: a relist has read every pod,
+   * the cache is current (a relist or an event stream's mark), and the PLEG has seen no sandbox or
+   * container of the pod, nor failed to inspect it. The kubelet's GetNewerThan with no last sync time
+   * answers such a pod with an empty status; a pod whose inspection failed gets the error instead.
+   */
+  holdsNothingOf(uid: string): boolean {
+    return this.lastRelistAt !== undefined && this.cache.currentAsOf() > 0 && !this.cache.get(uid) && !this.byPod.has(uid) && !this.reinspect.has(uid);
   }
 
   /** One relist: list, compare with the last one, inspect what changed, emit the events. */
