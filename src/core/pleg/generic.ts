@@ -401,11 +401,12 @@ export class GenericPleg {
   /**
    * Whether the runtime holds nothing of this pod as far as the PLEG knows: a relist has read every pod,
    * the cache is current (a relist or an event stream's mark), and the PLEG has seen no sandbox or
-   * container of the pod, nor failed to inspect it. The kubelet's GetNewerThan with no last sync time
-   * answers such a pod with an empty status; a pod whose inspection failed gets the error instead.
+   * container of the pod, nor failed to inspect it, nor has a read of it waiting (an event named it).
+   * The kubelet's GetNewerThan with no last sync time answers such a pod with an empty status; a pod
+   * whose inspection failed gets the error instead.
    */
   holdsNothingOf(uid: string): boolean {
-    return this.lastRelistAt !== undefined && this.cache.currentAsOf() > 0 && !this.cache.get(uid) && !this.byPod.has(uid) && !this.reinspect.has(uid);
+    return this.lastRelistAt !== undefined && this.cache.currentAsOf() > 0 && !this.cache.get(uid) && !this.byPod.has(uid) && !this.reinspect.has(uid) && !this.waitingRefresh.has(uid);
   }
 
   /** One relist: list, compare with the last one, inspect what changed, emit the events. */
