@@ -51,14 +51,21 @@ export function isCriError(err: unknown, code?: GrpcStatus): err is CriError {
 
 export const isNotFound = (err: unknown): boolean => isCriError(err, GrpcStatus.NOT_FOUND);
 /**
- * Awaits a CRI call whose object may already be gone: NOT_FOUND gives
- * undefined (the CRI's remove and stop calls are idempotent in spirit).
+ * containerd refuses a RemoveContainer while another caller is removing the same container
+ * ("container is already in removing state"): the container is on its way out, as for NOT_FOUND.
+ * A delete from the CLI and the agent's own pruning of the dead container can meet that way.
+ */
+export const isBeingRemoved = (err: unknown): boolean => isCriError(err) && /already in removing state/.test(err.message);
+
+/**
+ * Awaits a CRI call whose object may already be gone, or going: NOT_FOUND, or a removal
+ * already under way, gives undefined (the CRI's remove and stop calls are idempotent in spirit).
  */
 export async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
   try {
     return await call;
   } catch (err) {
-    if (isNotFound(err)) return undefined;
+    if (isNotFound(err) || isBeingRemoved(err)) return undefined;
     throw err;
   }
 }
