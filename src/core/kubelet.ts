@@ -8,6 +8,7 @@ import { generatePodStatus } from './status/generate.js';
 import { qosClass } from './status/qos.js';
 import { admitPod, podRequests, type NodeInfo } from './admission.js';
 import { podAsCreated, resizeDecision } from './kuberuntime/resize.js';
+import type { ExpectedIds } from './kuberuntime/pod-status.js';
 import { StatusManager } from './status/manager.js';
 import { isTerminalPhase, statusSummary } from './status/phase.js';
 import { EventRecorder } from './events.js';
@@ -421,9 +422,9 @@ export class Kubelet {
     if (pod && this.workers.state(uid) === 'syncing') this.workers.updatePod({ type: 'sync', pod });
   }
 
-  async getRuntimeStatus(pod: IPod): Promise<RuntimePodStatus> {
+  async getRuntimeStatus(pod: IPod, expected?: ExpectedIds): Promise<RuntimePodStatus> {
     const m = podMeta(pod);
-    const status = await this.runtimeManager.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default');
+    const status = await this.runtimeManager.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default', { expected });
     this.runtimeStatuses.set(m.uid!, status);
     return status;
   }
@@ -675,7 +676,12 @@ export class Kubelet {
     this.setResizeCondition(uid, 'PodResizeInProgress', result.resizeError ? { reason: 'Error', message: result.resizeError } : undefined);
     this.statusManager.recordWaiting(uid, result.waiting);
     this.observers.forEach((o) => o.onSyncResult?.(pod, result));
-    const after = result.steps.length ? await this.getRuntimeStatus(pod) : before;
+    // What the sync started from and what it made: their statuses are read with the lists.
+    const expected = {
+      sandboxIds: [...before.sandboxes.map((s) => s.id), ...(result.sandboxId ? [result.sandboxId] : [])],
+      containerIds: [...before.containers, ...(before.ephemeral ?? [])].map((c) => c.id).concat(result.createdContainerIds),
+    };
+    const after = result.steps.length ? await this.getRuntimeStatus(pod, expected) : before;
     const status = this.updateStatus(pod, after);
     if (result.retryAfterMs !== undefined) this.workers.requeueAfter(uid, result.retryAfterMs);
     const left = activeDeadlineLeftMs(pod, status, this.clock.now());

@@ -21,7 +21,7 @@ import * as L from './labels.js';
 import type { RuntimeClassRef } from '../objects.js';
 import { runtimeClassNotFound } from '../pod/references.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
-import { PodStatusReader } from './pod-status.js';
+import { PodStatusReader, type ExpectedIds } from './pod-status.js';
 import { podMeta } from '../util/pod-key.js';
 import { nodeDockerConfigPaths } from '../credentials/keyring.js';
 import { formatResourceChanges } from './resize.js';
@@ -51,6 +51,9 @@ export interface SyncPodResult {
   resizeError?: string;
   /** A resize refused as the API server refuses it (a QoS class change): PodResizePending, Infeasible. */
   resizeRefused?: string;
+  /** The sandbox the containers went into, and the containers created: the read after the sync expects them. */
+  sandboxId?: string;
+  createdContainerIds: string[];
 }
 
 export interface RuntimeManagerOptions {
@@ -128,6 +131,8 @@ export class RuntimeManager {
   readonly containerGC: ContainerGCPolicy;
   /** The host's resolv.conf and /etc/hosts, read once: pods merge dnsConfig into the first and host-network pods copy the second. */
   private hostFiles?: Promise<{ resolvConf: string; etcHosts: string }>;
+  /** Pod directories made during the sync under way, by pod UID (ensurePodDir). */
+  private readonly podDirsMade = new Map<string, Promise<string>>();
   readonly agent: string;
   readonly events: EventRecorder;
   /** The kubelet's GetPodStatus: the read side, shared with whoever only reads. */
@@ -160,15 +165,23 @@ export class RuntimeManager {
     this.statusReader = new PodStatusReader({ runtime: opts.runtime, clock: opts.clock });
   }
 
-  getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean } = {}): Promise<RuntimePodStatus> {
+  getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean; expected?: ExpectedIds } = {}): Promise<RuntimePodStatus> {
     return this.statusReader.getPodStatus(uid, name, namespace, opts);
   }
 
 
   /** SyncPod: compute the actions and carry them out, one step at a time, as the kubelet does. */
   async syncPod(pod: IPod, status: RuntimePodStatus, probes: ProbeVerdicts = noProbeFailures): Promise<SyncPodResult> {
+    try {
+      return await this.syncPodSteps(pod, status, probes);
+    } finally {
+      this.podDirsMade.delete(podMeta(pod).uid);
+    }
+  }
+
+  private async syncPodSteps(pod: IPod, status: RuntimePodStatus, probes: ProbeVerdicts): Promise<SyncPodResult> {
     const actions = computePodActions(pod, status, probes);
-    const result: SyncPodResult = { actions, steps: [], waiting: new Map() };
+    const result: SyncPodResult = { actions, steps: [], waiting: new Map(), createdContainerIds: [] };
     const fail = (step: SyncStepResult) => {
       result.steps.push(step);
       if (!result.error) result.error = `${step.action} ${step.target}: ${step.error}`;
@@ -265,13 +278,14 @@ export class RuntimeManager {
       }
     }
     if (!sandboxId) return result;
+    result.sandboxId = sandboxId;
 
     const start = async (item: ContainerToStart, container: IContainer) => {
       try {
         // A check made before this sync's first container started is used once; later ones ask again.
         const checked = imagesChecked?.get(container.image ?? '');
         imagesChecked?.delete(container.image ?? '');
-        await this.startContainer(pod, container, item, sandboxId!, sandboxConfig, status, podVolumes, checked);
+        await this.startContainer(pod, container, item, sandboxId!, sandboxConfig, status, podVolumes, checked, (id) => result.createdContainerIds.push(id));
         result.waiting.set(item.name, null);
         result.steps.push({ action: 'StartContainer', target: item.name });
         return true;
@@ -347,6 +361,7 @@ export class RuntimeManager {
     status: RuntimePodStatus,
     podVolumes?: PodVolumes,
     imageChecked?: Promise<T.Image | undefined>,
+    onCreated?: (id: string) => void,
   ): Promise<void> {
     const previous = status.containers.find((c) => c.name === container.name);
     const last = lastExited(status, container.name);
@@ -391,6 +406,7 @@ export class RuntimeManager {
     } catch (err) {
       throw new StartContainerError('CreateContainerError', errorMessage(err));
     }
+    onCreated?.(id);
     this.events.record(podRef(pod), 'Normal', 'Created', `Created container ${container.name}`, container.name);
     try {
       await this.runtime.startContainer(id);
@@ -494,12 +510,27 @@ export class RuntimeManager {
     return safeJoin(this.rootDir!, [['pods', 'pods'], ['pod UID', uid]]);
   }
 
-  /** The state dir is private to the user running podctl: created 0700 before anything goes in it. */
-  private async ensurePodDir(uid: string): Promise<string> {
-    await mkdir(this.rootDir!, { recursive: true, mode: 0o700 });
-    const dir = this.podDir(uid);
-    await mkdir(dir, { recursive: true, mode: 0o750 });
-    return dir;
+  /**
+   * The state dir is private to the user running podctl: created 0700 before anything goes in it.
+   * Made once a sync (the pod spec, /etc/hosts, each container's termination message and spec copy
+   * all go in it); a later sync makes sure again, should anything have removed it in between.
+   */
+  private ensurePodDir(uid: string): Promise<string> {
+    let made = this.podDirsMade.get(uid);
+    if (!made) {
+      made = (async () => {
+        await mkdir(this.rootDir!, { recursive: true, mode: 0o700 });
+        const dir = this.podDir(uid);
+        await mkdir(dir, { recursive: true, mode: 0o750 });
+        return dir;
+      })();
+      this.podDirsMade.set(uid, made);
+      // A failure is said where it is awaited, and the next call tries again.
+      made.catch(() => {
+        if (this.podDirsMade.get(uid) === made) this.podDirsMade.delete(uid);
+      });
+    }
+    return made;
   }
 
   /**

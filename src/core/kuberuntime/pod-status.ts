@@ -10,6 +10,12 @@ import { EarlyExits, type ContainerExit } from '../container/early-exits.js';
 import { SpecCopies } from './spec-copy.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from '../container/types.js';
 
+/** Sandboxes and containers a caller believes a pod has: see PodStatusReader.getPodStatus. */
+export interface ExpectedIds {
+  sandboxIds: Iterable<string>;
+  containerIds: Iterable<string>;
+}
+
 /** The kubelet reads at most this much of a termination-message file or of the log tail. */
 export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
 /** FallbackToLogsOnError: the log's last lines, bounded as the kubelet bounds them. */
@@ -52,16 +58,28 @@ export class PodStatusReader {
     this.terminationMessages.delete(containerId);
   }
 
-  /** The runtime's view of one pod, from its labelled sandboxes and containers. */
-  async getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean } = {}): Promise<RuntimePodStatus> {
+  /**
+   * The runtime's view of one pod, from its labelled sandboxes and containers. `expected` names the
+   * sandboxes and containers the caller believes the pod has (a sync's view before its steps, and
+   * what the steps made): their statuses are asked while the lists are, so that the read after a
+   * sync is one round trip, not two. The lists still decide what the pod has: a status asked for an
+   * ID they do not show is dropped, and one they show that was not expected is asked after them.
+   */
+  async getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean; expected?: ExpectedIds } = {}): Promise<RuntimePodStatus> {
     // podctl's own objects only, unless a debugging command asks for every agent's.
     const selector: Record<string, string> = opts.all ? { [L.POD_UID_LABEL]: uid } : { [L.POD_UID_LABEL]: uid, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
-    const [sandboxes, containers] = await Promise.all([
-      this.runtime.listPodSandbox({ labelSelector: selector }),
-      this.runtime.listContainers({ labelSelector: selector }),
+    const askedSandboxes = new Map<string, Promise<T.PodSandboxStatusResponse | undefined>>();
+    const askedContainers = new Map<string, Promise<T.ContainerStatusResponse | undefined>>();
+    for (const id of opts.expected?.sandboxIds ?? []) if (!askedSandboxes.has(id)) askedSandboxes.set(id, ignoreNotFound(this.runtime.podSandboxStatus(id)));
+    for (const id of opts.expected?.containerIds ?? []) if (!askedContainers.has(id)) askedContainers.set(id, ignoreNotFound(this.runtime.containerStatus(id)));
+    // An answer no one waits for (an ID the lists do not show, or lists that failed) must not end as an unhandled rejection.
+    for (const p of [...askedSandboxes.values(), ...askedContainers.values()]) p.catch(() => undefined);
+    const [sandboxes, containers] = await Promise.all([this.runtime.listPodSandbox({ labelSelector: selector }), this.runtime.listContainers({ labelSelector: selector })]);
+    // Sandboxes and containers at once: neither status needs the other.
+    const [sandboxStatuses, containerStatuses] = await Promise.all([
+      Promise.all(sandboxes.map((s) => this.sandboxStatus(s, askedSandboxes.get(s.id)))),
+      Promise.all(containers.map((c) => this.containerStatus(c, askedContainers.get(c.id)))),
     ]);
-    const sandboxStatuses = await Promise.all(sandboxes.map((s) => this.sandboxStatus(s)));
-    const containerStatuses = await Promise.all(containers.map((c) => this.containerStatus(c)));
     await this.withSpecCopies(containers, containerStatuses, sandboxStatuses);
     const live = sandboxStatuses.filter((s): s is RuntimeSandboxStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
     const ready = live.find((s) => s.state === 'ready');
@@ -100,8 +118,8 @@ export class PodStatusReader {
     );
   }
 
-  private async sandboxStatus(sandbox: T.PodSandbox): Promise<RuntimeSandboxStatus | undefined> {
-    const res = await ignoreNotFound(this.runtime.podSandboxStatus(sandbox.id));
+  private async sandboxStatus(sandbox: T.PodSandbox, asked?: Promise<T.PodSandboxStatusResponse | undefined>): Promise<RuntimeSandboxStatus | undefined> {
+    const res = await (asked ?? ignoreNotFound(this.runtime.podSandboxStatus(sandbox.id)));
     if (!res) return undefined;
     const status = res.status;
     return {
@@ -117,8 +135,8 @@ export class PodStatusReader {
     };
   }
 
-  private async containerStatus(container: T.Container): Promise<RuntimeContainerStatus | undefined> {
-    const res = await ignoreNotFound(this.runtime.containerStatus(container.id));
+  private async containerStatus(container: T.Container, asked?: Promise<T.ContainerStatusResponse | undefined>): Promise<RuntimeContainerStatus | undefined> {
+    const res = await (asked ?? ignoreNotFound(this.runtime.containerStatus(container.id)));
     if (!res) return undefined;
     const status = toRuntimeContainerStatus(container, res.status ?? undefined);
     const path = res.status?.annotations?.[L.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION];
