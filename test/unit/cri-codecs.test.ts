@@ -5,7 +5,7 @@ import type { MethodDefinition } from '@grpc/grpc-js';
 import { criServices } from '../../src/core/cri/proto.js';
 import { criDescriptor } from '../../src/core/cri/generated/descriptor.js';
 import { criCodecs } from '../../src/core/cri/generated/codecs.js';
-import { usePrebuiltCodecs } from '../../src/core/cri/codecs.js';
+import { rootWithPrebuiltCodecs, usePrebuiltCodecs } from '../../src/core/cri/codecs.js';
 
 // cri-proto.test.ts checks that the messages mean what the .proto means (bytes and objects); this, that
 // no process generates their code at run time: protobufjs's code generation is never called.
@@ -47,4 +47,17 @@ test('every message type of the descriptor has its prebuilt functions, the same 
     const generators = [(protobuf.Type as unknown as { generateConstructor(t: protobuf.Type): object }).generateConstructor(t), protobuf.encoder(t), protobuf.decoder(t), protobuf.converter.fromObject(t), protobuf.converter.toObject(t)];
     for (const gen of generators) assert.ok(source.includes(bare(gen.toString())), t.fullName);
   }
+});
+
+test('the root resolves a message type when it is first used, not every type when it is built', () => {
+  const root = rootWithPrebuiltCodecs(criDescriptor, criCodecs);
+  const resolved = (name: string) => root.lookupType(name).fieldsArray.every((f) => f.resolved);
+  assert.equal(resolved('runtime.v1.ListContainersResponse'), false);
+  assert.equal(resolved('runtime.v1.PodSandboxStatusResponse'), false);
+  const t = root.lookupType('runtime.v1.ListContainersResponse');
+  const bytes = t.encode(t.fromObject({ containers: [{ id: 'c1', labels: { a: 'b' }, state: 'CONTAINER_RUNNING' }] })).finish();
+  assert.deepEqual(t.toObject(t.decode(bytes), { enums: String }), { containers: [{ id: 'c1', labels: { a: 'b' }, state: 'CONTAINER_RUNNING' }] });
+  assert.equal(resolved('runtime.v1.ListContainersResponse'), true, 'used, and resolved');
+  assert.equal(resolved('runtime.v1.Container'), true, 'with the types of its fields that were used');
+  assert.equal(resolved('runtime.v1.PodSandboxStatusResponse'), false, 'a type never used stays as it was');
 });
