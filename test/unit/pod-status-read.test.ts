@@ -11,9 +11,12 @@ import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 import { startFake, stopFake } from '../support/fake-runtime.js';
 
-const pod = (name: string): IPod =>
-  parseManifestText(`apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`, { kind: 'file', path: `/unit/${name}.yaml` }, { nodeName: 'unit' }).pods[0]!
-    .pod;
+const pod = (name: string, containers = ['app']): IPod =>
+  parseManifestText(
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n${containers.map((c) => `  - {name: ${c}, image: busybox:1.36, command: [sleep, "3600"]}\n`).join('')}`,
+    { kind: 'file', path: `/unit/${name}.yaml` },
+    { nodeName: 'unit' },
+  ).pods[0]!.pod;
 
 const LISTS = new Set(['listPodSandbox', 'listContainers']);
 
@@ -158,5 +161,24 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
     const firstAnswer = read.findIndex((l, i) => i > 0 && l.startsWith('done'));
     assert.ok(firstAnswer > 0, read.join(', '));
     assert.deepEqual(read.slice(1, firstAnswer).sort(), ['call containerStatus ' + container.id, 'call listContainers', 'call listPodSandbox', 'call podSandboxStatus ' + sandbox.id], 'all four asked before any answered');
+  });
+
+  test("SyncPod: a new sandbox's IPs are asked once for all the containers it starts", async () => {
+    const o = observed(client);
+    const kubelet = new Kubelet({ runtime: o.runtime, images: client, clock, logRoot: dir.dir, nodeName: 'unit', agent: 'status-read-unit' });
+    const p = pod('two-containers', ['one', 'two']);
+    await kubelet.syncPod(p, 'create');
+    const status = kubelet.statusManager.get(p.metadata!.uid!)!;
+    assert.deepEqual(
+      status.containerStatuses!.map((c) => [c.name, !!c.state?.running]),
+      [
+        ['one', true],
+        ['two', true],
+      ],
+    );
+    assert.ok(status.podIP, 'the pod has its IP');
+    const steps = o.log.slice(o.log.indexOf('done runPodSandbox'), o.log.lastIndexOf('done startContainer'));
+    assert.equal(steps.filter((l) => l.startsWith('call podSandboxStatus')).length, 1, steps.join(', '));
+    assert.equal(steps.filter((l) => l.startsWith('call createContainer')).length, 2);
   });
 });

@@ -279,13 +279,24 @@ export class RuntimeManager {
     }
     if (!sandboxId) return result;
     result.sandboxId = sandboxId;
+    // The pod's IPs, asked once for all its containers; for a sandbox just made, asked now, while the
+    // first container's image check and directories are under way.
+    let ips: Promise<string[]> | undefined;
+    const podIPs = () => {
+      if (!ips) {
+        ips = this.podIPs(pod, sandboxId!, status);
+        ips.catch(() => undefined);
+      }
+      return ips;
+    };
+    if (actions.createSandbox) void podIPs();
 
     const start = async (item: ContainerToStart, container: IContainer) => {
       try {
         // A check made before this sync's first container started is used once; later ones ask again.
         const checked = imagesChecked?.get(container.image ?? '');
         imagesChecked?.delete(container.image ?? '');
-        await this.startContainer(pod, container, item, sandboxId!, sandboxConfig, status, podVolumes, checked, (id) => result.createdContainerIds.push(id));
+        await this.startContainer(pod, container, item, { sandboxId: sandboxId!, sandboxConfig, podIPs }, status, podVolumes, checked, (id) => result.createdContainerIds.push(id));
         result.waiting.set(item.name, null);
         result.steps.push({ action: 'StartContainer', target: item.name });
         return true;
@@ -356,13 +367,13 @@ export class RuntimeManager {
     pod: IPod,
     container: IContainer,
     item: ContainerToStart,
-    sandboxId: string,
-    sandboxConfig: T.PodSandboxConfigInput,
+    sandbox: { sandboxId: string; sandboxConfig: T.PodSandboxConfigInput; podIPs: () => Promise<string[]> },
     status: RuntimePodStatus,
     podVolumes?: PodVolumes,
     imageChecked?: Promise<T.Image | undefined>,
     onCreated?: (id: string) => void,
   ): Promise<void> {
+    const { sandboxId, sandboxConfig } = sandbox;
     const previous = status.containers.find((c) => c.name === container.name);
     const last = lastExited(status, container.name);
     // CrashLoopBackOff: wait out the delay measured from the last exit.
@@ -381,7 +392,7 @@ export class RuntimeManager {
     const imageRef = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, this.clock.now(), imageChecked);
     const restartCount = previous ? previous.restartCount + 1 : 0;
     await mkdir(join(podLogDirectory(this.logRoot, pod), checkComponent(container.name, 'container name')), { recursive: true, mode: 0o755 });
-    const podIPs = await this.podIPs(pod, sandboxId, status);
+    const podIPs = await sandbox.podIPs();
     let env: { key: string; value: string }[];
     let mounts: T.MountInput[] = [];
     try {
@@ -394,11 +405,10 @@ export class RuntimeManager {
     } catch (err) {
       throw err instanceof StartContainerError ? err : new StartContainerError('CreateContainerConfigError', errorMessage(err));
     }
-    const hosts = await this.etcHostsMount(pod, container, podIPs);
+    const [hosts] = await Promise.all([this.etcHostsMount(pod, container, podIPs), this.verifyRunAsNonRoot(pod, container, imageRef)]);
     if (hosts) mounts.push(hosts);
-    await this.verifyRunAsNonRoot(pod, container, imageRef);
-    const terminationMessageFile = await this.terminationMessageFile(pod, container, restartCount);
-    const specCopyInPodDir = await this.recordSpec(pod, container);
+    // Once nothing can refuse the container: a file made for a container that is never created would stay.
+    const [terminationMessageFile, specCopyInPodDir] = await Promise.all([this.terminationMessageFile(pod, container, restartCount), this.recordSpec(pod, container)]);
     const config = containerConfig({ pod, container, kind: item.kind, restartCount, imageRef, terminationMessageFile, env, mounts, memoryCapacityBytes: this.node.memoryBytes, specCopyInPodDir });
     let id: string;
     try {
