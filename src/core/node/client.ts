@@ -1,7 +1,7 @@
-import { request } from 'node:http';
+import { existsSync } from 'node:fs';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlError } from '../errors.js';
-import { unixSocket } from '../status/client.js';
+import { request, unixSocket } from '../status/client.js';
 import type { PlanAnswer } from '../plan.js';
 import type { AppliedPodRef } from './node.js';
 import { agentSocket } from './paths.js';
@@ -37,6 +37,8 @@ export class AgentClient {
 
   private call(method: string, path: string, opts: { body?: string; timeoutMs?: number } = {}): Promise<{ status: number; body: string }> {
     const timeoutMs = opts.timeoutMs ?? 5000;
+    // No socket, no agent: said as connecting would say it, without loading http or connecting.
+    if (!existsSync(this.socket)) return Promise.reject(Object.assign(new Error(`connect ENOENT ${this.socket}`), { code: 'ENOENT', syscall: 'connect', address: this.socket }));
     return new Promise((resolve, reject) => {
       const req = request(
         { ...unixSocket(this.socket), path, method, timeout: timeoutMs, headers: opts.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(opts.body) } },

@@ -1,5 +1,11 @@
-import { request } from 'node:http';
+import type * as Http from 'node:http';
+import { createRequire } from 'node:module';
 import { connect } from 'node:net';
+
+let http: typeof Http | undefined;
+/** http.request, with node:http loaded by the first request: a command that finds no socket to ask never needs it. */
+export const request = (options: Http.RequestOptions, callback: (res: Http.IncomingMessage) => void): Http.ClientRequest =>
+  (http ??= createRequire(import.meta.url)('node:http') as typeof Http).request(options, callback);
 
 /**
  * A request's own connection to a unix socket, without http's Agent: the Agent
