@@ -131,6 +131,24 @@ test('a start loads no Node module it does not use: --version runs without child
   assert.deepEqual(loaded.filter((m) => /^NativeModule (child_process|dgram|http2|zlib|crypto)$/.test(m)), []);
 });
 
+test("a command that asks the agent loads Node's crypto only when it hashes: agent status, with no agent there", () => {
+  const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-crypto-'));
+  try {
+    const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), 'agent', 'status', '--root-dir', dir], { encoding: 'utf8' });
+    assert.match(r.stderr, /no agent runs on/);
+    const loaded = r.stderr.split('\n');
+    assert.ok(loaded.includes('NativeModule http'), 'it loaded the agent client');
+    assert.deepEqual(loaded.filter((m) => m === 'NativeModule crypto'), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // The chunks still hash when asked: the agent label of a root dir, from the bundle.
+  const paths = Object.keys(meta().outputs).find((o) => Object.keys(meta().outputs[o]!.inputs).includes('src/core/node/paths.ts'));
+  const { nodeAgentLabel } = createRequire(import.meta.url)(join(ROOT, paths!)) as { nodeAgentLabel: (dir: string) => string };
+  assert.match(nodeAgentLabel('/tmp/somewhere'), /^watch-[0-9a-f]{10}$/);
+});
+
 test('a start reads nothing from node_modules: what oclif needs is bundled, what it only might need is left out', () => {
   // Every require() that reaches Node's loader for a package (a bare name: not a built-in module, nor a
   // path, as the entry and bin/run.js's require of the bundle's main.cjs are) is written to stderr.
