@@ -183,6 +183,24 @@ const result = await build({
 // oclif's import() of an ES module plugin or hook, which podctl has none of, would fail), and
 // import.meta.url this file's URL.
 mkdirSync(join(outdir, 'chunks'), { recursive: true });
+// Node's crypto module loads some twenty internal modules: a few ms of every command that talks to
+// the agent, which holds it only for a hash it seldom computes (a root dir's agent label). In the
+// chunks, an ES import of it (only ever read as import_node_crypto.name, which the build checks) is
+// required when first read.
+const LAZY_CRYPTO = /var (import_node_crypto\d*)=require\("node:crypto"\);/g;
+const lazyBuiltin = 'var __podctlLazyBuiltin=(id)=>{let m;return new Proxy({},{get:(_,key)=>(m??=require(id))[key]})};';
+function lazyCrypto(path, code) {
+  const names = [...code.matchAll(LAZY_CRYPTO)].map((m) => m[1]);
+  if (names.length === 0) return code;
+  for (const name of names) {
+    const uses = [...code.matchAll(new RegExp(`\\b${name}\\b(.)`, 'g'))].map((m) => m[1]);
+    // The declaration's "=", then only property reads.
+    if (uses.filter((c) => c !== '.').length !== 1) throw new Error(`${path}: ${name} is used other than as ${name}.name; look again at lazy crypto`);
+  }
+  // The helper just before the first of them (not first in the file, which may start with a directive).
+  let first = true;
+  return code.replace(LAZY_CRYPTO, (_, name) => `${first ? ((first = false), lazyBuiltin) : ''}var ${name}=__podctlLazyBuiltin("node:crypto");`);
+}
 for (const out of result.outputFiles) {
   const cjs = await transform(out.text, {
     format: 'cjs',
@@ -197,7 +215,7 @@ for (const out of result.outputFiles) {
   // V8 keeps a source of ASCII only in one byte a character, and reads and compiles it faster:
   // esbuild escapes non-ASCII text in strings, not in regular expressions or comments.
   if (/\\[\u0080-\uffff]/.test(cjs.code)) throw new Error(`${out.path}: a non-ASCII character after a backslash, which \\u cannot replace`);
-  writeFileSync(out.path, cjs.code.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  writeFileSync(out.path, lazyCrypto(out.path, cjs.code).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 // The entry bin/run.js requires (main.cjs): the loader, which loads the CLI (cli.cjs) and its chunks with their code caches.
 await build({

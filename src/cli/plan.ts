@@ -1,4 +1,3 @@
-import { Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
@@ -12,12 +11,7 @@ import { clientFor, resolveFromFlags, type GlobalFlags } from './runtime.js';
 /** Exit code of a plan that would change something (terraform plan -detailed-exitcode). */
 export const PLAN_CHANGES_EXIT_CODE = 2;
 
-export const planFlags = {
-  prune: Flags.boolean({
-    summary: 'Also plan the removal of every pod podctl made that the given files do not describe.',
-    description: 'Without it, a plan over one file says nothing about other pods: `plan pod.yaml` must not threaten every other pod on the host.',
-  }),
-};
+export { planFlags } from './plan-flags.js';
 
 /**
  * Plans the pods against the runtime and prints the plan; returns the exit

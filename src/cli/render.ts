@@ -5,38 +5,7 @@ import type { Plan, PlannedAction } from '../core/plan.js';
 import { podKey } from '../core/util/pod-key.js';
 import { yamlDumper } from './yaml.js';
 
-/** kubectl's READY column: ready/total app containers. */
-export function readyColumn(pod: IPod, status: IPodStatus | undefined): string {
-  const total = pod.spec?.containers.length ?? 0;
-  const ready = (status?.containerStatuses ?? []).filter((c) => c.ready).length;
-  return `${ready}/${total}`;
-}
-
-export function restartsColumn(status: IPodStatus | undefined): number {
-  return (status?.containerStatuses ?? []).reduce((n, c) => n + (c.restartCount ?? 0), 0);
-}
-
-/** kubectl's STATUS column: the waiting or terminated reason when there is one, else the phase. */
-export function displayStatus(pod: IPod, status: IPodStatus | undefined): string {
-  if (!status) return 'Unknown';
-  const inits = status.initContainerStatuses ?? [];
-  const total = pod.spec?.initContainers?.length ?? 0;
-  for (let i = 0; i < inits.length; i++) {
-    const s = inits[i]!;
-    if (s.state?.terminated?.exitCode === 0) continue;
-    if (pod.spec?.initContainers?.[i]?.restartPolicy === 'Always' && s.started) continue;
-    if (s.state?.terminated) return s.state.terminated.reason ? `Init:${s.state.terminated.reason}` : `Init:ExitCode:${s.state.terminated.exitCode}`;
-    if (s.state?.waiting?.reason && s.state.waiting.reason !== 'PodInitializing') return `Init:${s.state.waiting.reason}`;
-    return `Init:${i}/${total}`;
-  }
-  let reason: string = status.phase ?? 'Unknown';
-  for (const c of status.containerStatuses ?? []) {
-    if (c.state?.waiting?.reason) reason = c.state.waiting.reason;
-    else if (c.state?.terminated) reason = c.state.terminated.reason ?? `ExitCode:${c.state.terminated.exitCode}`;
-  }
-  if (reason === 'Completed' && status.phase === 'Running') reason = 'Running';
-  return reason;
-}
+export { displayStatus, readyColumn, restartsColumn, statusLine } from './status-line.js';
 
 /** A v1 Pod object with its status, as kubectl -o json/yaml prints it. */
 export function podWithStatus(pod: IPod, status: IPodStatus | undefined): IPod {
@@ -50,17 +19,6 @@ export async function renderObjects(items: IPod[], format: 'json' | 'yaml'): Pro
   return (await yamlDumper())(doc);
 }
 
-
-/** One line per state change, as run and watch print them. */
-export function statusLine(pod: IPod, status: IPodStatus, now = new Date()): string {
-  const containers = (status.containerStatuses ?? [])
-    .map((c) => {
-      const state = c.state?.running ? 'running' : c.state?.terminated ? `exited(${c.state.terminated.exitCode})` : (c.state?.waiting?.reason ?? 'waiting');
-      return `${c.name}=${state}${c.restartCount ? ` restarts=${c.restartCount}` : ''}`;
-    })
-    .join(' ');
-  return `${now.toISOString().slice(11, 19)} ${podKey(pod)}  ${displayStatus(pod, status)}  ${readyColumn(pod, status)}  ${containers}`;
-}
 
 /**
  * The events run and watch print as lines: a warning the first time it

@@ -2,18 +2,19 @@ import type { IPod } from 'kubernetes-models/v1';
 import type { SourceObjects } from '../core/objects.js';
 import { hygienePolicies, nodeInfoFromFlags, nodeOptionsFromFlags } from './node.js';
 import { streamPodLogs } from './log-stream.js';
-import { eventLine, eventWorthALine, statusLine } from './render.js';
+import { eventLine, eventWorthALine } from './render.js';
+import { statusLine } from './status-line.js';
 import { connect } from './runtime.js';
 import { tracerFor } from './trace.js';
 import { statusSummary } from '../core/status/phase.js';
-import { realClock } from '../core/clock.js';
-import { PodctlError, errorMessage } from '../core/errors.js';
+import { errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
 import { AgentClient } from '../core/node/client.js';
 import type { AppliedPodRef, StandaloneNode } from '../core/node/node.js';
 import { agentLogFile } from '../core/node/paths.js';
 import { startAgentInBackground } from '../core/node/spawn.js';
-import { waitForPods, type WaitFor } from '../core/node/wait.js';
+import type { WaitFor } from '../core/node/wait.js';
+import { awaitHandedOver } from './detach.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** What `podctl run` does once it has its pods: hand them to the agent, or be the node until Ctrl-C. */
@@ -31,25 +32,6 @@ export async function detachPods(log: (line: string) => void, agent: AgentClient
     started = `started the agent (pid ${a.pid}) on ${flags['root-dir']}`;
   }
   return awaitHandedOver(log, agent, await agent.apply(texts), started, flags, waitFor, timeoutMs);
-}
-
-/** --detach once the agent keeps the pods: wait for them as asked, then say where the agent is; `started` says it was started here. */
-export async function awaitHandedOver(log: (line: string) => void, agent: AgentClient, refs: AppliedPodRef[], started: string, flags: { 'root-dir': string }, waitFor: WaitFor, timeoutMs: number): Promise<void> {
-  // The agent's pid and log for the last line, asked while the pods start rather than after.
-  const agentInfo = agent.info().catch(() => undefined);
-  const results = await waitForPods(agent, refs, { waitFor, timeoutMs, clock: realClock });
-  for (const r of results) if (r.pod?.status) log(statusLine(r.pod, r.pod.status));
-  const info = await agentInfo;
-  const where = `${started ? `${started}; ` : ''}agent pid ${info?.pid ?? '?'}, log ${info?.log ?? agentLogFile(flags['root-dir'])}, API ${agent.socket}`;
-  process.stderr.write(`${where}\n`);
-  const failed = results.filter((r) => !r.ok);
-  if (failed.length) {
-    for (const f of failed) process.stderr.write(`${f.ref.namespace}/${f.ref.name}: ${f.reason}: ${f.message}\n`);
-    const reasons = [...new Set(failed.map((f) => f.reason))].join(', ');
-    throw new PodctlError(`${failed.length} of ${results.length} pod(s) ${waitFor === 'ready' ? 'not ready' : 'not running'} (${reasons})`, {
-      hint: `the agent keeps them and retries; \`podctl describe pod NAME --root-dir ${flags['root-dir']}\` says why, \`podctl delete pod NAME\` removes one`,
-    });
-  }
 }
 
 /** Foreground with an agent already on the root dir: hand the pods over, follow them, take them back at exit. */

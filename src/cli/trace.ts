@@ -1,15 +1,8 @@
-import { Flags } from '@oclif/core';
 import { realClock } from '../core/clock.js';
 import type { PodCache } from '../core/pleg/cache.js';
 import { formatTraceEvent, Tracer } from '../core/trace.js';
 
-/** --trace and its output format, for the commands that run the sync loop. */
-export const traceFlags = {
-  trace: Flags.boolean({
-    summary: 'One line per sync loop iteration: the branch that fired, the pods dispatched, each worker\'s outcome, duration and CRI calls.',
-  }),
-  output: Flags.string({ char: 'o', summary: 'With --trace: text, or json (one JSON object per line, for jq).', options: ['text', 'json'], default: 'text' }),
-};
+export { traceFlags } from './trace-flags.js';
 
 /** The tracer for --trace (undefined without it); lines go to `log`. The PLEG is read lazily for exit codes. */
 export function tracerFor(flags: { trace?: boolean; output?: string }, pleg: () => { cache: PodCache } | undefined, log: (line: string) => void): Tracer | undefined {

@@ -1,16 +1,19 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
+import { awaitHandedOver } from '../cli/detach.js';
 import { handManifestsOver } from '../cli/handover.js';
 import { readManifestArgs, textsOf } from '../cli/manifest-args.js';
-import { agentArgs, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
-import { planAndPrint, planFlags } from '../cli/plan.js';
-import { awaitHandedOver, detachPods, handOverUntilSignal, runUntilSignal } from '../cli/run.js';
+import { nodeFlags, nodeInfoFromFlags } from '../cli/node-flags.js';
+import { planFlags } from '../cli/plan-flags.js';
+import { traceFlags } from '../cli/trace-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 import { AgentClient } from '../core/node/client.js';
 import { type WaitFor } from '../core/node/wait.js';
-import { traceFlags } from '../cli/trace.js';
 import { podKey } from '../core/util/pod-key.js';
+
+// What a hand-over to a running agent needs is imported here; the foreground run (src/cli/run.ts),
+// the plan of --dry-run and the start of an agent are imported when that path is taken.
 
 export class Run extends PodctlCommand {
   static override summary = 'Run pods from manifests: until Ctrl-C, or (--detach) handed to the node agent that keeps them.';
@@ -64,6 +67,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
     const texts = textsOf(read);
     const timeoutMs = parseDuration(flags.timeout, '--timeout');
     if (flags['dry-run']) {
+      const { planAndPrint } = await import('../cli/plan.js');
       const code = await planAndPrint(admitPods(set.pods.map((p) => p.pod)).admitted, flags, { prune: flags.prune, output: 'text', log: (t) => this.log(t) });
       if (code !== 0) this.exit(code);
       return;
@@ -73,7 +77,11 @@ Manifests are validated first: an invalid one hands nothing over.`;
     if (flags.detach && rejected.length) throw new PodctlError(`${rejected.length} pod(s) rejected at admission; nothing was handed to the agent`);
     if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 
-    if (flags.detach) return detachPods((l) => this.log(l), agent, texts, flags, flags.wait as WaitFor, timeoutMs, agentArgs(flags, metadata, { also: ['pleg-relist-period', 'runtime-endpoint', 'image-endpoint'] }));
+    const { detachPods, handOverUntilSignal, runUntilSignal } = await import('../cli/run.js');
+    if (flags.detach) {
+      const { agentArgs } = await import('../cli/node.js');
+      return detachPods((l) => this.log(l), agent, texts, flags, flags.wait as WaitFor, timeoutMs, agentArgs(flags, metadata, { also: ['pleg-relist-period', 'runtime-endpoint', 'image-endpoint'] }));
+    }
     if (await agent.running()) return handOverUntilSignal((l) => this.log(l), agent, texts, flags);
     return runUntilSignal((l) => this.log(l), admitted, { configMaps: set.configMaps, secrets: set.secrets, runtimeClasses: set.runtimeClasses }, flags);
   }

@@ -18,13 +18,10 @@ interface Meta {
 
 const meta = (): Meta => JSON.parse(readFileSync(join(ROOT, 'dist/cli/meta.json'), 'utf8')) as Meta;
 
-/** Every source file a bundle entry loads before it runs: its chunk and the chunks those import statically. */
-function loadedAtStart(entry: string): string[] {
-  const { outputs } = meta();
-  const start = Object.keys(outputs).find((o) => outputs[o]!.entryPoint === entry);
-  assert.ok(start, `no chunk for ${entry}: run npm run build`);
-  const seen = new Set([start]);
-  const queue = [start];
+/** The chunks these chunks load: themselves and the chunks they import statically, transitively. */
+function withStaticImports(outputs: Meta['outputs'], chunks: string[]): string[] {
+  const seen = new Set(chunks);
+  const queue = [...chunks];
   while (queue.length) {
     for (const imp of outputs[queue.shift()!]!.imports) {
       if (imp.kind !== 'import-statement' || seen.has(imp.path) || !outputs[imp.path]) continue;
@@ -32,7 +29,28 @@ function loadedAtStart(entry: string): string[] {
       queue.push(imp.path);
     }
   }
-  return [...seen].flatMap((o) => Object.keys(outputs[o]!.inputs));
+  return [...seen];
+}
+
+/** The chunks a bundle entry loads before it runs: its chunk and the chunks those import statically. */
+function chunksAtStart(entry: string): string[] {
+  const { outputs } = meta();
+  const start = Object.keys(outputs).find((o) => outputs[o]!.entryPoint === entry);
+  assert.ok(start, `no chunk for ${entry}: run npm run build`);
+  return withStaticImports(outputs, [start]);
+}
+
+/** Every source file a bundle entry loads before it runs. */
+function loadedAtStart(entry: string): string[] {
+  const { outputs } = meta();
+  return chunksAtStart(entry).flatMap((o) => Object.keys(outputs[o]!.inputs));
+}
+
+/** The source files an entry's import()s load, with what they import statically: loaded when a path of it is taken. */
+function loadedOnDemand(entry: string): string[] {
+  const { outputs } = meta();
+  const targets = chunksAtStart(entry).flatMap((o) => outputs[o]!.imports.filter((i) => i.kind === 'dynamic-import' && outputs[i.path]).map((i) => i.path));
+  return withStaticImports(outputs, targets).flatMap((o) => Object.keys(outputs[o]!.inputs));
 }
 
 test('the command index lists every command in src/commands, by its oclif id, and the help and autocomplete commands', () => {
@@ -113,6 +131,24 @@ test('a start loads no Node module it does not use: --version runs without child
   assert.deepEqual(loaded.filter((m) => /^NativeModule (child_process|dgram|http2|zlib|crypto)$/.test(m)), []);
 });
 
+test("a command that asks the agent loads Node's crypto only when it hashes: agent status, with no agent there", () => {
+  const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-crypto-'));
+  try {
+    const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), 'agent', 'status', '--root-dir', dir], { encoding: 'utf8' });
+    assert.match(r.stderr, /no agent runs on/);
+    const loaded = r.stderr.split('\n');
+    assert.ok(loaded.includes('NativeModule fs'), 'the preload lists what Node loaded');
+    assert.deepEqual(loaded.filter((m) => m === 'NativeModule crypto'), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // The chunks still hash when asked: the agent label of a root dir, from the bundle.
+  const paths = Object.keys(meta().outputs).find((o) => Object.keys(meta().outputs[o]!.inputs).includes('src/core/node/paths.ts'));
+  const { nodeAgentLabel } = createRequire(import.meta.url)(join(ROOT, paths!)) as { nodeAgentLabel: (dir: string) => string };
+  assert.match(nodeAgentLabel('/tmp/somewhere'), /^watch-[0-9a-f]{10}$/);
+});
+
 test('a start reads nothing from node_modules: what oclif needs is bundled, what it only might need is left out', () => {
   // Every require() that reaches Node's loader for a package (a bare name: not a built-in module, nor a
   // path, as the entry and bin/run.js's require of the bundle's main.cjs are) is written to stderr.
@@ -163,6 +199,17 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   for (const file of ['src/commands/plan.ts', 'src/commands/run.ts']) {
     assert.deepEqual(loadedAtStart(file).filter((f) => /kubernetes-models\/_schemas|@kubernetes-models\/validate|js-yaml|src\/core\/pod\/(validate|load)\.ts/.test(f)), [], file);
   }
+  // run --detach with an agent running hands the manifests over and waits for the pods: the foreground run (its log
+  // streams, the runtime's connection, the state lock, log rotation), the planner of --dry-run, the tracer of --trace
+  // and the node's wiring that starts an agent load only when their path is taken.
+  const handover = loadedAtStart('src/commands/run.ts');
+  assert.deepEqual(
+    handover.filter((f) => /src\/cli\/(run|log-stream|runtime|plan|trace|node|render|manifests)\.ts|src\/core\/(cri\/|trace\.ts|lock\.ts|logs\/|kuberuntime\/|node\/spawn\.ts|embedded\/)/.test(f)),
+    [],
+  );
+  for (const f of ['src/cli/handover.ts', 'src/cli/detach.ts', 'src/cli/node-flags.ts', 'src/core/node/wait.ts']) assert.ok(handover.includes(f), f);
+  const onDemand = loadedOnDemand('src/commands/run.ts');
+  for (const f of ['src/cli/run.ts', 'src/cli/plan.ts', 'src/cli/node.ts', 'src/cli/manifests.ts']) assert.ok(onDemand.includes(f), `${f} is imported when its path is taken`);
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use.
   assert.ok(loadedAtStart('src/core/cri/client.ts').some((f) => f.includes('@grpc/grpc-js')));
 });

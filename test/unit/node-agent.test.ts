@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
+import yaml from 'js-yaml';
 import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
@@ -330,6 +331,26 @@ describe('the node agent on the fake runtime', () => {
     assert.deepEqual(applied(), ['default_priv.yaml', 'default_web.yaml']);
     assert.match(readFileSync(join(appliedDir(join(dirs.dir, 'root')), 'default_web.yaml'), 'utf8'), new RegExp(`handed to the podctl agent from ${path('web.yaml')}`));
     await until(clock, 'web running', () => running(node, 'web'));
+  });
+
+  test('POST /v1/manifests/apply parses each text handed over once; the applied file it writes is read back', async () => {
+    await startNode(true);
+    const path = manifestFiles({ 'once.yaml': podText('once', ['sleep', '3600']) });
+    const text = readFileSync(path('once.yaml'), 'utf8');
+    const agent = new AgentClient(join(dirs.dir, 'root'));
+    const node: NodeInfo = { name: 'unit', labels: {}, allocatable: { cpu: 4000, memory: 8 << 30, 'ephemeral-storage': 100 << 30, pods: 110 } };
+    const manifests = await readManifests([path('once.yaml')], {});
+    const loads: string[] = [];
+    const loadAll = yaml.loadAll;
+    yaml.loadAll = ((input: string, ...rest: unknown[]) => (loads.push(input), (loadAll as (...a: unknown[]) => unknown)(input, ...rest))) as typeof yaml.loadAll;
+    try {
+      const answer = await agent.applyManifests({ manifests, nodeName: 'unit', admission: { allowPrivileged: false, node } });
+      assert.deepEqual(answer?.pods.map((p) => p.name), ['once']);
+    } finally {
+      yaml.loadAll = loadAll;
+    }
+    assert.equal(loads.filter((t) => t === text).length, 1);
+    assert.equal(loads.filter((t) => t.startsWith('# handed to the podctl agent from ')).length, 1);
   });
 
   test('POST /v1/manifests/*: an agent without the routes (an older one) is no answer, and the command reads the manifests itself', async () => {

@@ -4,8 +4,8 @@ import yaml from 'js-yaml';
 import type { IConfigMap, IPod, IPodSpec, ISecret } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from '../clock.js';
 import { NO_OBJECTS, type SourceObjects } from '../objects.js';
-import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION, MANIFEST_SCHEMA } from '../pod/load.js';
-import { formatProblem, isManifestFileName, parseManifestText, type ManifestProblem } from '../pod/index.js';
+import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/load.js';
+import { formatProblem, isManifestFileName, parseManifestDocuments, parseManifestText, type ManifestProblem } from '../pod/index.js';
 import { podKey, podMeta } from '../util/pod-key.js';
 
 /** The applied file of a pod: namespace and name are DNS labels, so `_` cannot be part of either. */
@@ -53,10 +53,10 @@ function referencedObjects(spec: IPodSpec): { configMaps: Set<string>; secrets: 
 export function splitApplied(files: { file: string; text: string }[], nodeName: string): { pods: AppliedPod[]; problems: ManifestProblem[]; warnings: ManifestProblem[] } {
   const problems: ManifestProblem[] = [];
   const warnings: ManifestProblem[] = [];
-  const raw: { doc: Doc; file: string; index: number }[] = [];
+  const documents: { file: string; docs: unknown[] }[] = [];
   const keys = new Map<string, string>();
   for (const { file, text } of files) {
-    const parsed = parseManifestText(text, { kind: 'file', path: file, display: file }, { nodeName });
+    const { parsed, docs } = parseManifestDocuments(text, { kind: 'file', path: file, display: file }, { nodeName });
     problems.push(...parsed.problems.filter((p) => p.severity === 'error'));
     warnings.push(...parsed.problems.filter((p) => p.severity === 'warning'));
     for (const lp of parsed.pods) {
@@ -66,11 +66,21 @@ export function splitApplied(files: { file: string; text: string }[], nodeName: 
       keys.set(key, file);
     }
     if (parsed.problems.some((p) => p.severity === 'error')) continue;
-    yaml.loadAll(text, undefined, { json: true, schema: MANIFEST_SCHEMA }).forEach((doc, index) => {
-      if (doc && typeof doc === 'object' && !Array.isArray(doc)) raw.push({ doc: doc as Doc, file, index });
-    });
+    documents.push({ file, docs });
   }
   if (problems.length) return { pods: [], problems, warnings };
+  return { pods: appliedPods(documents), problems, warnings };
+}
+
+/**
+ * The applied files of manifests already read and valid, from their documents as YAML loaded them
+ * (manifestSetWithDocuments): one per pod, as splitApplied makes them, the texts in the order given.
+ */
+export function appliedPods(documents: { file: string; docs: unknown[] }[]): AppliedPod[] {
+  const raw: { doc: Doc; file: string }[] = [];
+  for (const { file, docs } of documents) {
+    for (const doc of docs) if (doc && typeof doc === 'object' && !Array.isArray(doc)) raw.push({ doc: doc as Doc, file });
+  }
   const ns = (d: Doc) => d.metadata?.namespace || 'default';
   const pods: AppliedPod[] = [];
   for (const { doc, file } of raw.filter((r) => r.doc.kind === 'Pod')) {
@@ -86,7 +96,7 @@ export function splitApplied(files: { file: string; text: string }[], nodeName: 
     const body = [doc, ...objects].map((d) => yaml.dump(d, { noRefs: true, lineWidth: -1 })).join('---\n');
     pods.push({ namespace: ns(doc), name: podMeta(doc).name, text: `# handed to the podctl agent from ${file}\n${body}` });
   }
-  return { pods, problems, warnings };
+  return pods;
 }
 
 interface AppliedFile {

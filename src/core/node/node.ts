@@ -16,12 +16,12 @@ import type { SourceObjects } from '../objects.js';
 import type { Pleg } from '../pleg/evented.js';
 import type { PodLifecycleEvent } from '../pleg/generic.js';
 import { planPods, withKeptUIDs, type PlanAnswer } from '../plan.js';
-import { formatProblem, ManifestError, manifestSetFromTexts, type ManifestProblem, type ManifestSet, type ReadManifests } from '../pod/index.js';
+import { formatProblem, ManifestError, manifestSetWithDocuments, type ManifestDocuments, type ManifestProblem, type ManifestSet, type ReadManifests } from '../pod/index.js';
 import { PodView, type PodQuery, type PodViewAnswer } from '../podview/index.js';
 import { ApiError, startStatusServer, type PodWatchEvent } from '../status/server.js';
 import { StatusManager } from '../status/manager.js';
 import type { Tracer } from '../trace.js';
-import { AppliedSource, splitApplied } from './applied.js';
+import { AppliedSource, appliedPods, splitApplied, type AppliedPod } from './applied.js';
 import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
 import { wireNode } from './wire.js';
 import type { PlegKind } from '../pleg/select.js';
@@ -368,7 +368,8 @@ export class StandaloneNode {
     if (!admission || typeof admission.node?.name !== 'string' || typeof admission.node.allocatable !== 'object' || admission.node.allocatable === null) {
       throw new ApiError(400, 'apply: expected "admission": {"allowPrivileged": true|false, "node": {name, labels, allocatable}}');
     }
-    const set = readSet(req);
+    // Each text is parsed and validated once: its documents as loaded are what the applied files are made of.
+    const { set, documents } = readSetWithDocuments(req);
     if (set.pods.length === 0) throw new ApiError(400, 'no Pod found in the manifests', { noPods: true, warnings: set.warnings });
     const { rejected } = admitPods(
       set.pods.map((p) => p.pod),
@@ -380,10 +381,11 @@ export class StandaloneNode {
         warnings: set.warnings,
       });
     }
-    // The texts as POST /v1/pods takes them: stdin first, then the files by absolute path.
-    const texts = req.manifests.entries.flatMap((e) => ('text' in e ? [{ file: e.kind === 'file' ? e.path : '<stdin>', text: e.text }] : []));
+    // The texts as POST /v1/pods takes them: stdin first, then the files by absolute path. Valid, with a pod
+    // at least, and no two of one namespace/name (readSet said so): what apply would refuse of them, it has.
+    const texts = documents.map(({ entry, docs }) => ({ file: entry.kind === 'file' ? entry.path : '<stdin>', docs }));
     const files = [...texts.filter((t) => t.file === '<stdin>'), ...texts.filter((t) => t.file !== '<stdin>')];
-    return Promise.resolve({ apiVersion: 'v1', kind: 'Applied', pods: this.apply(files), warnings: set.warnings });
+    return Promise.resolve({ apiVersion: 'v1', kind: 'Applied', pods: this.keepApplied(appliedPods(files)), warnings: set.warnings });
   }
 
   private withStatus(p: IPod): IPod {
@@ -480,13 +482,20 @@ export class StandaloneNode {
       throw new ApiError(400, split.problems.map(formatProblem).join('\n'), { problems: split.problems });
     }
     if (split.pods.length === 0) throw new ApiError(400, `no Pod found in ${files.map((f) => f.file).join(', ')}`);
-    const refused = split.pods.map((p) => ({ p, owner: this.merger.sourceOfName(p.namespace, p.name) })).filter((x) => x.owner && x.owner !== APPLIED_SOURCE);
+    return this.keepApplied(split.pods);
+  }
+
+  /** The pods' applied files written, all or none: a pod another source keeps refuses the lot (409). */
+  private keepApplied(pods: AppliedPod[]): AppliedPodRef[] {
+    const refused = pods.map((p) => ({ p, owner: this.merger.sourceOfName(p.namespace, p.name) })).filter((x) => x.owner && x.owner !== APPLIED_SOURCE);
     if (refused.length) {
       const why = (owner: string) => (owner === RUN_SOURCE ? `the foreground podctl run on ${this.opts.rootDir} keeps this pod; stop it first` : `the watch on ${this.opts.rootDir} keeps this pod; change its manifest there, or stop that watch first`);
       throw new ApiError(409, refused.map(({ p, owner }) => `${p.namespace}/${p.name}: rejected at admission: ${why(owner!)}`).join('\n'));
     }
-    this.applied.write(split.pods);
-    return split.pods.map((p) => {
+    // Written, then read back as the agent reads them at a restart or a resync: the pods take their
+    // UIDs (from the applied file's path), hashes and objects from the files, so nothing differs later.
+    this.applied.write(pods);
+    return pods.map((p) => {
       const pod = [...this.kubelet.pods.values()].find((x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name);
       const pending = [...this.readdAfterTermination.values()].find((x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name);
       const uid = pod?.metadata?.uid ?? pending?.metadata?.uid ?? '';
@@ -612,8 +621,13 @@ function parseRequest(body: string, what: string): ManifestsBody {
 
 /** The manifest set of a request, read as the command would have; its problems as a 400 that carries them. */
 function readSet(req: ManifestsBody): ManifestSet {
+  return readSetWithDocuments(req).set;
+}
+
+/** readSet, with each text's documents as loaded. */
+function readSetWithDocuments(req: ManifestsBody): { set: ManifestSet; documents: ManifestDocuments[] } {
   try {
-    return manifestSetFromTexts(req.manifests, { nodeName: req.nodeName });
+    return manifestSetWithDocuments(req.manifests, { nodeName: req.nodeName });
   } catch (err) {
     if (err instanceof ManifestError) throw new ApiError(400, err.message, { problems: err.problems, warnings: err.warnings });
     throw err;

@@ -6,12 +6,15 @@ export { isImageReference, unknownFields, validateDocument } from './validate.js
 export {
   loadManifests,
   manifestSetFromTexts,
+  manifestSetWithDocuments,
+  parseManifestDocuments,
   parseManifestText,
   CONFIG_FILE_ANNOTATION,
   CONFIG_HASH_ANNOTATION,
   CONFIG_SEEN_ANNOTATION,
   CONFIG_SOURCE_ANNOTATION,
   type LoadOptions,
+  type ManifestDocuments,
   type ManifestSet,
   type ParsedManifest,
 } from './load.js';

@@ -10,7 +10,7 @@ import { POD_FIELDS } from './fields.js';
 import { missingReferences, setLookup } from './references.js';
 import { validateDocument } from './validate.js';
 import { ManifestError } from './problems.js';
-import { readManifests, type ReadManifests } from './read.js';
+import { readManifests, type ManifestText, type ReadManifests } from './read.js';
 import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain } from './names.js';
 import type { RuntimeClassRef } from '../objects.js';
 import { podKey, podMeta } from '../util/pod-key.js';
@@ -181,11 +181,19 @@ export function expandedWeight(doc: unknown): string | undefined {
 
 /** Splits YAML (or JSON) text into documents and validates each; pure. */
 export function parseManifestText(text: string, source: { kind: PodSource['kind']; path: string; display?: string }, opts: LoadOptions): ParsedManifest {
+  return parseManifestDocuments(text, source, opts).parsed;
+}
+
+/**
+ * parseManifestText, with the documents as YAML loaded them (before validation, which works on
+ * copies: aliases still shared, nothing defaulted); none when the text is too large or not YAML.
+ */
+export function parseManifestDocuments(text: string, source: { kind: PodSource['kind']; path: string; display?: string }, opts: LoadOptions): { parsed: ParsedManifest; docs: unknown[] } {
   const file = source.display ?? source.path;
   const out: ParsedManifest = { pods: [], configMaps: [], secrets: [], runtimeClasses: [], problems: [] };
   if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) {
     out.problems.push({ file, index: -1, field: '', message: `the manifest is ${Buffer.byteLength(text)} bytes; at most ${MAX_MANIFEST_BYTES} (${MAX_MANIFEST_BYTES >> 20} MiB) are read`, severity: 'error' });
-    return out;
+    return { parsed: out, docs: [] };
   }
   let docs: unknown[];
   try {
@@ -197,7 +205,7 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
     const before = Math.max(0, separators - (/^\s*---/.test(text) ? 1 : 0));
     const where = e.mark ? ` at line ${e.mark.line + 1}, column ${e.mark.column + 1}` : '';
     out.problems.push({ file, index: before, field: '', message: `invalid YAML${where}: ${e.reason ?? e.message}`, severity: 'error' });
-    return out;
+    return { parsed: out, docs: [] };
   }
   const seen = opts.now?.() ?? new Date();
   docs.forEach((loaded, index) => {
@@ -257,7 +265,7 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
       out.pods.push({ pod: finishPod(obj as unknown as Pod, podSource, opts.nodeName, seen), source: podSource });
     }
   });
-  return out;
+  return { parsed: out, docs };
 }
 
 /** stringData merges into data as base64, as the API server does; data must be base64. */
@@ -324,8 +332,23 @@ export async function loadManifests(paths: string[], opts: LoadOptions): Promise
  * so that its answer names the files, documents and fields as the command itself would.
  */
 export function manifestSetFromTexts(read: ReadManifests, opts: LoadOptions): ManifestSet {
+  return manifestSetWithDocuments(read, opts).set;
+}
+
+/** A text of a valid manifest set, with its documents as YAML loaded them (before validation, which works on copies). */
+export interface ManifestDocuments {
+  entry: ManifestText;
+  docs: unknown[];
+}
+
+/**
+ * manifestSetFromTexts, with each text's documents as loaded: what the agent splits into applied
+ * files, so that it parses each text once. The same problems, thrown the same way.
+ */
+export function manifestSetWithDocuments(read: ReadManifests, opts: LoadOptions): { set: ManifestSet; documents: ManifestDocuments[] } {
   const problems: ManifestProblem[] = [];
   const set: ManifestSet = { pods: [], configMaps: [], secrets: [], runtimeClasses: [], warnings: [], files: [] };
+  const documents: ManifestDocuments[] = [];
   const displayOf = new Map<string, string>([['-', '<stdin>']]);
   for (const t of read.entries) {
     if ('problem' in t) {
@@ -336,7 +359,8 @@ export function manifestSetFromTexts(read: ReadManifests, opts: LoadOptions): Ma
       set.files.push(t.path);
       displayOf.set(t.path, t.display);
     }
-    const parsed = parseManifestText(t.text, t, opts);
+    const { parsed, docs } = parseManifestDocuments(t.text, t, opts);
+    documents.push({ entry: t, docs });
     set.pods.push(...parsed.pods);
     set.configMaps.push(...parsed.configMaps);
     set.secrets.push(...parsed.secrets);
@@ -371,5 +395,5 @@ export function manifestSetFromTexts(read: ReadManifests, opts: LoadOptions): Ma
   const errors = problems.filter((p) => p.severity === 'error');
   if (errors.length) throw new ManifestError(errors, problems.filter((p) => p.severity === 'warning'));
   set.warnings = problems.filter((p) => p.severity === 'warning');
-  return set;
+  return { set, documents };
 }

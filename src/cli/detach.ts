@@ -1,0 +1,31 @@
+import { realClock } from '../core/clock.js';
+import { PodctlError } from '../core/errors.js';
+import type { AgentClient } from '../core/node/client.js';
+import type { AppliedPodRef } from '../core/node/node.js';
+import { agentLogFile } from '../core/node/paths.js';
+import { waitForPods, type WaitFor } from '../core/node/wait.js';
+import { statusLine } from './status-line.js';
+
+/**
+ * The end of `run --detach`: the pods the agent now keeps, waited for. Its own module, so that the
+ * hand-over to a running agent loads none of the foreground run's (src/cli/run.ts).
+ */
+
+/** --detach once the agent keeps the pods: wait for them as asked, then say where the agent is; `started` says it was started here. */
+export async function awaitHandedOver(log: (line: string) => void, agent: AgentClient, refs: AppliedPodRef[], started: string, flags: { 'root-dir': string }, waitFor: WaitFor, timeoutMs: number): Promise<void> {
+  // The agent's pid and log for the last line, asked while the pods start rather than after.
+  const agentInfo = agent.info().catch(() => undefined);
+  const results = await waitForPods(agent, refs, { waitFor, timeoutMs, clock: realClock });
+  for (const r of results) if (r.pod?.status) log(statusLine(r.pod, r.pod.status));
+  const info = await agentInfo;
+  const where = `${started ? `${started}; ` : ''}agent pid ${info?.pid ?? '?'}, log ${info?.log ?? agentLogFile(flags['root-dir'])}, API ${agent.socket}`;
+  process.stderr.write(`${where}\n`);
+  const failed = results.filter((r) => !r.ok);
+  if (failed.length) {
+    for (const f of failed) process.stderr.write(`${f.ref.namespace}/${f.ref.name}: ${f.reason}: ${f.message}\n`);
+    const reasons = [...new Set(failed.map((f) => f.reason))].join(', ');
+    throw new PodctlError(`${failed.length} of ${results.length} pod(s) ${waitFor === 'ready' ? 'not ready' : 'not running'} (${reasons})`, {
+      hint: `the agent keeps them and retries; \`podctl describe pod NAME --root-dir ${flags['root-dir']}\` says why, \`podctl delete pod NAME\` removes one`,
+    });
+  }
+}
