@@ -60,7 +60,8 @@ Manifests are validated first: an invalid one hands nothing over.`;
     const node = validTimeout === undefined ? undefined : orUndefined(() => nodeInfoFromFlags(flags));
     if (validTimeout !== undefined && node) {
       const refs = await handManifestsOver(agent, read, paths, { nodeName: flags['node-name'], allowPrivileged: flags['allow-privileged'], node });
-      if (refs) return awaitHandedOver((l) => this.log(l), agent, refs, '', flags, flags.wait as WaitFor, validTimeout);
+      // Straight to stdout: oclif's this.log would load its ux modules for the one line printed at the end.
+      if (refs) return awaitHandedOver(printLine, agent, refs, '', flags, flags.wait as WaitFor, validTimeout);
     }
     const { admitPods, podsFromManifests } = await import('../cli/manifests.js');
     const set = podsFromManifests(read, paths, flags['node-name']);
@@ -80,12 +81,14 @@ Manifests are validated first: an invalid one hands nothing over.`;
     const { detachPods, handOverUntilSignal, runUntilSignal } = await import('../cli/run.js');
     if (flags.detach) {
       const { agentArgs } = await import('../cli/node.js');
-      return detachPods((l) => this.log(l), agent, texts, flags, flags.wait as WaitFor, timeoutMs, agentArgs(flags, metadata, { also: ['pleg-relist-period', 'runtime-endpoint', 'image-endpoint'] }));
+      return detachPods(printLine, agent, texts, flags, flags.wait as WaitFor, timeoutMs, agentArgs(flags, metadata, { also: ['pleg-relist-period', 'runtime-endpoint', 'image-endpoint'] }));
     }
     if (await agent.running()) return handOverUntilSignal((l) => this.log(l), agent, texts, flags);
     return runUntilSignal((l) => this.log(l), admitted, { configMaps: set.configMaps, secrets: set.secrets, runtimeClasses: set.runtimeClasses }, flags);
   }
 }
+
+const printLine = (line: string): void => void process.stdout.write(`${line}\n`);
 
 /** What fn returns, or undefined when it throws (a usage error, said again where it always was). */
 function orUndefined<T>(fn: () => T): T | undefined {
