@@ -7,7 +7,7 @@ import { errorMessage } from '../src/core/errors.js';
 import { containerConfig, podLogDirectory, podSandboxConfig } from '../src/core/kuberuntime/config.js';
 import { CRUN_BINARY } from '../src/core/embedded/config.js';
 import { AgentClient } from '../src/core/node/client.js';
-import { BENCH_NAMESPACE, BUSYBOX, PODCTL_BIN, benchPod, machineInfo, ms, msStats, onCleanup, podYaml, runtimeClassYaml, stats, timeProcess, type BenchContext, type BenchResult, type Row } from './lib.js';
+import { BENCH_NAMESPACE, BUSYBOX, PODCTL_BIN, benchPod, machineInfo, ms, msStats, onCleanup, podYaml, runtimeClassYaml, stats, timeProcess, until, type BenchContext, type BenchResult, type Row } from './lib.js';
 import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods, sweepBenchPods } from './node.js';
 import { PodmanPeer } from './podman.js';
 
@@ -92,7 +92,9 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
       if (r.code !== 0) errors.push(`podctl run --detach (${h}) exited ${r.code}: ${r.stderr.trim().split('\n').pop()}`);
       else if (keep) into.run.push(r.ms);
       // The agent keeps what run --detach handed it: it forgets the pod first, or it would start it again.
+      // Its termination is waited for, so that the next variant starts on a runtime as quiet as the floor's.
       await agent.delete(BENCH_NAMESPACE, `bench-run-${h}`, 0).catch(() => undefined);
+      await until(async () => !(await agent.pods().catch(() => [])).some((p) => p.metadata?.name === `bench-run-${h}`), 30_000);
       await removeBenchPods(client);
 
       const pod: IPod = benchPod('bench-inprocess', randomUUID(), { runtimeClassName: h });
@@ -169,7 +171,7 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
     }
     if (inProcessMet === false) {
       findings.push(
-        `[${h}] in-process start median ${ms(x.inProcess.median)} is ${((x.inProcess.median / x.floor.median - 1) * 100).toFixed(0)}% above the direct-CRI floor (${ms(x.floor.median)}), target 10%. Beyond the three calls SyncPod reads the pod's runtime status after its steps (two lists, PodSandboxStatus, ContainerStatus), PodSandboxStatus for the pod IP and ImageStatus (beside the sandbox's creation), makes the pod's directories and computes the status.`,
+        `[${h}] in-process start median ${ms(x.inProcess.median)} is ${((x.inProcess.median / x.floor.median - 1) * 100).toFixed(0)}% above the direct-CRI floor (${ms(x.floor.median)}), target 10%. Beyond the three calls SyncPod reads the pod's runtime status after its steps (two lists, with PodSandboxStatus and ContainerStatus asked beside them: one round trip), asks PodSandboxStatus for the pod IP (the managed /etc/hosts names it) and ImageStatus (both beside other work), writes the pod's files (spec copy, /etc/hosts, termination-message file) and computes the status. The samples spread widely on a loaded machine: compare the per-iteration lines.`,
       );
     }
   }
