@@ -676,12 +676,13 @@ export class Kubelet {
     this.setResizeCondition(uid, 'PodResizeInProgress', result.resizeError ? { reason: 'Error', message: result.resizeError } : undefined);
     this.statusManager.recordWaiting(uid, result.waiting);
     this.observers.forEach((o) => o.onSyncResult?.(pod, result));
-    // What the sync started from and what it made: their statuses are read with the lists.
-    const expected = {
-      sandboxIds: [...before.sandboxes.map((s) => s.id), ...(result.sandboxId ? [result.sandboxId] : [])],
-      containerIds: [...before.containers, ...(before.ephemeral ?? [])].map((c) => c.id).concat(result.createdContainerIds),
-    };
-    const after = result.steps.length ? await this.getRuntimeStatus(pod, expected) : before;
+    // After steps, the runtime is read, the statuses of what the sync started from and what it made asked with the lists.
+    const after = result.steps.length
+      ? await this.getRuntimeStatus(pod, {
+          sandboxIds: [...before.sandboxes.map((s) => s.id), ...(result.sandboxId ? [result.sandboxId] : [])],
+          containerIds: [...before.containers, ...(before.ephemeral ?? [])].map((c) => c.id).concat(result.createdContainerIds),
+        })
+      : before;
     const status = this.updateStatus(pod, after);
     if (result.retryAfterMs !== undefined) this.workers.requeueAfter(uid, result.retryAfterMs);
     const left = activeDeadlineLeftMs(pod, status, this.clock.now());

@@ -62,7 +62,7 @@ export class PodStatusReader {
    * The runtime's view of one pod, from its labelled sandboxes and containers. `expected` names the
    * sandboxes and containers the caller believes the pod has (a sync's view before its steps, and
    * what the steps made): their statuses are asked while the lists are, so that the read after a
-   * sync is one round trip, not two. The lists still decide what the pod has: a status asked for an
+   * sync is one round trip, not three. The lists still decide what the pod has: a status asked for an
    * ID they do not show is dropped, and one they show that was not expected is asked after them.
    */
   async getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean; expected?: ExpectedIds } = {}): Promise<RuntimePodStatus> {
