@@ -260,6 +260,8 @@ export class Kubelet {
       runtime: this.opts.runtime,
       clock: this.clock,
       inspect: (uid, name, namespace) => this.runtimeManager.getPodStatus(uid, name, namespace),
+      // A sync's read after its steps: the relist that then finds the pod started need not read it again.
+      latestStatus: (uid) => this.runtimeStatuses.get(uid),
       earlyExits: this.runtimeManager.statusReader.earlyExits,
       exitedStatus: (c, exit) => this.runtimeManager.statusReader.exitedStatus(c, exit),
       runtimeCache: this.runtimeCache,

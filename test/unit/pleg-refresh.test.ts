@@ -208,3 +208,87 @@ test('evented PLEG: an event is not kept while the refresh it asked for waits (o
   await relist;
   pleg.stop();
 });
+
+test('relist: a pod whose only news is starts takes the kubelet\'s newer read when it shows what the lists show; otherwise, and on an exit, the pod is read', async () => {
+  let containerState: T.ContainerState = 'CONTAINER_RUNNING';
+  const labels = (uid: string) => ({ 'io.kubernetes.pod.uid': uid, 'io.kubernetes.pod.name': uid, 'io.kubernetes.pod.namespace': 'default', 'io.podctl.managed-by': 'podctl' });
+  const runtime = {
+    listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> =>
+      ['a', 'b'].map((uid) => ({ id: `s-${uid}`, metadata: { name: uid, uid, namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels: labels(uid), runtimeHandler: '' })),
+    listContainerSummaries: async (): Promise<ContainerSummary[]> =>
+      ['a', 'b'].map((uid) => ({ id: `c-${uid}`, podSandboxId: `s-${uid}`, metadata: { name: 'app', attempt: 0 }, imageRef: 'busybox', state: containerState, createdAt: 1, labels: { ...labels(uid), 'io.kubernetes.container.name': 'app' }, imageId: 'sha256:1' })),
+  } as unknown as RuntimeService;
+  const clock = new FakeClock();
+  const reads: string[] = [];
+  // The kubelet read a after its sync's steps (running, as listed); its read of b is from before the start.
+  const latest = new Map<string, RuntimePodStatus>([
+    ['a', { ...status('a', 'running'), timestamp: clock.now() }],
+    ['b', { ...status('b', 'created'), timestamp: clock.now() }],
+  ]);
+  const pleg = new GenericPleg({
+    runtime,
+    clock,
+    inspect: async (uid) => (reads.push(uid), status(uid, containerState === 'CONTAINER_RUNNING' ? 'running' : 'exited')),
+    latestStatus: (uid) => latest.get(uid),
+  });
+  const started = await pleg.relist();
+  assert.deepEqual(started.map((e) => `${e.type} ${e.data}`).sort(), ['ContainerStarted c-a', 'ContainerStarted c-b', 'ContainerStarted s-a', 'ContainerStarted s-b']);
+  assert.deepEqual(reads, ['b'], 'a is taken from the kubelet\'s read; b\'s read shows the container not yet running');
+  assert.equal(pleg.cache.get('a'), latest.get('a'));
+  assert.equal(pleg.cache.get('b')?.containers[0]?.state, 'running');
+
+  // Both exit; the kubelet's reads now show the exits too, but an exit is always read.
+  containerState = 'CONTAINER_EXITED';
+  clock.advance(1000);
+  for (const uid of ['a', 'b']) latest.set(uid, { ...status(uid, 'exited'), timestamp: clock.now() });
+  const died = await pleg.relist();
+  assert.deepEqual(died.map((e) => `${e.type} ${e.data}`).sort(), ['ContainerDied c-a', 'ContainerDied c-b']);
+  assert.deepEqual(reads.slice(1).sort(), ['a', 'b']);
+});
+
+test('relist: the kubelet\'s read is not taken when it is older than the cache\'s entry of the pod', async () => {
+  const runtime = {
+    listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> => [],
+    listContainerSummaries: async (): Promise<ContainerSummary[]> => [
+      { id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: 'busybox', state: 'CONTAINER_RUNNING', createdAt: 1, labels: { 'io.kubernetes.pod.uid': 'a', 'io.kubernetes.pod.name': 'a', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.container.name': 'app' }, imageId: 'sha256:1' },
+    ],
+  } as unknown as RuntimeService;
+  const clock = new FakeClock();
+  const reads: string[] = [];
+  // The kubelet's read (running) was made before an event's refresh, which found the container created.
+  const kubeletRead: RuntimePodStatus = { ...status('a', 'running'), sandboxes: [], timestamp: clock.now() };
+  let state: RuntimeContainerStatus['state'] = 'created';
+  const pleg = new GenericPleg({ runtime, clock, inspect: async (uid) => (reads.push(uid), { ...status(uid, state), sandboxes: [], timestamp: clock.now() }), latestStatus: () => kubeletRead });
+  clock.advance(1000);
+  await pleg.refreshPod('a', 'a', 'default');
+  state = 'running';
+  clock.advance(1000);
+  const events = await pleg.relist();
+  assert.deepEqual(events.map((e) => e.type), ['ContainerStarted']);
+  assert.deepEqual(reads, ['a', 'a'], 'read again: the kubelet\'s read is older than the entry');
+  assert.notEqual(pleg.cache.get('a'), kubeletRead);
+  assert.equal(pleg.cache.get('a')?.containers[0]?.state, 'running');
+});
+
+test('relist: a pod read by the relist is as fresh as the moment its read began, not the relist\'s start', async () => {
+  const clock = new FakeClock();
+  let releaseLists!: () => void;
+  const lists = new Promise<void>((r) => (releaseLists = r));
+  const runtime = {
+    listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> => (await lists, []),
+    listContainerSummaries: async (): Promise<ContainerSummary[]> => (
+      await lists,
+      [{ id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: 'busybox', state: 'CONTAINER_RUNNING', createdAt: 1, labels: { 'io.kubernetes.pod.uid': 'a', 'io.kubernetes.pod.name': 'a', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.container.name': 'app' }, imageId: 'sha256:1' }]
+    ),
+  } as unknown as RuntimeService;
+  const pleg = new GenericPleg({ runtime, clock, inspect: async (uid) => ({ ...status(uid, 'running'), sandboxes: [] }) });
+  const start = clock.now();
+  const relist = pleg.relist();
+  // A sync of the pod ends while the lists are under way.
+  clock.advance(400);
+  const syncEnded = clock.now();
+  releaseLists();
+  await relist;
+  assert.equal(pleg.cache.modifiedAt('a'), syncEnded, 'the read began after the sync ended');
+  assert.ok(pleg.cache.freshness('a')! > start);
+});

@@ -23,6 +23,11 @@ export class PodCache {
     return this.entries.get(uid)?.status;
   }
 
+  /** When this pod's entry was last set. */
+  modifiedAt(uid: string): number | undefined {
+    return this.entries.get(uid)?.modified;
+  }
+
   /** When this pod's status was last known good: its own refresh or the last relist. */
   freshness(uid: string): number | undefined {
     const e = this.entries.get(uid);
