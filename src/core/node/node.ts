@@ -22,6 +22,7 @@ import { ApiError, startStatusServer, type PodWatchEvent } from '../status/serve
 import { StatusManager } from '../status/manager.js';
 import type { Tracer } from '../trace.js';
 import { AppliedSource, appliedPods, splitApplied, type AppliedPod } from './applied.js';
+import { boundHeapGrowth } from './heap.js';
 import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
 import { wireNode } from './wire.js';
 import type { PlegKind } from '../pleg/select.js';
@@ -262,6 +263,8 @@ export class StandaloneNode {
   }
 
   async start(): Promise<void> {
+    // A node runs for weeks, through bursts of pod starts: its heap is bounded to what it keeps.
+    boundHeapGrowth();
     this.applied.start();
     if (this.opts.serve !== false) {
       mkdirSync(this.opts.rootDir, { recursive: true, mode: 0o700 });
