@@ -1,26 +1,6 @@
-import { open } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { PodctlError } from '../core/errors.js';
-import { CriLogParser, type LogRecord } from '../core/logs/index.js';
 import { findRuntimePod, newestInstance, wouldRestart, type PodView, type RuntimePod } from '../core/podview/index.js';
-
-/** Reads a file's whole lines and the offset after the last one, so following starts exactly there. */
-export async function readWhole(path: string): Promise<{ records: LogRecord[]; offset: number }> {
-  let fh;
-  try {
-    fh = await open(path, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], offset: 0 };
-    throw err;
-  }
-  try {
-    const data = await fh.readFile();
-    const end = data.lastIndexOf(0x0a) + 1;
-    return { records: new CriLogParser().push(data.subarray(0, end).toString('utf8')), offset: end };
-  } finally {
-    await fh.close();
-  }
-}
 
 /** The log file of the container's newest (or previous) instance; undefined with --all-containers when it never started. */
 export function logFileOf(pod: RuntimePod, container: string, previous: boolean, lenient: boolean): string | undefined {

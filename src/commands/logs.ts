@@ -4,8 +4,8 @@ import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { chooseContainer, containerNames, openPodView, podArg, requirePod } from '../cli/podview.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
-import { followContainerLog, readContainerLog, readRotatedLogs, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';
-import { followStopper, logFileOf, readWhole } from '../cli/logs.js';
+import { followContainerLog, readContainerLog, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';
+import { followStopper, logFileOf } from '../cli/logs.js';
 
 export class Logs extends PodctlCommand {
   static override summary = 'Print the logs of a container in a pod, from the CRI log files.';
@@ -67,12 +67,9 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
       await Promise.all(
         files.map(async (f) => {
           if (!f.path) return;
-          const older = await readRotatedLogs(f.path);
-          const first = await readWhole(f.path);
-          write(f.container, selectRecords([...older, ...first.records], sel));
           await followContainerLog({
             path: f.path,
-            fromOffset: first.offset,
+            backlog: (records) => write(f.container, selectRecords(records, sel)),
             onRecords: (records) => write(f.container, records),
             shouldStop: () => done(f.container),
           });

@@ -83,10 +83,11 @@ test('a chatty container: its log rotates at --container-log-max-size, at most m
   await follow.done;
   const seen = counters(follow.stdout());
   const first = seen[0]!;
+  const wrong = seen.findIndex((n, i) => n !== first + i);
   assert.deepEqual(
-    seen.findIndex((n, i) => n !== first + i),
+    wrong,
     -1,
-    'logs -f printed every counter once, in order, across the rotations',
+    `logs -f printed every counter once, in order, across the rotations: ${JSON.stringify(seen.slice(Math.max(0, wrong - 3), wrong + 3))} at ${wrong}`,
   );
 
   const tail = podctl(['logs', 'chatty', '-n', E2E_NAMESPACE, '--tail', '5', '--root-dir', root]);

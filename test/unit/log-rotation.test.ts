@@ -8,7 +8,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
-import { followContainerLog, readContainerLog, type LogRecord } from '../../src/core/logs/index.js';
+import { followContainerLog, readContainerLog, readRotatedLogs, type LogRecord } from '../../src/core/logs/index.js';
 import { ContainerLogManager, rotatedLogFiles, rotatedName } from '../../src/core/logs/rotation.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
@@ -127,6 +127,74 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
       shouldStop: () => step >= 4,
     });
     assert.deepEqual(seen, Array.from({ length: 25 }, (_, i) => i));
+  });
+
+  test("logs -f keeps reading a rotated file that the runtime's old writer flushes into after the new file has lines", async () => {
+    const path = join(dir.dir, 'follow-late', '0.log');
+    const { mkdirSync, renameSync } = await import('node:fs');
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, lines(0, 10));
+    const rotated = rotatedName(path, Date.parse('2026-11-23T10:00:00Z'));
+    const seen: number[] = [];
+    let step = 0;
+    await followContainerLog({
+      path,
+      onRecords: (records) => seen.push(...counters(records)),
+      pollMs: 1,
+      // containerd's ReopenContainerLog: the new writer has written lines 20.. at the path while the
+      // old writer's goroutine still flushes 10..19 from its pipe into the renamed file, one poll later.
+      sleep: async () => {
+        step++;
+        if (step === 1) {
+          renameSync(path, rotated);
+          writeFileSync(path, lines(20, 5));
+        }
+        if (step === 2) appendFileSync(rotated, lines(10, 10));
+        if (step === 3) appendFileSync(path, lines(25, 5));
+      },
+      shouldStop: () => step >= 6,
+    });
+    assert.deepEqual(seen, Array.from({ length: 30 }, (_, i) => i));
+  });
+
+  test('logs -f: the backlog is every rotated file then the current one, once, and the follow goes on from there', async () => {
+    const path = join(dir.dir, 'follow-backlog', '0.log');
+    const { mkdirSync, renameSync } = await import('node:fs');
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(rotatedName(path, Date.parse('2026-11-23T09:00:00Z')), lines(0, 5));
+    writeFileSync(path, lines(5, 5));
+    const backlog: number[][] = [];
+    const seen: number[] = [];
+    let step = 0;
+    await followContainerLog({
+      path,
+      backlog: (records) => backlog.push(counters(records)),
+      onRecords: (records) => seen.push(...counters(records)),
+      pollMs: 1,
+      sleep: async () => {
+        step++;
+        if (step === 1) {
+          renameSync(path, rotatedName(path, Date.parse('2026-11-23T10:00:00Z')));
+          writeFileSync(path, lines(10, 5));
+        }
+      },
+      shouldStop: () => step >= 4,
+    });
+    assert.deepEqual(backlog, [Array.from({ length: 10 }, (_, i) => i)]);
+    assert.deepEqual(seen, Array.from({ length: 5 }, (_, i) => 10 + i));
+  });
+
+  test('the rotated files of a backlog skip the one the follow already holds (rotated after it was opened)', async () => {
+    const path = join(dir.dir, 'backlog-held', '0.log');
+    const { mkdirSync, renameSync } = await import('node:fs');
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(rotatedName(path, Date.parse('2026-11-23T09:00:00Z')), lines(0, 5));
+    writeFileSync(path, lines(5, 5));
+    const held = statSync(path).ino;
+    renameSync(path, rotatedName(path, Date.parse('2026-11-23T10:00:00Z')));
+    writeFileSync(path, lines(10, 5));
+    assert.deepEqual(counters(await readRotatedLogs(path, undefined, held)), [0, 1, 2, 3, 4]);
+    assert.deepEqual(counters(await readRotatedLogs(path)), Array.from({ length: 10 }, (_, i) => i));
   });
 });
 

@@ -1,5 +1,6 @@
 import { open, readdir, readFile, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import { rotatedLogFiles } from './rotation.js';
@@ -104,21 +105,32 @@ const gunzipAsync = promisify(gunzip);
  * rotated files (gzipped or not), oldest first, through one parser, so a
  * line split across a rotation is joined.
  */
-export async function readRotatedLogs(path: string, parser = new CriLogParser()): Promise<LogRecord[]> {
+export async function readRotatedLogs(path: string, parser = new CriLogParser(), skipIno?: number): Promise<LogRecord[]> {
   const out: LogRecord[] = [];
   for (const file of await rotatedLogFiles(path)) {
-    let data: Buffer;
-    try {
-      data = await readFile(file);
-    } catch (err) {
-      // Compressed or removed by the rotation meanwhile: the newer files still hold the rest.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw err;
-    }
-    if (file.endsWith('.gz')) data = await gunzipAsync(data);
-    out.push(...parser.push(data.toString('utf8')));
+    // Gzipped meanwhile: the rotation writes `<file>.gz` before it removes the file.
+    const data = (await readRotatedFile(file, skipIno)) ?? (file.endsWith('.gz') ? undefined : await readRotatedFile(`${file}.gz`));
+    if (data) out.push(...parser.push(data.toString('utf8')));
   }
   return out;
+}
+
+/** A rotated file's content, gunzipped; undefined when it is gone, or is the file `skipIno` names (read elsewhere). */
+async function readRotatedFile(file: string, skipIno?: number): Promise<Buffer | undefined> {
+  let fh: FileHandle;
+  try {
+    fh = await open(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    if (skipIno !== undefined && (await fh.stat()).ino === skipIno) return undefined;
+    const data = await fh.readFile();
+    return file.endsWith('.gz') ? await gunzipAsync(data) : data;
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Every whole line of a container instance's log, across rotations: rotated files, then the current one. */
@@ -155,9 +167,15 @@ export async function containerLogFiles(dir: string): Promise<string[]> {
 }
 
 export interface FollowOptions {
-  /** The file to start with (its whole content is read from `fromOffset`). */
+  /** The file to start with. */
   path: string;
-  fromOffset?: number;
+  /**
+   * Given: called once, before any onRecords, with every line the instance wrote so far (its
+   * rotated files, then the file at the path), read from the handles the follow goes on with, so
+   * that a rotation meanwhile neither loses a line nor repeats one. Otherwise the file at the
+   * path is read from its start through onRecords.
+   */
+  backlog?(records: LogRecord[]): void;
   onRecords(records: LogRecord[], path: string): void;
   /** Asked between polls: true ends the follow once everything written so far is read. */
   shouldStop(): boolean | Promise<boolean>;
@@ -166,90 +184,134 @@ export interface FollowOptions {
 }
 
 /**
+ * Polls in which a rotated file must stay quiet, once the file that replaced it has data, before
+ * the follow moves on. containerd's ReopenContainerLog starts a new log writer and closes the old
+ * one, whose goroutine still flushes what its pipe holds into the rotated file: those lines can land
+ * after the new file exists, and even after its first lines.
+ */
+const ROTATION_SETTLE_POLLS = 2;
+
+/** One open instance of a log file: the handle keeps reading a file renamed or removed meanwhile. */
+interface LogFile {
+  fh: FileHandle;
+  ino: number;
+  offset: number;
+}
+
+/**
  * Follows a container's log as `tail -F` would and across restarts: reads
- * what is appended, reopens the path when it was rotated (a new inode) or
- * truncated, and moves on to `<n+1>.log` when the next instance starts.
+ * what is appended, follows the path to the new file when it was rotated (a
+ * new inode) without leaving the rotated one before its last line, notices a
+ * truncation, and moves on to `<n+1>.log` when the next instance starts.
  */
 export async function followContainerLog(opts: FollowOptions): Promise<void> {
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const pollMs = opts.pollMs ?? 200;
   let path = opts.path;
-  let fh: FileHandle | undefined;
-  let ino = -1;
-  let offset = opts.fromOffset ?? 0;
+  // `current` is read; `newer` are the files that replaced it at the path, oldest first, opened as
+  // soon as seen so that a further rotation cannot hide one of them.
+  let current: LogFile | undefined;
+  let newer: LogFile[] = [];
+  let quietPolls = 0;
+  // One instance's files are one stream: a partial record or a character split across a rotation
+  // is joined, as readContainerLog joins them.
   let parser = new CriLogParser();
+  let decoder = new StringDecoder('utf8');
   const buf = Buffer.alloc(64 * 1024);
 
-  const openPath = async (): Promise<boolean> => {
+  const openPath = async (): Promise<LogFile | undefined> => {
     try {
-      fh = await open(path, 'r');
-      ino = (await fh.stat()).ino;
-      return true;
+      const fh = await open(path, 'r');
+      return { fh, ino: (await fh.stat()).ino, offset: 0 };
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
     }
   };
-  const drain = async () => {
-    if (!fh) return;
+  /** Reads what `file` holds past its offset; the bytes read. */
+  const drain = async (file: LogFile | undefined, sink = (records: LogRecord[]) => opts.onRecords(records, path)): Promise<number> => {
+    if (!file) return 0;
+    let total = 0;
     for (;;) {
-      const { bytesRead } = await fh.read(buf, 0, buf.length, offset);
-      if (bytesRead === 0) return;
-      offset += bytesRead;
-      const records = parser.push(buf.subarray(0, bytesRead).toString('utf8'));
-      if (records.length) opts.onRecords(records, path);
+      const { bytesRead } = await file.fh.read(buf, 0, buf.length, file.offset);
+      if (bytesRead === 0) return total;
+      file.offset += bytesRead;
+      total += bytesRead;
+      const records = parser.push(decoder.write(buf.subarray(0, bytesRead)));
+      if (records.length) sink(records);
     }
+  };
+  /** Reads the current file and every newer one to their ends, in order, and closes them. */
+  const drainAll = async () => {
+    for (const file of [current, ...newer]) {
+      await drain(file);
+      await file?.fh.close();
+    }
+    current = undefined;
+    newer = [];
   };
   const next = async (): Promise<string | undefined> => {
     const n = restartCountOfLog(path);
     if (n === undefined) return undefined;
-    const newer = (await containerLogFiles(dirname(path))).filter((p) => restartCountOfLog(p)! > n);
-    return newer[0];
+    const later = (await containerLogFiles(dirname(path))).filter((p) => restartCountOfLog(p)! > n);
+    return later[0];
   };
 
   try {
-    await openPath();
+    current = await openPath();
+    if (opts.backlog) {
+      // The file at the path is opened first: one rotated after that shows among the rotated ones
+      // under another name, and is skipped there by its inode.
+      const records = await readRotatedLogs(path, parser, current?.ino);
+      await drain(current, (r) => records.push(...r));
+      opts.backlog(records);
+    }
     for (;;) {
-      await drain();
-      const current = await stat(path).catch(() => undefined);
-      if (fh && current && current.ino !== ino) {
-        // Rotated: the runtime reopened the path, so the old file gets nothing more; what it
-        // wrote there between the drain above and the reopen is read before moving on.
-        await drain();
-        await fh.close();
-        fh = undefined;
-        offset = 0;
-        parser = new CriLogParser();
-        await openPath();
-        continue;
+      const read = await drain(current);
+      const atPath = await stat(path).catch(() => undefined);
+      const latest = newer.at(-1) ?? current;
+      if (latest && atPath && atPath.ino !== latest.ino) {
+        const opened = await openPath();
+        if (opened && opened.ino !== latest.ino) newer.push(opened);
+        else await opened?.fh.close();
       }
-      if (fh && current && current.size < offset) {
-        offset = 0; // truncated in place
+      if (current && newer.length) {
+        // Rotated: the rotated file is left once the writer has visibly moved on (the next file
+        // has data, or was rotated in turn) and it has stayed quiet since.
+        const movedOn = newer.length > 1 || (await newer[0]!.fh.stat()).size > 0;
+        quietPolls = movedOn && read === 0 ? quietPolls + 1 : 0;
+        if (quietPolls >= ROTATION_SETTLE_POLLS) {
+          await current.fh.close();
+          current = newer.shift();
+          quietPolls = 0;
+          continue;
+        }
+      } else if (current && atPath && atPath.ino === current.ino && atPath.size < current.offset) {
+        current.offset = 0; // truncated in place
         continue;
-      }
-      if (!fh && current) {
-        await openPath();
+      } else if (!current && atPath) {
+        current = await openPath();
         continue;
       }
       const following = await next();
       if (following) {
-        // The next instance started: what the old one wrote is all read.
-        await fh?.close();
-        fh = undefined;
+        // The next instance started: what the old one wrote is all read first.
+        await drainAll();
         path = following;
-        offset = 0;
+        quietPolls = 0;
         parser = new CriLogParser();
-        await openPath();
+        decoder = new StringDecoder('utf8');
+        current = await openPath();
         continue;
       }
       if (await opts.shouldStop()) {
-        await drain();
+        await drainAll();
         return;
       }
       await sleep(pollMs);
     }
   } finally {
-    await fh?.close();
+    for (const file of [current, ...newer]) await file?.fh.close().catch(() => undefined);
   }
 }
 
