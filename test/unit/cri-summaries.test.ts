@@ -114,4 +114,15 @@ test('SummaryDecoder: a record with the same bytes as in the last answer is the 
   assert.equal(decoder.reused, 1);
   assert.notEqual(fourth[0], first[0]);
   assert.deepEqual(fourth[0], first[0]);
+
+  // The decoder keeps copies of the records, not the answer: reusing the answer's memory (as a
+  // freed buffer's would be) changes nothing of what the next answer is compared with.
+  const fifth = answer([record('a', 'CONTAINER_RUNNING'), record('b', 'CONTAINER_EXITED')]);
+  const decoded = decoder.decode(fifth);
+  assert.equal(decoder.reused, 2);
+  fifth.fill(0);
+  const sixth = decoder.decode(answer([record('a', 'CONTAINER_RUNNING'), record('b', 'CONTAINER_EXITED')]));
+  assert.equal(decoder.reused, 2);
+  assert.equal(sixth[0], decoded[0]);
+  assert.equal(sixth[1], decoded[1]);
 });

@@ -114,14 +114,24 @@ function list<I>(buf: Uint8Array, item: (r: ProtoReader) => I): I[] {
   return out;
 }
 
-/** Where one record of the last answer was: its summary, and its bytes (a range of that answer). */
+/** One record of the last answer: its summary, and a copy of its bytes. */
 interface Remembered<S> {
   summary: S;
-  buf: Buffer;
-  start: number;
-  end: number;
+  bytes: Buffer;
   /** The decode that last saw it. */
   gen: number;
+}
+
+/**
+ * A record's bytes in a buffer of their own, so that the answer is not kept past its decode: kept
+ * for the second until the next relist, every answer (megabytes at thousands of pods) outlived the
+ * young generation and waited in the old one for a full GC. Unpooled, so that one long-lived record
+ * never pins a pool slab.
+ */
+function copyOf(buf: Buffer, start: number, end: number): Buffer {
+  const out = Buffer.allocUnsafeSlow(end - start);
+  buf.copy(out, 0, start, end);
+  return out;
 }
 
 /** The id (field 1) of the record from r.pos to end, or undefined; r.pos is left anywhere. */
@@ -140,8 +150,9 @@ function recordId(r: ProtoReader, end: number): string | undefined {
  * 10,000 containers decodes only the few that changed instead of every label string of every
  * record, most of its CPU and of the garbage it left. Nothing is assumed of the runtime: any byte
  * changed in a record (its state, a label) decodes it afresh. Summaries are shared between
- * answers and must not be modified. Only the newest answer's bytes are kept; the entries are
- * updated in place (no map or entry allocated per record per answer).
+ * answers and must not be modified. Each record's bytes are copied when first seen or changed,
+ * never the answer; the entries are updated in place (no map or entry allocated per record per
+ * answer).
  */
 export class SummaryDecoder<S extends { id: string }> {
   private readonly last = new Map<string, Remembered<S>>();
@@ -169,7 +180,8 @@ export class SummaryDecoder<S extends { id: string }> {
       const id = recordId(r, end);
       const entry = id === undefined ? undefined : this.last.get(id);
       let summary: S;
-      if (entry && entry.gen !== gen && entry.end - entry.start === end - start && buf.compare(entry.buf, entry.start, entry.end, start, end) === 0) {
+      const same = entry !== undefined && entry.gen !== gen && entry.bytes.length === end - start && buf.compare(entry.bytes, 0, entry.bytes.length, start, end) === 0;
+      if (same) {
         summary = entry.summary;
         reused++;
         r.pos = end;
@@ -180,13 +192,13 @@ export class SummaryDecoder<S extends { id: string }> {
       out.push(summary);
       if (entry) {
         if (entry.gen !== gen) seen++;
-        entry.summary = summary;
-        entry.buf = buf;
-        entry.start = start;
-        entry.end = end;
+        if (!same) {
+          entry.summary = summary;
+          entry.bytes = copyOf(buf, start, end);
+        }
         entry.gen = gen;
       } else if (id !== undefined) {
-        this.last.set(id, { summary, buf, start, end, gen });
+        this.last.set(id, { summary, bytes: copyOf(buf, start, end), gen });
         seen++;
       }
     }
