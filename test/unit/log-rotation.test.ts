@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { IPod } from 'kubernetes-models/v1';
@@ -92,104 +92,96 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
 
   test('a line split across a rotation (partial records) is read whole', async () => {
     const split = join(dir.dir, 'split', '0.log');
-    const { mkdirSync } = await import('node:fs');
     mkdirSync(dirname(split), { recursive: true });
     writeFileSync(rotatedName(split, Date.parse('2026-11-23T10:00:00Z')), '2026-11-23T10:00:00Z stdout P hello \n');
     writeFileSync(split, '2026-11-23T10:00:01Z stdout F world\n');
     assert.deepEqual((await readContainerLog(split)).map((r) => r.text), ['hello world']);
   });
 
-  test('logs -f follows across a rotation without a gap or a duplicate', async () => {
-    const path = join(dir.dir, 'follow', '0.log');
-    const { mkdirSync, renameSync } = await import('node:fs');
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, lines(0, 5));
+  /**
+   * followContainerLog over a scripted runtime: each poll runs the next step, then `quietPolls` more
+   * polls pass with nothing written; what the backlog and onRecords got, by counter.
+   */
+  async function followScript(path: string, steps: (() => void)[], opts: { quietPolls?: number; backlog?: boolean } = {}) {
     const seen: number[] = [];
-    let step = 0;
+    const backlog: number[][] = [];
+    let polls = 0;
     await followContainerLog({
       path,
+      ...(opts.backlog ? { backlog: (records: LogRecord[]) => backlog.push(counters(records)) } : {}),
       onRecords: (records) => seen.push(...counters(records)),
       pollMs: 1,
-      // Each poll moves the "runtime" one step. Step 2 is a rotation as containerd sees it: the
-      // path is renamed, the container still writes to the renamed file until the reopen, then
-      // writes to a new file at the path.
-      sleep: async () => {
-        step++;
-        if (step === 1) appendFileSync(path, lines(5, 5));
-        if (step === 2) {
-          const rotated = rotatedName(path, Date.parse('2026-11-23T10:00:00Z'));
-          renameSync(path, rotated);
-          appendFileSync(rotated, lines(10, 5));
-          writeFileSync(path, lines(15, 5));
-        }
-        if (step === 3) appendFileSync(path, lines(20, 5));
-      },
-      shouldStop: () => step >= 4,
+      sleep: async () => steps[polls++]?.(),
+      shouldStop: () => polls >= steps.length + (opts.quietPolls ?? 1),
     });
+    return { seen, backlog };
+  }
+
+  /** A log file at <dir>/<name>/0.log holding `content`. */
+  function logFile(name: string, content: string): string {
+    const path = join(dir.dir, name, '0.log');
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, content);
+    return path;
+  }
+
+  test('logs -f follows across a rotation without a gap or a duplicate', async () => {
+    const path = logFile('follow', lines(0, 5));
+    const rotated = rotatedName(path, Date.parse('2026-11-23T10:00:00Z'));
+    const { seen } = await followScript(path, [
+      () => appendFileSync(path, lines(5, 5)),
+      // A rotation as containerd sees it: the path is renamed, the container still writes to the
+      // renamed file until the reopen, then writes to a new file at the path.
+      () => {
+        renameSync(path, rotated);
+        appendFileSync(rotated, lines(10, 5));
+        writeFileSync(path, lines(15, 5));
+      },
+      () => appendFileSync(path, lines(20, 5)),
+    ]);
     assert.deepEqual(seen, Array.from({ length: 25 }, (_, i) => i));
   });
 
   test("logs -f keeps reading a rotated file that the runtime's old writer flushes into after the new file has lines", async () => {
-    const path = join(dir.dir, 'follow-late', '0.log');
-    const { mkdirSync, renameSync } = await import('node:fs');
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, lines(0, 10));
+    const path = logFile('follow-late', lines(0, 10));
     const rotated = rotatedName(path, Date.parse('2026-11-23T10:00:00Z'));
-    const seen: number[] = [];
-    let step = 0;
-    await followContainerLog({
+    const { seen } = await followScript(
       path,
-      onRecords: (records) => seen.push(...counters(records)),
-      pollMs: 1,
-      // containerd's ReopenContainerLog: the new writer has written lines 20.. at the path while the
-      // old writer's goroutine still flushes 10..19 from its pipe into the renamed file, one poll later.
-      sleep: async () => {
-        step++;
-        if (step === 1) {
+      [
+        // containerd's ReopenContainerLog: the new writer has written lines 20.. at the path while the
+        // old writer's goroutine still flushes 10..19 from its pipe into the renamed file, one poll later.
+        () => {
           renameSync(path, rotated);
           writeFileSync(path, lines(20, 5));
-        }
-        if (step === 2) appendFileSync(rotated, lines(10, 10));
-        if (step === 3) appendFileSync(path, lines(25, 5));
-      },
-      shouldStop: () => step >= 6,
-    });
+        },
+        () => appendFileSync(rotated, lines(10, 10)),
+        () => appendFileSync(path, lines(25, 5)),
+      ],
+      { quietPolls: 3 },
+    );
     assert.deepEqual(seen, Array.from({ length: 30 }, (_, i) => i));
   });
 
   test('logs -f: the backlog is every rotated file then the current one, once, and the follow goes on from there', async () => {
-    const path = join(dir.dir, 'follow-backlog', '0.log');
-    const { mkdirSync, renameSync } = await import('node:fs');
-    mkdirSync(dirname(path), { recursive: true });
+    const path = logFile('follow-backlog', lines(5, 5));
     writeFileSync(rotatedName(path, Date.parse('2026-11-23T09:00:00Z')), lines(0, 5));
-    writeFileSync(path, lines(5, 5));
-    const backlog: number[][] = [];
-    const seen: number[] = [];
-    let step = 0;
-    await followContainerLog({
+    const { seen, backlog } = await followScript(
       path,
-      backlog: (records) => backlog.push(counters(records)),
-      onRecords: (records) => seen.push(...counters(records)),
-      pollMs: 1,
-      sleep: async () => {
-        step++;
-        if (step === 1) {
+      [
+        () => {
           renameSync(path, rotatedName(path, Date.parse('2026-11-23T10:00:00Z')));
           writeFileSync(path, lines(10, 5));
-        }
-      },
-      shouldStop: () => step >= 4,
-    });
+        },
+      ],
+      { quietPolls: 3, backlog: true },
+    );
     assert.deepEqual(backlog, [Array.from({ length: 10 }, (_, i) => i)]);
     assert.deepEqual(seen, Array.from({ length: 5 }, (_, i) => 10 + i));
   });
 
   test('the rotated files of a backlog skip the one the follow already holds (rotated after it was opened)', async () => {
-    const path = join(dir.dir, 'backlog-held', '0.log');
-    const { mkdirSync, renameSync } = await import('node:fs');
-    mkdirSync(dirname(path), { recursive: true });
+    const path = logFile('backlog-held', lines(5, 5));
     writeFileSync(rotatedName(path, Date.parse('2026-11-23T09:00:00Z')), lines(0, 5));
-    writeFileSync(path, lines(5, 5));
     const held = statSync(path).ino;
     renameSync(path, rotatedName(path, Date.parse('2026-11-23T10:00:00Z')));
     writeFileSync(path, lines(10, 5));
