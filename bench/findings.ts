@@ -148,6 +148,8 @@ export const DIAGNOSES: Record<string, string> = {
     'of the first batch together, and 76 ms); exits 1.2 s apart, p99 15 ms.',
     'The run of 19:29-19:37 (after the scale benchmark, nothing changed on this path): p50 4 ms, p90 18 ms, one sample of 60 above 50 ms',
     '(62 ms; the next largest 48 ms); exits 1.2 s apart, p99 14 ms. With n = 60 the nearest-rank p99 is the largest sample.',
+    'The run of 22:14-22:22 (after the scale benchmark; nothing changed on this path but the list decoders): p50 4 ms, p90 21 ms, two',
+    'samples of 60 above 50 ms (87 and 52 ms; the next largest 44 ms); exits 1.2 s apart, p99 16 ms.',
   ].join(' '),
   'detection:fake, evented: ContainerDied': [
     'The evented PLEG inspects the pod (two lists and a status call per object) before it emits the event; in this benchmark the fake',
@@ -175,6 +177,10 @@ export const DIAGNOSES: Record<string, string> = {
     '130-147 ms. A CPU profile of the worker over the 10 relists: about 60 ms per relist in the GC, 25 ms decoding (mostly comparing each',
     'record\'s bytes with the last answer\'s), 12 ms in the PLEG\'s diff, and 60 ms idle waiting for the fake\'s answer (it runs in the bench',
     'process: selecting and concatenating 12 MB of records, grpc-js framing them).',
+    'Later on 2026-11-26 (21:00-21:30) the list decoders keep a copy of each record\'s bytes instead of the whole last answer (about 8 MB',
+    'kept a second, until the next relist: long enough for every answer to be promoted to the old generation and wait there for a full',
+    'GC). Alternating runs of 5,000 pods, generic PLEG: medians of 74.5, 67.8 and 79.0 ms with the copies, 81.7, 157 and 147 ms without;',
+    'the run of 22:06-22:14: 91.1 ms.',
   ].join(' '),
   'scale-fake:steady-state CPU of the watch process, --pleg auto (the default)': [
     'With --pleg auto the relist runs every 300 s. Since 2026-11-26: pod refreshes from the event stream are joined per pod, read 16 pods at',
@@ -227,6 +233,11 @@ export const DIAGNOSES: Record<string, string> = {
     '40 s, 26%; with the relist change added, 1.5: 345 MB, 38 s, 15%; 1.25: 311 MB, 50 s. 1.5 is the default, as the convergence time',
     'grows fast below it; the README says how to choose another. What is left above 300 MB when settled is the old space committed for',
     'the burst\'s peak live set (about 170 MB for 83 MB used) and 35-67 MB of list answers\' ArrayBuffers not yet swept.',
+    'Later on 2026-11-26 (21:00-22:14), runs of the same code settled at 290-369 MB: one sample at the moment the node goes quiet, which',
+    'moves with how much old space the burst left committed (132-198 MB for 83-98 MB used) and how many ArrayBuffers wait for a full GC',
+    '(12-76 MB). The list decoders no longer keep the last answer (see the no-change relist): the ArrayBuffers at that moment did not',
+    'fall with it (44-59 MB with, 55-56 MB without), so something else holds most of them, most likely grpc-js and http2 read buffers',
+    '(not verified). A 16 MB young generation (node --max-semi-space-size=8): 328 and 346 MB, relists slower. Not the default.',
   ].join(' '),
 };
 
