@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { BUSYBOX, SLEEP_COMMAND, benchPod } from './lib.js';
@@ -174,6 +174,9 @@ function memory(): MemorySample {
   const detailNoGc = memoryDetail();
   (globalThis as { gc?: () => void }).gc?.();
   const m = process.memoryUsage();
+  // PODCTL_BENCH_HEAP_SNAPSHOT_DIR: the live heap at the end of the steady window, for a heap-snapshot viewer.
+  const snapshots = process.env.PODCTL_BENCH_HEAP_SNAPSHOT_DIR;
+  if (snapshots) writeHeapSnapshot(join(snapshots, `steady-${init.pleg ?? 'generic'}.heapsnapshot`));
   return { detailNoGc, detail: memoryDetail(), rssNoGc: detailNoGc.rss, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
 }
 

@@ -1,6 +1,7 @@
 import { appendFileSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Clock } from './clock.js';
+import { intern } from './util/intern.js';
 
 /** Normal or Warning, as v1 Event.type. */
 export type EventType = 'Normal' | 'Warning';
@@ -147,7 +148,8 @@ export class EventRecorder {
       same.lastTimestamp = now;
       event = same;
     } else {
-      event = { uid: pod.uid, namespace: pod.namespace, name: pod.name, container, type, reason, message, count: 1, firstTimestamp: now, lastTimestamp: now };
+      // Most messages recur across pods (Created container app): one copy of each.
+      event = { uid: pod.uid, namespace: pod.namespace, name: pod.name, container, type, reason, message: intern(message), count: 1, firstTimestamp: now, lastTimestamp: now };
       list.push(event);
       this.trim(list);
     }

@@ -1,5 +1,6 @@
 import protobuf from 'protobufjs/minimal.js';
 import type * as T from './types.js';
+import { intern } from '../util/intern.js';
 
 /**
  * ListPodSandbox and ListContainers answers decoded without annotations or
@@ -36,7 +37,7 @@ function mapEntry(r: ProtoReader, into: Record<string, string>): void {
   while (r.pos < end) {
     const tag = r.uint32();
     if (tag >>> 3 === 1 && (tag & 7) === WIRE_LENGTH) key = r.string();
-    else if (tag >>> 3 === 2 && (tag & 7) === WIRE_LENGTH) value = r.string();
+    else if (tag >>> 3 === 2 && (tag & 7) === WIRE_LENGTH) value = intern(r.string());
     else r.skipType(tag & 7);
   }
   into[key] = value;
@@ -58,12 +59,12 @@ function enumName<E>(names: readonly E[], n: number): E {
 
 function sandbox(r: ProtoReader): PodSandboxSummary {
   return message<PodSandboxSummary>(r, { id: '', metadata: null, state: 'SANDBOX_READY', createdAt: 0, labels: {}, runtimeHandler: '' }, (r, s, no, wire) => {
-    if (no === 1 && wire === WIRE_LENGTH) s.id = r.string();
+    if (no === 1 && wire === WIRE_LENGTH) s.id = intern(r.string());
     else if (no === 2 && wire === WIRE_LENGTH)
       s.metadata = message<T.PodSandboxMetadata>(r, { name: '', uid: '', namespace: '', attempt: 0 }, (r, m, no, wire) => {
-        if (no === 1 && wire === WIRE_LENGTH) m.name = r.string();
-        else if (no === 2 && wire === WIRE_LENGTH) m.uid = r.string();
-        else if (no === 3 && wire === WIRE_LENGTH) m.namespace = r.string();
+        if (no === 1 && wire === WIRE_LENGTH) m.name = intern(r.string());
+        else if (no === 2 && wire === WIRE_LENGTH) m.uid = intern(r.string());
+        else if (no === 3 && wire === WIRE_LENGTH) m.namespace = intern(r.string());
         else if (no === 4 && wire === WIRE_VARINT) m.attempt = r.uint32();
         else return false;
         return true;
@@ -71,7 +72,7 @@ function sandbox(r: ProtoReader): PodSandboxSummary {
     else if (no === 3 && wire === WIRE_VARINT) s.state = enumName(SANDBOX_STATES, r.int32());
     else if (no === 4 && wire === WIRE_VARINT) s.createdAt = int64(r);
     else if (no === 5 && wire === WIRE_LENGTH) mapEntry(r, s.labels);
-    else if (no === 7 && wire === WIRE_LENGTH) s.runtimeHandler = r.string();
+    else if (no === 7 && wire === WIRE_LENGTH) s.runtimeHandler = intern(r.string());
     else return false;
     return true;
   });
@@ -82,20 +83,20 @@ function container(r: ProtoReader): ContainerSummary {
     r,
     { id: '', podSandboxId: '', metadata: null, imageRef: '', state: 'CONTAINER_CREATED', createdAt: 0, labels: {}, imageId: '' },
     (r, c, no, wire) => {
-      if (no === 1 && wire === WIRE_LENGTH) c.id = r.string();
-      else if (no === 2 && wire === WIRE_LENGTH) c.podSandboxId = r.string();
+      if (no === 1 && wire === WIRE_LENGTH) c.id = intern(r.string());
+      else if (no === 2 && wire === WIRE_LENGTH) c.podSandboxId = intern(r.string());
       else if (no === 3 && wire === WIRE_LENGTH)
         c.metadata = message<T.ContainerMetadata>(r, { name: '', attempt: 0 }, (r, m, no, wire) => {
-          if (no === 1 && wire === WIRE_LENGTH) m.name = r.string();
+          if (no === 1 && wire === WIRE_LENGTH) m.name = intern(r.string());
           else if (no === 2 && wire === WIRE_VARINT) m.attempt = r.uint32();
           else return false;
           return true;
         });
-      else if (no === 5 && wire === WIRE_LENGTH) c.imageRef = r.string();
+      else if (no === 5 && wire === WIRE_LENGTH) c.imageRef = intern(r.string());
       else if (no === 6 && wire === WIRE_VARINT) c.state = enumName(CONTAINER_STATES, r.int32());
       else if (no === 7 && wire === WIRE_VARINT) c.createdAt = int64(r);
       else if (no === 8 && wire === WIRE_LENGTH) mapEntry(r, c.labels);
-      else if (no === 10 && wire === WIRE_LENGTH) c.imageId = r.string();
+      else if (no === 10 && wire === WIRE_LENGTH) c.imageId = intern(r.string());
       else return false;
       return true;
     },

@@ -8,6 +8,7 @@ import { readLogTail } from '../logs/index.js';
 import * as L from './labels.js';
 import { EarlyExits, type ContainerExit } from '../container/early-exits.js';
 import { SpecCopies } from './spec-copy.js';
+import { intern } from '../util/intern.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus, type RuntimeSandboxStatus } from '../container/types.js';
 
 /** Sandboxes and containers a caller believes a pod has: see PodStatusReader.getPodStatus. */
@@ -87,9 +88,9 @@ export class PodStatusReader {
     const ephemeralIds = new Set(containers.filter((c) => c.labels[L.EPHEMERAL_LABEL] === 'true').map((c) => c.id));
     const isEphemeral = (c: RuntimeContainerStatus) => ephemeralIds.has(c.id);
     return {
-      uid,
-      name,
-      namespace,
+      uid: intern(uid),
+      name: intern(name),
+      namespace: intern(namespace),
       ips: ready?.ip ? [ready.ip, ...ready.additionalIps] : [],
       sandboxes: live,
       containers: known.filter((c) => !isEphemeral(c)),
@@ -113,7 +114,7 @@ export class PodStatusReader {
         const spec = podDir ? await this.specCopies.read(podDir, status.name, status.hash) : undefined;
         if (spec === undefined) return;
         status.specJSON = spec;
-        status.image = specImage(spec) || status.image;
+        status.image = intern(specImage(spec)) || status.image;
       }),
     );
   }
@@ -123,15 +124,15 @@ export class PodStatusReader {
     if (!res) return undefined;
     const status = res.status;
     return {
-      id: sandbox.id,
+      id: intern(sandbox.id),
       state: sandbox.state === 'SANDBOX_READY' ? 'ready' : 'notready',
       createdAt: nsToMs(sandbox.createdAt) ?? 0,
       attempt: sandbox.metadata?.attempt ?? 0,
-      ip: status?.network?.ip || undefined,
-      additionalIps: (status?.network?.additionalIps ?? []).map((i) => i.ip).filter(Boolean),
+      ip: intern(status?.network?.ip || undefined),
+      additionalIps: (status?.network?.additionalIps ?? []).map((i) => intern(i.ip)).filter(Boolean),
       hostNetwork: status?.linux?.namespaces?.options?.network === 'NODE',
-      podDir: status?.annotations?.[L.POD_DIR_ANNOTATION] || undefined,
-      logDirectory: status?.annotations?.[L.POD_LOG_DIR_ANNOTATION] || undefined,
+      podDir: intern(status?.annotations?.[L.POD_DIR_ANNOTATION] || undefined),
+      logDirectory: intern(status?.annotations?.[L.POD_LOG_DIR_ANNOTATION] || undefined),
     };
   }
 
@@ -224,22 +225,22 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
   const annotations = status?.annotations && Object.keys(status.annotations).length ? status.annotations : container.annotations;
   const kind = annotations[L.CONTAINER_KIND_ANNOTATION];
   return {
-    id: container.id,
-    name: container.labels[L.CONTAINER_NAME_LABEL] ?? container.metadata?.name ?? '',
+    id: intern(container.id),
+    name: intern(container.labels[L.CONTAINER_NAME_LABEL] ?? container.metadata?.name ?? ''),
     state: STATE[status?.state ?? container.state] ?? 'unknown',
     createdAt: nsToMs(status?.createdAt ?? container.createdAt) ?? 0,
     startedAt: nsToMs(status?.startedAt),
     finishedAt: nsToMs(status?.finishedAt),
     exitCode: status && (status.state === 'CONTAINER_EXITED' || status.finishedAt) ? status.exitCode : undefined,
-    image: specImage(annotations[L.CONTAINER_SPEC_ANNOTATION]) || container.image?.userSpecifiedImage || container.image?.image || '',
-    imageRef: status?.imageRef || container.imageRef,
-    imageId: container.imageRef,
-    hash: annotations[L.CONTAINER_HASH_ANNOTATION] ?? '',
+    image: intern(specImage(annotations[L.CONTAINER_SPEC_ANNOTATION]) || container.image?.userSpecifiedImage || container.image?.image || ''),
+    imageRef: intern(status?.imageRef || container.imageRef),
+    imageId: intern(container.imageRef),
+    hash: intern(annotations[L.CONTAINER_HASH_ANNOTATION] ?? ''),
     restartCount: Number(annotations[L.CONTAINER_RESTART_COUNT_ANNOTATION] ?? 0) || 0,
     reason: status?.reason || undefined,
     message: status?.message || undefined,
     // Containers made with a pod directory carry no copy: PodStatusReader reads it from there.
-    specJSON: annotations[L.CONTAINER_SPEC_ANNOTATION],
+    specJSON: intern(annotations[L.CONTAINER_SPEC_ANNOTATION]),
     ...(status?.resources?.linux
       ? {
           resources: {
@@ -253,7 +254,7 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
     terminationGracePeriod: Number(annotations[L.POD_TERMINATION_GRACE_PERIOD_ANNOTATION]) || undefined,
     preStopJSON: annotations[L.CONTAINER_PRESTOP_HANDLER_ANNOTATION],
     kind: kind === 'init' || kind === 'sidecar' ? kind : 'app',
-    logPath: status?.logPath || undefined,
+    logPath: intern(status?.logPath || undefined),
   };
 }
 

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import type { RuntimeService } from '../cri/client.js';
 import { ignoreNotFound } from '../cri/errors.js';
 import type * as T from '../cri/types.js';
+import { intern } from '../util/intern.js';
 import { checkComponent } from '../util/safe-path.js';
 import { fnv32a } from './hash.js';
 import * as L from './labels.js';
@@ -107,7 +108,8 @@ export class SpecCopies {
     let pod = this.byPodDir.get(podDir);
     if (!pod) this.byPodDir.set(podDir, (pod = new Map()));
     if (!pod.has(path)) this.size++;
-    pod.set(path, text);
+    // Pods made from one manifest share their containers' specs: one copy of the text for all.
+    pod.set(path, intern(text));
   }
 }
 
