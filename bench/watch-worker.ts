@@ -192,10 +192,17 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       // The high-water marks of convergence (sampled), to tell the V8 heap from buffers and the rest.
       const peak: ConvergePeak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
       const heap = heapProfiler();
+      const snapshots = process.env.PODCTL_BENCH_HEAP_SNAPSHOT_DIR;
+      let snapshotAt = process.env.PODCTL_BENCH_HEAP_SNAPSHOT_AT_MB ? Number(process.env.PODCTL_BENCH_HEAP_SNAPSHOT_AT_MB) * 1024 * 1024 : undefined;
       const sample = setInterval(() => {
         const m = process.memoryUsage();
         for (const k of Object.keys(peak) as (keyof typeof peak)[]) peak[k] = Math.max(peak[k], m[k]);
         heap?.maybeTake(m.heapUsed);
+        // PODCTL_BENCH_HEAP_SNAPSHOT_AT_MB (with ..._DIR): the live heap once, when convergence first has this much used.
+        if (snapshotAt !== undefined && m.heapUsed >= snapshotAt && snapshots) {
+          snapshotAt = undefined;
+          writeHeapSnapshot(join(snapshots, `converge-${init.pleg ?? 'generic'}.heapsnapshot`));
+        }
       }, 250);
       let settleMs = 0;
       let convergeMs = 0;

@@ -245,6 +245,7 @@ export class Kubelet {
       resyncIntervalMs: opts.resyncIntervalMs,
       onSyncError: (pod, err) => this.observers.forEach((o) => o.onSyncError?.(pod, err)),
       trace: opts.trace,
+      admit: opts.runtime.whenUncongested && (() => opts.runtime.whenUncongested!()),
       onSyncDone: (_pod, durationMs, err) => opts.metrics?.syncDuration.observe({ outcome: err ? 'error' : 'success' }, durationMs / 1000),
     });
   }

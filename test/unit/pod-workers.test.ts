@@ -161,3 +161,42 @@ test('a terminal pod is not resynced', async () => {
   clock.advance(10_000);
   assert.deepEqual(workers.syncDue(), []);
 });
+
+/** An admission the test opens, one sync at a time. */
+function gate(): { admit: () => Promise<void>; open(): void; waiting(): number } {
+  const waiters: (() => void)[] = [];
+  return {
+    admit: () => new Promise<void>((resolve) => waiters.push(resolve)),
+    open: () => waiters.shift()?.(),
+    waiting: () => waiters.length,
+  };
+}
+
+test('a sync waits for admission and then takes the latest update; a termination does not wait', async () => {
+  const syncer = new ControlledSyncer();
+  const g = gate();
+  const workers = new PodWorkers(syncer, { clock: new FakeClock(), admit: g.admit });
+  const a = makePod({ uid: 'a', name: 'a' });
+  workers.updatePod({ type: 'create', pod: a });
+  workers.updatePod({ type: 'update', pod: makePod({ uid: 'a', name: 'a2' }) });
+  await tick();
+  assert.equal(g.waiting(), 1);
+  assert.deepEqual(syncer.log, [], 'no sync before admission');
+  g.open();
+  await tick();
+  assert.deepEqual(syncer.log, ['sync(update):a2']);
+  syncer.release();
+  await workers.waitIdle();
+  // A pod killed while its sync waits for admission is terminated without it.
+  const b = makePod({ uid: 'b', name: 'b' });
+  workers.updatePod({ type: 'create', pod: b });
+  await tick();
+  assert.equal(g.waiting(), 1);
+  workers.updatePod({ type: 'kill', pod: b });
+  g.open();
+  await tick();
+  syncer.release();
+  await workers.waitIdle();
+  assert.deepEqual(syncer.log.slice(1), ['terminating:b', 'terminated:b']);
+  assert.equal(g.waiting(), 0);
+});

@@ -15,6 +15,8 @@ import { containerSummaryDecoder, podSandboxSummaryDecoder } from './summaries.j
 /** The runtime half of the CRI, as the core uses it. */
 export interface RuntimeService {
   readonly endpoint: string;
+  /** Resolves once calls are not piling up in the client (the pod workers wait on it before a sync). */
+  whenUncongested?(): Promise<void>;
   version(): Promise<T.VersionResponse>;
   status(verbose?: boolean): Promise<T.StatusResponse>;
   runPodSandbox(config: T.PodSandboxConfigInput, runtimeHandler?: string): Promise<string>;
@@ -157,6 +159,11 @@ export class CriClient implements RuntimeService, ImageService {
     this.runtime = new RuntimeService(this.endpoint, credentials, CHANNEL_OPTIONS) as unknown as RuntimeServiceClient;
     const imageOptions = this.imageEndpoint === this.endpoint ? { ...CHANNEL_OPTIONS, channelOverride: this.runtime.getChannel() } : CHANNEL_OPTIONS;
     this.images = new ImageService(this.imageEndpoint, credentials, imageOptions) as unknown as ImageServiceClient;
+  }
+
+  /** Resolves once the runtime's calls are not piling up here (CallLimiter.whenUncongested). */
+  whenUncongested(): Promise<void> {
+    return this.limiter.whenUncongested();
   }
 
   close(): void {

@@ -8,6 +8,8 @@ export class CallLimiter {
   private active = 0;
   private readonly high: (() => void)[] = [];
   private readonly normal: (() => void)[] = [];
+  /** Who waits in whenUncongested, first come first served. */
+  private readonly admissions: (() => void)[] = [];
   /** The most calls seen in flight at once (tests and benchmarks). */
   maxObserved = 0;
 
@@ -15,6 +17,25 @@ export class CallLimiter {
 
   get queued(): number {
     return this.high.length + this.normal.length;
+  }
+
+  /**
+   * Resolves once fewer than `limit` calls wait for a slot (at once when so and no one waits here
+   * already). The pod workers ask it before a sync: with 5,000 pods started together, the syncs
+   * then wait as syncs, not as thousands of queued calls, each of which outlived the young
+   * generation while it waited (about 60 MB promoted to the old one and dead there, pages that V8
+   * gives back only slowly). A sync under way is never held here, so one waiting on a pull or a
+   * grace period holds no one else up.
+   */
+  whenUncongested(): Promise<void> {
+    if (this.admissions.length === 0 && this.queued < this.limit) return Promise.resolve();
+    return new Promise((resolve) => this.admissions.push(resolve));
+  }
+
+  /** Lets in as many waiting syncs as there is room below the limit; all of them once nothing is left to call. */
+  private admit(): void {
+    let room = this.active === 0 && this.queued === 0 ? this.admissions.length : this.limit - this.queued;
+    while (room-- > 0 && this.admissions.length) this.admissions.shift()!();
   }
 
   /** Waits for a slot; the returned function gives it back (once). */
@@ -33,6 +54,7 @@ export class CallLimiter {
       this.active--;
       const next = this.high.shift() ?? this.normal.shift();
       next?.();
+      if (this.admissions.length) this.admit();
     };
   }
 }

@@ -43,6 +43,11 @@ export interface PodWorkersOptions {
   onSyncDone?: (pod: IPod, durationMs: number, err?: unknown) => void;
   /** Wraps each unit of work of a lane (watch --trace). */
   trace?: WorkerTrace;
+  /**
+   * Awaited before each sync (not a termination): resolves when the runtime can take more work
+   * (RuntimeService.whenUncongested). The latest update is taken once it resolves.
+   */
+  admit?: () => Promise<void>;
 }
 
 interface Lane {
@@ -61,8 +66,9 @@ interface Lane {
 
 /**
  * One serial lane per pod UID: a pod is never synced by two lanes at once,
- * and pods never wait on each other. Lanes go syncing -> terminating ->
- * terminated, as the kubelet's podWorkers.
+ * and pods never wait on each other's syncs (only, with `admit`, for the
+ * runtime's calls to stop piling up before a sync starts). Lanes go
+ * syncing -> terminating -> terminated, as the kubelet's podWorkers.
  */
 export class PodWorkers {
   private readonly lanes = new Map<string, Lane>();
@@ -108,6 +114,7 @@ export class PodWorkers {
 
   private async runLane(lane: Lane): Promise<void> {
     while (lane.pending) {
+      if (lane.state === 'syncing' && this.opts.admit) await this.opts.admit();
       const update = lane.pending;
       lane.pending = undefined;
       lane.pod = update.pod;
