@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { getHeapSnapshot } from 'node:v8';
+import { execFileSync } from 'node:child_process';
 import { StringPool, internDeep, strings } from '../../src/core/util/intern.js';
 import { applyPodDefaults } from '../../src/core/pod/defaults.js';
 
@@ -86,4 +87,16 @@ test('pod defaults set probes only when given: no property is added and deleted'
   assert.equal(b!.livenessProbe?.periodSeconds, 10);
   assert.equal(b!.imagePullPolicy, 'Always');
   assert.equal('readinessProbe' in b!, false);
+});
+
+test('defaulted container specs keep V8 fast properties (a deleted property would make them dictionaries)', () => {
+  // %HasFastProperties needs V8's natives syntax: asked in a child node with the flag.
+  const defaults = new URL('../../src/core/pod/defaults.js', import.meta.url).href;
+  const code = `
+    const { applyPodDefaults } = await import(${JSON.stringify(defaults)});
+    const pod = applyPodDefaults({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default', uid: 'u' },
+      spec: { containers: [{ name: 'a', image: 'busybox:1.36' }, { name: 'b', image: 'busybox:1.36', readinessProbe: { exec: { command: ['true'] } } }] } });
+    process.stdout.write(JSON.stringify(pod.spec.containers.map((c) => %HasFastProperties(c))));`;
+  const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--input-type=module', '-e', code], { encoding: 'utf8' });
+  assert.deepEqual(JSON.parse(out), [true, true]);
 });
