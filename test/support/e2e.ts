@@ -31,8 +31,18 @@ export function e2eClient(): CriClient {
 export async function removeE2EPods(client: CriClient, namespace = E2E_NAMESPACE): Promise<number> {
   const sandboxes = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: namespace } });
   for (const s of sandboxes) {
-    await client.stopPodSandbox(s.id);
-    await client.removePodSandbox(s.id);
+    // containerd can fail a stop while a shim goes away under it ("ttrpc: closed", seen in CI after
+    // a test restarted containerd): the kubelet retries, and so does the clean-up.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.stopPodSandbox(s.id);
+        await client.removePodSandbox(s.id);
+        break;
+      } catch (err) {
+        if (attempt >= 5) throw err;
+        await new Promise((r) => setTimeout(r, 500 * attempt));
+      }
+    }
   }
   return sandboxes.length;
 }
