@@ -624,16 +624,13 @@ describe('GetContainerEvents', () => {
 });
 
 describe('scale', () => {
-  test('seed(1000) then ListContainers returns 2,000 quickly', () =>
+  test('seed(1000) then ListContainers returns 2,000', () =>
     withFake({}, async (fake, client) => {
       fake.seed({ pods: 1000, containersPerPod: 2 });
-      const t = performance.now();
       const containers = await client.listContainers();
-      const elapsed = performance.now() - t;
       assert.equal(containers.length, 2000);
       assert.ok(containers.every((c) => c.state === 'CONTAINER_RUNNING'));
       assert.equal((await client.listPodSandbox()).length, 1000);
-      assert.ok(elapsed < 1000, `ListContainers of 2,000 took ${elapsed.toFixed(0)} ms`);
       const one = containers[1234]!;
       assert.deepEqual((await client.listContainers({ podSandboxId: one.podSandboxId })).length, 2);
       const st = await statusOf(client, one.id);
@@ -643,21 +640,32 @@ describe('scale', () => {
       assert.equal((await client.listContainers()).length, 1998);
     }));
 
-  test('seed of 5,000 pods x 2 containers is fast and small', () =>
+  // How fast seeding and listing are is bench/scale-fake's to measure; tests assert no time.
+  test('seed of 5,000 pods x 2 containers is small', () =>
     withFake({}, async (fake, client) => {
       const heapBefore = process.memoryUsage().heapUsed;
-      const t = performance.now();
       fake.seed({ pods: 5000, containersPerPod: 2, labels: (i) => ({ 'io.podctl.managed-by': 'podctl', app: `app-${i % 50}` }) });
-      const seedMs = performance.now() - t;
       const heapMb = (process.memoryUsage().heapUsed - heapBefore) / 1024 / 1024;
-      assert.ok(seedMs < 1000, `seed took ${seedMs.toFixed(0)} ms`);
       assert.ok(heapMb < 100, `seed grew the heap by ${heapMb.toFixed(1)} MB`);
-      const t2 = performance.now();
       const list = await client.listContainers({ labelSelector: { 'io.podctl.managed-by': 'podctl' } });
-      const listMs = performance.now() - t2;
       assert.equal(list.length, 10_000);
       assert.equal((await client.listContainers({ labelSelector: { app: 'app-7' } })).length, 200);
-      console.log(`# seed 5000x2: ${seedMs.toFixed(0)} ms, heap +${heapMb.toFixed(1)} MB; ListContainers of 10,000: ${listMs.toFixed(0)} ms`);
+    }));
+
+  test('an unchanged list is answered again as it was; a change is answered afresh', () =>
+    withFake({}, async (fake, client) => {
+      fake.seed({ pods: 3, containersPerPod: 2 });
+      const first = await client.listContainers();
+      assert.deepEqual(await client.listContainers(), first);
+      const stopped = first[0]!;
+      await client.stopContainer(stopped.id, 0);
+      const after = await client.listContainers();
+      assert.equal(after.length, 6);
+      assert.equal(after.find((c) => c.id === stopped.id)!.state, 'CONTAINER_EXITED');
+      await client.removeContainer(stopped.id);
+      assert.deepEqual((await client.listContainers()).map((c) => c.id), first.slice(1).map((c) => c.id));
+      // Another filter has its own answer.
+      assert.deepEqual((await client.listContainers({ podSandboxId: first[3]!.podSandboxId })).map((c) => c.id).sort(), first.filter((c) => c.podSandboxId === first[3]!.podSandboxId).map((c) => c.id).sort());
     }));
 });
 
