@@ -60,11 +60,11 @@ type EventCall = grpc.ServerWritableStream<GetEventsRequest__Output, ContainerEv
 const LIST_ANSWERS_KEPT = 8;
 
 /**
- * Large lists are answered from per-item encodings cached on the records: protobuf concatenates
+ * Large lists are answered from per-item encodings cached on the records (exported for its unit test): protobuf concatenates
  * repeated fields, so the one-item responses joined are the full response (no re-serialisation of
  * 10,000 containers per relist).
  */
-class ListAnswers<Rec extends { wire: Buffer | undefined }> {
+export class ListAnswers<Rec extends { wire: Buffer | undefined }> {
   private readonly kept = new Map<string, { wires: Buffer[]; bytes: Buffer }>();
 
   constructor(private readonly encode: (r: Rec) => Buffer) {}

@@ -10,6 +10,7 @@ import { CriClient } from '../../src/core/cri/client.js';
 import { isCriError, isNotFound, isUnimplemented, type CriError } from '../../src/core/cri/errors.js';
 import type * as T from '../../src/core/cri/types.js';
 import { FakeRuntime, criContractCases, normalizeImageRef, type FakeRuntimeOptions } from '../../fakecri/index.js';
+import { ListAnswers } from '../../fakecri/server.js';
 
 const BUSYBOX = 'docker.io/library/busybox:1.36';
 
@@ -651,6 +652,27 @@ describe('scale', () => {
       assert.equal(list.length, 10_000);
       assert.equal((await client.listContainers({ labelSelector: { app: 'app-7' } })).length, 200);
     }));
+
+  test('list answers: the same bytes while the same records match with the same encodings, joined afresh on any change', () => {
+    const encode = (r: { id: string; wire: Buffer | undefined }) => Buffer.from(r.id);
+    const answers = new ListAnswers(encode);
+    const a = { id: 'a', wire: undefined as Buffer | undefined };
+    const b = { id: 'b', wire: undefined as Buffer | undefined };
+    const first = answers.answer<Buffer>({ f: 1 }, [a, b]);
+    assert.equal(first.toString(), 'ab');
+    // Unchanged: the very Buffer given before, nothing joined again.
+    assert.equal(answers.answer<Buffer>({ f: 1 }, [a, b]), first);
+    // A record whose encoding was dropped (its state changed) is encoded and joined anew.
+    b.wire = undefined;
+    const second = answers.answer<Buffer>({ f: 1 }, [a, b]);
+    assert.notEqual(second, first);
+    assert.equal(second.toString(), 'ab');
+    // A record gone, or another filter: answers of their own.
+    assert.equal(answers.answer<Buffer>({ f: 1 }, [a]).toString(), 'a');
+    const other = answers.answer<Buffer>({ f: 2 }, [b]);
+    assert.equal(other.toString(), 'b');
+    assert.equal(answers.answer<Buffer>({ f: 2 }, [b]), other);
+  });
 
   test('an unchanged list is answered again as it was; a change is answered afresh', () =>
     withFake({}, async (fake, client) => {
