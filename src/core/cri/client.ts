@@ -1,12 +1,10 @@
 import { AsyncResource } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
 import { CallLimiter } from './limiter.js';
-import * as grpc from '@grpc/grpc-js';
-import { CriError, mapGrpcError, noRuntimeError } from './errors.js';
+import { CriError, GrpcStatus, mapGrpcError, noRuntimeError } from './errors.js';
 import { socketPath } from './endpoint.js';
-import { criClientConstructors } from './proto.js';
-import type { RuntimeServiceClient } from './generated/runtime/v1/RuntimeService.js';
-import type { ImageServiceClient } from './generated/runtime/v1/ImageService.js';
+import { criServices } from './proto.js';
+import { GrpcCallError, GrpcChannel, ReceiveBuffer, type ChannelOptions } from './transport.js';
 import type * as T from './types.js';
 import type { ContainerSummary, PodSandboxSummary } from './types.js';
 import type * as G from './generated-calls.js';
@@ -120,45 +118,40 @@ interface ImageCalls {
   ImageFsInfo: [G.ImageFsInfoRequest, G.ImageFsInfoResponse__Output];
 }
 
-type Callback<Res> = (err: grpc.ServiceError | null, res?: Res) => void;
-type UnaryFn<Req, Res> = (req: Req, metadata: grpc.Metadata, options: grpc.CallOptions, callback: Callback<Res>) => grpc.ClientUnaryCall;
-
-const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  // CRI answers (ListContainers with thousands of pods) can be large.
-  'grpc.max_receive_message_length': 64 * 1024 * 1024,
+const CHANNEL_OPTIONS: ChannelOptions = {
   // HTTP/2 flow control: with the default 64 KB window a 17 MB list (5,000 pods) waits for some
   // 270 WINDOW_UPDATE round trips between the two processes. grpc-go (the kubelet's client) grows
-  // its window by BDP estimation up to 16 MB; grpc-js cannot, so it starts there.
-  'grpc-node.flow_control_window': 16 * 1024 * 1024,
-  // A unix socket has no DNS; keep reconnects quick when the runtime comes back.
-  'grpc.initial_reconnect_backoff_ms': 100,
-  'grpc.max_reconnect_backoff_ms': 2000,
+  // its window by BDP estimation up to 16 MB; this client starts there.
+  windowBytes: 16 * 1024 * 1024,
+  // CRI answers (ListContainers with thousands of pods) can be large.
+  maxMessageBytes: 64 * 1024 * 1024,
 };
 
-/** The gRPC client for both CRI services over unix sockets. */
+type Service = 'RuntimeService' | 'ImageService';
+
+/** The client of both CRI services over unix sockets (gRPC over Node's HTTP/2: transport.ts). */
 export class CriClient implements RuntimeService, ImageService {
   readonly endpoint: string;
   readonly imageEndpoint: string;
-  private readonly runtime: RuntimeServiceClient;
-  private readonly images: ImageServiceClient;
+  private readonly runtime: GrpcChannel;
+  private readonly images: GrpcChannel;
   private readonly opts: CriClientOptions;
   /** The bound on calls in flight (see CallLimiter). */
   readonly limiter: CallLimiter;
   /** The list decoders, which reuse the records unchanged since the last answer. */
   private readonly sandboxSummaries = podSandboxSummaryDecoder();
   private readonly containerSummaries = containerSummaryDecoder();
+  /** The relist's answers are read into these, reused from one relist to the next (ReceiveBuffer). */
+  private readonly sandboxAnswers = new ReceiveBuffer();
+  private readonly containerAnswers = new ReceiveBuffer();
 
   constructor(opts: CriClientOptions) {
     this.opts = opts;
     this.limiter = new CallLimiter(opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
     this.endpoint = opts.runtimeEndpoint;
     this.imageEndpoint = opts.imageEndpoint ?? opts.runtimeEndpoint;
-    // The generated client types describe what these constructors make: one method per CRI call, by its proto name.
-    const { RuntimeService, ImageService } = criClientConstructors();
-    const credentials = grpc.credentials.createInsecure();
-    this.runtime = new RuntimeService(this.endpoint, credentials, CHANNEL_OPTIONS) as unknown as RuntimeServiceClient;
-    const imageOptions = this.imageEndpoint === this.endpoint ? { ...CHANNEL_OPTIONS, channelOverride: this.runtime.getChannel() } : CHANNEL_OPTIONS;
-    this.images = new ImageService(this.imageEndpoint, credentials, imageOptions) as unknown as ImageServiceClient;
+    this.runtime = new GrpcChannel(socketPath(this.endpoint), CHANNEL_OPTIONS);
+    this.images = this.imageEndpoint === this.endpoint ? this.runtime : new GrpcChannel(socketPath(this.imageEndpoint), CHANNEL_OPTIONS);
   }
 
   /** Resolves once the runtime's calls are not piling up here (CallLimiter.whenUncongested). */
@@ -168,11 +161,13 @@ export class CriClient implements RuntimeService, ImageService {
 
   close(): void {
     this.runtime.close();
-    this.images.close();
+    if (this.images !== this.runtime) this.images.close();
   }
 
-  private call<Req, Res>(client: grpc.Client, method: string, request: Req, timeoutMs = this.opts.timeoutMs, deserialize?: (buf: Buffer) => Res): Promise<Res> {
-    const endpoint = client === this.images ? this.imageEndpoint : this.endpoint;
+  private call<Req, Res>(service: Service, method: string, request: Req, opts: { timeoutMs?: number; decode?: (buf: Buffer) => Res; into?: ReceiveBuffer } = {}): Promise<Res> {
+    const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
+    const channel = service === 'ImageService' ? this.images : this.runtime;
+    const endpoint = service === 'ImageService' ? this.imageEndpoint : this.endpoint;
     const started = performance.now();
     // Run in the caller's async context, so an observer can tell which unit of work made the call.
     // (AsyncResource.bind would do, but makes a bound function with deprecation wrappers per call:
@@ -181,45 +176,44 @@ export class CriClient implements RuntimeService, ImageService {
     const scope = observer && new AsyncResource('CriCall');
     const observe = (error?: CriError) => scope?.runInAsyncScope(observer!, undefined, { method, durationMs: performance.now() - started, error });
     // A missing socket fails at once instead of waiting for a connect timeout.
-    if (!existsSync(socketPath(endpoint))) {
+    if (!existsSync(channel.socketPath)) {
       const err = noRuntimeError(endpoint, method);
       observe(err);
       return Promise.reject(err);
     }
-    const fn: UnaryFn<Req, Res> = deserialize ? this.withDeserializer(client, method, deserialize) : (client as unknown as Record<string, UnaryFn<Req, Res>>)[method]!;
+    const def = criServices()[service][method]!;
+    const decode = opts.decode ?? (def.responseDeserialize as (buf: Buffer) => Res);
     // The deadline runs from the caller's request: time spent waiting for a slot counts.
     const deadline = Date.now() + timeoutMs;
     const send = (release: () => void) =>
-      new Promise<Res>((resolve, reject) => {
-        fn.call(client, request, new grpc.Metadata(), { deadline }, (err, res) => {
+      new Promise<Buffer>((resolve) => resolve((def.requestSerialize as (req: Req) => Buffer)(request)))
+        .catch((err: Error) => {
+          throw new GrpcCallError(GrpcStatus.INTERNAL, `the request cannot be encoded: ${err.message}`);
+        })
+        .then((bytes) => channel.unary(def.path, bytes, deadline, decode, opts.into))
+        .then(
+        (res) => {
           release();
-          if (err) {
-            const mapped = mapGrpcError(err, method, endpoint, timeoutMs);
-            observe(mapped);
-            reject(mapped);
-            return;
-          }
           observe();
-          resolve(res as Res);
-        });
-      });
+          return res;
+        },
+        (err: GrpcCallError) => {
+          release();
+          const mapped = mapGrpcError(err, method, endpoint, timeoutMs);
+          observe(mapped);
+          throw mapped;
+        },
+      );
     if (UNBOUNDED_CALLS.has(method)) return send(() => undefined);
     return this.limiter.acquire(PRIORITY_CALLS.has(method) ? 'high' : 'normal').then(send);
   }
 
-  /** The generated method's path and request encoding, with another response decoder. */
-  private withDeserializer<Req, Res>(client: grpc.Client, method: string, deserialize: (buf: Buffer) => Res): UnaryFn<Req, Res> {
-    const def = (client.constructor as unknown as { service: grpc.ServiceDefinition }).service[method]!;
-    return (request, metadata, options, callback) =>
-      client.makeUnaryRequest(def.path, def.requestSerialize as (req: Req) => Buffer, deserialize, request, metadata, options, callback);
-  }
-
   private rt<M extends keyof RuntimeCalls>(method: M, request: RuntimeCalls[M][0], timeoutMs?: number): Promise<RuntimeCalls[M][1]> {
-    return this.call(this.runtime, method, request, timeoutMs);
+    return this.call('RuntimeService', method, request, { timeoutMs });
   }
 
   private img<M extends keyof ImageCalls>(method: M, request: ImageCalls[M][0], timeoutMs?: number): Promise<ImageCalls[M][1]> {
-    return this.call(this.images, method, request, timeoutMs);
+    return this.call('ImageService', method, request, { timeoutMs });
   }
 
   version(): Promise<T.VersionResponse> {
@@ -253,7 +247,7 @@ export class CriClient implements RuntimeService, ImageService {
   }
 
   async listPodSandboxSummaries(filter?: T.PodSandboxFilterInput): Promise<PodSandboxSummary[]> {
-    return this.call(this.runtime, 'ListPodSandbox', { filter }, undefined, (buf) => this.sandboxSummaries.decode(buf));
+    return this.call('RuntimeService', 'ListPodSandbox', { filter }, { decode: (buf) => this.sandboxSummaries.decode(buf), into: this.sandboxAnswers });
   }
 
   async createContainer(podSandboxId: string, config: T.ContainerConfigInput, sandboxConfig: T.PodSandboxConfigInput): Promise<string> {
@@ -280,7 +274,7 @@ export class CriClient implements RuntimeService, ImageService {
   }
 
   async listContainerSummaries(filter?: T.ContainerFilterInput): Promise<ContainerSummary[]> {
-    return this.call(this.runtime, 'ListContainers', { filter }, undefined, (buf) => this.containerSummaries.decode(buf));
+    return this.call('RuntimeService', 'ListContainers', { filter }, { decode: (buf) => this.containerSummaries.decode(buf), into: this.containerAnswers });
   }
 
   containerStatus(containerId: string, verbose = false): Promise<T.ContainerStatusResponse> {
@@ -326,22 +320,27 @@ export class CriClient implements RuntimeService, ImageService {
   getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream {
     const started = performance.now();
     const observe = (error?: CriError) => this.opts.observer?.({ method: 'GetContainerEvents', durationMs: performance.now() - started, error });
-    if (!existsSync(socketPath(this.endpoint))) {
+    if (!existsSync(this.runtime.socketPath)) {
       const err = noRuntimeError(this.endpoint, 'GetContainerEvents');
       observe(err);
       queueMicrotask(() => handlers.onError(err));
       return { cancel: () => undefined };
     }
-    const call = this.runtime.GetContainerEvents({});
+    const def = criServices().RuntimeService.GetContainerEvents!;
     let cancelled = false;
-    call.on('data', (event: T.ContainerEventResponse) => handlers.onEvent(event));
-    call.on('error', (err: grpc.ServiceError) => {
-      if (cancelled && err.code === grpc.status.CANCELLED) return;
-      const mapped = mapGrpcError(err, 'GetContainerEvents', this.endpoint, 0);
-      observe(mapped);
-      handlers.onError(mapped);
-    });
-    call.on('end', () => handlers.onEnd?.());
+    const call = this.runtime.serverStream(
+      def.path,
+      (def.requestSerialize as (req: object) => Buffer)({}),
+      def.responseDeserialize as (buf: Buffer) => T.ContainerEventResponse,
+      (event) => handlers.onEvent(event),
+      (err) => {
+        if (!err) return handlers.onEnd?.();
+        if (cancelled && err.code === GrpcStatus.CANCELLED) return;
+        const mapped = mapGrpcError(err, 'GetContainerEvents', this.endpoint, 0);
+        observe(mapped);
+        handlers.onError(mapped);
+      },
+    );
     return {
       cancel: () => {
         cancelled = true;

@@ -1,4 +1,3 @@
-import type { ServiceError } from '@grpc/grpc-js';
 import { PodctlError } from '../errors.js';
 
 /**
@@ -85,10 +84,16 @@ export function noRuntimeError(endpoint: string, method: string, cause?: unknown
   });
 }
 
+/** A failed gRPC call as grpc-js and podctl's own transport (transport.ts) report it. */
+export interface GrpcFailure extends Error {
+  code: number;
+  details?: string;
+}
+
 /** Turns a gRPC failure into one sentence a person understands. */
-export function mapGrpcError(err: ServiceError, method: string, endpoint: string, timeoutMs: number): CriError {
+export function mapGrpcError(err: GrpcFailure, method: string, endpoint: string, timeoutMs: number): CriError {
   const details = err.details || err.message;
-  const base = { code: err.code, method, endpoint, details, cause: err };
+  const base = { code: err.code as GrpcStatus, method, endpoint, details, cause: err };
   switch (err.code) {
     case GrpcStatus.UNAVAILABLE:
       if (/EACCES|permission denied/i.test(details)) {

@@ -1,4 +1,4 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs/light.js';
 import { criDescriptor } from './generated/descriptor.js';
 import { criCodecs } from './generated/codecs.js';
@@ -11,6 +11,9 @@ import { rootWithPrebuiltCodecs } from './codecs.js';
  * @grpc/proto-loader spends most of its 50 ms on. Messages convert as
  * proto-loader's options did (camelCase fields, enums as strings, longs as
  * numbers, defaults filled in, oneof names set), so callers see the same objects.
+ * The definitions are grpc-js's shape (the fake runtime serves them with grpc-js's
+ * server); podctl's client calls them over its own transport (transport.ts), so only
+ * the type is imported here.
  */
 export interface CriServices {
   RuntimeService: grpc.ServiceDefinition;
@@ -20,12 +23,6 @@ export interface CriServices {
 const CONVERSION: protobuf.IConversionOptions = { longs: Number, enums: String, defaults: true, oneofs: true };
 
 let services: CriServices | undefined;
-
-interface CriClientConstructors {
-  RuntimeService: grpc.ServiceClientConstructor;
-  ImageService: grpc.ServiceClientConstructor;
-}
-let constructors: CriClientConstructors | undefined;
 
 export function criServices(): CriServices {
   if (services) return services;
@@ -53,15 +50,4 @@ export function criServices(): CriServices {
   };
   services = { RuntimeService: define('RuntimeService'), ImageService: define('ImageService') };
   return services;
-}
-
-/** Client classes for both services, with the methods under their proto names (Version, ListContainers…). */
-export function criClientConstructors(): CriClientConstructors {
-  if (constructors) return constructors;
-  const s = criServices();
-  constructors = {
-    RuntimeService: grpc.makeGenericClientConstructor(s.RuntimeService, 'runtime.v1.RuntimeService'),
-    ImageService: grpc.makeGenericClientConstructor(s.ImageService, 'runtime.v1.ImageService'),
-  };
-  return constructors;
 }
