@@ -2,7 +2,6 @@ import { open, readdir, readFile, stat, type FileHandle } from 'node:fs/promises
 import { basename, dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
 import { rotatedLogFiles } from './rotation.js';
 
 /**
@@ -98,7 +97,8 @@ export async function readLogFile(path: string): Promise<LogRecord[]> {
   }
 }
 
-const gunzipAsync = promisify(gunzip);
+/** zlib loads when a rotated file is read, not with every reader of the logs (plan and get read pod statuses through here). */
+const gunzipAsync = async (data: Buffer): Promise<Buffer> => promisify((await import('node:zlib')).gunzip)(data);
 
 /**
  * The lines a container instance wrote before its log was last rotated: the

@@ -2,7 +2,6 @@ import { createReadStream, createWriteStream, statSync } from 'node:fs';
 import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
 import type { Clock, TimerHandle } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
 import type { ContainerSummary } from '../cri/types.js';
@@ -67,6 +66,8 @@ export async function rotatedLogFiles(path: string): Promise<string[]> {
 
 async function gzipFile(path: string): Promise<void> {
   const tmp = `${path}.gz.tmp`;
+  // zlib loads when a file is first compressed, not with everything that imports this module.
+  const { createGzip } = await import('node:zlib');
   await pipeline(createReadStream(path), createGzip(), createWriteStream(tmp));
   await rename(tmp, `${path}.gz`);
   await rm(path, { force: true });
