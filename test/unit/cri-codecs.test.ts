@@ -4,11 +4,42 @@ import protobuf from 'protobufjs/light.js';
 import type { MethodDefinition } from '@grpc/grpc-js';
 import { criServices } from '../../src/core/cri/proto.js';
 import { criDescriptor } from '../../src/core/cri/generated/descriptor.js';
-import { criCodecs } from '../../src/core/cri/generated/codecs.js';
-import { rootWithPrebuiltCodecs, usePrebuiltCodecs } from '../../src/core/cri/codecs.js';
+import { criMethods, criTypes } from '../../src/core/cri/generated/codecs.js';
+import type { StaticEnum, StaticType } from '../../src/core/cri/codecs.js';
 
 // cri-proto.test.ts checks that the messages mean what the .proto means (bytes and objects); this, that
-// no process generates their code at run time: protobufjs's code generation is never called.
+// no process generates their code or builds protobufjs's reflection at run time.
+
+const reflected = () => {
+  const root = protobuf.Root.fromJSON(criDescriptor);
+  root.resolveAll();
+  const types: protobuf.Type[] = [];
+  const enums: protobuf.Enum[] = [];
+  const services: protobuf.Service[] = [];
+  const walk = (ns: protobuf.NamespaceBase) =>
+    ns.nestedArray.forEach((x) => {
+      if (x instanceof protobuf.Type) types.push(x);
+      else if (x instanceof protobuf.Enum) enums.push(x);
+      else if (x instanceof protobuf.Service) services.push(x);
+      if (x instanceof protobuf.Namespace) walk(x);
+    });
+  walk(root);
+  return { types, enums, services };
+};
+
+test('a message type is set up when it is first used, with the types of its fields it reaches; the others are not', () => {
+  const type = (name: string) => criTypes[name] as StaticType;
+  // The first test of this file: nothing in this process used these before.
+  assert.equal(type('runtime.v1.ListImagesResponse').setUp, false);
+  assert.equal(type('runtime.v1.Image').setUp, false);
+  assert.equal(type('runtime.v1.PodSandboxStatsResponse').setUp, false);
+  const t = type('runtime.v1.ListImagesResponse');
+  const bytes = t.encode(t.fromObject({ images: [{ id: 'sha256:1', repoTags: ['busybox:1.36'], size: 42, pinned: true }] })).finish();
+  assert.deepEqual(t.toObject(t.decode(bytes), { longs: Number }), { images: [{ id: 'sha256:1', repoTags: ['busybox:1.36'], size: 42, pinned: true }] });
+  assert.equal(type('runtime.v1.ListImagesResponse').setUp, true, 'used, and set up');
+  assert.equal(type('runtime.v1.Image').setUp, true, 'with the type of its field that was used');
+  assert.equal(type('runtime.v1.PodSandboxStatsResponse').setUp, false, 'a type never used stays as it was');
+});
 
 test('the CRI message types use the functions compiled at build time: protobufjs generates none when they are used', () => {
   const util = protobuf.util as unknown as { codegen: (...args: unknown[]) => unknown };
@@ -32,32 +63,32 @@ test('the CRI message types use the functions compiled at build time: protobufjs
   }
 });
 
-test('every message type of the descriptor has its prebuilt functions, the same protobufjs generates from it', () => {
-  const root = protobuf.Root.fromJSON(criDescriptor);
-  const types: protobuf.Type[] = [];
-  const walk = (ns: protobuf.NamespaceBase) => ns.nestedArray.forEach((x) => (x instanceof protobuf.Type && types.push(x), x instanceof protobuf.Namespace && walk(x)));
-  walk(root);
-  assert.equal(usePrebuiltCodecs(protobuf.Root.fromJSON(criDescriptor), criCodecs), types.length);
-  root.resolveAll();
+test('every message and enum type of the descriptor is there, with the functions protobufjs generates from it and the types of its fields', () => {
+  const { types, enums, services } = reflected();
+  assert.equal(Object.keys(criTypes).length, types.length + enums.length);
+  // As source, once the compiler has printed it again: without spaces and semicolons.
+  const bare = (text: string) => text.replace(/[\s;]/g, '');
   for (const t of types) {
-    // As source, once the compiler has printed it again: without spaces and semicolons.
-    const bare = (text: string) => text.replace(/[\s;]/g, '');
-    const prebuilt = criCodecs[t.fullName.slice(1)]!;
-    const source = bare(`${prebuilt.ctor.toString()}${prebuilt.codecs.toString()}`);
+    const ours = criTypes[t.fullName.slice(1)] as StaticType;
+    assert.ok(ours, t.fullName);
+    const source = bare(`${ours.prebuilt.ctor.toString()}${ours.prebuilt.codecs.toString()}`);
     const generators = [(protobuf.Type as unknown as { generateConstructor(t: protobuf.Type): object }).generateConstructor(t), protobuf.encoder(t), protobuf.decoder(t), protobuf.converter.fromObject(t), protobuf.converter.toObject(t)];
     for (const gen of generators) assert.ok(source.includes(bare(gen.toString())), t.fullName);
   }
-});
-
-test('the root resolves a message type when it is first used, not every type when it is built', () => {
-  const root = rootWithPrebuiltCodecs(criDescriptor, criCodecs);
-  const resolved = (name: string) => root.lookupType(name).fieldsArray.every((f) => f.resolved);
-  assert.equal(resolved('runtime.v1.ListContainersResponse'), false);
-  assert.equal(resolved('runtime.v1.PodSandboxStatusResponse'), false);
-  const t = root.lookupType('runtime.v1.ListContainersResponse');
-  const bytes = t.encode(t.fromObject({ containers: [{ id: 'c1', labels: { a: 'b' }, state: 'CONTAINER_RUNNING' }] })).finish();
-  assert.deepEqual(t.toObject(t.decode(bytes), { enums: String }), { containers: [{ id: 'c1', labels: { a: 'b' }, state: 'CONTAINER_RUNNING' }] });
-  assert.equal(resolved('runtime.v1.ListContainersResponse'), true, 'used, and resolved');
-  assert.equal(resolved('runtime.v1.Container'), true, 'with the types of its fields that were used');
-  assert.equal(resolved('runtime.v1.PodSandboxStatusResponse'), false, 'a type never used stays as it was');
+  for (const e of enums) {
+    const ours = criTypes[e.fullName.slice(1)] as StaticEnum;
+    for (const [name, n] of Object.entries(e.values)) {
+      assert.equal(ours.values[name], n, `${e.fullName}.${name}`);
+      assert.equal(ours.values[n], e.valuesById[n], `${e.fullName} ${n}`);
+    }
+  }
+  // The services' methods, with their request and response types.
+  for (const s of services) {
+    const ours = criMethods[s.name]!;
+    assert.deepEqual(Object.keys(ours).sort(), s.methodsArray.map((m) => m.name).sort(), s.name);
+    for (const m of s.methodsArray) {
+      m.resolve();
+      assert.deepEqual(ours[m.name], [m.resolvedRequestType!.fullName.slice(1), m.resolvedResponseType!.fullName.slice(1), !!m.requestStream, !!m.responseStream], `${s.name}.${m.name}`);
+    }
+  }
 });
