@@ -11,7 +11,7 @@ import { socketPath } from '../../src/core/cri/endpoint.js';
 import { GrpcStatus, isCriError, type CriError } from '../../src/core/cri/errors.js';
 import { criServices } from '../../src/core/cri/proto.js';
 import { decodeContainerSummaries } from '../../src/core/cri/summaries.js';
-import { GrpcCallError, GrpcChannel, ReceiveBuffer } from '../../src/core/cri/transport.js';
+import { GrpcCallError, GrpcChannel, ReceiveBuffer, grpcTimeout } from '../../src/core/cri/transport.js';
 import type * as T from '../../src/core/cri/types.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 
@@ -184,4 +184,12 @@ describe('CRI transport: gRPC over node:http2, against a grpc-js server', () => 
       assert.equal(code, 0, stderr);
       assert.match(stdout, /^version \S+/);
     }));
+});
+
+test('grpc-timeout: whole milliseconds up to 8 digits, then seconds, then hours', () => {
+  assert.equal(grpcTimeout(300), '300m');
+  assert.equal(grpcTimeout(0.4), '1m');
+  assert.equal(grpcTimeout(99_999_999), '99999999m');
+  assert.equal(grpcTimeout(100_000_000), '100000S');
+  assert.equal(grpcTimeout(1e15), '99999999H');
 });

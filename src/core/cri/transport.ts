@@ -207,7 +207,7 @@ export class GrpcChannel {
       'user-agent': 'podctl',
     };
     // The server learns the deadline too, and can stop work nobody waits for.
-    if (remaining !== undefined) headers['grpc-timeout'] = `${Math.ceil(remaining)}m`;
+    if (remaining !== undefined) headers['grpc-timeout'] = grpcTimeout(remaining);
     try {
       session = this.open();
       stream = session.request(headers);
@@ -308,6 +308,14 @@ export class GrpcChannel {
     });
     return { cancel };
   }
+}
+
+/** A grpc-timeout header: at most 8 digits and a unit (the gRPC HTTP/2 spec), in the finest unit that fits. */
+export function grpcTimeout(ms: number): string {
+  const whole = Math.max(1, Math.ceil(ms));
+  if (whole < 1e8) return `${whole}m`;
+  const seconds = Math.ceil(whole / 1000);
+  return seconds < 1e8 ? `${seconds}S` : `${Math.min(99_999_999, Math.ceil(seconds / 3600))}H`;
 }
 
 /** grpc-message is percent-encoded (the gRPC HTTP/2 spec). */
