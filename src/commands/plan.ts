@@ -34,7 +34,9 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
       const { argv, flags } = await this.parse(Plan);
       return planManifestsAndPrint(argv as string[], flags, { prune: flags.prune, output: flags.output, log: (t) => this.log(t) });
     });
-    if (code !== 0) this.exit(code);
+    // "Would change" (2) is an answer, not an error: set as the exit code, not thrown through oclif's
+    // error handling (which loads its error formatting, a few ms of every plan that finds changes).
+    if (code !== 0) process.exitCode = code;
   }
 
   protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
