@@ -85,8 +85,8 @@ export interface ServerStream {
 /** gRPC over one HTTP/2 session to a unix socket, opened on first use and again after it closes. */
 export class GrpcChannel {
   private session: ClientHttp2Session | undefined;
-  /** Why the session failed, for the calls that fail with it. */
-  private sessionError: Error | undefined;
+  /** Why each session failed, for the calls that fail with it. */
+  private readonly sessionErrors = new WeakMap<ClientHttp2Session, Error>();
   private active = 0;
   private closed = false;
 
@@ -146,7 +146,6 @@ export class GrpcChannel {
 
   private open(): ClientHttp2Session {
     if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
-    this.sessionError = undefined;
     const session = connect('http://localhost', {
       createConnection: () => netConnect(this.socketPath),
       settings: { initialWindowSize: this.opts.windowBytes, enablePush: false },
@@ -155,7 +154,7 @@ export class GrpcChannel {
     });
     session.on('connect', () => session.setLocalWindowSize(this.opts.windowBytes));
     session.on('error', (err) => {
-      this.sessionError = err;
+      this.sessionErrors.set(session, err);
     });
     // A closed session or one the server is leaving takes no new calls; the next call opens another.
     const forget = () => {
@@ -294,8 +293,9 @@ export class GrpcChannel {
       // No status: the stream or the session broke. As grpc-js: the connection gone (the runtime went
       // away, or refused it) is UNAVAILABLE, and the stream's reset code says the rest.
       const rst = stream!.rstCode;
-      const cause = this.sessionError ?? streamError;
-      const gone = this.sessionError !== undefined || session!.destroyed || session!.closed;
+      const sessionError = this.sessionErrors.get(session!);
+      const cause = sessionError ?? streamError;
+      const gone = sessionError !== undefined || session!.destroyed || session!.closed;
       const code =
         gone || rst === constants.NGHTTP2_REFUSED_STREAM
           ? GrpcStatus.UNAVAILABLE
