@@ -101,6 +101,15 @@ describe('CRI transport: gRPC over node:http2, against a grpc-js server', () => 
       assert.equal((await client.version()).runtimeName.length > 0, true);
     }));
 
+  test('a request that cannot be encoded fails as a CriError (INTERNAL) naming the field, and sends nothing', () =>
+    withFake(async (fake, client) => {
+      const err = await rejection(client.runPodSandbox({ metadata: 'not an object' } as unknown as T.PodSandboxConfigInput));
+      assert.equal(err.code, GrpcStatus.INTERNAL);
+      assert.match(err.message, /RunPodSandbox failed: the request cannot be encoded: .*metadata: object expected/);
+      assert.equal((await client.listPodSandbox()).length, 0);
+      assert.equal(fake.calls().RunPodSandbox ?? 0, 0);
+    }));
+
   test('a call past its deadline fails DEADLINE_EXCEEDED, naming the method and the timeout', () =>
     withFake(async (fake) => {
       const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 300, pullTimeoutMs: 300 });

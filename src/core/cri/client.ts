@@ -185,13 +185,20 @@ export class CriClient implements RuntimeService, ImageService {
     const decode = opts.decode ?? (def.responseDeserialize as (buf: Buffer) => Res);
     // The deadline runs from the caller's request: time spent waiting for a slot counts.
     const deadline = Date.now() + timeoutMs;
-    const send = (release: () => void) =>
-      new Promise<Buffer>((resolve) => resolve((def.requestSerialize as (req: Req) => Buffer)(request)))
-        .catch((err: Error) => {
-          throw new GrpcCallError(GrpcStatus.INTERNAL, `the request cannot be encoded: ${err.message}`);
-        })
-        .then((bytes) => channel.unary(def.path, bytes, deadline, decode, opts.into))
-        .then(
+    const fail = (err: GrpcCallError) => {
+      const mapped = mapGrpcError(err, method, endpoint, timeoutMs);
+      observe(mapped);
+      throw mapped;
+    };
+    const send = (release: () => void): Promise<Res> => {
+      let bytes: Buffer;
+      try {
+        bytes = (def.requestSerialize as (req: Req) => Buffer)(request);
+      } catch (err) {
+        release();
+        return Promise.reject(new GrpcCallError(GrpcStatus.INTERNAL, `the request cannot be encoded: ${(err as Error).message}`)).catch(fail);
+      }
+      return channel.unary(def.path, bytes, deadline, decode, opts.into).then(
         (res) => {
           release();
           observe();
@@ -199,11 +206,10 @@ export class CriClient implements RuntimeService, ImageService {
         },
         (err: GrpcCallError) => {
           release();
-          const mapped = mapGrpcError(err, method, endpoint, timeoutMs);
-          observe(mapped);
-          throw mapped;
+          return fail(err);
         },
       );
+    };
     if (UNBOUNDED_CALLS.has(method)) return send(() => undefined);
     return this.limiter.acquire(PRIORITY_CALLS.has(method) ? 'high' : 'normal').then(send);
   }
