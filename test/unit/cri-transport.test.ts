@@ -154,18 +154,22 @@ describe('CRI transport: gRPC over node:http2, against a grpc-js server', () => 
     }));
 
   test('container events stream until cancelled; a cancel is no error', () =>
-    withFake(async (_fake, client) => {
+    withFake(async (fake, client) => {
       const events: T.ContainerEventResponse[] = [];
       const errors: CriError[] = [];
       let ended = false;
+      // Polled until true or 20 s: the eventual state, however loaded the machine.
+      const until = async (what: string, ok: () => boolean) => {
+        for (let i = 0; i < 2000 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+        assert.ok(ok(), what);
+      };
       const stream = client.getContainerEvents({ onEvent: (e) => events.push(e), onError: (e) => errors.push(e), onEnd: () => (ended = true) });
+      // A server stream has no acknowledgement: the fake counts the call once it has subscribed it.
+      await until('the fake to take the stream', () => (fake.calls().GetContainerEvents ?? 0) === 1);
       const sandbox = await client.runPodSandbox({ metadata: { name: 'p', uid: 'u1', namespace: 'default', attempt: 0 } });
-      // The stream is open once the sandbox's own event arrives; then a container's are sent as they happen.
-      for (let i = 0; i < 200 && events.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
-      assert.ok(events.length > 0, 'the sandbox event');
+      await until('the sandbox event', () => events.some((e) => e.containerId === sandbox));
       const id = await client.createContainer(sandbox, { metadata: { name: 'c', attempt: 0 }, image: { image: 'docker.io/library/busybox:1.36' } }, { metadata: { name: 'p', uid: 'u1', namespace: 'default', attempt: 0 } });
-      for (let i = 0; i < 200 && !events.some((e) => e.containerId === id); i++) await new Promise((r) => setTimeout(r, 10));
-      assert.ok(events.some((e) => e.containerId === id && e.containerEventType === 'CONTAINER_CREATED_EVENT'));
+      await until('the container\'s CREATED event', () => events.some((e) => e.containerId === id && e.containerEventType === 'CONTAINER_CREATED_EVENT'));
       // A cancel ends the call at once: nothing is reported for it.
       stream.cancel();
       assert.deepEqual(errors, []);

@@ -137,7 +137,7 @@ export class GrpcChannel {
     return this.start(path, request, undefined, sink, onEnd);
   }
 
-  /** Closes the session; calls under way fail, later ones fail at once. */
+  /** Closes the session once the calls under way end (as grpc-js's close); later calls fail at once. */
   close(): void {
     this.closed = true;
     this.session?.close();
