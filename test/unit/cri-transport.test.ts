@@ -41,7 +41,7 @@ const rejection = async (p: Promise<unknown>): Promise<CriError> => {
   assert.fail('the call succeeded');
 };
 
-describe('CRI transport: gRPC over node:http2, against a grpc-js server', () => {
+describe('CRI transport: gRPC over our HTTP/2 client, against a grpc-js server', () => {
   test('an answer of megabytes, in many HTTP/2 chunks, decodes as the same records, through the generic and the summary decoders', () =>
     withFake(async (fake, client) => {
       fake.seed({ pods: 1500, containersPerPod: 2, labels: (i) => ({ app: `app-${i}`, 'io.podctl.note': 'x'.repeat(200) }) });

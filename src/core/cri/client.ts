@@ -129,7 +129,7 @@ const CHANNEL_OPTIONS: ChannelOptions = {
 
 type Service = 'RuntimeService' | 'ImageService';
 
-/** The client of both CRI services over unix sockets (gRPC over Node's HTTP/2: transport.ts). */
+/** The client of both CRI services over unix sockets (gRPC over our own HTTP/2 client: transport.ts, h2.ts). */
 export class CriClient implements RuntimeService, ImageService {
   readonly endpoint: string;
   readonly imageEndpoint: string;
@@ -168,7 +168,8 @@ export class CriClient implements RuntimeService, ImageService {
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
     const channel = service === 'ImageService' ? this.images : this.runtime;
     const endpoint = service === 'ImageService' ? this.imageEndpoint : this.endpoint;
-    const started = performance.now();
+    // performance (a global) loads perf_hooks when first read: read only for an observer.
+    const started = this.opts.observer ? performance.now() : 0;
     // Run in the caller's async context, so an observer can tell which unit of work made the call.
     // (AsyncResource.bind would do, but makes a bound function with deprecation wrappers per call:
     // some 8 MB live at once while 5,000 pods start.)
@@ -324,7 +325,7 @@ export class CriClient implements RuntimeService, ImageService {
   }
 
   getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream {
-    const started = performance.now();
+    const started = this.opts.observer ? performance.now() : 0;
     const observe = (error?: CriError) => this.opts.observer?.({ method: 'GetContainerEvents', durationMs: performance.now() - started, error });
     if (!existsSync(this.runtime.socketPath)) {
       const err = noRuntimeError(this.endpoint, 'GetContainerEvents');

@@ -1,10 +1,10 @@
-import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type IncomingHttpStatusHeader } from 'node:http2';
-import { connect as netConnect } from 'node:net';
 import { GrpcStatus } from './errors.js';
+import { H2Code, H2Connection, type H2Stream, type H2StreamError } from './h2.js';
 
 /**
- * The CRI's calls over Node's own HTTP/2 client: gRPC's wire format (a 5-byte prefix before each
- * protobuf message, the status in the trailers) on one HTTP/2 session per runtime socket.
+ * The CRI's calls: gRPC's wire format (a 5-byte prefix before each protobuf message, the status in
+ * the trailers) on one HTTP/2 connection per runtime socket (h2.ts: our own HTTP/2 client, since
+ * loading node:http2 was some 10 ms of every command that reads the runtime).
  *
  * Why not grpc-js, which podctl used for these calls before (and still uses for containerd's event
  * stream and gRPC probes): a command that reads the runtime (plan, get, describe with no agent)
@@ -31,7 +31,7 @@ export class GrpcCallError extends Error {
 const STATUS_NAMES: Record<number, string> = Object.fromEntries(Object.entries(GrpcStatus).map(([name, code]) => [code, name]));
 
 export interface ChannelOptions {
-  /** HTTP/2 receive window of the session and of each stream: a large answer then needs no WINDOW_UPDATE round trips. */
+  /** HTTP/2 receive window of the connection and of each stream: a large answer then needs no WINDOW_UPDATE round trips. */
   windowBytes: number;
   /** Larger answers fail with RESOURCE_EXHAUSTED, as gRPC's max receive message length. */
   maxMessageBytes: number;
@@ -82,11 +82,9 @@ export interface ServerStream {
   cancel(): void;
 }
 
-/** gRPC over one HTTP/2 session to a unix socket, opened on first use and again after it closes. */
+/** gRPC over one HTTP/2 connection to a unix socket, opened on first use and again after it closes. */
 export class GrpcChannel {
-  private session: ClientHttp2Session | undefined;
-  /** Why each session failed, for the calls that fail with it. */
-  private readonly sessionErrors = new WeakMap<ClientHttp2Session, Error>();
+  private connection: H2Connection | undefined;
   private active = 0;
   private closed = false;
 
@@ -137,41 +135,30 @@ export class GrpcChannel {
     return this.start(path, request, undefined, sink, onEnd);
   }
 
-  /** Closes the session once the calls under way end (as grpc-js's close); later calls fail at once. */
+  /** Closes the connection once the calls under way end (as grpc-js's close); later calls fail at once. */
   close(): void {
     this.closed = true;
-    this.session?.close();
-    this.session = undefined;
+    this.connection?.close();
+    this.connection = undefined;
   }
 
-  private open(): ClientHttp2Session {
-    if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
-    const session = connect('http://localhost', {
-      createConnection: () => netConnect(this.socketPath),
-      settings: { initialWindowSize: this.opts.windowBytes, enablePush: false },
-      // Node refuses new streams once a session holds this much (10 MB by default): big answers in flight count.
-      maxSessionMemory: Math.max(64, Math.ceil((4 * this.opts.windowBytes) / MIB)),
-    });
-    session.on('connect', () => session.setLocalWindowSize(this.opts.windowBytes));
-    session.on('error', (err) => {
-      this.sessionErrors.set(session, err);
-    });
-    // A closed session or one the server is leaving takes no new calls; the next call opens another.
-    const forget = () => {
-      if (this.session === session) this.session = undefined;
+  private open(): H2Connection {
+    if (this.connection?.usable) return this.connection;
+    const connection = new H2Connection(this.socketPath, { windowBytes: this.opts.windowBytes });
+    // A connection that failed, or that the server is leaving, takes no new calls; the next call opens another.
+    connection.onGone = () => {
+      if (this.connection === connection) this.connection = undefined;
     };
-    session.on('close', forget);
-    session.on('goaway', forget);
-    // An idle session does not keep the process alive (a command ends when its work does).
-    if (this.active === 0) session.unref();
-    this.session = session;
-    return session;
+    // An idle connection does not keep the process alive (a command ends when its work does).
+    if (this.active === 0) connection.unref();
+    this.connection = connection;
+    return connection;
   }
 
   private start(path: string, request: Uint8Array, deadline: number | undefined, sink: MessageSink, done: (err?: GrpcCallError) => void): ServerStream {
     let settled = false;
-    let stream: ClientHttp2Stream | undefined;
-    let session: ClientHttp2Session | undefined;
+    // Set once the request is sent: a call failed before that has no stream to reset.
+    const sent: { stream?: H2Stream; connection?: H2Connection } = {};
     let timer: NodeJS.Timeout | undefined;
     // The message being read, into the sink's buffer.
     let msg: { buf: Buffer; release: () => void } | undefined;
@@ -181,10 +168,10 @@ export class GrpcChannel {
       if (timer) clearTimeout(timer);
       msg?.release();
       msg = undefined;
-      if (stream) {
-        if (err && !stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+      if (sent.stream) {
+        if (err) sent.stream.cancel();
         this.active--;
-        if (this.active === 0) this.session?.unref();
+        if (this.active === 0) sent.connection?.unref();
       }
       done(err);
     };
@@ -198,57 +185,31 @@ export class GrpcChannel {
       queueMicrotask(() => finish(new GrpcCallError(GrpcStatus.DEADLINE_EXCEEDED, 'deadline exceeded before the call was sent')));
       return { cancel };
     }
-    const headers: Record<string, string> = {
-      ':method': 'POST',
-      ':path': path,
-      'content-type': 'application/grpc',
-      te: 'trailers',
-      'user-agent': 'podctl',
-    };
+    const headers: [string, string][] = [
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', path],
+      [':authority', 'localhost'],
+      ['content-type', 'application/grpc'],
+      ['te', 'trailers'],
+      ['user-agent', 'podctl'],
+    ];
     // The server learns the deadline too, and can stop work nobody waits for.
-    if (remaining !== undefined) headers['grpc-timeout'] = grpcTimeout(remaining);
-    try {
-      session = this.open();
-      stream = session.request(headers);
-    } catch (err) {
-      // A session closing under us (GOAWAY): one more try on a new one.
-      this.session = undefined;
-      try {
-        session = this.open();
-        stream = session.request(headers);
-      } catch {
-        queueMicrotask(() => finish(new GrpcCallError(GrpcStatus.UNAVAILABLE, (err as Error).message)));
-        return { cancel };
-      }
-    }
-    this.active++;
-    this.session?.ref();
-    if (remaining !== undefined) timer = setTimeout(() => finish(new GrpcCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded')), remaining);
+    if (remaining !== undefined) headers.push(['grpc-timeout', grpcTimeout(remaining)]);
 
     const frame = Buffer.allocUnsafe(5 + request.length);
     frame[0] = 0;
     frame.writeUInt32BE(request.length, 1);
     frame.set(request, 5);
-    stream.end(frame);
 
     let status: { code: GrpcStatus; details: string } | undefined;
-    let streamError: Error | undefined;
-    const readStatus = (h: IncomingHttpHeaders) => {
-      const code = Number(h['grpc-status']);
-      const message = h['grpc-message'];
-      status = { code: (Number.isInteger(code) && code >= 0 && code <= 16 ? code : GrpcStatus.UNKNOWN) as GrpcStatus, details: typeof message === 'string' ? decodeMessage(message) : '' };
+    let sawHeaders = false;
+    const readStatus = (fields: [string, string][]) => {
+      const code = Number(field(fields, 'grpc-status'));
+      const message = field(fields, 'grpc-message');
+      status = { code: (Number.isInteger(code) && code >= 0 && code <= 16 ? code : GrpcStatus.UNKNOWN) as GrpcStatus, details: message === undefined ? '' : decodeMessage(message) };
     };
-    stream.on('response', (h: IncomingHttpHeaders & IncomingHttpStatusHeader) => {
-      const http = Number(h[':status']);
-      if (http !== 200) return finish(new GrpcCallError(httpToGrpc(http), `HTTP status ${http} from the runtime`));
-      const type = String(h['content-type'] ?? '');
-      if (!type.startsWith('application/grpc')) return finish(new GrpcCallError(GrpcStatus.UNKNOWN, `the runtime answered with content-type "${type}", not gRPC`));
-      // A trailers-only answer (an error at once) has its status here.
-      if (h['grpc-status'] !== undefined) readStatus(h);
-    });
-    stream.on('trailers', readStatus);
-
-    // Each message: its 5-byte prefix, then its bytes, across however many chunks they come in.
+    // Each message: its 5-byte prefix, then its bytes, across however many frames they come in.
     const prefix = Buffer.alloc(5);
     let prefixLength = 0;
     let got = 0;
@@ -260,54 +221,73 @@ export class GrpcChannel {
       m.release();
       if (err) finish(err);
     };
-    stream.on('data', (chunk: Buffer) => {
-      let at = 0;
-      while (at < chunk.length && !settled) {
-        if (!msg) {
-          const n = Math.min(5 - prefixLength, chunk.length - at);
-          chunk.copy(prefix, prefixLength, at, at + n);
-          prefixLength += n;
+    const connection = (sent.connection = this.open());
+    this.active++;
+    connection.ref();
+    if (remaining !== undefined) timer = setTimeout(() => finish(new GrpcCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded')), remaining);
+    sent.stream = connection.request(headers, frame, {
+      onHeaders: (fields) => {
+        if (settled) return;
+        if (sawHeaders) return readStatus(fields);
+        sawHeaders = true;
+        const http = Number(field(fields, ':status'));
+        if (http !== 200) return finish(new GrpcCallError(httpToGrpc(http), `HTTP status ${http} from the runtime`));
+        const type = field(fields, 'content-type') ?? '';
+        if (!type.startsWith('application/grpc')) return finish(new GrpcCallError(GrpcStatus.UNKNOWN, `the runtime answered with content-type "${type}", not gRPC`));
+        // A trailers-only answer (an error at once) has its status here.
+        if (field(fields, 'grpc-status') !== undefined) readStatus(fields);
+      },
+      onData: (chunk, start, end) => {
+        let at = start;
+        while (at < end && !settled) {
+          if (!msg) {
+            const n = Math.min(5 - prefixLength, end - at);
+            chunk.copy(prefix, prefixLength, at, at + n);
+            prefixLength += n;
+            at += n;
+            if (prefixLength < 5) return;
+            if (prefix[0] !== 0) return finish(new GrpcCallError(GrpcStatus.INTERNAL, 'a compressed message, which podctl did not ask for'));
+            const length = prefix.readUInt32BE(1);
+            if (length > this.opts.maxMessageBytes) return finish(new GrpcCallError(GrpcStatus.RESOURCE_EXHAUSTED, `an answer of ${length} bytes, above the limit of ${this.opts.maxMessageBytes}`));
+            msg = sink.buffer(length);
+            got = 0;
+            if (length === 0) deliver();
+            continue;
+          }
+          const n = Math.min(msg.buf.length - got, end - at);
+          chunk.copy(msg.buf, got, at, at + n);
+          got += n;
           at += n;
-          if (prefixLength < 5) return;
-          if (prefix[0] !== 0) return finish(new GrpcCallError(GrpcStatus.INTERNAL, 'a compressed message, which podctl did not ask for'));
-          const length = prefix.readUInt32BE(1);
-          if (length > this.opts.maxMessageBytes) return finish(new GrpcCallError(GrpcStatus.RESOURCE_EXHAUSTED, `an answer of ${length} bytes, above the limit of ${this.opts.maxMessageBytes}`));
-          msg = sink.buffer(length);
-          got = 0;
-          if (length === 0) deliver();
-          continue;
+          if (got === msg.buf.length) deliver();
         }
-        const n = Math.min(msg.buf.length - got, chunk.length - at);
-        chunk.copy(msg.buf, got, at, at + n);
-        got += n;
-        at += n;
-        if (got === msg.buf.length) deliver();
-      }
-    });
-    stream.on('error', (err: Error) => {
-      streamError = err;
-    });
-    stream.on('close', () => {
-      if (settled) return;
-      if (status) return finish(status.code === GrpcStatus.OK ? undefined : new GrpcCallError(status.code, status.details));
-      // No status: the stream or the session broke. As grpc-js: the connection gone (the runtime went
-      // away, or refused it) is UNAVAILABLE, and the stream's reset code says the rest.
-      const rst = stream!.rstCode;
-      const sessionError = this.sessionErrors.get(session!);
-      const cause = sessionError ?? streamError;
-      const gone = sessionError !== undefined || session!.destroyed || session!.closed;
-      const code =
-        gone || rst === constants.NGHTTP2_REFUSED_STREAM
-          ? GrpcStatus.UNAVAILABLE
-          : rst === constants.NGHTTP2_CANCEL
-            ? GrpcStatus.CANCELLED
-            : rst === constants.NGHTTP2_ENHANCE_YOUR_CALM
-              ? GrpcStatus.RESOURCE_EXHAUSTED
-              : GrpcStatus.INTERNAL;
-      finish(new GrpcCallError(code, cause?.message ?? `the stream closed with no status (HTTP/2 code ${rst})`));
+      },
+      onClose: (err?: H2StreamError) => {
+        if (settled) return;
+        if (!err) {
+          if (status) return finish(status.code === GrpcStatus.OK ? undefined : new GrpcCallError(status.code, status.details));
+          return finish(new GrpcCallError(GrpcStatus.INTERNAL, 'the runtime ended the answer with no gRPC status'));
+        }
+        // As grpc-js: the connection gone (the runtime went away, or refused the stream) is
+        // UNAVAILABLE, with the connect error as details; the stream's reset code says the rest.
+        const code =
+          err.connection || err.code === H2Code.REFUSED_STREAM
+            ? GrpcStatus.UNAVAILABLE
+            : err.code === H2Code.CANCEL
+              ? GrpcStatus.CANCELLED
+              : err.code === H2Code.ENHANCE_YOUR_CALM
+                ? GrpcStatus.RESOURCE_EXHAUSTED
+                : GrpcStatus.INTERNAL;
+        finish(new GrpcCallError(code, err.message));
+      },
     });
     return { cancel };
   }
+}
+
+/** The value of a header field (the first, as gRPC sends each once). */
+function field(fields: [string, string][], name: string): string | undefined {
+  for (const [k, v] of fields) if (k === name) return v;
+  return undefined;
 }
 
 /** A grpc-timeout header: at most 8 digits and a unit (the gRPC HTTP/2 spec), in the finest unit that fits. */
