@@ -34,6 +34,25 @@ const wslOnly = {
     }));
   },
 };
+// oclif's logger makes a `debug` instance at every start, and the debug package loads tty (with
+// net), os and supports-color to colour what it would print: about 3 ms. oclif only calls its
+// instances. Without DEBUG in the environment they print nothing: oclif gets a no-op, and with
+// it the real package, required from node_modules.
+const oclifDebug = {
+  name: 'oclif-debug',
+  setup(b) {
+    const fromOclif = createRequire(join(root, 'node_modules/@oclif/core/lib/logger.js'));
+    if (fromOclif.resolve('debug') !== createRequire(join(root, 'dist/cli/chunks/x.js')).resolve('debug')) throw new Error('oclif-debug: debug resolves elsewhere from dist/cli');
+    b.onResolve({ filter: /^debug$/ }, (args) => {
+      if (args.namespace === 'oclif-debug') return { path: 'debug', external: true };
+      return /[\\/]node_modules[\\/]@oclif[\\/]core[\\/]/.test(args.importer) ? { path: 'debug', namespace: 'oclif-debug' } : undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: 'oclif-debug' }, () => ({
+      contents: "const off = Object.assign(() => {}, { enabled: false });\nmodule.exports = (namespace) => (process.env.DEBUG ? require('debug')(namespace) : off);\n",
+      loader: 'js',
+    }));
+  },
+};
 // @oclif/core is CommonJS, which esbuild cannot tree-shake: loading it evaluated all of
 // it, with minimatch, tinyglobby, ejs, semver, child_process, perf_hooks… at every start.
 // Its top-level requires become lazy (scripts/lazy-require.cjs): a module is evaluated
@@ -175,7 +194,7 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
   write: false,
-  plugins: [pluginFiles, lazyOclif, wslOnly, lazyFormats, onDemand, asciiWidth],
+  plugins: [pluginFiles, lazyOclif, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth],
 });
 // esbuild splits only ES modules; Node 20 caches the compilation of none. Each file becomes the
 // same module in CommonJS: its imports of other chunks are require()s, an import() a require()

@@ -75,6 +75,17 @@ test('the CLI starts on oclif and the command index alone: no command, gRPC or v
   assert.ok(existsSync(join(ROOT, 'dist/cli/main.cjs')));
   const atStart = [...loadedAtStart('src/main.ts'), ...loadedAtStart('src/commands.ts')];
   assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs|plugin-help|plugin-autocomplete/.test(f)), []);
+  // oclif's logger gets a stand-in for the debug package, which requires it only when DEBUG is set.
+  assert.deepEqual(atStart.filter((f) => /node_modules\/debug\//.test(f)), []);
+});
+
+test("oclif's debug output is there with DEBUG set: the debug package is required from node_modules then", () => {
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), '--version'], { encoding: 'utf8', env: { ...process.env, DEBUG: 'oclif:*' } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /oclif:main process\.execPath:/);
+  assert.match(r.stderr, /oclif:config/);
+  const quiet = spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), '--version'], { encoding: 'utf8', env: { ...process.env, DEBUG: '' } });
+  assert.equal(quiet.stderr, '');
 });
 
 test('the CLI is CommonJS loaded with the code caches the build wrote: every file validate loads takes its cache, and is ASCII only', () => {
@@ -124,14 +135,20 @@ test('lazyRequire: a module is loaded on first use, called and constructed as it
   assert.equal(loads, 1);
 });
 
-test('a start loads no Node module it does not use: --version runs without child_process', () => {
+test('a start loads no Node module it does not use: --version and validate run without child_process or tty, --version without crypto', () => {
   // Node's own list of the modules it loaded, written to stderr at exit.
   const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
-  const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), '--version'], { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  const loaded = r.stderr.split('\n');
-  assert.ok(loaded.includes('NativeModule fs'), 'the preload lists what Node loaded');
-  assert.deepEqual(loaded.filter((m) => /^NativeModule (child_process|dgram|http2|zlib|crypto)$/.test(m)), []);
+  for (const [args, unused] of [
+    [['--version'], /^NativeModule (child_process|dgram|http2|zlib|crypto|tty)$/],
+    [['validate', join(ROOT, 'examples/hello.yaml')], /^NativeModule (child_process|dgram|http2|zlib|tty)$/],
+  ] as const) {
+    const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const loaded = r.stderr.split('\n');
+    assert.ok(loaded.includes('NativeModule fs'), 'the preload lists what Node loaded');
+    // tty (with net) was the debug package's, for oclif's logger.
+    assert.deepEqual(loaded.filter((m) => unused.test(m)), [], args.join(' '));
+  }
 });
 
 test("a command that asks the agent loads Node's crypto only when it hashes: agent status, with no agent there", () => {
