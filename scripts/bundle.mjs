@@ -20,15 +20,17 @@ const pluginFiles = {
   },
 };
 // oclif asks wsl-utils for isWsl at every start, and wsl-utils imports child_process (with
-// net and dgram) for its PowerShell helpers: oclif gets is-wsl itself, and the rest of
+// net and dgram) for its PowerShell helpers: oclif gets is-wsl's answer from src/cli/wsl.ts
+// (is-wsl's ES module interop copied all of process and fs: a few ms), and the rest of
 // wsl-utils when it asks for PowerShell (on Windows only).
+const wslFile = join(root, 'src/cli/wsl.ts');
 const wslUtilsDir = dirname(createRequire(join(root, 'node_modules/@oclif/core/lib/util/os.js')).resolve('wsl-utils'));
 const wslOnly = {
   name: 'wsl-only',
   setup(b) {
     b.onResolve({ filter: /^wsl-utils$/ }, (args) => (/@oclif[\\/]core[\\/]lib[\\/]util[\\/]os\.js$/.test(args.importer) ? { path: 'wsl-utils', namespace: 'wsl-only' } : undefined));
     b.onLoad({ filter: /.*/, namespace: 'wsl-only' }, () => ({
-      contents: "export { default as isWsl } from 'is-wsl';\nexport const powerShellPath = async () => (await import('wsl-utils')).powerShellPath();\n",
+      contents: `export { isWsl } from ${JSON.stringify(wslFile)};\nexport const powerShellPath = async () => (await import('wsl-utils')).powerShellPath();\n`,
       resolveDir: wslUtilsDir,
       loader: 'js',
     }));

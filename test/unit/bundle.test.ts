@@ -77,6 +77,9 @@ test('the CLI starts on oclif and the command index alone: no command, gRPC or v
   assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs|plugin-help|plugin-autocomplete/.test(f)), []);
   // oclif's logger gets a stand-in for the debug package, which requires it only when DEBUG is set.
   assert.deepEqual(atStart.filter((f) => /node_modules\/debug\//.test(f)), []);
+  // Its platform check (wsl-only) answers from src/cli/wsl.ts, without is-wsl and its helpers.
+  const wsl = Object.values(meta().outputs).find((o) => 'wsl-only:wsl-utils' in o.inputs);
+  assert.deepEqual(Object.keys(wsl?.inputs ?? {}).sort(), ['src/cli/wsl.ts', 'wsl-only:wsl-utils']);
 });
 
 test("oclif's debug output is there with DEBUG set: the debug package is required from node_modules then", () => {
