@@ -77,6 +77,8 @@ test('the CLI starts on oclif and the command index alone: no command, gRPC or v
   assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs|plugin-help|plugin-autocomplete/.test(f)), []);
   // oclif's logger gets a stand-in for the debug package, which requires it only when DEBUG is set.
   assert.deepEqual(atStart.filter((f) => /node_modules\/debug\//.test(f)), []);
+  // The not-found hook (with readline and fastest-levenshtein) loads when oclif runs it, for an unknown command.
+  assert.deepEqual(atStart.filter((f) => /src\/hooks\/|fastest-levenshtein/.test(f)), []);
   // Its platform check (wsl-only) answers from src/cli/wsl.ts, without is-wsl and its helpers.
   const wsl = Object.values(meta().outputs).find((o) => 'wsl-only:wsl-utils' in o.inputs);
   assert.deepEqual(Object.keys(wsl?.inputs ?? {}).sort(), ['src/cli/wsl.ts', 'wsl-only:wsl-utils']);
@@ -138,18 +140,18 @@ test('lazyRequire: a module is loaded on first use, called and constructed as it
   assert.equal(loads, 1);
 });
 
-test('a start loads no Node module it does not use: --version and validate run without child_process or tty, --version without crypto', () => {
+test('a start loads no Node module it does not use: --version and validate run without child_process, tty or readline, --version without crypto', () => {
   // Node's own list of the modules it loaded, written to stderr at exit.
   const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
   for (const [args, unused] of [
-    [['--version'], /^NativeModule (child_process|dgram|http2|zlib|crypto|tty)$/],
-    [['validate', join(ROOT, 'examples/hello.yaml')], /^NativeModule (child_process|dgram|http2|zlib|tty)$/],
+    [['--version'], /^NativeModule (child_process|dgram|http2|zlib|crypto|tty|readline|readline\/promises)$/],
+    [['validate', join(ROOT, 'examples/hello.yaml')], /^NativeModule (child_process|dgram|http2|zlib|tty|readline|readline\/promises)$/],
   ] as const) {
     const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), ...args], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     const loaded = r.stderr.split('\n');
     assert.ok(loaded.includes('NativeModule fs'), 'the preload lists what Node loaded');
-    // tty (with net) was the debug package's, for oclif's logger.
+    // tty (with net) was the debug package's, for oclif's logger; readline/promises the not-found hook's.
     assert.deepEqual(loaded.filter((m) => unused.test(m)), [], args.join(' '));
   }
 });
