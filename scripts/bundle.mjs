@@ -20,16 +20,37 @@ const pluginFiles = {
   },
 };
 // oclif asks wsl-utils for isWsl at every start, and wsl-utils imports child_process (with
-// net and dgram) for its PowerShell helpers: oclif gets is-wsl itself, and the rest of
+// net and dgram) for its PowerShell helpers: oclif gets is-wsl's answer from src/cli/wsl.ts
+// (is-wsl's ES module interop copied all of process and fs: a few ms), and the rest of
 // wsl-utils when it asks for PowerShell (on Windows only).
+const wslFile = join(root, 'src/cli/wsl.ts');
 const wslUtilsDir = dirname(createRequire(join(root, 'node_modules/@oclif/core/lib/util/os.js')).resolve('wsl-utils'));
 const wslOnly = {
   name: 'wsl-only',
   setup(b) {
     b.onResolve({ filter: /^wsl-utils$/ }, (args) => (/@oclif[\\/]core[\\/]lib[\\/]util[\\/]os\.js$/.test(args.importer) ? { path: 'wsl-utils', namespace: 'wsl-only' } : undefined));
     b.onLoad({ filter: /.*/, namespace: 'wsl-only' }, () => ({
-      contents: "export { default as isWsl } from 'is-wsl';\nexport const powerShellPath = async () => (await import('wsl-utils')).powerShellPath();\n",
+      contents: `export { isWsl } from ${JSON.stringify(wslFile)};\nexport const powerShellPath = async () => (await import('wsl-utils')).powerShellPath();\n`,
       resolveDir: wslUtilsDir,
+      loader: 'js',
+    }));
+  },
+};
+// oclif's logger makes a `debug` instance at every start, and the debug package loads tty (with
+// net), os and supports-color to colour what it would print: about 3 ms. oclif only calls its
+// instances. Without DEBUG in the environment they print nothing: oclif gets a no-op, and with
+// it the real package, required from node_modules.
+const oclifDebug = {
+  name: 'oclif-debug',
+  setup(b) {
+    const fromOclif = createRequire(join(root, 'node_modules/@oclif/core/lib/logger.js'));
+    if (fromOclif.resolve('debug') !== createRequire(join(root, 'dist/cli/chunks/x.js')).resolve('debug')) throw new Error('oclif-debug: debug resolves elsewhere from dist/cli');
+    b.onResolve({ filter: /^debug$/ }, (args) => {
+      if (args.namespace === 'oclif-debug') return { path: 'debug', external: true };
+      return /[\\/]node_modules[\\/]@oclif[\\/]core[\\/]/.test(args.importer) ? { path: 'debug', namespace: 'oclif-debug' } : undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: 'oclif-debug' }, () => ({
+      contents: "const off = Object.assign(() => {}, { enabled: false });\nmodule.exports = (namespace) => (process.env.DEBUG ? require('debug')(namespace) : off);\n",
       loader: 'js',
     }));
   },
@@ -175,7 +196,7 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
   write: false,
-  plugins: [pluginFiles, lazyOclif, wslOnly, lazyFormats, onDemand, asciiWidth],
+  plugins: [pluginFiles, lazyOclif, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth],
 });
 // esbuild splits only ES modules; Node 20 caches the compilation of none. Each file becomes the
 // same module in CommonJS: its imports of other chunks are require()s, an import() a require()

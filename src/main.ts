@@ -1,7 +1,8 @@
-// The CLI's entry, bundled by the build into dist/cli/podctl.cjs, which bin/run.js loads
+// The CLI's entry, bundled by the build into dist/cli/cli.cjs, which bin/run.js loads
 // (with V8's code cache: src/cli/code-cache.ts). oclif finds the command index, the help
 // class and the not-found hook through the small files next to it (dist/cli/*.cjs), which
-// take them from this bundle.
+// share this bundle's chunks. The hook is not exported here: cli.cjs would load it (with
+// readline and fastest-levenshtein) at every start, for a mistyped command.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 // Only what running a CLI needs: @oclif/core's index would evaluate all of it.
@@ -9,7 +10,6 @@ import { execute } from '@oclif/core/execute';
 
 export { COMMANDS } from './commands.js';
 export { default as Help } from './help.js';
-export { default as commandNotFound } from './hooks/command-not-found.js';
 
 /**
  * Runs the CLI with these arguments. `root` is the package root, where package.json and

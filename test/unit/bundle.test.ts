@@ -18,6 +18,9 @@ interface Meta {
 
 const meta = (): Meta => JSON.parse(readFileSync(join(ROOT, 'dist/cli/meta.json'), 'utf8')) as Meta;
 
+/** A metafile input by its path from the root: esbuild names a package's files where node_modules resolves, which a symlink moves. */
+const inputOf = <T>(inputs: Record<string, T>, path: string): T | undefined => inputs[path] ?? Object.entries(inputs).find(([k]) => k.endsWith(`/${path}`))?.[1];
+
 /** The chunks these chunks load: themselves and the chunks they import statically, transitively. */
 function withStaticImports(outputs: Meta['outputs'], chunks: string[]): string[] {
   const seen = new Set(chunks);
@@ -72,6 +75,22 @@ test('the CLI starts on oclif and the command index alone: no command, gRPC or v
   assert.ok(existsSync(join(ROOT, 'dist/cli/main.cjs')));
   const atStart = [...loadedAtStart('src/main.ts'), ...loadedAtStart('src/commands.ts')];
   assert.deepEqual(atStart.filter((f) => /src\/commands\/|grpc-js|kubernetes-models|protobufjs|plugin-help|plugin-autocomplete/.test(f)), []);
+  // oclif's logger gets a stand-in for the debug package, which requires it only when DEBUG is set.
+  assert.deepEqual(atStart.filter((f) => /node_modules\/debug\//.test(f)), []);
+  // The not-found hook (with readline and fastest-levenshtein) loads when oclif runs it, for an unknown command.
+  assert.deepEqual(atStart.filter((f) => /src\/hooks\/|fastest-levenshtein/.test(f)), []);
+  // Its platform check (wsl-only) answers from src/cli/wsl.ts, without is-wsl and its helpers.
+  const wsl = Object.values(meta().outputs).find((o) => 'wsl-only:wsl-utils' in o.inputs);
+  assert.deepEqual(Object.keys(wsl?.inputs ?? {}).sort(), ['src/cli/wsl.ts', 'wsl-only:wsl-utils']);
+});
+
+test("oclif's debug output is there with DEBUG set: the debug package is required from node_modules then", () => {
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), '--version'], { encoding: 'utf8', env: { ...process.env, DEBUG: 'oclif:*' } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /oclif:main process\.execPath:/);
+  assert.match(r.stderr, /oclif:config/);
+  const quiet = spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), '--version'], { encoding: 'utf8', env: { ...process.env, DEBUG: '' } });
+  assert.equal(quiet.stderr, '');
 });
 
 test('the CLI is CommonJS loaded with the code caches the build wrote: every file validate loads takes its cache, and is ASCII only', () => {
@@ -92,7 +111,7 @@ process.stderr.write(JSON.stringify([...l.loaded].map(([f, v]) => [f, v.cache]))
 
 test("oclif's modules require what they use lazily: a start evaluates only the parts of oclif it touches", () => {
   const { inputs } = JSON.parse(readFileSync(join(ROOT, 'dist/cli/meta.json'), 'utf8')) as { inputs: Record<string, { imports: { path: string }[] }> };
-  const config = inputs['node_modules/@oclif/core/lib/config/config.js'];
+  const config = inputOf(inputs, 'node_modules/@oclif/core/lib/config/config.js');
   assert.ok(config, 'oclif is bundled');
   assert.ok(config.imports.some((i) => i.path === 'scripts/lazy-require.cjs'), 'its requires go through the lazy helper');
 });
@@ -121,14 +140,18 @@ test('lazyRequire: a module is loaded on first use, called and constructed as it
   assert.equal(loads, 1);
 });
 
-test('a start loads no Node module it does not use: --version runs without child_process', () => {
+test('a start loads no Node module it does not use: --version and validate run without child_process, crypto, tty or readline', () => {
   // Node's own list of the modules it loaded, written to stderr at exit.
   const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
-  const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), '--version'], { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  const loaded = r.stderr.split('\n');
-  assert.ok(loaded.includes('NativeModule fs'), 'the preload lists what Node loaded');
-  assert.deepEqual(loaded.filter((m) => /^NativeModule (child_process|dgram|http2|zlib|crypto)$/.test(m)), []);
+  for (const args of [['--version'], ['validate', join(ROOT, 'examples/hello.yaml')]]) {
+    const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const loaded = r.stderr.split('\n');
+    assert.ok(loaded.includes('NativeModule fs'), 'the preload lists what Node loaded');
+    // tty (with net) was the debug package's, for oclif's logger; readline/promises the not-found hook's;
+    // crypto the pod UID's and config hash's MD5 (js-md5 now: src/core/util/md5.ts).
+    assert.deepEqual(loaded.filter((m) => /^NativeModule (child_process|dgram|http2|zlib|crypto|tty|readline|readline\/promises)$/.test(m)), [], args.join(' '));
+  }
 });
 
 test("a command that asks the agent loads Node's crypto only when it hashes: agent status, with no agent there", () => {
@@ -251,6 +274,6 @@ test('the bundled string-width answers printable ASCII by its length, without st
   // oclif's help and the table layout get it in the bundle.
   const { inputs } = meta() as unknown as { inputs: Record<string, { imports: { path: string }[] }> };
   for (const f of ['node_modules/@oclif/core/lib/help/formatter.js', 'node_modules/wrap-ansi/index.js', 'node_modules/cli-table3/src/utils.js']) {
-    assert.ok(inputs[f]?.imports.some((i) => i.path === 'scripts/string-width-ascii.cjs'), f);
+    assert.ok(inputOf(inputs, f)?.imports.some((i) => i.path === 'scripts/string-width-ascii.cjs'), f);
   }
 });

@@ -36,6 +36,8 @@ test('a mistyped command is a usage error: exit 2, the suggestion with the rest 
   assert.equal(r.code, 2);
   assert.equal(r.stdout, '');
   assert.equal(r.stderr, 'podctl: "gett pods" is not a podctl command.\nDid you mean "podctl get pods -A"?\nRun "podctl help" for the list of commands.\n');
+  // The hook loads only when oclif runs it (package.json's oclif.hooks), not with the CLI.
+  assert.match(podctl(['plna', 'examples/hello.yaml']).stderr, /^podctl: "plna" is not a podctl command\.\nDid you mean "podctl plan examples\/hello\.yaml"\?\n/);
   const none = podctl(['frobnicate']);
   assert.equal(none.code, 2);
   assert.equal(none.stderr, 'podctl: "frobnicate" is not a podctl command.\nRun "podctl help" for the list of commands.\n');

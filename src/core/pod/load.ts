@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import yaml from 'js-yaml';
 import type { IConfigMap, ISecret } from 'kubernetes-models/v1';
 import { canonicalJSON } from '../util/canonical-json.js';
+import { md5Hex } from '../util/md5.js';
 import { applyPodDefaults } from './defaults.js';
 import type { LoadedPod, ManifestProblem, Pod, PodSource } from './types.js';
 import { staticPodUID } from './uid.js';
@@ -308,7 +308,7 @@ function finishPod(raw: Pod, source: PodSource, nodeName: string, seen: Date): P
   meta.annotations = {
     ...(meta.annotations ?? {}),
     [CONFIG_SOURCE_ANNOTATION]: source.kind === 'http' ? 'http' : 'file',
-    [CONFIG_HASH_ANNOTATION]: createHash('md5').update(canonicalJSON(raw)).digest('hex'),
+    [CONFIG_HASH_ANNOTATION]: md5Hex(canonicalJSON(raw)),
     [CONFIG_SEEN_ANNOTATION]: seen.toISOString(),
   };
   if (source.kind === 'file') meta.annotations[CONFIG_FILE_ANNOTATION] = source.path;

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { md5Hex } from '../util/md5.js';
 import type { PodSource } from './types.js';
 
 /**
@@ -8,11 +8,7 @@ import type { PodSource } from './types.js';
  * keeps the pod (and its sandbox) and replaces just that container.
  */
 export function staticPodUID(nodeName: string, source: Pick<PodSource, 'kind' | 'path'>, namespace: string, name: string): string {
-  const h = createHash('md5');
-  h.update(`host:${nodeName}`);
-  h.update(source.kind === 'http' ? `url:${source.path}` : `file:${source.path}`);
-  h.update(`pod:${namespace}/${name}`);
-  return h.digest('hex');
+  return md5Hex(`host:${nodeName}`, source.kind === 'http' ? `url:${source.path}` : `file:${source.path}`, `pod:${namespace}/${name}`);
 }
 
 const RFC4122_UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
