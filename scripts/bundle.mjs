@@ -174,6 +174,21 @@ const asciiWidth = {
     });
   },
 };
+// protobufjs takes long.js when it can require it, and long.js compiles a WebAssembly module as it
+// loads (a millisecond or two of every command that reads the runtime). Every podctl decoder converts
+// 64-bit integers to numbers (longs: Number, and the summary decoders by LongBits), so without it
+// protobufjs reads them as numbers at once, the same values, and allocates no Long per timestamp.
+const noLong = {
+  name: 'no-long',
+  setup(b) {
+    b.onResolve({ filter: /^long$/ }, (args) => {
+      if (!/[\\/]node_modules[\\/]protobufjs[\\/]/.test(args.importer)) return undefined;
+      return { path: 'long', namespace: 'no-long' };
+    });
+    // protobufjs takes a module without isLong as no Long at all.
+    b.onLoad({ filter: /.*/, namespace: 'no-long' }, () => ({ contents: 'module.exports = null;\n', loader: 'js' }));
+  },
+};
 const outdir = join(root, 'dist/cli');
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
@@ -196,7 +211,7 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
   write: false,
-  plugins: [pluginFiles, lazyOclif, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth],
+  plugins: [pluginFiles, lazyOclif, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth, noLong],
 });
 // esbuild splits only ES modules; Node 20 caches the compilation of none. Each file becomes the
 // same module in CommonJS: its imports of other chunks are require()s, an import() a require()

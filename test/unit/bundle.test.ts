@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
@@ -152,6 +152,38 @@ test('a start loads no Node module it does not use: --version and validate run w
     // crypto the pod UID's and config hash's MD5 (js-md5 now: src/core/util/md5.ts).
     assert.deepEqual(loaded.filter((m) => /^NativeModule (child_process|dgram|http2|zlib|crypto|tty|readline|readline\/promises)$/.test(m)), [], args.join(' '));
   }
+});
+
+test('plan with no agent reads the runtime over our own HTTP/2 client: no http2, tls, http, crypto or perf_hooks, and protobufjs without long.js', async () => {
+  const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
+  const { FakeRuntime } = await import('../../fakecri/index.js');
+  const fake = await FakeRuntime.start({ runtimeName: 'fake' });
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-plan-modules-'));
+  try {
+    const env = { ...process.env, CONTAINER_RUNTIME_ENDPOINT: fake.endpoint };
+    const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), 'plan', join(ROOT, 'examples/hello.yaml'), '--root-dir', dir], { env });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c));
+      child.stderr.on('data', (c: Buffer) => (stderr += c));
+      child.on('close', (status) => resolve({ status, stdout, stderr }));
+    });
+    // The fake is empty: plan would create the pod (exit 2), which it learned from the runtime.
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stdout, /create sandbox/);
+    assert.ok((fake.calls().ListPodSandbox ?? 0) > 0, 'plan asked the runtime');
+    const loaded = r.stderr.split('\n');
+    assert.ok(loaded.includes('NativeModule net'), 'the preload lists what Node loaded');
+    assert.deepEqual(loaded.filter((m) => /^NativeModule (http2|tls|http|crypto|perf_hooks|assert)$/.test(m)), []);
+  } finally {
+    await fake.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // The CRI client's protobufjs has long.js left out: its decoders take 64-bit integers as numbers.
+  const client = loadedAtStart('src/core/cri/client.ts');
+  assert.ok(client.some((f) => f.endsWith('protobufjs/src/util/minimal.js')));
+  assert.deepEqual(client.filter((f) => f.includes('node_modules/long/')), []);
 });
 
 test("a command that asks the agent loads Node's crypto only when it hashes: agent status, with no agent there", () => {
