@@ -83,6 +83,14 @@ const lazyOclif = {
         if (!text.includes(sort)) throw new Error(`${args.path}: no longer sorts commands as expected; look again at this replacement`);
         text = text.replace(sort, '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));');
       }
+      if (/@oclif[\\/]core[\\/]lib[\\/]util[\\/]fs\.js$/.test(args.path)) {
+        // oclif reads its manifest (and looks for a theme file) with fs/promises: each read is some four
+        // thread-pool round trips, which left a start idle for milliseconds, and loading fs/promises
+        // one more. These are small files read once, before anything else can run: read at once.
+        const read = "const contents = await (0, promises_1.readFile)(path, 'utf8');";
+        if (!text.includes(read)) throw new Error(`${args.path}: no longer reads JSON as expected; look again at this replacement`);
+        text = text.replace(read, "const contents = (0, node_fs_1.readFileSync)(path, 'utf8');");
+      }
       const lines = text.split('\n');
       for (let i = 0; i < lines.length; i++) {
         const m = REQUIRE_LINE.exec(lines[i]);
