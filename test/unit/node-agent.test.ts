@@ -69,6 +69,8 @@ describe('the node agent on the fake runtime', () => {
     for (const n of nodes.splice(0)) await n.stop();
     client.close();
     await fake.stop();
+    // The last test's scratch dir: each beforeEach removes only the one before it.
+    dirs?.cleanup();
   });
   beforeEach(async () => {
     for (const n of nodes.splice(0)) {
