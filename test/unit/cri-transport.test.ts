@@ -176,6 +176,30 @@ describe('CRI transport: gRPC over our HTTP/2 client, against a grpc-js server',
       assert.equal(ended, false);
     }));
 
+  test('an event handler that throws ends its stream with INTERNAL; the connection and other calls go on', () =>
+    withFake(async (fake, client) => {
+      const errors: CriError[] = [];
+      let handled = 0;
+      const until = async (what: string, ok: () => boolean) => {
+        for (let i = 0; i < 2000 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+        assert.ok(ok(), what);
+      };
+      client.getContainerEvents({
+        onEvent: () => {
+          handled++;
+          throw new Error('handler bug');
+        },
+        onError: (e) => errors.push(e),
+      });
+      await until('the fake to take the stream', () => (fake.calls().GetContainerEvents ?? 0) === 1);
+      await client.runPodSandbox({ metadata: { name: 'p', uid: 'u1', namespace: 'default', attempt: 0 } });
+      await until('the stream to end', () => errors.length === 1);
+      assert.equal(handled, 1, 'no message reaches the handler after it threw');
+      assert.equal(errors[0]!.code, GrpcStatus.INTERNAL);
+      assert.match(errors[0]!.message, /handler failed on a message: handler bug/);
+      assert.equal((await client.version()).runtimeApiVersion, 'v1', 'the connection still serves calls');
+    }));
+
   test('a process that made calls and never closed its client still exits: an idle session holds no reference', () =>
     withFake(async (fake) => {
       const clientModule = fileURLToPath(new URL('../../src/core/cri/client.js', import.meta.url));

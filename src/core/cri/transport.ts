@@ -128,7 +128,13 @@ export class GrpcChannel {
         } catch (err) {
           return new GrpcCallError(GrpcStatus.INTERNAL, `cannot decode a message: ${(err as Error).message}`);
         }
-        onMessage(value);
+        // Called from inside the socket's read: a handler that throws ends its own call, which onEnd then
+        // reports, instead of escaping into the connection's frame loop (and every call on it).
+        try {
+          onMessage(value);
+        } catch (err) {
+          return new GrpcCallError(GrpcStatus.INTERNAL, `the stream's handler failed on a message: ${err instanceof Error ? err.message : String(err)}`);
+        }
         return undefined;
       },
     };
