@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { H2Code, H2Connection, type H2StreamError } from '../../src/core/cri/h2.js';
 import { HpackDecoder, encodeHeaders } from '../../src/core/cri/hpack.js';
+import { GrpcStatus } from '../../src/core/cri/errors.js';
+import { GrpcChannel, type GrpcCallError } from '../../src/core/cri/transport.js';
 
 // The HTTP/2 client against a server written here frame by frame, for what a grpc-js or containerd
 // server seldom does on its own: small windows, GOAWAY, resets, padding, CONTINUATION, a stream limit.
@@ -244,6 +246,46 @@ describe('HTTP/2 client (h2.ts) against a server written frame by frame', () => 
         assert.equal(Buffer.concat(first.heard.data).toString(), 'answer');
       } finally {
         conn.close();
+      }
+    }));
+
+  test('gRPC over it: a call refused by GOAWAY is sent again on a new connection; one refused twice fails UNAVAILABLE', () =>
+    withServer(async (path, peer) => {
+      const channel = new GrpcChannel(path, { windowBytes: 1024 * 1024, maxMessageBytes: 1024 * 1024 });
+      const grpcMessage = (text: string) => {
+        const body = Buffer.from(text);
+        return Buffer.concat([Buffer.from([0]), u32(body.length), body]);
+      };
+      const answer = (p: Peer, stream: number, text: string) =>
+        p.send(frame(T.HEADERS, 4, stream, grpcHeaders()), frame(T.DATA, 0, stream, grpcMessage(text)), frame(T.HEADERS, 5, stream, encodeHeaders([['grpc-status', '0']])));
+      const call = (text: string) => channel.unary('/svc/Call', grpcMessage(text).subarray(5), Date.now() + 60_000, (m) => m.toString());
+      try {
+        const a = call('a');
+        const b = call('b');
+        const first = await peer();
+        await first.until((f) => f.type === T.DATA && f.stream === 3, 'both requests');
+        // The runtime leaves: it will finish stream 1 and never saw stream 3.
+        first.send(frame(T.GOAWAY, 0, 0, Buffer.concat([u32(1), u32(0)])));
+        answer(first, 1, 'answer a');
+        assert.equal(await a, 'answer a');
+        const second = await peer();
+        const again = await second.until((f) => f.type === T.DATA && f.stream === 1, 'the refused request, sent again');
+        assert.equal(again.payload.subarray(5).toString(), 'b', 'the same request');
+        assert.equal(second.headers.get(1)?.find(([k]) => k === ':path')?.[1], '/svc/Call');
+        answer(second, 1, 'answer b');
+        assert.equal(await b, 'answer b');
+
+        // A stream reset with REFUSED_STREAM is sent again too (the connection still serves: on it);
+        // refused a second time, the call fails.
+        const c = call('c');
+        await second.until((f) => f.type === T.DATA && f.stream === 3, 'the third request');
+        second.send(frame(T.RST_STREAM, 0, 3, u32(H2Code.REFUSED_STREAM)));
+        const resent = await second.until((f) => f.type === T.DATA && f.stream === 5, 'the third request, sent again');
+        assert.equal(resent.payload.subarray(5).toString(), 'c');
+        second.send(frame(T.RST_STREAM, 0, 5, u32(H2Code.REFUSED_STREAM)));
+        await assert.rejects(c, (err: GrpcCallError) => err.code === GrpcStatus.UNAVAILABLE && /REFUSED_STREAM/.test(err.message));
+      } finally {
+        channel.close();
       }
     }));
 

@@ -28,6 +28,9 @@ export const H2Code = {
   ENHANCE_YOUR_CALM: 11,
 } as const;
 
+/** An HTTP/2 error code by its RFC name, for messages. */
+const codeName = (code: number): string => Object.entries(H2Code).find(([, v]) => v === code)?.[0] ?? `code ${code}`;
+
 /** How a stream ended other than by the server's END_STREAM. */
 export class H2StreamError extends Error {
   /** The stream's reset code, or the connection's error code. */
@@ -403,7 +406,7 @@ export class H2Connection {
         if (!state) return;
         const code = p!.readUInt32BE(0);
         this.endStream(state);
-        state.handler.onClose(new H2StreamError(`the runtime reset the stream (HTTP/2 code ${code})`, code, false));
+        state.handler.onClose(new H2StreamError(`the runtime reset the stream (HTTP/2 ${codeName(code)})`, code, false));
         return;
       }
       case FRAME.SETTINGS:
@@ -501,7 +504,7 @@ export class H2Connection {
     for (const s of [...this.streams.values()]) {
       if (s.id <= last) continue;
       this.streams.delete(s.id);
-      s.handler.onClose(new H2StreamError(`the runtime is closing the connection (GOAWAY, HTTP/2 code ${code})`, H2Code.REFUSED_STREAM, false));
+      s.handler.onClose(new H2StreamError(`the runtime is closing the connection (GOAWAY, HTTP/2 ${codeName(code)})`, H2Code.REFUSED_STREAM, false));
     }
     this.queued.length = 0;
     this.maybeEnd();

@@ -231,7 +231,11 @@ export class GrpcChannel {
     this.active++;
     connection.ref();
     if (remaining !== undefined) timer = setTimeout(() => finish(new GrpcCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded')), remaining);
-    sent.stream = connection.request(headers, frame, {
+    // A stream the runtime refused (after its GOAWAY's last stream, or reset with REFUSED_STREAM) was
+    // never processed (RFC 9113, 8.7): it is sent once more on a new connection, as grpc-js's
+    // transparent retry does, so that a runtime restarting gracefully fails no call it never saw.
+    let retried = false;
+    const handler: Parameters<H2Connection['request']>[2] = {
       onHeaders: (fields) => {
         if (settled) return;
         if (sawHeaders) return readStatus(fields);
@@ -269,6 +273,13 @@ export class GrpcChannel {
       },
       onClose: (err?: H2StreamError) => {
         if (settled) return;
+        if (err && !err.connection && err.code === H2Code.REFUSED_STREAM && !retried && !sawHeaders && prefixLength === 0 && !msg && !this.closed) {
+          retried = true;
+          const next = (sent.connection = this.open());
+          next.ref();
+          sent.stream = next.request(headers, frame, handler);
+          return;
+        }
         if (!err) {
           if (status) return finish(status.code === GrpcStatus.OK ? undefined : new GrpcCallError(status.code, status.details));
           return finish(new GrpcCallError(GrpcStatus.INTERNAL, 'the runtime ended the answer with no gRPC status'));
@@ -285,7 +296,8 @@ export class GrpcChannel {
                 : GrpcStatus.INTERNAL;
         finish(new GrpcCallError(code, err.message));
       },
-    });
+    };
+    sent.stream = connection.request(headers, frame, handler);
     return { cancel };
   }
 }
