@@ -77,7 +77,7 @@ test('a sandbox with a container runs, writes its log, and is cleaned up', async
   );
   await client.startContainer(containerId);
   let state = '';
-  for (let i = 0; i < 50 && state !== 'CONTAINER_EXITED'; i++) {
+  for (const deadline = Date.now() + 60_000; state !== 'CONTAINER_EXITED' && Date.now() < deadline; ) {
     state = (await client.containerStatus(containerId)).status?.state ?? '';
     if (state !== 'CONTAINER_EXITED') await new Promise((r) => setTimeout(r, 100));
   }

@@ -326,7 +326,7 @@ test('networking: a hostNetwork pod sees the host interfaces; a hostPort reaches
 
   const ready = await waitFor(server, (x) => app(x).ready === true);
   let body = '';
-  for (let i = 0; i < 20 && body === ''; i++) {
+  for (const deadline = Date.now() + 60_000; body === '' && Date.now() < deadline; ) {
     body = await fetch('http://127.0.0.1:18080/index.html').then((r) => r.text()).catch(() => '');
     if (!body) await new Promise((r) => setTimeout(r, 250));
   }

@@ -70,15 +70,20 @@ after(async () => {
   dirs.cleanup();
 });
 
-test('liveness (exec): a file the container deletes fails the probe failureThreshold times, then the container is restarted', async () => {
+test('liveness (exec): once the container marks itself dead the probe fails failureThreshold times, then the container is restarted', async () => {
+  // Healthy until the first instance marks itself dead after 3 s; the instance after the restart
+  // finds the emptyDir's marker and stays healthy: exactly three failed probes, however the probes
+  // and this test are scheduled.
   const p = pod(
     'liveness-exec',
     `  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: busybox:1.36
-    command: [sh, -c, "touch /tmp/healthy; sleep 3; rm /tmp/healthy; sleep 3600"]
-    livenessProbe: {exec: {command: [cat, /tmp/healthy]}, periodSeconds: 1, failureThreshold: 3}
+    command: [sh, -c, "if [ -f /data/ran ]; then exec sleep 3600; fi; touch /data/ran; sleep 3; touch /tmp/dead; sleep 3600"]
+    livenessProbe: {exec: {command: [sh, -c, "if [ -f /tmp/dead ]; then echo dead; exit 1; fi"]}, periodSeconds: 1, failureThreshold: 3}
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, emptyDir: {}}]
 `,
   );
   loop.addPods([p]);
@@ -90,7 +95,7 @@ test('liveness (exec): a file the container deletes fails the probe failureThres
   assert.equal(last.message, 'Container app failed liveness probe, will be restarted');
   const events = kubelet.events.eventsFor(p.metadata!.uid!);
   const unhealthy = events.find((e) => e.reason === 'Unhealthy');
-  assert.match(unhealthy?.message ?? '', /^Liveness probe failed: cat: can't open '\/tmp\/healthy'/);
+  assert.match(unhealthy?.message ?? '', /^Liveness probe failed: dead/);
   assert.equal(unhealthy?.count, 3, 'killed after exactly failureThreshold failed probes');
   assert.ok(events.some((e) => e.reason === 'Killing' && e.message === 'Container app failed liveness probe, will be restarted'));
   // Killed from outside with the pod's grace period, after which the runtime's SIGKILL ends a shell that ignores SIGTERM.
@@ -176,7 +181,7 @@ test('tcpSocket readiness turns ready when the port listens; a failing startup p
   gatedHistory.stop();
   const id = runtimeId(cs(started).containerID)!;
   // Let liveness run a few times after startup succeeded.
-  for (let i = 0; i < 40; i++) {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
     const ok = await client.execSync(id, ['sh', '-c', 'wc -l < /live-ok'], 5).catch(() => undefined);
     if (ok && Number(Buffer.from(ok.stdout).toString().trim()) >= 2) break;
     await new Promise((r) => setTimeout(r, 250));
@@ -214,7 +219,7 @@ test('postStart writes a file the container reads; preStop runs before SIGTERM; 
   loop.addPods([hooks, stubborn]);
   const hooksRunning = await waitFor(hooks, (s) => cs(s).state?.running !== undefined);
   const stubbornRunning = await waitFor(stubborn, (s) => cs(s).state?.running !== undefined);
-  for (let i = 0; i < 120 && !containerLogLines(logRoot, hooks, 'app').includes('written-by-poststart'); i++) await new Promise((r) => setTimeout(r, 250));
+  for (const deadline = Date.now() + 60_000; !containerLogLines(logRoot, hooks, 'app').includes('written-by-poststart') && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 250));
   assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), ['written-by-poststart'], 'the main process read what postStart wrote');
 
   await remove(hooks, stubborn);

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { embeddedEndpoint, embeddedPaths } from '../../src/core/embedded/index.js';
@@ -157,17 +158,25 @@ test('the status socket of a running watch: /healthz, /pods as a v1 PodList with
     });
     assert.equal(list.kind, 'PodList');
     assert.equal(statSync(socket).mode & 0o777, 0o600);
-    // podctl get reads the same PodList: the statuses match.
-    const got = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', join(dir.dir, 'root')]);
-    assert.equal(got.code, 0, got.stderr);
-    const fromGet = JSON.parse(got.stdout) as { kind: string; items: { metadata: { name: string }; status: unknown }[] };
-    assert.equal(fromGet.kind, 'PodList');
-    const direct = JSON.parse((await get(socket, '/pods')).body) as { items: { metadata: { name: string }; status: { phase: string; containerStatuses: { name: string; ready: boolean; containerID: string }[] } }[] };
-    const pick = (items: typeof direct.items) => items.filter((p) => p.metadata.name === 'status').map((p) => ({ phase: p.status.phase, containers: p.status.containerStatuses.map((c) => [c.name, c.ready, c.containerID]) }));
-    assert.deepEqual(pick(fromGet.items as typeof direct.items), pick(direct.items));
-    const table = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '--root-dir', join(dir.dir, 'root')]);
+    // podctl get reads the same PodList: the statuses match. Two reads a moment apart can straddle a
+    // status change (a container turning ready), so they are read again until they agree.
+    type Listed = { items: { metadata: { name: string }; status: { phase: string; containerStatuses: { name: string; ready: boolean; containerID: string }[] } }[] };
+    const pick = (items: Listed['items']) => items.filter((p) => p.metadata.name === 'status').map((p) => ({ phase: p.status.phase, containers: p.status.containerStatuses.map((c) => [c.name, c.ready, c.containerID]) }));
+    const agreed = await eventually('get -o json and /pods to show the same status', async () => {
+      const got = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', join(dir.dir, 'root')]);
+      assert.equal(got.code, 0, got.stderr);
+      const fromGet = JSON.parse(got.stdout) as { kind: string } & Listed;
+      assert.equal(fromGet.kind, 'PodList');
+      const direct = JSON.parse((await get(socket, '/pods')).body) as Listed;
+      return isDeepStrictEqual(pick(fromGet.items), pick(direct.items)) ? pick(direct.items) : undefined;
+    });
+    assert.equal(agreed.length, 1, 'the pod is in both');
+    // The table of the first read that shows both containers ready.
+    const table = await eventually('get pods to show status 2/2 Running', async () => {
+      const t = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '--root-dir', join(dir.dir, 'root')]);
+      return /^status\s+2\/2\s+Running\s+0\s+\d+s\s*$/m.test(t.stdout) ? t : undefined;
+    });
     assert.match(table.stdout, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s*$/m);
-    assert.match(table.stdout, /^status\s+2\/2\s+Running\s+0\s+\d+s\s*$/m);
     const health = await get(socket, '/healthz');
     assert.equal(health.status, 200, health.body);
     const metrics = await get(socket, '/metrics');
