@@ -14,14 +14,23 @@ after(() => logs.cleanup());
 
 const pod = parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: ev}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "9"]}\n', { kind: 'file', path: '/ev.yaml' }, { nodeName: 'n' }).pods[0]!.pod;
 
-async function until<T>(fn: () => T | undefined): Promise<T> {
-  for (let i = 0; i < 200; i++) {
+/** Polls fn in real time (the fake clock is not moved) until it gives a value, or fails after 30 s. */
+async function until<T>(fn: () => T | undefined, what = 'the condition'): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
     const v = fn();
     if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
-  throw new Error('timed out');
 }
+
+/**
+ * The fake counts GetContainerEvents in the same turn as it takes the subscription: once counted, every
+ * later change reaches the stream. (A fixed sleep did not say so; an event missed while the clock stands
+ * still is never relisted.)
+ */
+const subscribed = (fake: FakeRuntime) => until(() => (fake.calls().GetContainerEvents === 1 ? true : undefined), 'the fake to take the event stream');
 
 test('evented PLEG: a container exit reaches the listeners from the event stream, without a relist', async () => {
   const clock = new FakeClock();
@@ -35,13 +44,13 @@ test('evented PLEG: a container exit reaches the listeners from the event stream
     const events: PodLifecycleEvent[] = [];
     pleg.watch((e) => events.push(e));
     pleg.start();
-    await new Promise((r) => setTimeout(r, 50));
+    await subscribed(fake);
     await kubelet.syncPod(pod, 'create');
     const id = fake.containers()[0]!.id;
-    await until(() => events.find((e) => e.type === 'ContainerStarted' && e.data === id));
+    await until(() => events.find((e) => e.type === 'ContainerStarted' && e.data === id), 'ContainerStarted');
     const relistsBefore = relists;
     fake.exitContainer(id, 2);
-    const died = await until(() => events.find((e) => e.type === 'ContainerDied' && e.data === id));
+    const died = await until(() => events.find((e) => e.type === 'ContainerDied' && e.data === id), 'ContainerDied');
     assert.equal(died.containerName, 'app');
     assert.equal(died.id, pod.metadata!.uid);
     // The clock never moves, so only a stream break or a bug could relist.
@@ -93,12 +102,14 @@ test('evented PLEG: a death from the stream is not reported again by the safety-
     pleg.watch((e) => events.push(e));
     pleg.start();
     clock.advance(0);
-    await new Promise((r) => setTimeout(r, 50));
+    // The first relist done, so the relist awaited below is the safety net's, not this one finishing late.
+    await until(() => (relists >= 1 ? true : undefined), 'the first relist');
+    await subscribed(fake);
     await kubelet.syncPod(pod, 'create');
     const id = fake.containers()[0]!.id;
-    await until(() => events.find((e) => e.type === 'ContainerStarted' && e.data === id));
+    await until(() => events.find((e) => e.type === 'ContainerStarted' && e.data === id), 'ContainerStarted');
     fake.exitContainer(id, 2);
-    await until(() => events.find((e) => e.type === 'ContainerDied' && e.data === id));
+    await until(() => events.find((e) => e.type === 'ContainerDied' && e.data === id), 'ContainerDied');
     const relistsBefore = relists;
     clock.advance(EVENTED_RELIST_PERIOD_MS);
     await until(() => (relists > relistsBefore ? true : undefined));
@@ -119,17 +130,20 @@ test('evented PLEG: while the stream is up the pod cache is marked current every
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   try {
     const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
-    const pleg = kubelet.createEventedPleg();
+    let relists = 0;
+    const pleg = kubelet.createEventedPleg({ onRelist: () => relists++ });
     const events: PodLifecycleEvent[] = [];
     pleg.watch((e) => events.push(e));
     pleg.start();
-    await new Promise((r) => setTimeout(r, 50));
+    await subscribed(fake);
     await kubelet.syncPod(pod, 'create');
     const uid = pod.metadata!.uid!;
     await until(() => events.find((e) => e.type === 'ContainerStarted'));
     await until(() => pleg.cache.get(uid)?.containers.find((c) => c.state === 'running'));
     // The pod synced after its last refresh: without a newer cache its next sync reads the runtime.
     clock.advance(1000);
+    // That move fired the PLEG's first relist: done before the calls are counted below, none of its calls counts.
+    await until(() => (relists >= 1 ? true : undefined), 'the first relist');
     await kubelet.syncPod(pod, 'sync');
     const syncedAt = clock.now();
     clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
