@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { FakeClock, realClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
@@ -11,6 +11,9 @@ import { container } from '../support/builders.js';
 
 const listen = (server: Server | ReturnType<typeof createTcpServer>): Promise<number> =>
   new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+
+/** Resolves once the listener is closed (close's callback also waits for the connections it accepted). */
+const closed = (server: ReturnType<typeof createTcpServer>): Promise<void> => new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
 
 describe('probe and hook handlers', () => {
   let http: Server;
@@ -64,9 +67,9 @@ describe('probe and hook handlers', () => {
   });
 
   test('httpGet: a refused connection fails naming the URL', async () => {
-    const closed = createTcpServer();
-    const port = await listen(closed);
-    closed.close();
+    const server = createTcpServer();
+    const port = await listen(server);
+    await closed(server);
     const r = await runHandler({ httpGet: { path: '/x', port } }, ctx);
     assert.equal(r.result, 'failure');
     assert.match(r.output, new RegExp(`^Get "http://127.0.0.1:${port}/x": .*ECONNREFUSED`));
@@ -77,11 +80,17 @@ describe('probe and hook handlers', () => {
   });
 
   test('tcpSocket: an open port succeeds, a closed one fails with connection refused', async () => {
-    const server = createTcpServer((s) => s.end());
+    const accepted = new Set<Socket>();
+    const server = createTcpServer((s) => {
+      accepted.add(s);
+      s.on('close', () => accepted.delete(s));
+      s.end();
+    });
     const port = await listen(server);
     assert.equal((await runHandler({ tcpSocket: { port } }, ctx)).result, 'success');
-    server.close();
-    await new Promise((r) => setTimeout(r, 10));
+    // The probe's connection, if not yet gone, would keep close() from calling back.
+    for (const s of accepted) s.destroy();
+    await closed(server);
     const r = await runHandler({ tcpSocket: { port } }, ctx);
     assert.deepEqual(r, { result: 'failure', output: `dial tcp 127.0.0.1:${port}: connect: connection refused` });
   });
