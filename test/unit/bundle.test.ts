@@ -267,11 +267,21 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   const onDemand = loadedOnDemand('src/commands/run.ts');
   for (const f of ['src/cli/run.ts', 'src/cli/plan.ts', 'src/cli/node.ts', 'src/cli/manifests.ts']) assert.ok(onDemand.includes(f), `${f} is imported when its path is taken`);
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use. It
-  // speaks gRPC over Node's http2 itself (transport.ts): grpc-js loads only for containerd's event
-  // stream and gRPC probes.
+  // speaks gRPC over an HTTP/2 client of its own (transport.ts), as does containerd's event stream:
+  // grpc-js loads only for gRPC probes.
   const client = loadedAtStart('src/core/cri/client.ts');
   assert.ok(client.includes('src/core/cri/transport.ts'));
   assert.deepEqual(client.filter((f) => f.includes('@grpc/grpc-js')), []);
+  // containerd-events.ts is no entry: the chunk that holds it, what that chunk imports, and what it imports on first use.
+  const { outputs } = meta();
+  const holder = Object.keys(outputs).filter((o) => inputOf(outputs[o]!.inputs, 'src/core/cri/containerd-events.ts'));
+  assert.equal(holder.length, 1, 'containerd-events.ts is in one chunk');
+  const withItsImports = withStaticImports(outputs, holder);
+  const dynamic = withItsImports.flatMap((o) => outputs[o]!.imports.filter((i) => i.kind === 'dynamic-import' && outputs[i.path]).map((i) => i.path));
+  const events = withStaticImports(outputs, [...withItsImports, ...dynamic]).flatMap((o) => Object.keys(outputs[o]!.inputs));
+  assert.ok(events.includes('src/core/cri/transport.ts'));
+  assert.ok(events.some((f) => f.includes('protobufjs/light')), 'its messages are read with protobufjs/light');
+  assert.deepEqual(events.filter((f) => f.includes('@grpc/grpc-js')), [], 'containerd events load no grpc-js');
 });
 
 test('the help class renders templates with ejs and leaves plain text as it is', async () => {

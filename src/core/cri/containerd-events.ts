@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
-import type { ServiceError } from '@grpc/grpc-js';
 import { CriError, GrpcStatus, mapGrpcError, noRuntimeError } from './errors.js';
-import { loadGrpc } from './grpc-lazy.js';
+import { GrpcChannel } from './transport.js';
 import { socketPath } from './endpoint.js';
 
 /** The containerd namespace the CRI plugin keeps Kubernetes' sandboxes and containers in. */
@@ -51,49 +50,36 @@ interface EnvelopeOutput {
   event?: { '@type'?: string; containerId?: string; id?: string; exitStatus?: number; exitedAt?: { seconds?: number; nanos?: number } | null } | null;
 }
 
-type EventsCall = import('@grpc/grpc-js').ClientReadableStream<EnvelopeOutput>;
-interface EventsClient {
-  Subscribe(request: { filters: string[] }): EventsCall;
-  close(): void;
+/** Subscribe's request and answer, as bytes. */
+interface SubscribeCodec {
+  encode(request: { filters: string[] }): Uint8Array;
+  decode(message: Buffer): EnvelopeOutput;
 }
-type EventsClientConstructor = new (address: string, credentials: unknown, options?: Record<string, number>) => EventsClient;
 
-let loaded: Promise<{ Events: EventsClientConstructor; insecure: () => unknown }> | undefined;
+const SUBSCRIBE_PATH = '/containerd.services.events.v1.Events/Subscribe';
+
+let loaded: Promise<SubscribeCodec> | undefined;
 
 /**
- * The one place that builds containerd's event client: from the descriptor compiled at build time
- * from proto/containerd (scripts/gen-cri-types.mjs), with protobufjs/light, as the CRI's. gRPC and
- * the descriptor load on the first subscription, not when podctl starts. Event payloads
- * (google.protobuf.Any) come back decoded, with '@type' naming the message.
+ * The one place that builds Subscribe's codec: from the descriptor compiled at build time from
+ * proto/containerd (scripts/gen-cri-types.mjs), with protobufjs/light. It loads on the first
+ * subscription, not when podctl starts. Event payloads (google.protobuf.Any) come back decoded,
+ * with '@type' naming the message. The call itself goes over the CRI client's own HTTP/2
+ * transport (transport.ts): no grpc-js, and no second kind of connection to containerd.
  */
-export function loadContainerdEvents(): Promise<{ Events: EventsClientConstructor; insecure: () => unknown }> {
+export function loadContainerdEvents(): Promise<SubscribeCodec> {
   loaded ??= (async () => {
-    const [grpc, { default: protobuf }, { containerdDescriptor }] = await Promise.all([
-      loadGrpc(),
-      import('protobufjs/light.js'),
-      import('./generated/containerd-descriptor.js'),
-    ]);
+    const [{ default: protobuf }, { containerdDescriptor }] = await Promise.all([import('protobufjs/light.js'), import('./generated/containerd-descriptor.js')]);
     const root = protobuf.Root.fromJSON(containerdDescriptor);
     const method = root.lookupService('containerd.services.events.v1.Events').methods.Subscribe!;
     method.resolve();
     const req = method.resolvedRequestType!;
     const res = method.resolvedResponseType!;
     const conversion: import('protobufjs').IConversionOptions = { longs: Number, enums: String, defaults: true, json: true };
-    const Events = grpc.makeGenericClientConstructor(
-      {
-        Subscribe: {
-          path: '/containerd.services.events.v1.Events/Subscribe',
-          requestStream: false,
-          responseStream: true,
-          requestSerialize: (value: object) => Buffer.from(req.encode(req.fromObject(value)).finish()),
-          requestDeserialize: (buf: Buffer) => req.toObject(req.decode(buf), conversion),
-          responseSerialize: (value: object) => Buffer.from(res.encode(res.fromObject(value)).finish()),
-          responseDeserialize: (buf: Buffer) => res.toObject(res.decode(buf), conversion),
-        },
-      },
-      'containerd.services.events.v1.Events',
-    ) as unknown as EventsClientConstructor;
-    return { Events, insecure: () => grpc.credentials.createInsecure() };
+    return {
+      encode: (request) => req.encode(req.fromObject(request)).finish(),
+      decode: (message) => res.toObject(res.decode(message), conversion) as EnvelopeOutput,
+    };
   })();
   return loaded;
 }
@@ -122,7 +108,7 @@ export function toContainerdEvent(envelope: EnvelopeOutput): ContainerdEvent | u
 
 /** containerd's event service on its gRPC socket (the one that serves the CRI). */
 export class ContainerdEventsClient implements ContainerdEventSource {
-  private client?: EventsClient;
+  private channel?: GrpcChannel;
 
   constructor(
     readonly endpoint: string,
@@ -136,24 +122,30 @@ export class ContainerdEventsClient implements ContainerdEventSource {
       return { cancel: () => undefined };
     }
     let cancelled = false;
-    let call: EventsCall | undefined;
+    let call: { cancel(): void } | undefined;
     loadContainerdEvents().then(
-      ({ Events, insecure }) => {
+      (codec) => {
         if (cancelled) return;
-        this.client ??= new Events(this.endpoint, insecure(), { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 2000 });
+        // Envelopes are small: a window of 1 MB, and 4 MB at most a message (gRPC's default).
+        this.channel ??= new GrpcChannel(socketPath(this.endpoint), { windowBytes: 1024 * 1024, maxMessageBytes: 4 * 1024 * 1024 });
         // Subscribe filters on the envelope's namespace itself: no containerd-namespace header is needed.
-        call = this.client.Subscribe({ filters: containerdEventFilters(this.namespace) });
-        call.on('data', (envelope: EnvelopeOutput) => {
-          const event = toContainerdEvent(envelope);
-          if (event) handlers.onEvent(event);
-        });
-        call.on('error', (err: ServiceError) => {
-          if (cancelled && err.code === GrpcStatus.CANCELLED) return;
-          handlers.onError(mapGrpcError(err, 'containerd Events/Subscribe', this.endpoint, 0));
-        });
-        call.on('end', () => {
-          if (!cancelled) handlers.onEnd?.();
-        });
+        call = this.channel.serverStream(
+          SUBSCRIBE_PATH,
+          codec.encode({ filters: containerdEventFilters(this.namespace) }),
+          codec.decode,
+          (envelope) => {
+            const event = toContainerdEvent(envelope);
+            if (event) handlers.onEvent(event);
+          },
+          (err) => {
+            if (!err) {
+              if (!cancelled) handlers.onEnd?.();
+              return;
+            }
+            if (cancelled && err.code === GrpcStatus.CANCELLED) return;
+            handlers.onError(mapGrpcError(err, 'containerd Events/Subscribe', this.endpoint, 0));
+          },
+        );
       },
       (err: unknown) => handlers.onError(new CriError(`containerd's event service could not be loaded: ${(err as Error).message}`, { code: GrpcStatus.INTERNAL, method: 'Subscribe', endpoint: this.endpoint, details: String(err) })),
     );
@@ -166,6 +158,6 @@ export class ContainerdEventsClient implements ContainerdEventSource {
   }
 
   close(): void {
-    this.client?.close();
+    this.channel?.close();
   }
 }
