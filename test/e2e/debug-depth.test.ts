@@ -254,6 +254,8 @@ test('bundle of a pod with a Secret env var: every listed part is in the archive
   assert.ok(redacted.stdout.includes('plain-value'));
   assert.match(redacted.stderr, /come from a Secret are redacted; --show-secrets prints them/);
 
+  // The container prints its run- line on its own time after it starts: the bundle is made once the log has it.
+  await eventually('the run- line in the log', async () => ((await cli(['logs', 'bundled'])).stdout.includes('run-') ? true : undefined), 60_000);
   const out = join(work.dir, 'bundled.tar.gz');
   const r = await cli(['bundle', 'bundled', '-o', out]);
   assert.equal(r.code, 0, r.stderr);
