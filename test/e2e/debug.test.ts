@@ -481,8 +481,15 @@ test('describe pod in CrashLoopBackOff: events, the timeline and the one-line re
     events: () => kubelet.events.all(),
   });
   try {
-    // Each back-off ends in a short run: describe is read until it shows the back-off again.
-    const r = await cliUntil('describe (the watch) showing CrashLoopBackOff', ['describe', 'pod', 'crashloop', '-n', NS, '--root-dir', watchDir.dir], (o) => /^Status:\s+Running \(CrashLoopBackOff\)$/m.test(o.stdout), 60_000, (a) => podctlAsync(a));
+    // Each back-off ends in a short run: describe is read until it shows the back-off again, and
+    // (the kubelet prunes the first instance's container on its own time) that instance gone.
+    const r = await cliUntil(
+      'describe (the watch) showing CrashLoopBackOff, instance 0 pruned',
+      ['describe', 'pod', 'crashloop', '-n', NS, '--root-dir', watchDir.dir],
+      (o) => /^Status:\s+Running \(CrashLoopBackOff\)$/m.test(o.stdout) && /app: instance 0 \(no longer in the runtime\)/.test(o.stdout),
+      60_000,
+      (a) => podctlAsync(a),
+    );
     assert.equal(r.code, 0, r.stderr);
     const out = r.stdout;
     assert.match(out, /^Status:\s+Running \(CrashLoopBackOff\)$/m);
