@@ -167,6 +167,16 @@ describe('HPACK: Huffman coding (Appendix B)', () => {
     assert.deepEqual(new HpackDecoder().decode(huffmanField(data)), [[':path', String.fromCharCode(...table.map(([sym]) => sym))]]);
   });
 
+  test('a Huffman string longer than the kept scratch buffer, between short ones: each decodes whole, none reads another\'s bytes', () => {
+    // '0' is the 5-bit code 0: n of them are n*5 bits, padded with ones.
+    const zeros = (n: number) => huffmanBits(Array.from({ length: n }, () => [0, 5] as [number, number]));
+    const d = new HpackDecoder();
+    assert.deepEqual(d.decode(huffmanField(huffmanBits([[1, 5], [2, 5]]))), [[':path', '12']]);
+    assert.deepEqual(d.decode(huffmanField(zeros(20_000))), [[':path', '0'.repeat(20_000)]]);
+    assert.deepEqual(d.decode(huffmanField(huffmanBits([[2, 5]]))), [[':path', '2']]);
+    assert.deepEqual(d.decode(huffmanField(zeros(9_000))), [[':path', '0'.repeat(9_000)]]);
+  });
+
   test('an empty Huffman string, and one that ends exactly on a byte', () => {
     assert.deepEqual(new HpackDecoder().decode(hex('0480')), [[':path', '']]);
     // '0' '1' '2' '0' '1' '2' '0' '1': eight 5-bit codes, 40 bits, no padding.

@@ -140,7 +140,8 @@ function huffmanTables(): HuffmanTables {
   return { firstCode, count, start, symbols };
 }
 
-/** Where Huffman strings are decoded into, grown as needed (decoding is synchronous, so one suffices). */
+/** Where Huffman strings are decoded into (decoding is synchronous, so one suffices); kept only up to this size. */
+const SCRATCH_KEPT = 4096;
 let scratch = Buffer.alloc(0);
 
 /** Decodes a Huffman-coded string (5.2): a canonical walk, one bit at a time. */
@@ -148,7 +149,12 @@ function decodeHuffman(buf: Buffer, from: number, to: number): string {
   const { firstCode, count, start, symbols } = (huffman ??= huffmanTables());
   // The shortest code is 5 bits, so n bytes hold at most 8n/5 symbols.
   const most = Math.floor(((to - from) * 8) / 5);
-  if (scratch.length < most) scratch = Buffer.allocUnsafe(Math.max(most, 256));
+  // gRPC's header values are short; a rare long one (up to the 1 MB block limit) gets a buffer of its own, not kept.
+  let into = scratch;
+  if (into.length < most) {
+    into = Buffer.allocUnsafe(Math.max(most, 256));
+    if (most <= SCRATCH_KEPT) scratch = into;
+  }
   let out = 0;
   let code = 0; // the bits read since the last symbol, and how many
   let len = 0;
@@ -163,7 +169,7 @@ function decodeHuffman(buf: Buffer, from: number, to: number): string {
       if (k < count[len]!) {
         const sym = symbols[start[len]! + k]!;
         if (sym === EOS) throw new HpackError('EOS inside a Huffman-coded string');
-        scratch[out++] = sym;
+        into[out++] = sym;
         code = 0;
         len = 0;
       }
@@ -172,7 +178,7 @@ function decodeHuffman(buf: Buffer, from: number, to: number): string {
   // Padding (5.2): the most significant bits of EOS, i.e. fewer than 8 bits, all ones.
   if (len > 7) throw new HpackError('Huffman padding longer than 7 bits');
   if (code !== (1 << len) - 1) throw new HpackError('Huffman padding that is not all ones');
-  return scratch.toString('latin1', 0, out);
+  return into.toString('latin1', 0, out);
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);
