@@ -16,6 +16,10 @@ function lazy(load: () => Promise<Command.Class>): Command.Class {
       // oclif set the id and plugin on this stand-in when it found it; the real class runs as that command.
       const self = this as unknown as Command.Class;
       const real = await load();
+      // oclif reads an absent argument from a piped stdin (waiting up to 10 ms for it): \`echo x | podctl get pods\`
+      // would list pod x, and \`podctl help < file\` show the help of the file's first line. podctl's own
+      // commands say ignoreStdin on each argument (a unit test checks); this covers the plugins' help and autocomplete.
+      for (const arg of Object.values(real.args ?? {})) arg.ignoreStdin = true;
       real.id = self.id;
       real.plugin = self.plugin;
       return real.run(argv, opts) as Promise<ReturnType<T['run']>>;

@@ -18,8 +18,8 @@ PodReadyToStartContainers) are refused. The condition lasts as long as the pod o
     '<%= config.bin %> condition pod/web example.com/lb-ready=True -n lab -o json',
   ];
   static override args = {
-    pod: Args.string({ description: 'The pod (NAME or pod/NAME).', required: true }),
-    condition: Args.string({ description: 'TYPE=True, TYPE=False or TYPE=Unknown.', required: true }),
+    pod: Args.string({ description: 'The pod (NAME or pod/NAME).', required: true, ignoreStdin: true }),
+    condition: Args.string({ description: 'TYPE=True, TYPE=False or TYPE=Unknown.', required: true, ignoreStdin: true }),
   };
   static override flags = {
     ...podViewFlags,

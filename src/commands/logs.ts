@@ -21,7 +21,7 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
     '<%= config.bin %> logs web -f --since 10m',
     '<%= config.bin %> logs web --all-containers --prefix --timestamps',
   ];
-  static override args = { pod: Args.string({ description: 'Pod name (or pod/NAME).', required: true }) };
+  static override args = { pod: Args.string({ description: 'Pod name (or pod/NAME).', required: true, ignoreStdin: true }) };
   static override flags = {
     ...podViewFlags,
     namespace: namespaceFlag,

@@ -21,7 +21,7 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
     '<%= config.bin %> plan pod.yaml >/dev/null; echo $?   # 0 in desired state, 2 would change',
   ];
   static override strict = false;
-  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
+  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true, ignoreStdin: true }) };
   static override flags = {
     'node-name': nodeNameFlag,
     ...podViewFlags,

@@ -36,7 +36,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
     '<%= config.bin %> run pod.yaml --trace -o json',
   ];
   static override strict = false;
-  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
+  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true, ignoreStdin: true }) };
   static override flags = {
     ...nodeFlags,
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),

@@ -25,7 +25,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
     '<%= config.bin %> sync-once manifests/ --dry-run -o json',
   ];
   static override strict = false;
-  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
+  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true, ignoreStdin: true }) };
   static override flags = {
     ...nodeFlags,
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),

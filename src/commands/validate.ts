@@ -20,7 +20,7 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
     'cat pod.yaml | <%= config.bin %> validate -',
   ];
   static override strict = false;
-  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true }) };
+  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true, ignoreStdin: true }) };
   static override flags = {
     output: Flags.string({ char: 'o', summary: 'Output format.', options: ['text', 'json'], default: 'text' }),
   };

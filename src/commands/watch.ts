@@ -21,7 +21,7 @@ While it runs, its API answers on <root-dir>/podctl.sock (mode 0600): GET /v1/he
     '<%= config.bin %> watch manifests/ --trace -o json | jq -c \'select(.type == "worker") | [.pod.name, .outcome, .durationMs]\'',
     'curl --unix-socket /var/lib/podctl/podctl.sock http://podctl/v1/pods',
   ];
-  static override args = { path: Args.string({ description: 'Manifest file or directory to follow.' }) };
+  static override args = { path: Args.string({ description: 'Manifest file or directory to follow.', ignoreStdin: true }) };
   static override flags = agentFlags;
 
   async run(): Promise<void> {

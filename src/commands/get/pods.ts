@@ -24,7 +24,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     '<%= config.bin %> get pods --no-headers | wc -l',
     '<%= config.bin %> get pods -w',
   ];
-  static override args = { name: Args.string({ description: 'Only this pod.' }) };
+  static override args = { name: Args.string({ description: 'Only this pod.', ignoreStdin: true }) };
   static override flags = {
     ...podViewFlags,
     namespace: namespaceFlag,

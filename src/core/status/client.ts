@@ -1,4 +1,5 @@
 import type * as Http from 'node:http';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 
@@ -16,6 +17,8 @@ export const unixSocket = (path: string) => ({ socketPath: path, createConnectio
 
 /** Answers a GET on the running watch's status socket; rejects when nothing answers there. */
 export function getFromStatusSocket<T>(socket: string, path: string, timeoutMs = 2000): Promise<T> {
+  // No socket, no agent: said at once, as connect would, without loading http and a turn of the loop for connect's error.
+  if (!existsSync(socket)) return Promise.reject(Object.assign(new Error(`connect ENOENT ${socket}`), { code: 'ENOENT', syscall: 'connect', address: socket }));
   return new Promise((resolve, reject) => {
     const req = request({ ...unixSocket(socket), path, timeout: timeoutMs }, (res) => {
       let body = '';
