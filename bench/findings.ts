@@ -60,6 +60,16 @@ export const DIAGNOSES: Record<string, string> = {
     'the same machine right after (09:27), gave 1.00x and 1.07x: the change is the machine\'s, and today\'s code is a little ahead of',
     'yesterday\'s. podman\'s own overhead above the floor fell from about 300 to 146 ms, podctl\'s from about 220 to 134 ms: on a',
     'faster machine Node\'s fixed start (node -e 0 at 76 ms) is a larger part of what run --detach adds than podman\'s.',
+    'On 2026-11-27 (12:20) most of that fixed start turned out to be this machine\'s environment: it sets NODE_EXTRA_CA_CERTS, and',
+    'Node 20 then parses its bundled root certificates and the file\'s before any JavaScript runs (OpenSSL 3 parses slowly;',
+    'nodejs/node#40524). node -e 0 takes about 75 ms with it and 30 ms without; podman reads no certificate to start. The row is',
+    'now measured both ways: without the variable, run --detach met the target in both runs of the day (0.80x and 0.85x of podman with',
+    'crun, 0.85x and 0.84x with runc); with it, 0.97-1.0x. With a preload stamping each write (crun, agent running, no variable):',
+    'Node reaches bin/run.js at about 25 ms, the POST leaves at about 50 ms, the agent adds the pod about 5 ms later, and the Running',
+    'status arrives as the sync ends; the exit follows in 3-4 ms.',
+  ].join(' '),
+  'start-latency:podctl run --detach, without NODE_EXTRA_CA_CERTS': [
+    'See the row before: the same process without the certificates Node parses at start when NODE_EXTRA_CA_CERTS is set.',
   ].join(' '),
   'start-latency:in-process: ADD to Running observed': [
     'Beyond the floor\'s three calls, the path from ADD to an observed Running makes a few more round trips to containerd: ImageStatus for',
@@ -150,6 +160,24 @@ export const DIAGNOSES: Record<string, string> = {
     'statuses from the runtime, no table layout when there are no rows, and js-yaml only when a config file exists or YAML is',
     'printed. Since 2026-11-26 the CLI is CommonJS loaded with V8 code caches (docs/ARCHITECTURE.md, Start-up): esbuild splits the bundle, the build converts each file to CommonJS and writes its code cache after running --version, --help and validate, and src/cli/code-cache.ts compiles each file through vm.Script with its cache, so V8 deserializes the functions instead of pre-parsing every chunk (Node 20 caches no ES module).',
   ].join(' '),
+  ...Object.fromEntries(
+    ['podctl --version', 'podctl --help', 'podctl validate examples/hello.yaml', 'podctl plan examples/hello.yaml', 'podctl plan examples/hello.yaml (no agent)', 'podctl get pods -A (empty)'].map((row) => [
+      `cli-startup:${row} (without NODE_EXTRA_CA_CERTS)`,
+      [
+        'Without NODE_EXTRA_CA_CERTS, node -e 0 is about 30 ms instead of 75 (see the finding on it), and the 2x budget leaves podctl',
+        'about 30 ms of its own; on 2026-11-27 (12:40, stamps in the loader, 3 runs each, no variable) it takes: Node to bin/run.js',
+        'about 22-25 ms, the loader and oclif\'s chunks 5-7 ms, then --version about 10 ms more (oclif\'s Config.load with its 120 KB',
+        'manifest, the output); --help about 13 ms of Config.load and formatting, plus 10 ms at the end in which Node waits for V8 to',
+        'finish optimizing wrap-ansi\'s wrap function on a worker thread (Node drains V8\'s worker tasks before it exits; --no-opt removes',
+        'the wait, and every V8 flag that would, set at run time, makes V8 reject the code caches); validate about 26 ms from oclif to',
+        'its output (47 files with the validators); get pods -A with no agent about 35 ms (119 files with the CRI client and the',
+        'status code). Creating process.stdout (a pipe or a file) loads Node\'s stream internals: about 3 ms of any command that prints.',
+        'The same day an absent argument stopped reading stdin (oclif waited up to 10 ms for a pipe and took its text for the',
+        'argument): get pods -A with no agent 94 to 83 ms (25 interleaved runs). Meeting 2x here needs the common start (loader,',
+        'oclif\'s Config.load, stdout) near 10 ms, not 20-25: a start without oclif\'s Config, or fewer and larger chunks.',
+      ].join(' '),
+    ]),
+  ),
   'detection:containerd, generic 1 s: ContainerDied': [
     'A relist can only see what ContainerStatus says, and containerd\'s CRI says EXITED only once it has handled the TaskExit (it deletes',
     'the task through the shim first). Measured 2026-11-26: with ten exits spread over 2 s, that lag alone is 0.2-1.8 s (the 100 ms row',
