@@ -9,6 +9,7 @@ import { ensurePackages } from './packages.js';
 import { embeddedEndpoint, embeddedPaths, registryPort, type EmbeddedPaths } from './paths.js';
 import { livePid, removeFile, run, sleep, startDaemon, stopPid } from './process.js';
 import { embeddedContainerd, isContainerd, isRegistry } from './probe.js';
+import { reapLostShims } from './shims.js';
 
 export { embeddedEndpoint, embeddedPaths, type EmbeddedPaths } from './paths.js';
 export { embeddedContainerd } from './probe.js';
@@ -138,6 +139,8 @@ async function startContainerd(paths: EmbeddedPaths, restart: boolean, log: Log)
     log('configuration changed: restarting the embedded containerd');
     await stopPid(pid, 10_000, () => livePid(paths.pidFile('containerd'), isContainerd(paths)) !== undefined);
   }
+  // With containerd down, no shim is between its bundle and its shutdown: one without a bundle was lost.
+  await reapLostShims(paths, log);
   // A socket nobody owns (after a crash) would make containerd refuse to start.
   removeFile(paths.socket);
   removeFile(`${paths.socket}.ttrpc`);
@@ -242,6 +245,7 @@ export async function embeddedDown(opts: { paths?: EmbeddedPaths; log?: Log; bef
     await stopPid(containerd, 10_000, () => livePid(paths.pidFile('containerd'), isContainerd(paths)) !== undefined);
     log(`stopped containerd (pid ${containerd})`);
   }
+  await reapLostShims(paths, log);
   const registry = livePid(paths.pidFile('registry'), isRegistry(paths));
   if (registry !== undefined) {
     await stopPid(registry, 5_000, () => livePid(paths.pidFile('registry'), isRegistry(paths)) !== undefined);
