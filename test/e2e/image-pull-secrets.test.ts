@@ -113,3 +113,19 @@ test("the node's config.json in the root dir supplies credentials to a pod that 
   assert.equal(r.code, 0, r.stdout + r.stderr);
   await removeE2EPods(client);
 });
+
+test('run --detach hands the pod to the agent with its image pull Secret: the agent pulls the private image with it and the pod runs', async () => {
+  // run --detach starts an agent on this root dir of its own, stopped by its PID at the end.
+  const rootDir = join(dir.dir, 'root-detach');
+  try {
+    const r = podctl(['run', '--detach', manifest('private-detach', { name: 'regcred', password: PASSWORD }), '--root-dir', rootDir, '--log-root', join(dir.dir, 'logs'), '--timeout', '90s']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /private-detach\s+Running/);
+    const events = podctl(['events', '-n', E2E_NAMESPACE, '--for', 'pod/private-detach', '--root-dir', rootDir]);
+    assert.equal(events.code, 0, events.stderr);
+    assert.doesNotMatch(events.stdout, /FailedToRetrieveImagePullSecret|ErrImagePull/, events.stdout);
+  } finally {
+    assert.equal(podctl(['agent', 'stop', '--root-dir', rootDir]).code, 0);
+    await removeE2EPods(client);
+  }
+});

@@ -106,3 +106,40 @@ test('parseManifestDocuments: what parseManifestText says, and the documents as 
   assert.equal(pod.metadata.labels, pod.metadata.annotations, 'aliases still shared');
   assert.deepEqual(parseManifestDocuments('a: [', source, { nodeName: 'unit' }).docs, []);
 });
+
+test("a pod's applied file carries every ConfigMap and Secret it names, its image pull Secrets included, and none it does not", () => {
+  const text = `apiVersion: v1
+kind: Secret
+metadata: {name: regcred, namespace: lab}
+type: kubernetes.io/dockerconfigjson
+stringData: {.dockerconfigjson: '{"auths":{}}'}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: unused, namespace: lab}
+stringData: {a: b}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: proj, namespace: lab}
+data: {k: v}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: private, namespace: lab}
+spec:
+  imagePullSecrets: [{name: regcred}]
+  containers:
+  - name: app
+    image: 127.0.0.1:5000/private/busybox:1
+    volumeMounts: [{name: p, mountPath: /p}]
+  volumes:
+  - name: p
+    projected: {sources: [{configMap: {name: proj}}]}
+`;
+  const { pods, problems } = splitApplied([{ file: 'private.yaml', text }], 'node');
+  assert.deepEqual(problems, []);
+  assert.equal(pods.length, 1);
+  const kinds = pods[0]!.text.split('---\n').map((d) => /kind: (\w+)/.exec(d)?.[1] + ' ' + /name: ([\w.-]+)/.exec(d.slice(d.indexOf('metadata')))?.[1]);
+  assert.deepEqual(kinds.sort(), ['ConfigMap proj', 'Pod private', 'Secret regcred']);
+});

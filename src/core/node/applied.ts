@@ -1,11 +1,12 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import type { IConfigMap, IPod, IPodSpec, ISecret } from 'kubernetes-models/v1';
+import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from '../clock.js';
 import { NO_OBJECTS, type SourceObjects } from '../objects.js';
 import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/load.js';
 import { formatProblem, isManifestFileName, parseManifestDocuments, parseManifestText, type ManifestProblem } from '../pod/index.js';
+import { referencedObjects } from '../pod/references.js';
 import { podKey, podMeta } from '../util/pod-key.js';
 
 /** The applied file of a pod: namespace and name are DNS labels, so `_` cannot be part of either. */
@@ -19,31 +20,6 @@ export interface AppliedPod {
 }
 
 type Doc = { kind?: string; metadata?: { name?: string; namespace?: string } };
-
-/** The ConfigMaps and Secrets a pod spec names (env, envFrom, volumes, projected sources). */
-function referencedObjects(spec: IPodSpec): { configMaps: Set<string>; secrets: Set<string> } {
-  const configMaps = new Set<string>();
-  const secrets = new Set<string>();
-  for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-    for (const e of c.env ?? []) {
-      if (e.valueFrom?.configMapKeyRef?.name) configMaps.add(e.valueFrom.configMapKeyRef.name);
-      if (e.valueFrom?.secretKeyRef?.name) secrets.add(e.valueFrom.secretKeyRef.name);
-    }
-    for (const e of c.envFrom ?? []) {
-      if (e.configMapRef?.name) configMaps.add(e.configMapRef.name);
-      if (e.secretRef?.name) secrets.add(e.secretRef.name);
-    }
-  }
-  for (const v of spec.volumes ?? []) {
-    if (v.configMap?.name) configMaps.add(v.configMap.name);
-    if (v.secret?.secretName) secrets.add(v.secret.secretName);
-    for (const s of v.projected?.sources ?? []) {
-      if (s.configMap?.name) configMaps.add(s.configMap.name);
-      if (s.secret?.name) secrets.add(s.secret.name);
-    }
-  }
-  return { configMaps, secrets };
-}
 
 /**
  * Splits manifest texts (already valid) into one applied file per pod: the pod's document as written,

@@ -1,4 +1,4 @@
-import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
+import type { IConfigMap, IPod, IPodSpec, ISecret } from 'kubernetes-models/v1';
 import type { RuntimeClassRef } from '../objects.js';
 
 /** Where the ConfigMaps and Secrets of a pod's namespace come from (the ObjectStore, or a manifest set). */
@@ -93,6 +93,36 @@ export function missingReferences(pod: IPod, objects: ObjectLookup): MissingRefe
     }
   });
   return out;
+}
+
+/**
+ * The names of the ConfigMaps and Secrets of its namespace a pod spec uses: env, envFrom, volumes,
+ * projected sources and imagePullSecrets. What goes with a pod wherever it is carried alone
+ * (its applied file, a debug copy).
+ */
+export function referencedObjects(spec: IPodSpec): { configMaps: Set<string>; secrets: Set<string> } {
+  const configMaps = new Set<string>();
+  const secrets = new Set<string>();
+  for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
+    for (const e of c.env ?? []) {
+      if (e.valueFrom?.configMapKeyRef?.name) configMaps.add(e.valueFrom.configMapKeyRef.name);
+      if (e.valueFrom?.secretKeyRef?.name) secrets.add(e.valueFrom.secretKeyRef.name);
+    }
+    for (const e of c.envFrom ?? []) {
+      if (e.configMapRef?.name) configMaps.add(e.configMapRef.name);
+      if (e.secretRef?.name) secrets.add(e.secretRef.name);
+    }
+  }
+  for (const v of spec.volumes ?? []) {
+    if (v.configMap?.name) configMaps.add(v.configMap.name);
+    if (v.secret?.secretName) secrets.add(v.secret.secretName);
+    for (const s of v.projected?.sources ?? []) {
+      if (s.configMap?.name) configMaps.add(s.configMap.name);
+      if (s.secret?.name) secrets.add(s.secret.name);
+    }
+  }
+  for (const ref of spec.imagePullSecrets ?? []) if (ref.name) secrets.add(ref.name);
+  return { configMaps, secrets };
 }
 
 /** The kubelet's words when a pod's RuntimeClass does not exist (its runtimeClassManager lookup). */
