@@ -1,12 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { dump } from 'js-yaml';
+import { dump, loadAll } from 'js-yaml';
 import type { IContainer, IPod } from 'kubernetes-models/v1';
 import { streamAttach } from './attach.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
+import { AgentClient } from '../core/node/client.js';
+import { referencedObjects } from '../core/pod/references.js';
 import { podSandboxConfig } from '../core/kuberuntime/config.js';
 import { ephemeralContainerConfig } from '../core/kuberuntime/ephemeral.js';
 import * as L from '../core/kuberuntime/labels.js';
@@ -28,10 +30,44 @@ function podOf(rp: RuntimePod): IPod {
   };
 }
 
+type Doc = { kind?: string; metadata?: { name?: string; namespace?: string } };
+
+/**
+ * What the copy takes with it besides its pod: the ConfigMaps and Secrets of its namespace that it
+ * names, and its RuntimeClass, from the file the original came from: its applied file (a pod handed
+ * to the agent) or the manifest the agent read it from (a watch's path). Without them the copy would
+ * find the original's only for as long as the original stays.
+ */
+export async function carriedObjects(spec: IPod['spec'] & object, namespace: string, name: string, rootDir: string): Promise<{ docs: Doc[]; from?: string; missing: string[] }> {
+  const [{ appliedFileName }, { CONFIG_FILE_ANNOTATION }] = await Promise.all([import('../core/node/applied.js'), import('../core/pod/load.js')]);
+  const refs = referencedObjects(spec);
+  const wanted = [...[...refs.configMaps].map((n) => `ConfigMap ${n}`), ...[...refs.secrets].map((n) => `Secret ${n}`), ...(spec.runtimeClassName ? [`RuntimeClass ${spec.runtimeClassName}`] : [])];
+  if (!wanted.length) return { docs: [], missing: [] };
+  const files = [join(rootDir, 'applied', appliedFileName(namespace, name))];
+  const recorded = (await new AgentClient(rootDir).pods().catch(() => [])).find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
+  const file = recorded?.metadata?.annotations?.[CONFIG_FILE_ANNOTATION];
+  if (file) files.push(file);
+  for (const from of files) {
+    let text: string;
+    try {
+      text = readFileSync(from, 'utf8');
+    } catch {
+      continue;
+    }
+    const docs = (loadAll(text) as Doc[]).filter((d): d is Doc => !!d && typeof d === 'object');
+    const wantedDoc = (d: Doc) =>
+      ((d.kind === 'ConfigMap' || d.kind === 'Secret') && (d.metadata?.namespace || 'default') === namespace && wanted.includes(`${d.kind} ${d.metadata?.name}`)) ||
+      (d.kind === 'RuntimeClass' && wanted.includes(`RuntimeClass ${d.metadata?.name}`));
+    const found = docs.filter(wantedDoc);
+    return { docs: found, from, missing: wanted.filter((w) => !found.some((d) => `${d.kind} ${d.metadata?.name}` === w)) };
+  }
+  return { docs: [], missing: wanted };
+}
+
 /**
  * kubectl debug --copy-to: the pod's recorded spec under a new name with the
- * debug container appended, started as `run --detach` starts a file's pods
- * (ConfigMaps and Secrets of the original's file are not carried over).
+ * debug container appended, started as `run --detach` starts a file's pods, with
+ * the ConfigMaps, Secrets and RuntimeClass it names from the original's file.
  */
 export async function copyDebugPod(client: CriClient, rp: RuntimePod, copyName: string, container: IContainer, flags: { namespace: string; 'root-dir': string; 'runtime-endpoint'?: string }): Promise<number> {
   if (await client.listPodSandbox({ labelSelector: { [L.POD_NAME_LABEL]: copyName, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE } }).then((l) => l.length > 0)) {
@@ -41,9 +77,14 @@ export async function copyDebugPod(client: CriClient, rp: RuntimePod, copyName: 
   const spec = { ...rp.spec, containers: [...rp.spec.containers, container] };
   delete spec.nodeName;
   const manifest = { apiVersion: 'v1', kind: 'Pod', metadata: { name: copyName, namespace: flags.namespace, labels: source.metadata?.labels }, spec };
+  const carried = await carriedObjects(spec, flags.namespace, rp.runtime.name, flags['root-dir']);
+  if (carried.missing.length) {
+    process.stderr.write(`warning: --copy-to ${copyName}: ${carried.missing.join(', ')} not found in ${carried.from ?? `the original's applied file or manifest`}: the copy uses what the agent holds\n`);
+  }
   const dir = mkdtempSync(join(tmpdir(), 'podctl-debug-copy-'));
   const file = join(dir, `${copyName}.yaml`);
-  writeFileSync(file, dump(manifest, { noRefs: true, lineWidth: -1 }));
+  // Written only here, readable by root alone: it may hold Secrets.
+  writeFileSync(file, [manifest, ...carried.docs].map((d) => dump(d, { noRefs: true, lineWidth: -1 })).join('---\n'), { mode: 0o600 });
   try {
     const args = [process.argv[1]!, 'run', '--detach', file, '--root-dir', flags['root-dir'], ...(flags['runtime-endpoint'] ? ['--runtime-endpoint', flags['runtime-endpoint']] : [])];
     const res = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
@@ -51,7 +92,8 @@ export async function copyDebugPod(client: CriClient, rp: RuntimePod, copyName: 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  process.stderr.write(`Created pod ${copyName}, a copy of ${rp.runtime.name} with debug container ${container.name}\n`);
+  const withObjects = carried.docs.length ? ` (with ${carried.docs.map((d) => `${d.kind} ${d.metadata?.name}`).join(', ')} from ${carried.from})` : '';
+  process.stderr.write(`Created pod ${copyName}, a copy of ${rp.runtime.name} with debug container ${container.name}${withObjects}\n`);
   if (!container.stdin) return 0;
   const copy = await client.listContainers({ labelSelector: { [L.POD_NAME_LABEL]: copyName, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.CONTAINER_NAME_LABEL]: container.name } });
   const newest = copy.sort((a, b) => b.createdAt - a.createdAt)[0];

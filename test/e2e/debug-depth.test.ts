@@ -20,6 +20,8 @@ const rootDir = scratchDir('e2e-depth-root');
 /** The kubelet's own state directory, not the commands' --root-dir: they find its pod directories through the sandboxes. */
 const nodeRoot = scratchDir('e2e-depth-node-root');
 const work = scratchDir('e2e-depth-work');
+/** The root dir of the agent that run --detach starts for the --copy-to test's original. */
+const copyRoot = scratchDir('e2e-depth-copy-root');
 const NS = E2E_NAMESPACE;
 
 // Flags go first: everything after -- belongs to the container's command.
@@ -50,6 +52,7 @@ after(async () => {
   rootDir.cleanup();
   nodeRoot.cleanup();
   work.cleanup();
+  copyRoot.cleanup();
 });
 
 test('cp: a 5 MB file to the pod and back keeps its sha256; a directory comes back into an existing directory', async () => {
@@ -308,4 +311,57 @@ test('debug --copy-to starts a copy of the pod with the debug container added, a
   assert.equal(stop.code, 0, stop.stderr);
   assert.match(stop.stdout, /agent pid \d+ stopped/, 'the copy ran under an agent of its own');
   await node.remove(original);
+});
+
+test('debug --copy-to takes the ConfigMap and Secret the pod names: the copy restarts with them after the original is gone', async () => {
+  const file = join(work.dir, 'withcfg.yaml');
+  writeFileSync(
+    file,
+    `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: ${NS}}\ndata: {MODE: blue}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: tok, namespace: ${NS}}\nstringData: {token: s3cret}\n---\n` +
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: withcfg, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: busybox:1.36\n` +
+      `    command: [sh, -c, 'echo "mode=$MODE token=$(cat /tok/token)"; exec sleep 3600']\n    env: [{name: MODE, valueFrom: {configMapKeyRef: {name: cfg, key: MODE}}}]\n` +
+      `    volumeMounts: [{name: tok, mountPath: /tok}]\n  volumes: [{name: tok, secret: {secretName: tok}}]\n`,
+  );
+  const flags = ['-n', NS, '--root-dir', copyRoot.dir];
+  const copyStatus = async () => {
+    const g = await podctlAsync(['get', 'pods', 'withcfg-copy', ...flags, '-o', 'json']);
+    return g.code === 0 ? (JSON.parse(g.stdout) as IPod).status : undefined;
+  };
+  try {
+    // The original is handed to an agent of its own (run --detach), which keeps its applied file.
+    const run = await podctlAsync(['run', '--detach', file, '--root-dir', copyRoot.dir, '--log-root', logRoot.dir]);
+    assert.equal(run.code, 0, run.stderr);
+    const r = await podctlAsync(['debug', 'withcfg', ...flags, '--copy-to', 'withcfg-copy', '--image', 'busybox:1.36', '-c', 'dbgc', '--', 'sleep', '3600']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /Created pod withcfg-copy, a copy of withcfg with debug container dbgc \(with ConfigMap cfg, Secret tok from \S+\)/);
+    await eventually('the copy running both containers', async () => ((await copyStatus())?.containerStatuses?.filter((c) => c.state?.running).length === 2 ? true : undefined), 60_000);
+    const del = await podctlAsync(['delete', 'pod', 'withcfg', ...flags, '--grace-period', '0']);
+    assert.equal(del.code, 0, del.stderr);
+    // The copy's app stops; the agent starts it again, which needs the ConfigMap and the Secret now that the original is gone.
+    const [app] = await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': 'withcfg-copy', 'io.kubernetes.pod.namespace': NS, 'io.kubernetes.container.name': 'app' } });
+    assert.ok(app, 'the copy has an app container');
+    await node.client.stopContainer(app.id, 0);
+    const restarted = await eventually(
+      "the copy's app running again",
+      async () => {
+        const s = (await copyStatus())?.containerStatuses?.find((c) => c.name === 'app');
+        return s && s.restartCount >= 1 && s.state?.running ? s : s?.state?.waiting?.reason === 'CreateContainerConfigError' ? s : undefined;
+      },
+      60_000,
+    );
+    assert.equal(restarted.state?.waiting, undefined, `the copy's app is waiting: ${JSON.stringify(restarted.state?.waiting)}`);
+    const logs = await eventually(
+      "the restarted app's first line",
+      async () => {
+        const l = await podctlAsync(['logs', 'withcfg-copy', '-c', 'app', ...flags]);
+        return l.code === 0 && l.stdout.trim() ? l : undefined;
+      },
+      30_000,
+    );
+    assert.equal(logs.stdout.trim(), 'mode=blue token=s3cret');
+  } finally {
+    await podctlAsync(['delete', 'pod', 'withcfg', 'withcfg-copy', ...flags, '--grace-period', '0']);
+    const stop = await podctlAsync(['agent', 'stop', '--root-dir', copyRoot.dir]);
+    assert.equal(stop.code, 0, stop.stderr);
+  }
 });
