@@ -85,6 +85,13 @@ test('watch follows the directory: add starts, edit replaces one container, rest
     w = startWatch();
     await said(w, 'the new watch to report the pod', new RegExp(`${NS}/w1\\s+Running`));
     await new Promise((r) => setTimeout(r, 1500));
+    // Beside the containers' IDs, what the new watch asked the runtime: nothing stopped, created or started.
+    const settled = (await get(join(dir.dir, 'root', 'podctl.sock'), '/metrics')).body;
+    const count = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    for (const op of ['StopContainer', 'CreateContainer', 'StartContainer', 'StopPodSandbox', 'RunPodSandbox']) {
+      assert.equal(count(settled, `podctl_runtime_operations_total{operation_type="${op}"}`), 0, `the new watch called ${op}`);
+    }
+    assert.ok(count(settled, 'podctl_runtime_operations_total{operation_type="ListContainers"}') > 0, 'the counters are read from the new watch');
     assert.deepEqual(running(await containers('w1')).map((c) => c.id).sort(), edited.map((c) => c.id).sort());
 
     rmSync(file);
