@@ -8,6 +8,8 @@ import { traceFlags, tracerFor } from './trace.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
+import { embeddedEndpoint, embeddedPaths } from '../core/embedded/paths.js';
+import { LostShimSweeper } from '../core/embedded/shims.js';
 import { Metrics } from '../core/metrics.js';
 import { bytes } from '../core/util/quantity.js';
 import { StandaloneNode } from '../core/node/node.js';
@@ -139,6 +141,12 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   });
   metrics.watchPlegSource(() => node!.pleg.source);
   await node.start();
+  // On the embedded runtime, the shims its containerd loses are ended here too (src/core/embedded/shims.ts):
+  // runtime up and down end them, and a host may run for weeks between the two.
+  const paths = embeddedPaths();
+  const sweeper = client.endpoint === embeddedEndpoint(paths) ? new LostShimSweeper(paths, (line) => say(`${stamp()} ${line}`)) : undefined;
+  const sweeps = sweeper && setInterval(() => void sweeper.sweep(Date.now()).catch((err: unknown) => process.stderr.write(`${stamp()} error: lost shims: ${errorMessage(err)}\n`)), 60_000);
+  sweeps?.unref();
   // The source once it has settled: a CRI without GetContainerEvents says so within milliseconds
   // (then the fallback line names the source), so the first line waits a moment instead of naming one it leaves.
   setTimeout(() => sourceTraced || tracer?.plegSource(node!.pleg.source), 1000).unref();
@@ -150,6 +158,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   });
   if (flags['cleanup-on-exit']) say(`${stamp()} stopping: terminating ${node.pods().length} pod(s)`);
   else say(`${stamp()} stopping; pods keep running (--cleanup-on-exit terminates them)`);
+  clearInterval(sweeps);
   await node.stop({ cleanup: flags['cleanup-on-exit'] });
   client.close();
 }

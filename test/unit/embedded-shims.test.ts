@@ -5,16 +5,16 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { embeddedPaths } from '../../src/core/embedded/paths.js';
-import { embeddedShims, hostProcTable, reapLostShims, type ProcTable } from '../../src/core/embedded/shims.js';
+import { embeddedShims, hostProcTable, LostShimSweeper, reapLostShims, type ProcTable } from '../../src/core/embedded/shims.js';
 
 const paths = embeddedPaths({ root: '/var/lib/podctl-test', runDir: '/run/podctl-test' });
 const shim = (id: string, address = paths.socket, extra: string[] = []) => ['/usr/bin/containerd-shim-runc-v2', '-namespace', 'k8s.io', '-id', id, '-address', address, ...extra];
 
 /** A process table of our own: a SIGTERM ends a process unless it is in `stubborn`, a SIGKILL always. */
-function table(procs: Record<number, { args: string[]; parent: number }>, stubborn = new Set<number>()) {
+function table(procs: Record<number, { args: string[]; parent: number; start?: string }>, stubborn = new Set<number>()) {
   const live = new Map(Object.entries(procs).map(([pid, p]) => [Number(pid), p]));
   const signals: string[] = [];
-  const procTable: ProcTable = { pids: () => [...live.keys()], cmdline: (pid) => live.get(pid)?.args, parent: (pid) => live.get(pid)?.parent };
+  const procTable: ProcTable = { pids: () => [...live.keys()], cmdline: (pid) => live.get(pid)?.args, parent: (pid) => live.get(pid)?.parent, startTime: (pid) => live.get(pid)?.start ?? '1' };
   const kill = (pid: number, signal: NodeJS.Signals) => {
     if (!live.has(pid)) throw Object.assign(new Error('ESRCH'), { code: 'ESRCH' });
     signals.push(`${signal} ${pid}`);
@@ -67,6 +67,7 @@ test('the host process table: a process named as a shim of our socket is found w
     assert.equal(found[0]!.pid, child.pid);
     assert.equal(found[0]!.id, 'standin');
     assert.equal(found[0]!.children.length, 1, 'its sleep is its child');
+    assert.match(hostProcTable().startTime(child.pid!) ?? '', /^\d+$/, 'its start time, from /proc/PID/stat');
     grandchildren.push(...found[0]!.children);
     // While it runs a process it is left alone, even with no bundle.
     assert.deepEqual(await reapLostShims(own, () => undefined, { graceMs: 500 }), []);
@@ -97,4 +98,29 @@ test('the host process table: a process named as a shim of our socket is found w
     }
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('while containerd runs, a shim without bundle is ended only once it was seen lost on sweeps a minute apart, as the same process', async () => {
+  const t = table({
+    300: { args: shim('lost'), parent: 1, start: 'a' },
+    301: { args: shim('exiting'), parent: 1, start: 'b' },
+    302: { args: shim('busy'), parent: 1, start: 'c' },
+    303: { args: ['/pause'], parent: 302 },
+  });
+  const sweeper = new LostShimSweeper(paths, () => undefined, { procs: t.procTable, kill: t.kill, bundleExists: () => false, graceMs: 100, confirmMs: 60_000 });
+  assert.deepEqual(await sweeper.sweep(0), [], 'first seen: a shim is without its bundle for a moment on every removal');
+  // 301 was on its way out, as after every pod removal; 300 stays.
+  t.live.delete(301);
+  assert.deepEqual(await sweeper.sweep(30_000), []);
+  assert.deepEqual(await sweeper.sweep(60_000), [300]);
+  assert.deepEqual(t.signals, ['SIGTERM 300']);
+  assert.ok(t.live.has(302), 'a shim that runs a process is never ended');
+
+  // A PID taken again by a new process between two sweeps starts its minute again.
+  t.live.set(300, { args: shim('reused'), parent: 1, start: 'd' });
+  const again = new LostShimSweeper(paths, () => undefined, { procs: t.procTable, kill: t.kill, bundleExists: () => false, graceMs: 100, confirmMs: 60_000 });
+  assert.deepEqual(await again.sweep(0), []);
+  t.live.set(300, { args: shim('reused'), parent: 1, start: 'e' });
+  assert.deepEqual(await again.sweep(60_000), []);
+  assert.deepEqual(await again.sweep(120_000), [300]);
 });

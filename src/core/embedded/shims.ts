@@ -19,7 +19,19 @@ export interface ProcTable {
   pids(): number[];
   cmdline(pid: number): string[] | undefined;
   parent(pid: number): number | undefined;
+  /** When the process started (clock ticks since boot): a PID reused by a new process has another. */
+  startTime(pid: number): string | undefined;
 }
+
+/** The fields of /proc/PID/stat after "pid (comm)": comm may hold spaces and parentheses, so read after its last ")". */
+const statFields = (root: string, pid: number): string[] | undefined => {
+  try {
+    const stat = readFileSync(join(root, String(pid), 'stat'), 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+};
 
 export const hostProcTable = (root = '/proc'): ProcTable => ({
   pids: () => readdirSync(root).filter((e) => /^\d+$/.test(e)).map(Number),
@@ -31,15 +43,12 @@ export const hostProcTable = (root = '/proc'): ProcTable => ({
       return undefined;
     }
   },
+  // state ppid pgrp ... (stat(5): ppid is field 4, starttime field 22).
   parent: (pid) => {
-    try {
-      // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after its last ")".
-      const stat = readFileSync(join(root, String(pid), 'stat'), 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    } catch {
-      return undefined;
-    }
+    const f = statFields(root, pid);
+    return f ? Number(f[1]) : undefined;
   },
+  startTime: (pid) => statFields(root, pid)?.[19],
 });
 
 const flag = (args: string[], name: string): string | undefined => {
@@ -70,30 +79,27 @@ export function embeddedShims(paths: EmbeddedPaths, procs: ProcTable = hostProcT
   return shims;
 }
 
-/**
- * Ends the shims containerd has lost, with containerd stopped. containerd 1.6 can lose one: a task
- * deletion that times out under load removes the bundle without the shim's shutdown (containerd#7496),
- * and a container that exits while containerd is down leaves its shim behind (containerd#6771). containerd
- * finds its shims again through their bundles, so one whose bundle is gone is never asked to exit: it
- * lives on, idle, for as long as the host runs. One with no bundle and no process under it serves nothing;
- * one that still has a process under it is left alone (and said), since ending it would orphan that process.
- * Each is ended by its PID: SIGTERM, then SIGKILL after the grace period.
- */
-export async function reapLostShims(
-  paths: EmbeddedPaths,
-  log: (line: string) => void,
-  opts: { procs?: ProcTable; kill?: (pid: number, signal: NodeJS.Signals) => void; bundleExists?: (path: string) => boolean; graceMs?: number } = {},
-): Promise<number[]> {
-  const procs = opts.procs ?? hostProcTable();
+interface ReapOptions {
+  procs?: ProcTable;
+  kill?: (pid: number, signal: NodeJS.Signals) => void;
+  bundleExists?: (path: string) => boolean;
+  graceMs?: number;
+}
+
+/** The shims without a bundle; one that still runs a process is said and left alone, since ending it would orphan that process. */
+function lostShims(paths: EmbeddedPaths, log: (line: string) => void, procs: ProcTable, bundleExists: (path: string) => boolean): ShimProcess[] {
+  return embeddedShims(paths, procs).filter((shim) => {
+    if (bundleExists(shim.bundle)) return false;
+    if (shim.children.length) log(`warning: containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}) has no bundle but runs process ${shim.children.join(', ')}: left alone`);
+    return shim.children.length === 0;
+  });
+}
+
+/** Ends these shims by their PIDs: SIGTERM, then SIGKILL to those still there after the grace period. */
+async function endShims(paths: EmbeddedPaths, shims: ShimProcess[], log: (line: string) => void, procs: ProcTable, opts: ReapOptions): Promise<number[]> {
   const kill = opts.kill ?? ((pid, signal) => process.kill(pid, signal));
-  const bundleExists = opts.bundleExists ?? existsSync;
-  const lost = embeddedShims(paths, procs).filter((s) => !bundleExists(s.bundle));
   const ended: number[] = [];
-  for (const shim of lost) {
-    if (shim.children.length) {
-      log(`warning: containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}) has no bundle but runs process ${shim.children.join(', ')}: left alone`);
-      continue;
-    }
+  for (const shim of shims) {
     try {
       kill(shim.pid, 'SIGTERM');
     } catch {
@@ -114,4 +120,49 @@ export async function reapLostShims(
     }
   }
   return ended;
+}
+
+/**
+ * Ends the shims containerd has lost, with containerd stopped. containerd 1.6 can lose one: a task
+ * deletion that times out under load removes the bundle without the shim's shutdown (containerd#7496),
+ * and a container that exits while containerd is down leaves its shim behind (containerd#6771). containerd
+ * finds its shims again through their bundles, so one whose bundle is gone is never asked to exit: it
+ * lives on, idle, for as long as the host runs. One with no bundle and no process under it serves nothing.
+ */
+export async function reapLostShims(paths: EmbeddedPaths, log: (line: string) => void, opts: ReapOptions = {}): Promise<number[]> {
+  const procs = opts.procs ?? hostProcTable();
+  return endShims(paths, lostShims(paths, log, procs, opts.bundleExists ?? existsSync), log, procs, opts);
+}
+
+/**
+ * The same while containerd runs (the agent, on the embedded runtime, for a host that runs for weeks
+ * between two `runtime up`s). A shim is without its bundle for a moment on every pod removal, between
+ * the bundle's deletion and its exit: only one seen lost on sweeps at least `confirmMs` apart, with the
+ * same start time (not a new process under a reused PID), is ended.
+ */
+export class LostShimSweeper {
+  private seen = new Map<number, { startTime: string; since: number }>();
+
+  constructor(
+    private readonly paths: EmbeddedPaths,
+    private readonly log: (line: string) => void,
+    private readonly opts: ReapOptions & { confirmMs?: number } = {},
+  ) {}
+
+  async sweep(now: number): Promise<number[]> {
+    const procs = this.opts.procs ?? hostProcTable();
+    const confirmMs = this.opts.confirmMs ?? 60_000;
+    const next = new Map<number, { startTime: string; since: number }>();
+    const confirmed: ShimProcess[] = [];
+    for (const shim of lostShims(this.paths, () => undefined, procs, this.opts.bundleExists ?? existsSync)) {
+      const startTime = procs.startTime(shim.pid);
+      if (startTime === undefined) continue;
+      const prev = this.seen.get(shim.pid);
+      const since = prev?.startTime === startTime ? prev.since : now;
+      if (now - since >= confirmMs) confirmed.push(shim);
+      else next.set(shim.pid, { startTime, since });
+    }
+    this.seen = next;
+    return confirmed.length ? endShims(this.paths, confirmed, this.log, procs, this.opts) : [];
+  }
 }
