@@ -18,9 +18,9 @@ export function startDaemon(cmd: string, args: string[], logFile: string, pidFil
 }
 
 /** SIGTERM, then SIGKILL after the grace period; only the pid we recorded. */
-export async function stopPid(pid: number, graceMs: number, isAlive: () => boolean): Promise<void> {
+export async function stopPid(pid: number, graceMs: number, isAlive: () => boolean, kill: (pid: number, signal: NodeJS.Signals) => void = (p, s) => process.kill(p, s)): Promise<void> {
   try {
-    process.kill(pid, 'SIGTERM');
+    kill(pid, 'SIGTERM');
   } catch {
     return;
   }
@@ -30,7 +30,7 @@ export async function stopPid(pid: number, graceMs: number, isAlive: () => boole
     await sleep(100);
   }
   try {
-    process.kill(pid, 'SIGKILL');
+    kill(pid, 'SIGKILL');
   } catch {
     return;
   }

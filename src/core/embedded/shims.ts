@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { EmbeddedPaths } from './paths.js';
-import { sleep } from './process.js';
+import { processCmdline, stopPid } from './process.js';
 
 /** A shim the embedded containerd started: one per pod (its sandbox's id), serving the tasks of that bundle. */
 export interface ShimProcess {
@@ -24,31 +24,24 @@ export interface ProcTable {
 }
 
 /** The fields of /proc/PID/stat after "pid (comm)": comm may hold spaces and parentheses, so read after its last ")". */
-const statFields = (root: string, pid: number): string[] | undefined => {
+const statFields = (pid: number): string[] | undefined => {
   try {
-    const stat = readFileSync(join(root, String(pid), 'stat'), 'utf8');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
 };
 
-export const hostProcTable = (root = '/proc'): ProcTable => ({
-  pids: () => readdirSync(root).filter((e) => /^\d+$/.test(e)).map(Number),
-  cmdline: (pid) => {
-    try {
-      const raw = readFileSync(join(root, String(pid), 'cmdline'), 'utf8');
-      return raw ? raw.split('\0').filter(Boolean) : undefined;
-    } catch {
-      return undefined;
-    }
-  },
+export const hostProcTable = (): ProcTable => ({
+  pids: () => readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number),
+  cmdline: (pid) => processCmdline(pid),
   // state ppid pgrp ... (stat(5): ppid is field 4, starttime field 22).
   parent: (pid) => {
-    const f = statFields(root, pid);
+    const f = statFields(pid);
     return f ? Number(f[1]) : undefined;
   },
-  startTime: (pid) => statFields(root, pid)?.[19],
+  startTime: (pid) => statFields(pid)?.[19],
 });
 
 const flag = (args: string[], name: string): string | undefined => {
@@ -95,31 +88,14 @@ function lostShims(paths: EmbeddedPaths, log: (line: string) => void, procs: Pro
   });
 }
 
-/** Ends these shims by their PIDs: SIGTERM, then SIGKILL to those still there after the grace period. */
+/** Ends these shims by their PIDs, as the embedded runtime stops what it started: SIGTERM, then SIGKILL after the grace period. */
 async function endShims(paths: EmbeddedPaths, shims: ShimProcess[], log: (line: string) => void, procs: ProcTable, opts: ReapOptions): Promise<number[]> {
-  const kill = opts.kill ?? ((pid, signal) => process.kill(pid, signal));
-  const ended: number[] = [];
-  for (const shim of shims) {
-    try {
-      kill(shim.pid, 'SIGTERM');
-    } catch {
-      continue;
-    }
-    ended.push(shim.pid);
-    log(`ended containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}): its bundle was gone, so containerd could no longer stop it`);
-  }
-  // The same process, by its command line, until the grace period ends; then SIGKILL.
+  // The same process, by its command line.
   const alive = (pid: number) => procs.cmdline(pid)?.includes(paths.socket) === true;
-  const deadline = Date.now() + (opts.graceMs ?? 3000);
-  while (ended.some(alive) && Date.now() < deadline) await sleep(50);
-  for (const pid of ended.filter(alive)) {
-    try {
-      kill(pid, 'SIGKILL');
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return ended;
+  const present = shims.filter((shim) => alive(shim.pid));
+  await Promise.all(present.map((shim) => stopPid(shim.pid, opts.graceMs ?? 3000, () => alive(shim.pid), opts.kill)));
+  for (const shim of present) log(`ended containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}): its bundle was gone, so containerd could no longer stop it`);
+  return present.map((s) => s.pid);
 }
 
 /**
