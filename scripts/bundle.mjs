@@ -182,6 +182,19 @@ const asciiWidth = {
     });
   },
 };
+// wrap-ansi returns text without escape codes as it wrapped it (scripts/wrap-ansi-plain.cjs).
+const plainWrapAnsi = createRequire(import.meta.url)('./wrap-ansi-plain.cjs');
+const wrapAnsiFile = createRequire(join(root, 'node_modules/@oclif/core/lib/help/formatter.js')).resolve('wrap-ansi');
+const plainWrap = {
+  name: 'plain-wrap',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]wrap-ansi[\\/]index\.js$/ }, (args) => {
+      // Only oclif's: another version's source is another function.
+      if (args.path !== wrapAnsiFile) return undefined;
+      return { contents: plainWrapAnsi(readFileSync(args.path, 'utf8')), loader: 'js' };
+    });
+  },
+};
 // protobufjs takes long.js when it can require it, and long.js compiles a WebAssembly module as it
 // loads (a millisecond or two of every command that reads the runtime). Every podctl decoder converts
 // 64-bit integers to numbers (longs: Number, and the summary decoders by LongBits), so without it
@@ -219,7 +232,7 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
   write: false,
-  plugins: [pluginFiles, lazyOclif, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth, noLong],
+  plugins: [pluginFiles, lazyOclif, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth, plainWrap, noLong],
 });
 // esbuild splits only ES modules; Node 20 caches the compilation of none. Each file becomes the
 // same module in CommonJS: its imports of other chunks are require()s, an import() a require()

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createRequire } from 'node:module';
-import { join, relative } from 'node:path';
+import { Module, createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fc from 'fast-check';
 import { COMMANDS } from '../../src/commands.js';
@@ -319,4 +319,42 @@ test('the bundled string-width answers printable ASCII by its length, without st
   for (const f of ['node_modules/@oclif/core/lib/help/formatter.js', 'node_modules/wrap-ansi/index.js', 'node_modules/cli-table3/src/utils.js']) {
     assert.ok(inputOf(inputs, f)?.imports.some((i) => i.path === 'scripts/string-width-ascii.cjs'), f);
   }
+});
+
+test("the bundle's wrap-ansi wraps as wrap-ansi does, and returns text without escape codes without walking it again", () => {
+  const req = createRequire(import.meta.url);
+  const file = req.resolve('wrap-ansi', { paths: [join(ROOT, 'node_modules/@oclif/core/lib/help')] });
+  type Wrap = (s: string, columns: number, options?: { hard?: boolean; trim?: boolean; wordWrap?: boolean }) => string;
+  const wrapAnsi = req(file) as Wrap;
+  const plainWrapAnsi = req(join(ROOT, 'scripts/wrap-ansi-plain.cjs')) as (source: string) => string;
+  // The patched source, compiled as the module it replaces (its requires resolve from the same place).
+  const patched = new Module(file) as Module & { _compile(code: string, filename: string): void; paths: string[] };
+  patched.filename = file;
+  patched.paths = (Module as unknown as { _nodeModulePaths(dir: string): string[] })._nodeModulePaths(dirname(file));
+  patched._compile(plainWrapAnsi(readFileSync(file, 'utf8')), file);
+  const wrap = patched.exports as Wrap;
+  // The shortcut is taken: a String with no escape code never reaches the character walk, which spreads it.
+  const spread = String.prototype[Symbol.iterator];
+  let walked = 0;
+  String.prototype[Symbol.iterator] = function (this: string) {
+    walked++;
+    return spread.call(this);
+  };
+  try {
+    assert.equal(wrap('podctl runs pods the way the kubelet does', 12, { hard: true }), 'podctl runs\npods the way\nthe kubelet\ndoes');
+    assert.equal(walked, 0);
+  } finally {
+    String.prototype[Symbol.iterator] = spread;
+  }
+  // Same output for any text: words, runs of spaces, long words, line breaks, colours, hyperlinks, wide characters.
+  const pieces = ['a', 'word', 'kubelet', 'x'.repeat(23), ' ', '  ', '\n', '\r\n', '\u001b[31m', '\u001b[39m', '\u001b[1m', '\u001b[22m', '\u001b]8;;https://example.test\u0007', '\u001b]8;;\u0007', '\u009b33m', '日本', 'e\u0301', '\t'];
+  const text = fc.array(fc.constantFrom(...pieces), { maxLength: 40 }).map((p) => p.join(''));
+  const options = fc.record({ hard: fc.boolean(), trim: fc.boolean(), wordWrap: fc.boolean() }, { requiredKeys: [] });
+  fc.assert(fc.property(text, fc.integer({ min: 1, max: 90 }), options, (s, columns, o) => assert.equal(wrap(s, columns, o), wrapAnsi(s, columns, o))), { numRuns: 2000 });
+  // oclif's help gets it in the bundle.
+  const chunk = readdirSync(join(ROOT, 'dist/cli/chunks'))
+    .filter((f) => f.endsWith('.cjs'))
+    .map((f) => readFileSync(join(ROOT, 'dist/cli/chunks', f), 'utf8'))
+    .find((t) => t.includes('node_modules/wrap-ansi/index.js'));
+  assert.ok(chunk?.includes('return joined'), 'the bundled wrap-ansi has the shortcut');
 });
