@@ -187,6 +187,37 @@ test('plan with no agent reads the runtime over our own HTTP/2 client: no http2,
   assert.deepEqual(client.filter((f) => f.includes('node_modules/long/')), []);
 });
 
+test('the commands the start-up benchmark measures leave V8 nothing to optimize at exit: a process waits for a background compilation before it ends', async () => {
+  // --trace-opt prints a line on stdout for each function V8 queues for optimization.
+  const queued = (out: string) => out.split('\n').filter((l) => l.startsWith('[compiling method'));
+  for (const args of [['--help'], ['run', '--help'], ['--version'], ['validate', join(ROOT, 'examples/hello.yaml')]]) {
+    const r = spawnSync(process.execPath, ['--trace-opt', join(ROOT, 'bin/run.js'), ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(queued(r.stdout), [], args.join(' '));
+  }
+  // plan with no agent, which reads the (fake) runtime: every chunk it loads is required through the loader.
+  const { FakeRuntime } = await import('../../fakecri/index.js');
+  const fake = await FakeRuntime.start({ runtimeName: 'fake' });
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-plan-opt-'));
+  try {
+    const env = { ...process.env, CONTAINER_RUNTIME_ENDPOINT: fake.endpoint };
+    const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--trace-opt', join(ROOT, 'bin/run.js'), 'plan', join(ROOT, 'examples/hello.yaml'), '--root-dir', dir], { env });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c));
+      child.stderr.on('data', (c: Buffer) => (stderr += c));
+      child.on('close', (status) => resolve({ status, stdout, stderr }));
+    });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stdout, /create sandbox/);
+    assert.deepEqual(queued(r.stdout), []);
+  } finally {
+    await fake.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("a command that asks the agent loads Node's crypto only when it hashes: agent status, with no agent there", () => {
   const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
   const dir = mkdtempSync(join(tmpdir(), 'podctl-crypto-'));
