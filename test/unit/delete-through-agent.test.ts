@@ -1,0 +1,76 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { IPod } from 'kubernetes-models/v1';
+import { deleteThroughAgent } from '../../src/cli/delete.js';
+import { AgentRequestError } from '../../src/core/node/client.js';
+
+type Event = { type: string; object: IPod };
+
+/** An agent keeping pods by namespace/name: its list, its watch, and deletes that end when `remove` says so. */
+function fakeAgent(pods: IPod[], opts: { deleteStatus?: number; watchBreaks?: boolean } = {}) {
+  let kept = [...pods];
+  const watchers = new Set<(e: Event) => void>();
+  const calls = { pods: 0, delete: 0, watches: 0, cancelled: 0 };
+  return {
+    calls,
+    async pods() {
+      calls.pods++;
+      return kept;
+    },
+    async delete(): Promise<{ uid?: string }> {
+      calls.delete++;
+      if (opts.deleteStatus) throw new AgentRequestError(opts.deleteStatus, 'refused');
+      return {};
+    },
+    watchPods(onEvent: (e: Event) => void, onEnd: (err?: Error) => void) {
+      calls.watches++;
+      if (opts.watchBreaks) setImmediate(() => onEnd(new Error('GET /v1/pods?watch=1: HTTP 404')));
+      else watchers.add(onEvent);
+      return { cancel: () => (calls.cancelled++, watchers.delete(onEvent)) };
+    },
+    /** The agent has terminated and removed the pod: gone from the list, DELETED on the watch, in the same tick. */
+    remove(name: string) {
+      const pod = kept.find((p) => p.metadata?.name === name)!;
+      kept = kept.filter((p) => p !== pod);
+      for (const w of watchers) w({ type: 'DELETED', object: pod });
+    },
+  };
+}
+
+const pod = (name: string, uid: string): IPod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default', uid }, spec: { containers: [] } }) as IPod;
+
+test('delete through the agent returns as the watch reports the pod removed, not at the next read of the list', async () => {
+  const agent = fakeAgent([pod('web', 'u1'), pod('db', 'u2')]);
+  // Polls an hour apart: only the watch can end the wait within the test's time.
+  const done = deleteThroughAgent(agent, 'default', 'web', 5, { pollMs: 3_600_000 });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(agent.calls.delete, 1);
+  const readsBefore = agent.calls.pods;
+  // Another pod's end is not this one's.
+  agent.remove('db');
+  let settled = false;
+  void done.then(() => (settled = true));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(settled, false);
+  agent.remove('web');
+  assert.equal(await done, true);
+  assert.equal(agent.calls.pods, readsBefore, 'no list read after the DELETED');
+  assert.equal(agent.calls.cancelled, 1, 'the watch is closed');
+});
+
+test('delete through the agent still ends when the watch is not there: the list is read until the pod is gone', async () => {
+  const agent = fakeAgent([pod('web', 'u1')], { watchBreaks: true });
+  const done = deleteThroughAgent(agent, 'default', 'web', 5, { pollMs: 5 });
+  await new Promise((r) => setTimeout(r, 30));
+  agent.remove('web');
+  assert.equal(await done, true);
+  assert.ok(agent.calls.pods >= 3, `the list was read while the pod terminated (${agent.calls.pods} reads)`);
+});
+
+test('delete through the agent: a pod the agent does not keep (404) or keeps from its watch source (409) is not waited for', async () => {
+  for (const status of [404, 409]) {
+    const agent = fakeAgent([pod('web', 'u1')], { deleteStatus: status });
+    assert.equal(await deleteThroughAgent(agent, 'default', 'web', 5, { pollMs: 3_600_000 }), false);
+    assert.equal(agent.calls.cancelled, 1, 'the watch is closed');
+  }
+});
