@@ -154,33 +154,39 @@ test('a start loads no Node module it does not use: --version and validate run w
   }
 });
 
-test('plan with no agent reads the runtime over our own HTTP/2 client: no http2, tls, http, crypto or perf_hooks, and protobufjs without long.js', async () => {
-  const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
+/** `podctl plan examples/hello.yaml` with no agent, on an empty fake runtime, with these Node options: its output, and whether it asked the runtime. */
+async function planOnFakeRuntime(nodeArgs: string[]): Promise<{ status: number | null; stdout: string; stderr: string; askedRuntime: boolean }> {
   const { FakeRuntime } = await import('../../fakecri/index.js');
   const fake = await FakeRuntime.start({ runtimeName: 'fake' });
-  const dir = mkdtempSync(join(tmpdir(), 'podctl-plan-modules-'));
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-plan-start-'));
   try {
     const env = { ...process.env, CONTAINER_RUNTIME_ENDPOINT: fake.endpoint };
     const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), 'plan', join(ROOT, 'examples/hello.yaml'), '--root-dir', dir], { env });
+      const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'bin/run.js'), 'plan', join(ROOT, 'examples/hello.yaml'), '--root-dir', dir], { env });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c));
       child.stderr.on('data', (c: Buffer) => (stderr += c));
       child.on('close', (status) => resolve({ status, stdout, stderr }));
     });
-    // The fake is empty: plan would create the pod (exit 2), which it learned from the runtime.
-    assert.equal(r.status, 2, r.stderr);
-    assert.match(r.stdout, /create sandbox/);
-    assert.ok((fake.calls().ListPodSandbox ?? 0) > 0, 'plan asked the runtime');
-    const loaded = r.stderr.split('\n');
-    assert.ok(loaded.includes('NativeModule net'), 'the preload lists what Node loaded');
-    // Nor what the debug package (tty) and the not-found hook (readline) loaded at every start.
-    assert.deepEqual(loaded.filter((m) => /^NativeModule (http2|tls|http|crypto|perf_hooks|assert|tty|readline|readline\/promises|child_process)$/.test(m)), []);
+    return { ...r, askedRuntime: (fake.calls().ListPodSandbox ?? 0) > 0 };
   } finally {
     await fake.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test('plan with no agent reads the runtime over our own HTTP/2 client: no http2, tls, http, crypto or perf_hooks, and protobufjs without long.js', async () => {
+  const list = `data:text/javascript,process.on('exit', () => process.stderr.write(process.moduleLoadList.join('\\n')))`;
+  const r = await planOnFakeRuntime(['--import', list]);
+  // The fake is empty: plan would create the pod (exit 2), which it learned from the runtime.
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stdout, /create sandbox/);
+  assert.ok(r.askedRuntime, 'plan asked the runtime');
+  const loaded = r.stderr.split('\n');
+  assert.ok(loaded.includes('NativeModule net'), 'the preload lists what Node loaded');
+  // Nor what the debug package (tty) and the not-found hook (readline) loaded at every start.
+  assert.deepEqual(loaded.filter((m) => /^NativeModule (http2|tls|http|crypto|perf_hooks|assert|tty|readline|readline\/promises|child_process)$/.test(m)), []);
   // The CRI client's protobufjs has long.js left out: its decoders take 64-bit integers as numbers.
   const client = loadedAtStart('src/core/cri/client.ts');
   assert.ok(client.some((f) => f.endsWith('protobufjs/src/util/minimal.js')));
@@ -196,26 +202,10 @@ test('the commands the start-up benchmark measures leave V8 nothing to optimize 
     assert.deepEqual(queued(r.stdout), [], args.join(' '));
   }
   // plan with no agent, which reads the (fake) runtime: every chunk it loads is required through the loader.
-  const { FakeRuntime } = await import('../../fakecri/index.js');
-  const fake = await FakeRuntime.start({ runtimeName: 'fake' });
-  const dir = mkdtempSync(join(tmpdir(), 'podctl-plan-opt-'));
-  try {
-    const env = { ...process.env, CONTAINER_RUNTIME_ENDPOINT: fake.endpoint };
-    const r = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--trace-opt', join(ROOT, 'bin/run.js'), 'plan', join(ROOT, 'examples/hello.yaml'), '--root-dir', dir], { env });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c: Buffer) => (stdout += c));
-      child.stderr.on('data', (c: Buffer) => (stderr += c));
-      child.on('close', (status) => resolve({ status, stdout, stderr }));
-    });
-    assert.equal(r.status, 2, r.stderr);
-    assert.match(r.stdout, /create sandbox/);
-    assert.deepEqual(queued(r.stdout), []);
-  } finally {
-    await fake.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const r = await planOnFakeRuntime(['--trace-opt']);
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stdout, /create sandbox/);
+  assert.deepEqual(queued(r.stdout), []);
 });
 
 test("a command that asks the agent loads Node's crypto only when it hashes: agent status, with no agent there", () => {
