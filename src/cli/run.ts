@@ -10,11 +10,12 @@ import { statusSummary } from '../core/status/phase.js';
 import { errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
 import { AgentClient } from '../core/node/client.js';
-import type { AppliedPodRef, StandaloneNode } from '../core/node/node.js';
+import type { StandaloneNode } from '../core/node/node.js';
 import { agentLogFile } from '../core/node/paths.js';
 import { startAgentInBackground } from '../core/node/spawn.js';
 import type { WaitFor } from '../core/node/wait.js';
 import { awaitHandedOver } from './detach.js';
+import { watchForRemoval } from './delete.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
 
 /** What `podctl run` does once it has its pods: hand them to the agent, or be the node until Ctrl-C. */
@@ -58,8 +59,11 @@ export async function handOverUntilSignal(log: (line: string) => void, agent: Ag
   const stopLogs = flags.quiet ? undefined : streamPodLogs(flags['log-root'], () => pods, (line) => log(line));
   await untilSignal();
   log(`${stamp()} stopping: terminating ${refs.length} pod(s) gracefully (Ctrl-C again to stop waiting)`);
+  const removal = watchForRemoval(agent, refs);
   for (const r of refs) await agent.delete(r.namespace, r.name).catch((err) => process.stderr.write(`${r.namespace}/${r.name}: ${errorMessage(err)}\n`));
-  await Promise.race([untilGone(agent, refs), untilSignal()]);
+  // An agent that stops answering keeps nothing more to wait for.
+  await Promise.race([removal.untilGone().catch(() => undefined), untilSignal()]);
+  removal.cancel();
   clearInterval(poll);
   stopLogs?.();
   log(`${stamp()} stopped`);
@@ -131,13 +135,4 @@ function untilSignal(): Promise<void> {
     process.on('SIGINT', handler);
     process.on('SIGTERM', handler);
   });
-}
-
-/** Resolves once none of the pods is on the agent any more. */
-async function untilGone(agent: AgentClient, refs: AppliedPodRef[]): Promise<void> {
-  for (;;) {
-    const pods = await agent.pods().catch(() => []);
-    if (!pods.some((p) => refs.some((r) => r.namespace === p.metadata?.namespace && r.name === p.metadata?.name))) return;
-    await new Promise((r) => setTimeout(r, 300));
-  }
 }

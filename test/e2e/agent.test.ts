@@ -161,6 +161,31 @@ test('delete pod: gone within its grace period, and it stays gone for 30 s', asy
   }
 });
 
+test('a foreground run with an agent on the root dir hands its pods over, and takes them back at Ctrl-C: terminated and removed before it exits, the agent still running', async (t) => {
+  const { dir, root, args } = setup(t, 'handover');
+  const sleeper = (name: string) => manifest(name, '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+  const keeper = join(dir, 'keeper.yaml');
+  writeFileSync(keeper, sleeper('keeper'));
+  const detached = podctl(['run', '--detach', keeper, ...args]);
+  assert.equal(detached.code, 0, detached.stderr);
+  const file = join(dir, 'handed.yaml');
+  writeFileSync(file, sleeper('handed'));
+  const run = startPodctl(['run', '--quiet', file, ...args]);
+  t.after(async () => {
+    run.interrupt();
+    await run.done;
+  });
+  // The agent keeps it: get pods answers from the agent.
+  await eventually('the handed pod to run on the agent', async () => ((await getPod(root, 'handed'))?.status?.phase === 'Running' ? true : undefined), 60_000);
+  run.interrupt();
+  const done = await run.done;
+  assert.equal(done.code, 0, done.stderr);
+  // The run ends only once the agent has terminated and removed the pod.
+  assert.equal(await getPod(root, 'handed'), undefined);
+  assert.deepEqual(await runtimeView('handed'), { sandboxes: [], containers: [] });
+  assert.equal((await getPod(root, 'keeper'))?.status?.phase, 'Running', 'the agent and its own pod are untouched');
+});
+
 test('under a foreground run, get pods sees the tcpSocket readiness probe pass (Ready True), and the output streams as pod/container | line', async (t) => {
   const { dir, root, args } = setup(t, 'fg');
   const file = join(dir, 'tcp.yaml');

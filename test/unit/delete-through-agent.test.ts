@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IPod } from 'kubernetes-models/v1';
-import { deleteThroughAgent } from '../../src/cli/delete.js';
+import { deleteThroughAgent, watchForRemoval } from '../../src/cli/delete.js';
 import { AgentRequestError } from '../../src/core/node/client.js';
 
 type Event = { type: string; object: IPod };
@@ -73,4 +73,22 @@ test('delete through the agent: a pod the agent does not keep (404) or keeps fro
     assert.equal(await deleteThroughAgent(agent, 'default', 'web', 5, { pollMs: 3_600_000 }), false);
     assert.equal(agent.calls.cancelled, 1, 'the watch is closed');
   }
+});
+
+test('watching for several pods\' removal (a foreground run handing its pods back): done once every one has gone, by the watch', async () => {
+  const agent = fakeAgent([pod('web', 'u1'), pod('db', 'u2'), pod('other', 'u3')]);
+  const removal = watchForRemoval(agent, [{ namespace: 'default', name: 'web', uid: 'u1' }, { namespace: 'default', name: 'db', uid: 'u2' }], { pollMs: 3_600_000 });
+  let settled = false;
+  const done = removal.untilGone().then(() => (settled = true));
+  await new Promise((r) => setImmediate(r));
+  const reads = agent.calls.pods;
+  agent.remove('web');
+  agent.remove('other');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(settled, false, 'db is still there');
+  agent.remove('db');
+  await done;
+  removal.cancel();
+  assert.ok(agent.calls.pods <= reads + 2, `the list was read once a removal woke the wait, not polled (${agent.calls.pods - reads} reads)`);
+  assert.equal(agent.calls.cancelled, 1);
 });
