@@ -7,7 +7,7 @@ import { AgentRequestError } from '../../src/core/node/client.js';
 type Event = { type: string; object: IPod };
 
 /** An agent keeping pods by namespace/name: its list, its watch, and deletes that end when `remove` says so. */
-function fakeAgent(pods: IPod[], opts: { deleteStatus?: number; watchBreaks?: boolean } = {}) {
+function fakeAgent(pods: IPod[], opts: { deleteStatus?: number; watchBreaks?: boolean; onRead?: (reads: number) => void } = {}) {
   let kept = [...pods];
   const watchers = new Set<(e: Event) => void>();
   const calls = { pods: 0, delete: 0, watches: 0, cancelled: 0 };
@@ -15,7 +15,9 @@ function fakeAgent(pods: IPod[], opts: { deleteStatus?: number; watchBreaks?: bo
     calls,
     async pods() {
       calls.pods++;
-      return kept;
+      const answer = kept;
+      opts.onRead?.(calls.pods);
+      return answer;
     },
     async delete(): Promise<{ uid?: string }> {
       calls.delete++;
@@ -59,12 +61,10 @@ test('delete through the agent returns as the watch reports the pod removed, not
 });
 
 test('delete through the agent still ends when the watch is not there: the list is read until the pod is gone', async () => {
-  const agent = fakeAgent([pod('web', 'u1')], { watchBreaks: true });
-  const done = deleteThroughAgent(agent, 'default', 'web', 5, { pollMs: 5 });
-  await new Promise((r) => setTimeout(r, 30));
-  agent.remove('web');
-  assert.equal(await done, true);
-  assert.ok(agent.calls.pods >= 3, `the list was read while the pod terminated (${agent.calls.pods} reads)`);
+  // The agent removes the pod as it answers its fourth read (the one before the delete, then three while it terminates).
+  const agent = fakeAgent([pod('web', 'u1')], { watchBreaks: true, onRead: (n) => n === 4 && agent.remove('web') });
+  assert.equal(await deleteThroughAgent(agent, 'default', 'web', 5, { pollMs: 1 }), true);
+  assert.equal(agent.calls.pods, 5, 'the list was read until it no longer named the pod');
 });
 
 test('delete through the agent: a pod the agent does not keep (404) or keeps from its watch source (409) is not waited for', async () => {
