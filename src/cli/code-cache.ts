@@ -69,12 +69,6 @@ export class CodeCacheLoader {
 
   /** Node's require() per directory: the chunks share one (createRequire builds a file's node_modules paths each time). */
   private readonly nodeRequires = new Map<string, NodeJS.Require>();
-  /**
-   * A path required from a directory, resolved once: the chunks require the same few shared chunks
-   * some 150 times a start, and path.resolve at each was enough for V8 to queue it for optimization
-   * on a background thread, which a process waits for if it is still under way at exit.
-   */
-  private readonly targets = new Map<string, string>();
 
   /** The require() a file of the directory is given: this loader's for the directory's files, Node's for the rest. */
   private requireFor(file: string): NodeJS.Require {
@@ -83,9 +77,7 @@ export class CodeCacheLoader {
     if (!node) this.nodeRequires.set(from, (node = createRequire(file)));
     const req = ((spec: string) => {
       if (spec.startsWith('./') || spec.startsWith('../') || isAbsolute(spec)) {
-        const key = `${from}\0${spec}`;
-        let target = this.targets.get(key);
-        if (target === undefined) this.targets.set(key, (target = resolve(from, spec)));
+        const target = childPath(from, spec) ?? resolve(from, spec);
         if (this.owns(target)) return this.require(target);
       }
       return node(spec);
@@ -108,6 +100,21 @@ export class CodeCacheLoader {
     }
     return bytes;
   }
+}
+
+/**
+ * `./a/b` below an absolute, normalized directory, as path.resolve would give it, by concatenation;
+ * undefined for any other spec (`..`, `.`, empty segments, absolute). The chunks require one
+ * another some 150 times a start, each by `./chunk-….cjs`: path.resolve at each walked every
+ * character of the install path, enough for V8 to queue path's normalizeString for optimization
+ * on a background thread (which a process waits for at exit) once the checkout path is a few
+ * characters longer.
+ */
+export function childPath(dir: string, spec: string): string | undefined {
+  if (!spec.startsWith('./')) return undefined;
+  const rest = spec.slice(2);
+  for (const segment of rest.split('/')) if (segment === '' || segment === '.' || segment === '..') return undefined;
+  return dir.endsWith(sep) ? dir + rest : dir + sep + rest;
 }
 
 /** The same wrapper as Node's CommonJS loader: the file's lines keep their numbers. */

@@ -4,9 +4,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import fc from 'fast-check';
 import { pathToFileURL } from 'node:url';
-import { CodeCacheLoader, cacheFileOf } from '../../src/cli/code-cache.js';
+import { CodeCacheLoader, cacheFileOf, childPath } from '../../src/cli/code-cache.js';
 
 /** A directory of CommonJS files: a.cjs requires its chunk (and a built-in), the chunk requires a.cjs back (a cycle). */
 function fixture(): string {
@@ -82,4 +83,22 @@ test('CodeCacheLoader: a file that throws is not kept as loaded', () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('childPath joins a plain ./ spec below a directory exactly as path.resolve does, and leaves every other spec to it', () => {
+  const segment = fc.oneof(fc.constantFrom('.', '..', '', 'chunks', 'a.cjs', 'chunk-X1.cjs', '...', '.hidden'), fc.stringMatching(/^[a-z0-9._-]{1,8}$/));
+  const dir = fc.array(fc.stringMatching(/^[a-z0-9._-]{1,8}$/).filter((s) => s !== '.' && s !== '..'), { maxLength: 4 }).map((parts) => `/${parts.join('/')}`);
+  const spec = fc.tuple(fc.constantFrom('./', '../', '/', '', './/'), fc.array(segment, { minLength: 1, maxLength: 4 })).map(([head, parts]) => head + parts.join('/'));
+  fc.assert(
+    fc.property(dir, spec, (d, s) => {
+      const joined = childPath(d, s);
+      if (joined !== undefined) assert.equal(joined, resolve(d, s));
+      return true;
+    }),
+    { numRuns: 3000 },
+  );
+  // The specs the chunks use are joined here; anything with . or .. or an empty segment is not.
+  assert.equal(childPath('/opt/podctl/dist/cli', './chunks/chunk-AB12.cjs'), '/opt/podctl/dist/cli/chunks/chunk-AB12.cjs');
+  assert.equal(childPath('/', './a.cjs'), '/a.cjs');
+  for (const s of ['../a.cjs', './../a.cjs', './x/../a.cjs', './x/./a.cjs', './/a.cjs', './x/', 'a.cjs', '/a.cjs', '.']) assert.equal(childPath('/d', s), undefined, s);
 });
