@@ -18,7 +18,7 @@ const BURST = `
 const { boundHeapGrowth } = await import(process.argv[1]);
 const { getHeapSpaceStatistics } = await import('node:v8');
 const old = () => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
-if (process.argv[2] === 'bound') boundHeapGrowth({ execArgv: [], nodeOptions: '' });
+if (process.argv[2] === 'bound') boundHeapGrowth({ execArgv: [] });
 const live = [];
 let peak = 0;
 let sink;
@@ -40,8 +40,16 @@ async function burst(mode: 'bound' | 'default'): Promise<{ peak: number; live: n
 
 describe('the node heap bound', () => {
   it('leaves a heap growing factor Node was started with alone', () => {
-    assert.equal(boundHeapGrowth({ execArgv: ['--heap-growing-percent=80'], nodeOptions: '' }), false);
-    assert.equal(boundHeapGrowth({ execArgv: [], nodeOptions: '--max-old-space-size=512 --heap_growing_percent=10' }), false);
+    assert.equal(boundHeapGrowth({ execArgv: ['--heap-growing-percent=80'] }), false);
+    assert.equal(boundHeapGrowth({ execArgv: ['--max-old-space-size=512', '--heap_growing_percent=10'] }), false);
+  });
+
+  it('has no NODE_OPTIONS case to honour: Node refuses the flag there before any script runs', async () => {
+    for (const flag of ['--heap-growing-percent=10', '--heap_growing_percent=10']) {
+      const r = await run(process.execPath, ['-e', 'process.stdout.write("ran")'], { env: { ...process.env, NODE_OPTIONS: flag } }).catch((err: { code?: number; stdout?: string; stderr?: string }) => err);
+      assert.equal((r as { stdout?: string }).stdout ?? '', '', flag);
+      assert.match((r as { stderr?: string }).stderr ?? '', /is not allowed in NODE_OPTIONS/, flag);
+    }
   });
 
   // Without the bound the same burst commits 123 MiB of old space for 33 MiB live here (V8's factor of up to 4x).

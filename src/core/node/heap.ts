@@ -14,10 +14,12 @@ const FLAG = '--heap-growing-percent';
 
 let applied = false;
 
-/** Whether Node was started with its own heap growing factor (command line or NODE_OPTIONS): that one stands. */
-function chosenByUser(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
-  const given = (arg: string) => arg === FLAG || arg.startsWith(`${FLAG}=`) || arg === '--heap_growing_percent' || arg.startsWith('--heap_growing_percent=');
-  return execArgv.some(given) || (nodeOptions ?? '').split(/\s+/).some(given);
+/**
+ * Whether Node was started with its own heap growing factor: that one stands. Only the command
+ * line can give one: Node refuses V8 flags such as this one in NODE_OPTIONS, before any script runs.
+ */
+function chosenByUser(execArgv: readonly string[]): boolean {
+  return execArgv.some((arg) => arg === FLAG || arg.startsWith(`${FLAG}=`) || arg === '--heap_growing_percent' || arg.startsWith('--heap_growing_percent='));
 }
 
 /**
@@ -25,8 +27,8 @@ function chosenByUser(execArgv: readonly string[], nodeOptions: string | undefin
  * started with one. V8 reads the flag at each full GC, so it holds from the next one on.
  * Returns whether it was set now.
  */
-export function boundHeapGrowth(opts: { execArgv?: readonly string[]; nodeOptions?: string } = {}): boolean {
-  if (applied || chosenByUser(opts.execArgv ?? process.execArgv, opts.nodeOptions ?? process.env.NODE_OPTIONS)) return false;
+export function boundHeapGrowth(opts: { execArgv?: readonly string[] } = {}): boolean {
+  if (applied || chosenByUser(opts.execArgv ?? process.execArgv)) return false;
   applied = true;
   setFlagsFromString(`${FLAG}=${NODE_HEAP_GROWING_PERCENT}`);
   return true;
