@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriLogParser, containerLogFiles, followContainerLog, parseCriLine, readLogFile, selectRecords } from '../../src/core/logs/index.js';
 import { scratchDir } from '../support/e2e.js';
@@ -73,4 +73,39 @@ test('following: appended lines, a rotated file, then the next instance (1.log),
   } finally {
     dir.cleanup();
   }
+});
+
+test('following: a file truncated in place is read again from its start; what was left unfinished does not run into the first new line', async () => {
+  const dir = scratchDir('unit-logs-truncate');
+  try {
+    const c = join(dir.dir, 'app');
+    mkdirSync(c);
+    const log = join(c, '0.log');
+    // An unfinished physical line, and a partial (P) record waiting for its end.
+    writeFileSync(log, `${T(1)} stdout F one\n${T(2)} stdout P half of a record \n${T(3)} stdout F unfinish`);
+    const steps = [
+      () => truncateSync(log, 0),
+      () => appendFileSync(log, `${T(4)} stdout F after the truncation\n${T(5)} stdout F and more\n`),
+    ];
+    const seen: string[] = [];
+    await followContainerLog({
+      path: log,
+      onRecords: (records) => seen.push(...records.map((r) => r.text)),
+      shouldStop: () => steps.length === 0,
+      sleep: async () => steps.shift()?.(),
+    });
+    // The partial record is a line of its own; the half-written line's end went with the old content.
+    assert.deepEqual(seen, ['one', 'half of a record ', 'after the truncation', 'and more']);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+test('CriLogParser.flush: partial records waiting for their end come out as lines, oldest first; a half-written line is dropped', () => {
+  const p = new CriLogParser();
+  assert.deepEqual(p.push(`${T(2)} stderr P err part\n${T(1)} stdout P out \n${T(3)} stdout P part\n${T(4)} stdout F unfin`), []);
+  assert.deepEqual(p.flush().map((r) => [r.stream, r.text, r.time]), [['stdout', 'out part', T(1)], ['stderr', 'err part', T(2)]]);
+  assert.deepEqual(p.flush(), []);
+  // Nothing of before the flush joins what comes after it.
+  assert.deepEqual(p.push(`${T(5)} stdout F new\n`).map((r) => r.text), ['new']);
 });

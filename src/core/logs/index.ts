@@ -47,6 +47,25 @@ export function parseCriLine(line: string): CriRecord | undefined {
 export class CriLogParser {
   private rest = '';
   private readonly partial: Record<LogStream, string> = { stdout: '', stderr: '' };
+  /** The time of each stream's first partial record still waiting for its end. */
+  private readonly partialTime: Record<LogStream, string> = { stdout: '', stderr: '' };
+
+  /**
+   * Ends the stream here: the partial records still waiting for their end are lines of their own
+   * (oldest first), and a file line still being written is dropped (its end will not come).
+   */
+  flush(): LogRecord[] {
+    const out: LogRecord[] = [];
+    for (const stream of ['stdout', 'stderr'] as const) {
+      if (this.partial[stream] === '' && this.partialTime[stream] === '') continue;
+      const time = this.partialTime[stream];
+      out.push({ time, timeMs: Date.parse(time), stream, text: this.partial[stream] });
+      this.partial[stream] = '';
+      this.partialTime[stream] = '';
+    }
+    this.rest = '';
+    return out.sort((x, y) => x.timeMs - y.timeMs);
+  }
 
   push(chunk: string): LogRecord[] {
     const text = this.rest + chunk;
@@ -57,11 +76,13 @@ export class CriLogParser {
       const r = parseCriLine(line);
       if (!r) continue;
       if (r.partial) {
+        if (this.partialTime[r.stream] === '') this.partialTime[r.stream] = r.time;
         this.partial[r.stream] += r.text;
         continue;
       }
       const joined = this.partial[r.stream] + r.text;
       this.partial[r.stream] = '';
+      this.partialTime[r.stream] = '';
       out.push({ time: r.time, timeMs: Date.parse(r.time), stream: r.stream, text: joined });
     }
     return out;
@@ -287,7 +308,12 @@ export async function followContainerLog(opts: FollowOptions): Promise<void> {
           continue;
         }
       } else if (current && atPath && atPath.ino === current.ino && atPath.size < current.offset) {
-        current.offset = 0; // truncated in place
+        // Truncated in place: the file starts again. What was left unfinished must not run into
+        // its first new line: a partial record is a line of its own, a half-written line is gone.
+        current.offset = 0;
+        const pending = parser.flush();
+        if (pending.length) opts.onRecords(pending, path);
+        decoder = new StringDecoder('utf8');
         continue;
       } else if (!current && atPath) {
         current = await openPath();
