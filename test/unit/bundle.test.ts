@@ -197,7 +197,7 @@ test('the commands the start-up benchmark measures leave V8 nothing to optimize 
   // V8 queues a function by the bytecode it has run, and path's normalizeString runs once per
   // character of every path it resolves: the install path's length counts. So the CLI runs from a
   // copy of what npm installs, under a path of 100 characters (a deep global prefix), wherever the
-  // checkout and the temporary directory are. (Today it takes some 160 before V8 queues it.)
+  // checkout and the temporary directory are. (V8 queues it once the path is somewhere between 120 and 190.)
   const base = mkdtempSync(join(tmpdir(), 'podctl-install-'));
   const prefix = join(base, 'lib', 'node_modules');
   const root = join(prefix, `podctl${'x'.repeat(Math.max(0, 100 - prefix.length - '/podctl'.length))}`);
