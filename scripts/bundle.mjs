@@ -60,6 +60,53 @@ const oclifDebug = {
 // Its top-level requires become lazy (scripts/lazy-require.cjs): a module is evaluated
 // when something first uses it. tsc writes them one a line, as matched here.
 const lazyHelper = join(root, 'scripts/lazy-require.cjs');
+const stdioModule = JSON.stringify(join(root, 'src/cli/stdio.ts'));
+/** [oclif file, its text, the text it is replaced with]: each must be found (the build throws). */
+const stdioReplacements = [
+  // Its terminal widths (80 off a terminal), computed when first read rather than as it loads.
+  [
+    /[\\/]lib[\\/]screen\.js$/,
+    'exports.stdtermwidth = columns || termwidth(process.stdout);\nexports.errtermwidth = columns || termwidth(process.stderr);',
+    `const __podctlStdio = require(${stdioModule});\nconst __podctlWidths = [];\nconst __podctlWidth = (fd) => (__podctlWidths[fd] ??= columns || (__podctlStdio.isTerminal(fd) ? termwidth(fd === 1 ? process.stdout : process.stderr) : 80));\nObject.defineProperty(exports, 'stdtermwidth', { get: () => __podctlWidth(1) });\nObject.defineProperty(exports, 'errtermwidth', { get: () => __podctlWidth(2) });`,
+  ],
+  // Its handler of a closed stdout: src/cli/stdio.ts gives it to the stream when the stream is made.
+  [/[\\/]lib[\\/]command\.js$/, "process.stdout.on('error', (err) => {\n    if (err && err.code === 'EPIPE')\n        return;\n    throw err;\n});", ''],
+  [/[\\/]lib[\\/]ux[\\/]index\.js$/, 'const ACTION_TYPE = (Boolean(process.stderr.isTTY) &&', `const ACTION_TYPE = (require(${stdioModule}).isTerminal(2) &&`],
+  // The spinner's copies of the streams' write functions, taken when first used.
+  [
+    /[\\/]lib[\\/]ux[\\/]action[\\/]base\.js$/,
+    '    stdmockOrigs = {\n        stderr: process.stderr.write,\n        stdout: process.stdout.write,\n    };',
+    '    #origs;\n    get stdmockOrigs() {\n        return (this.#origs ??= { stderr: process.stderr.write, stdout: process.stdout.write });\n    }\n    set stdmockOrigs(value) {\n        this.#origs = value;\n    }',
+  ],
+  // At exit, a stream never made has nothing to flush.
+  [/[\\/]lib[\\/]flush\.js$/, 'async function _flush() {\n', `async function _flush() {\n    if (!require(${stdioModule}).stdioMade(1))\n        return;\n`],
+  // Whether to colour (help): supports-color asks tty.isatty, which loads net, even when FORCE_COLOR
+  // decides (src/cli/start.ts sets 0 off a terminal); for 0 and false it answers no, as here.
+  [
+    /[\\/]lib[\\/]ux[\\/]supports-color\.js$/,
+    'function supportsColor() {\n',
+    "function supportsColor() {\n    if (process.env.FORCE_COLOR === '0' || process.env.FORCE_COLOR === 'false')\n        return false;\n",
+  ],
+  // ux.stdout and ux.stderr (this.log, this.logToStderr, help) wrote with console.log and console.error.
+  [
+    /[\\/]lib[\\/]ux[\\/]write\.js$/,
+    'const node_util_1 = require("node:util");\nconst stdout = (str, ...args) => {',
+    `const node_util_1 = require("node:util");\nconst __podctlStdio = require(${stdioModule});\nconst console = { log: (...a) => __podctlStdio.writeStdout(\`\${(0, node_util_1.format)(...a)}\\n\`), error: (...a) => __podctlStdio.writeStderr(\`\${(0, node_util_1.format)(...a)}\\n\`) };\nconst stdout = (str, ...args) => {`,
+  ],
+];
+// ansis (oclif's colours) asks process.stdout whether it is a terminal as it loads, even when
+// FORCE_COLOR decides: it asks src/cli/stdio.ts, which makes no stream for the answer.
+const ansisStdio = {
+  name: 'ansis-stdio',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]ansis[\\/]index\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      const ask = '!!s.stdout?.isTTY';
+      if (text.split(ask).length !== 2) throw new Error(`${args.path}: no longer asks process.stdout.isTTY once as expected; look again at ansis-stdio`);
+      return { contents: text.replace(ask, `require(${stdioModule}).isTerminal(1)`), loader: 'js' };
+    });
+  },
+};
 const REQUIRE_LINE = /^(const|var) (\w+) = (?:(__importDefault|__importStar)\()?require\((["'])([^"']+)\4\)\)?;$|^exports\.(\w+) = __importStar\(require\((["'])([^"']+)\7\)\);$/;
 const lazyOclif = {
   name: 'lazy-oclif',
@@ -90,6 +137,15 @@ const lazyOclif = {
         const read = "const contents = await (0, promises_1.readFile)(path, 'utf8');";
         if (!text.includes(read)) throw new Error(`${args.path}: no longer reads JSON as expected; look again at this replacement`);
         text = text.replace(read, "const contents = (0, node_fs_1.readFileSync)(path, 'utf8');");
+      }
+      // Node makes process.stdout and process.stderr on first use: for a pipe, net and stream with
+      // some twenty internal modules, about 5 ms of a command that prints a line. oclif asked for
+      // both as it loaded; it now asks when it needs them, and writes its lines with
+      // src/cli/stdio.ts (at once, or through the streams once anything made them).
+      for (const [file, old, replacement] of stdioReplacements) {
+        if (!file.test(args.path)) continue;
+        if (!text.includes(old)) throw new Error(`${args.path}: no longer reads as expected (${old.split('\n')[0]}); look again at the stdio replacements`);
+        text = text.replace(old, replacement);
       }
       const lines = text.split('\n');
       for (let i = 0; i < lines.length; i++) {
@@ -232,7 +288,7 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
   write: false,
-  plugins: [pluginFiles, lazyOclif, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth, plainWrap, noLong],
+  plugins: [pluginFiles, lazyOclif, ansisStdio, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth, plainWrap, noLong],
 });
 // esbuild splits only ES modules; Node 20 caches the compilation of none. Each file becomes the
 // same module in CommonJS: its imports of other chunks are require()s, an import() a require()

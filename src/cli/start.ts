@@ -7,9 +7,16 @@
 // loader (about 10 ms), for nothing.
 import { join } from 'node:path';
 import { CodeCacheLoader } from './code-cache.js';
+import { isTerminal, watchStdio } from './stdio.js';
 
 /** Runs the CLI from `dir`, the bundle's directory (dist/cli), two levels below the package root. */
 export function start(dir: string): Promise<unknown> {
+  watchStdio();
+  // Colour only on a terminal and never with NO_COLOR: the libraries would colour a pipe whenever
+  // CI is set. Set before the CLI loads, since they read it when they are imported.
+  if (process.env.NO_COLOR !== undefined || (!isTerminal(1) && !isTerminal(2) && process.env.FORCE_COLOR === undefined)) {
+    process.env.FORCE_COLOR = '0';
+  }
   const loader = new CodeCacheLoader(dir);
   const cli = loader.require(join(dir, 'cli.cjs')) as { main: (root: string) => Promise<unknown> };
   return cli.main(join(dir, '..', '..'));

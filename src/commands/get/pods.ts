@@ -8,6 +8,7 @@ import { yamlDumper } from '../../cli/yaml.js';
 import { PodctlError } from '../../core/errors.js';
 import type { PodQuery, ViewedPod } from '../../core/podview/index.js';
 import { podMeta } from '../../core/util/pod-key.js';
+import { writeStderr } from '../../cli/stdio.js';
 
 export class GetPods extends PodctlCommand {
   static override summary = "List podctl's pods with kubectl's columns, whether or not `podctl watch` runs.";
@@ -65,7 +66,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       return;
     }
     if (pods.length === 0) {
-      process.stderr.write(`No resources found in ${nsLabel} namespace.\n`);
+      writeStderr(`No resources found in ${nsLabel} namespace.\n`);
       return;
     }
     // The table code (cli-table3) loads only when there are rows to lay out.
@@ -73,7 +74,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     const unknown = viewed.filter((v) => v.readinessUnknown.length);
     if (unknown.length) {
       const names = unknown.map((v) => `${podMeta(v.pod).name} (${v.readinessUnknown.join(', ')})`).join('; ');
-      process.stderr.write(`note: no running watch knows the readiness probes of ${names}: shown not ready\n`);
+      writeStderr(`note: no running watch knows the readiness probes of ${names}: shown not ready\n`);
     }
   }
 
@@ -95,7 +96,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       try {
         now = await list();
       } catch (err) {
-        process.stderr.write(`${(err as Error).message}\n`);
+        writeStderr(`${(err as Error).message}\n`);
         continue;
       }
       const present = new Set<string>();

@@ -1,0 +1,97 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const STDIO = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'cli', 'stdio.js')).href;
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+
+/** A child that watches its stdio as the CLI does, then runs `body` (an ES module's text, with the module as `s`). */
+function child(body: string): ReturnType<typeof spawn> {
+  const script = `import * as s from ${JSON.stringify(STDIO)};\ns.watchStdio();\n${body}`;
+  return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Lines 0..n-1, numbered, about 1 MB for 20,000: far more than a pipe holds. */
+const numbered = (n: number) => Array.from({ length: n }, (_, i) => `line ${i} ${'x'.repeat(40)}\n`).join('');
+
+test('the CLI writes its lines without making process.stdout or process.stderr, and a stream made since takes the writes that follow, in order', () => {
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import * as s from ${JSON.stringify(STDIO)};
+s.watchStdio();
+s.writeStdout('one\\n');
+s.writeStderr('err one\\n');
+const before = [s.stdioMade(1), s.stdioMade(2)];
+process.stdout.write('two\\n');
+s.writeStdout('three\\n');
+s.writeStderr(JSON.stringify({ before, after: [s.stdioMade(1), s.stdioMade(2)] }) + '\\n');`,
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, 'one\ntwo\nthree\n');
+  const [first, made] = r.stderr.split('\n');
+  assert.equal(first, 'err one');
+  assert.deepEqual(JSON.parse(made!), { before: [false, false], after: [true, false] });
+});
+
+test('a full non-blocking stdout (EAGAIN) gets the rest through the stream, which waits for the reader: every line arrives, in order', async () => {
+  // net.Socket on fd 1 makes the pipe non-blocking, as a Node parent sharing it would, without making process.stdout.
+  const c = child(`import { Socket } from 'node:net';
+new Socket({ fd: 1, readable: false, writable: true });
+const text = Array.from({ length: 20000 }, (_, i) => 'line ' + i + ' ' + 'x'.repeat(40) + '\\n').join('');
+for (let i = 0; i < text.length; i += 65536) s.writeStdout(text.slice(i, i + 65536));
+process.stderr.write(s.stdioMade(1) ? 'fell back\\n' : 'never full\\n');`);
+  let stderr = '';
+  const fellBack = new Promise<string>((resolve) => {
+    c.stderr!.on('data', (d: Buffer) => {
+      stderr += d;
+      if (stderr.includes('\n')) resolve(stderr.trim());
+    });
+  });
+  // Nothing is read until the child has met the full pipe.
+  assert.equal(await fellBack, 'fell back');
+  let stdout = '';
+  c.stdout!.on('data', (d: Buffer) => (stdout += d));
+  const code = await new Promise((resolve) => c.on('close', resolve));
+  assert.equal(code, 0);
+  assert.equal(stdout, numbered(20_000));
+});
+
+test('a reader gone (EPIPE, as with | head) ends no command: the rest is dropped, exit 0, nothing on stderr', async () => {
+  const c = child(`const text = Array.from({ length: 20000 }, (_, i) => 'line ' + i + ' ' + 'x'.repeat(40) + '\\n').join('');
+for (let i = 0; i < text.length; i += 4096) s.writeStdout(text.slice(i, i + 4096));
+s.writeStderr('done\\n');`);
+  let stderr = '';
+  c.stderr!.on('data', (d: Buffer) => (stderr += d));
+  c.stdout!.once('data', () => c.stdout!.destroy());
+  const code = await new Promise((resolve) => c.on('close', resolve));
+  assert.equal(code, 0);
+  assert.equal(stderr, 'done\n');
+});
+
+test('isTerminal: a pipe, a file and /dev/null are not terminals', () => {
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', `import { isTerminal } from ${JSON.stringify(STDIO)}; process.stderr.write(JSON.stringify([isTerminal(0), isTerminal(1), isTerminal(99)]));`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
+  });
+  assert.deepEqual(JSON.parse(r.stderr), [false, false, false]);
+});
+
+test('podctl --version, --help and validate make neither process.stdout nor process.stderr: they write to the descriptors', () => {
+  // Node's list of the modules it loaded: a stream for a pipe loads net, for a file sync_write_stream, for a terminal tty (the preload itself loads stream).
+  const list = `data:text/javascript,import { writeSync } from 'node:fs'; process.on('exit', () => writeSync(2, process.moduleLoadList.join('\\n')))`;
+  for (const args of [['--version'], ['--help'], ['validate', join(ROOT, 'examples/hello.yaml')]]) {
+    const r = spawnSync(process.execPath, ['--import', list, join(ROOT, 'bin/run.js'), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(r.stdout.length > 0, args.join(' '));
+    const loaded = r.stderr.split('\n');
+    assert.ok(loaded.includes('NativeModule fs'), 'the preload lists what Node loaded');
+    assert.deepEqual(loaded.filter((m) => /^NativeModule (net|tty|internal\/fs\/sync_write_stream)$/.test(m)), [], args.join(' '));
+  }
+});
