@@ -14,10 +14,21 @@ import { fstatSync, readlinkSync, writeSync } from 'node:fs';
 interface StdioState {
   /** Whether process.stdout, process.stderr were made (by index: 1, 2). */
   made: [boolean, boolean, boolean];
+  /** Bytes written to each descriptor directly. */
+  direct: [number, number, number];
   watching: boolean;
 }
 const STATE = Symbol.for('podctl.stdio');
-const state = ((globalThis as Record<symbol, StdioState | undefined>)[STATE] ??= { made: [false, false, false], watching: false });
+const state = ((globalThis as Record<symbol, StdioState | undefined>)[STATE] ??= { made: [false, false, false], direct: [0, 0, 0], watching: false });
+
+/**
+ * How much is written directly before the stream takes over. A shell's pipe is blocking: a direct
+ * write to a full one waits for the reader, the whole process with it (a paused pager under
+ * `podctl watch`), where the stream queues and the event loop goes on. A pipe nobody has read
+ * from yet holds 64 KB (16 KB still when the user's pipe pages run short): a command's first
+ * lines (any help page, validate, a list) never wait.
+ */
+export const DIRECT_LIMIT = 16 * 1024;
 
 /**
  * Notes when process.stdout or process.stderr is made, from Node's own lazy getter; gives stdout
@@ -82,11 +93,15 @@ export function isTerminal(fd: number): boolean {
  */
 export function writeStdio(fd: 1 | 2, text: string): void {
   // Unwatched (not the CLI: a test, a library), whether a stream exists is not known: use it.
-  if (!state.watching || state.made[fd]) {
+  if (!state.watching || state.made[fd] || state.direct[fd] + text.length > DIRECT_LIMIT) {
     (fd === 1 ? process.stdout : process.stderr).write(text);
     return;
   }
   const bytes = Buffer.from(text, 'utf8');
+  if ((state.direct[fd] += bytes.length) > DIRECT_LIMIT) {
+    (fd === 1 ? process.stdout : process.stderr).write(bytes);
+    return;
+  }
   let offset = 0;
   while (offset < bytes.length) {
     try {

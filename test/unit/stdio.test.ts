@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { DIRECT_LIMIT } from '../../src/cli/stdio.js';
 
 const STDIO = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'cli', 'stdio.js')).href;
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -13,8 +14,6 @@ function child(body: string): ReturnType<typeof spawn> {
   return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-/** Lines 0..n-1, numbered, about 1 MB for 20,000: far more than a pipe holds. */
-const numbered = (n: number) => Array.from({ length: n }, (_, i) => `line ${i} ${'x'.repeat(40)}\n`).join('');
 
 test('the CLI writes its lines without making process.stdout or process.stderr, and a stream made since takes the writes that follow, in order', () => {
   const r = spawnSync(
@@ -40,27 +39,53 @@ s.writeStderr(JSON.stringify({ before, after: [s.stdioMade(1), s.stdioMade(2)] }
   assert.deepEqual(JSON.parse(made!), { before: [false, false], after: [true, false] });
 });
 
-test('a full non-blocking stdout (EAGAIN) gets the rest through the stream, which waits for the reader: every line arrives, in order', async () => {
-  // net.Socket on fd 1 makes the pipe non-blocking, as a Node parent sharing it would, without making process.stdout.
+test('a full non-blocking stdout (EAGAIN) gets the rest through the stream, which waits for the reader: every byte arrives, in order', async () => {
+  // net.Socket on fd 1 makes the pipe non-blocking, as a Node parent sharing it would, without making
+  // process.stdout; the child then fills the pipe itself before it writes its line.
   const c = child(`import { Socket } from 'node:net';
+import { writeSync } from 'node:fs';
 new Socket({ fd: 1, readable: false, writable: true });
-const text = Array.from({ length: 20000 }, (_, i) => 'line ' + i + ' ' + 'x'.repeat(40) + '\\n').join('');
-for (let i = 0; i < text.length; i += 65536) s.writeStdout(text.slice(i, i + 65536));
-process.stderr.write(s.stdioMade(1) ? 'fell back\\n' : 'never full\\n');`);
+let filled = 0;
+for (;;) {
+  try { filled += writeSync(1, Buffer.alloc(4096, 'f')); } catch (err) { if (err.code !== 'EAGAIN') throw err; break; }
+}
+s.writeStdout('the line after the fill\\n');
+process.stderr.write(JSON.stringify({ filled, made: s.stdioMade(1) }) + '\\n');`);
   let stderr = '';
-  const fellBack = new Promise<string>((resolve) => {
+  const report = new Promise<{ filled: number; made: boolean }>((resolve) => {
     c.stderr!.on('data', (d: Buffer) => {
       stderr += d;
-      if (stderr.includes('\n')) resolve(stderr.trim());
+      if (stderr.includes('\n')) resolve(JSON.parse(stderr) as { filled: number; made: boolean });
     });
   });
   // Nothing is read until the child has met the full pipe.
-  assert.equal(await fellBack, 'fell back');
+  const { filled, made } = await report;
+  assert.ok(filled > 0);
+  assert.equal(made, true, 'the line went to the stream');
   let stdout = '';
   c.stdout!.on('data', (d: Buffer) => (stdout += d));
   const code = await new Promise((resolve) => c.on('close', resolve));
   assert.equal(code, 0);
-  assert.equal(stdout, numbered(20_000));
+  assert.equal(stdout, `${'f'.repeat(filled)}the line after the fill\n`);
+});
+
+test(`past ${DIRECT_LIMIT / 1024} KB written directly, the stream takes the writes (a blocking pipe whose reader pauses would stop the process): every line arrives, in order`, () => {
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import * as s from ${JSON.stringify(STDIO)};
+s.watchStdio();
+const made = [];
+for (let i = 0; i < 5; i++) { s.writeStdout(i + ':' + 'x'.repeat(6000) + '\\n'); made.push(s.stdioMade(1)); }
+s.writeStderr(JSON.stringify(made) + '\\n');`,
+    ],
+    { encoding: 'utf8', maxBuffer: 1 << 20 },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, Array.from({ length: 5 }, (_, i) => `${i}:${'x'.repeat(6000)}\n`).join(''));
+  assert.deepEqual(JSON.parse(r.stderr), [false, false, true, true, true]);
 });
 
 test('a reader gone (EPIPE, as with | head) ends no command: the rest is dropped, exit 0, nothing on stderr', async () => {
