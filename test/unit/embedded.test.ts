@@ -1,8 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { cniConflist, containerdConfig, hostsToml, registryConfig } from '../../src/core/embedded/config.js';
 import { embeddedEndpoint, embeddedPaths, mountsBelow } from '../../src/core/embedded/index.js';
-import { livePid } from '../../src/core/embedded/process.js';
+import { daemonEnd, livePid, startDaemon } from '../../src/core/embedded/process.js';
 
 const paths = embeddedPaths({ root: '/r', runDir: '/run/x' });
 
@@ -74,4 +77,20 @@ test('a pid file counts only when its process is alive and is the one we started
   delete files['/proc/1234/cmdline'];
   assert.equal(livePid('/pid', ours, read), undefined, 'a dead process');
   assert.equal(livePid('/missing', ours, read), undefined);
+});
+
+test('startDaemon records its pid, and how the daemon ended when it ends while this process runs (a signal, or its exit code)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-daemon-'));
+  try {
+    const killed = startDaemon('sh', ['-c', 'echo up; kill -9 $$'], join(dir, 'a.log'), join(dir, 'a.pid'));
+    const exited = startDaemon('sh', ['-c', 'exit 3'], join(dir, 'b.log'), join(dir, 'b.pid'));
+    assert.equal(readFileSync(join(dir, 'a.pid'), 'utf8'), `${killed}\n`);
+    // The ends arrive as exit events: waited for, in bounded steps.
+    for (let i = 0; i < 500 && (daemonEnd(killed) === undefined || daemonEnd(exited) === undefined); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(daemonEnd(killed), 'signal SIGKILL');
+    assert.equal(daemonEnd(exited), 'exit code 3');
+    assert.equal(readFileSync(join(dir, 'a.log'), 'utf8'), 'up\n');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

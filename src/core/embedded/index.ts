@@ -7,7 +7,7 @@ import { ensureImages, registryAnswers, servedImages } from './images.js';
 import { ensurePodMasquerade, MASQUERADE_CHAIN, removePodMasquerade, sweepBridgeMasquerades, type Iptables } from './masquerade.js';
 import { ensurePackages } from './packages.js';
 import { embeddedEndpoint, embeddedPaths, registryPort, type EmbeddedPaths } from './paths.js';
-import { livePid, removeFile, run, sleep, startDaemon, stopPid } from './process.js';
+import { daemonEnd, livePid, processCmdline, removeFile, run, sleep, startDaemon, stopPid } from './process.js';
 import { embeddedContainerd, isContainerd, isRegistry } from './probe.js';
 import { reapLostShims } from './shims.js';
 
@@ -132,9 +132,10 @@ async function startRegistry(paths: EmbeddedPaths, port: number): Promise<void> 
   throw new EmbeddedRuntimeError(`the image registry did not answer on 127.0.0.1:${port} within 10 s`, `see ${join(paths.logDir, 'registry.log')}`);
 }
 
-async function startContainerd(paths: EmbeddedPaths, restart: boolean, log: Log): Promise<void> {
+/** The running containerd's pid: the one there, or one started now. */
+async function startContainerd(paths: EmbeddedPaths, restart: boolean, log: Log): Promise<number> {
   const pid = livePid(paths.pidFile('containerd'), isContainerd(paths));
-  if (pid !== undefined && !restart) return;
+  if (pid !== undefined && !restart) return pid;
   if (pid !== undefined) {
     log('configuration changed: restarting the embedded containerd');
     await stopPid(pid, 10_000, () => livePid(paths.pidFile('containerd'), isContainerd(paths)) !== undefined);
@@ -144,7 +145,7 @@ async function startContainerd(paths: EmbeddedPaths, restart: boolean, log: Log)
   // A socket nobody owns (after a crash) would make containerd refuse to start.
   removeFile(paths.socket);
   removeFile(`${paths.socket}.ttrpc`);
-  startDaemon('containerd', ['--config', paths.configFile], join(paths.logDir, 'containerd.log'), paths.pidFile('containerd'));
+  return startDaemon('containerd', ['--config', paths.configFile], join(paths.logDir, 'containerd.log'), paths.pidFile('containerd'));
 }
 
 function tail(file: string, lines: number): string {
@@ -182,7 +183,7 @@ export async function embeddedUp(opts: {
   if (existsSync('/sys/fs/cgroup/unified/cgroup.controllers')) await ensureCrunCgroups(log);
   await startRegistry(paths, port);
   await ensureImages(paths.imagesDir, port, log);
-  await startContainerd(paths, changed, log);
+  const started = await startContainerd(paths, changed, log);
 
   const endpoint = embeddedEndpoint(paths);
   const timeoutMs = opts.timeoutMs ?? 60_000;
@@ -191,7 +192,8 @@ export async function embeddedUp(opts: {
   let detail = 'not checked';
   while (Date.now() < deadline) {
     if (livePid(paths.pidFile('containerd'), isContainerd(paths)) === undefined) {
-      throw new EmbeddedRuntimeError('the embedded containerd exited during start-up', `its log ends with:\n${tail(join(paths.logDir, 'containerd.log'), 10)}`);
+      const end = daemonEnd(started) ?? (processCmdline(started) ? `pid ${started} is now: ${processCmdline(started)!.join(' ')}` : `pid ${started} is gone`);
+      throw new EmbeddedRuntimeError(`the embedded containerd exited during start-up (${end})`, `its log ends with:\n${tail(join(paths.logDir, 'containerd.log'), 10)}`);
     }
     if (existsSync(paths.socket)) {
       const r = await opts.waitReady(endpoint, abort.signal);

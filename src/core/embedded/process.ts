@@ -3,15 +3,26 @@ import { openSync, closeSync, writeFileSync, rmSync } from 'node:fs';
 
 export { livePid, processCmdline } from './pid.js';
 
+/** How the daemons this process started ended, by pid: seen while this process still runs. */
+const daemonEnds = new Map<number, string>();
+
+/** How a daemon this process started ended ("exit code 1", "signal SIGKILL"), if it has and this process saw it. */
+export function daemonEnd(pid: number): string | undefined {
+  return daemonEnds.get(pid);
+}
+
 /** Starts a daemon detached from us, output to a log file, and records its pid. */
 export function startDaemon(cmd: string, args: string[], logFile: string, pidFile: string): number {
   const fd = openSync(logFile, 'a');
   try {
     const child = spawn(cmd, args, { detached: true, stdio: ['ignore', fd, fd] });
     if (child.pid === undefined) throw new Error(`could not start ${cmd}`);
+    const pid = child.pid;
+    // An end during start-up is then said with its cause, which the daemon's log may not hold.
+    child.once('exit', (code, signal) => daemonEnds.set(pid, signal ? `signal ${signal}` : `exit code ${code}`));
     child.unref();
-    writeFileSync(pidFile, `${child.pid}\n`);
-    return child.pid;
+    writeFileSync(pidFile, `${pid}\n`);
+    return pid;
   } finally {
     closeSync(fd);
   }
