@@ -8,30 +8,25 @@ import { DIRECT_LIMIT } from '../../src/cli/stdio.js';
 const STDIO = pathToFileURL(join(import.meta.dirname, '..', '..', 'src', 'cli', 'stdio.js')).href;
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
-/** A child that watches its stdio as the CLI does, then runs `body` (an ES module's text, with the module as `s`). */
+/** A script that watches its stdio as the CLI does, then runs `body` (an ES module's text, with the module as `s`). */
+const script = (body: string) => ['--input-type=module', '-e', `import * as s from ${JSON.stringify(STDIO)};\ns.watchStdio();\n${body}`];
+
+/** That script in a child process, its output on pipes read by the caller. */
 function child(body: string): ReturnType<typeof spawn> {
-  const script = `import * as s from ${JSON.stringify(STDIO)};\ns.watchStdio();\n${body}`;
-  return spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, script(body), { stdio: ['ignore', 'pipe', 'pipe'] });
 }
+
+/** That script run to its end. */
+const runToEnd = (body: string) => spawnSync(process.execPath, script(body), { encoding: 'utf8', maxBuffer: 1 << 20 });
 
 
 test('the CLI writes its lines without making process.stdout or process.stderr, and a stream made since takes the writes that follow, in order', () => {
-  const r = spawnSync(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `import * as s from ${JSON.stringify(STDIO)};
-s.watchStdio();
-s.writeStdout('one\\n');
+  const r = runToEnd(`s.writeStdout('one\\n');
 s.writeStderr('err one\\n');
 const before = [s.stdioMade(1), s.stdioMade(2)];
 process.stdout.write('two\\n');
 s.writeStdout('three\\n');
-s.writeStderr(JSON.stringify({ before, after: [s.stdioMade(1), s.stdioMade(2)] }) + '\\n');`,
-    ],
-    { encoding: 'utf8' },
-  );
+s.writeStderr(JSON.stringify({ before, after: [s.stdioMade(1), s.stdioMade(2)] }) + '\\n');`);
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, 'one\ntwo\nthree\n');
   const [first, made] = r.stderr.split('\n');
@@ -41,48 +36,42 @@ s.writeStderr(JSON.stringify({ before, after: [s.stdioMade(1), s.stdioMade(2)] }
 
 test('a full non-blocking stdout (EAGAIN) gets the rest through the stream, which waits for the reader: every byte arrives, in order', async () => {
   // net.Socket on fd 1 makes the pipe non-blocking, as a Node parent sharing it would, without making
-  // process.stdout; the child then fills the pipe itself before it writes its line.
+  // process.stdout. The child fills the pipe itself, then writes a line. The parent does not read
+  // yet, but its paused stream still takes up to its high-water mark from the pipe: a line that
+  // found room so went out directly, and the child fills the pipe again, until one met it full.
   const c = child(`import { Socket } from 'node:net';
 import { writeSync } from 'node:fs';
 new Socket({ fd: 1, readable: false, writable: true });
-let filled = 0;
-for (;;) {
-  try { filled += writeSync(1, Buffer.alloc(4096, 'f')); } catch (err) { if (err.code !== 'EAGAIN') throw err; break; }
+const fills = [];
+for (let lines = 0; !s.stdioMade(1) && lines < 1000; lines++) {
+  let filled = 0;
+  for (;;) {
+    try { filled += writeSync(1, Buffer.alloc(4096, 'f')); } catch (err) { if (err.code !== 'EAGAIN') throw err; break; }
+  }
+  fills.push(filled);
+  s.writeStdout('a line after a fill\\n');
 }
-s.writeStdout('the line after the fill\\n');
-process.stderr.write(JSON.stringify({ filled, made: s.stdioMade(1) }) + '\\n');`);
+process.stderr.write(JSON.stringify({ fills, made: s.stdioMade(1) }) + '\\n');`);
   let stderr = '';
-  const report = new Promise<{ filled: number; made: boolean }>((resolve) => {
+  const report = new Promise<{ fills: number[]; made: boolean }>((resolve) => {
     c.stderr!.on('data', (d: Buffer) => {
       stderr += d;
-      if (stderr.includes('\n')) resolve(JSON.parse(stderr) as { filled: number; made: boolean });
+      if (stderr.includes('\n')) resolve(JSON.parse(stderr) as { fills: number[]; made: boolean });
     });
   });
-  // Nothing is read until the child has met the full pipe.
-  const { filled, made } = await report;
-  assert.ok(filled > 0);
-  assert.equal(made, true, 'the line went to the stream');
+  const { fills, made } = await report;
+  assert.equal(made, true, 'a line went to the stream');
   let stdout = '';
   c.stdout!.on('data', (d: Buffer) => (stdout += d));
   const code = await new Promise((resolve) => c.on('close', resolve));
   assert.equal(code, 0);
-  assert.equal(stdout, `${'f'.repeat(filled)}the line after the fill\n`);
+  assert.equal(stdout, fills.map((n) => `${'f'.repeat(n)}a line after a fill\n`).join(''));
 });
 
 test(`past ${DIRECT_LIMIT / 1024} KB written directly, the stream takes the writes (a blocking pipe whose reader pauses would stop the process): every line arrives, in order`, () => {
-  const r = spawnSync(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `import * as s from ${JSON.stringify(STDIO)};
-s.watchStdio();
-const made = [];
+  const r = runToEnd(`const made = [];
 for (let i = 0; i < 5; i++) { s.writeStdout(i + ':' + 'x'.repeat(6000) + '\\n'); made.push(s.stdioMade(1)); }
-s.writeStderr(JSON.stringify(made) + '\\n');`,
-    ],
-    { encoding: 'utf8', maxBuffer: 1 << 20 },
-  );
+s.writeStderr(JSON.stringify(made) + '\\n');`);
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, Array.from({ length: 5 }, (_, i) => `${i}:${'x'.repeat(6000)}\n`).join(''));
   assert.deepEqual(JSON.parse(r.stderr), [false, false, true, true, true]);
