@@ -139,7 +139,7 @@ const lazyOclif = {
         text = text.replace(read, "const contents = (0, node_fs_1.readFileSync)(path, 'utf8');");
       }
       // Node makes process.stdout and process.stderr on first use: for a pipe, net and stream with
-      // some twenty internal modules, about 5 ms of a command that prints a line. oclif asked for
+      // some twenty internal modules, 2 to 4 ms of a command that prints a line. oclif asked for
       // both as it loaded; it now asks when it needs them, and writes its lines with
       // src/cli/stdio.ts (at once, or through the streams once anything made them).
       for (const [file, old, replacement] of stdioReplacements) {
