@@ -1,7 +1,6 @@
-import { existsSync } from 'node:fs';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlError } from '../errors.js';
-import { request, unixSocket } from '../status/client.js';
+import { exchange, request, unixSocket, type Answer } from '../status/client.js';
 import type { PlanAnswer } from '../plan.js';
 import type { AppliedPodRef } from './node.js';
 import { agentSocket } from './paths.js';
@@ -35,23 +34,9 @@ export class AgentClient {
     this.socket = agentSocket(rootDir);
   }
 
-  private call(method: string, path: string, opts: { body?: string; timeoutMs?: number } = {}): Promise<{ status: number; body: string }> {
+  private call(method: string, path: string, opts: { body?: string; timeoutMs?: number } = {}): Promise<Answer> {
     const timeoutMs = opts.timeoutMs ?? 5000;
-    // No socket, no agent: said as connecting would say it, without loading http or connecting.
-    if (!existsSync(this.socket)) return Promise.reject(Object.assign(new Error(`connect ENOENT ${this.socket}`), { code: 'ENOENT', syscall: 'connect', address: this.socket }));
-    return new Promise((resolve, reject) => {
-      const req = request(
-        { ...unixSocket(this.socket), path, method, timeout: timeoutMs, headers: opts.body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(opts.body) } },
-        (res) => {
-          let body = '';
-          res.on('data', (d: Buffer) => (body += d.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error(`the agent on ${this.socket} did not answer ${method} ${path} within ${timeoutMs} ms`)));
-      req.on('error', reject);
-      req.end(opts.body);
-    });
+    return exchange(this.socket, { method, path, body: opts.body, timeoutMs, timeoutMessage: `the agent on ${this.socket} did not answer ${method} ${path} within ${timeoutMs} ms` });
   }
 
   private async json<T>(method: string, path: string, opts: { body?: string; timeoutMs?: number } = {}): Promise<T> {
