@@ -2,8 +2,9 @@ import { Command, type Config, type Interfaces } from '@oclif/core';
 
 /**
  * Every command, for oclif's explicit command discovery (package.json's
- * oclif.commands). oclif reads flags, args and help from oclif.manifest.json,
- * so a command's module is imported only when that command runs: each entry
+ * oclif.commands). oclif finds commands in oclif.manifest.json (their flags and
+ * help texts in dist/cli/oclif-help.json: src/cli/help-details.ts), so a
+ * command's module is imported only when that command runs: each entry
  * is a stand-in that imports its command, and with it only what that command
  * uses, at run time. A unit test keeps this list equal to src/commands and
  * the commands of @oclif/plugin-help and @oclif/plugin-autocomplete, whose
@@ -16,13 +17,23 @@ function lazy(load: () => Promise<Command.Class>): Command.Class {
       // oclif set the id and plugin on this stand-in when it found it; the real class runs as that command.
       const self = this as unknown as Command.Class;
       const real = await load();
+      // The commands' flags and texts, which the manifest loaded at start leaves out, for what reads them here:
+      // autocomplete, and oclif's error handler, which shows the command's usage and flags after a usage error.
+      const config = opts instanceof Object && 'getPluginsList' in opts ? (opts as Interfaces.Config) : undefined;
+      const addHelpDetails = async () => config && (await import('./cli/help-details.js')).addHelpDetails(config);
+      if (self.id.startsWith('autocomplete')) await addHelpDetails();
       // oclif reads an absent argument from a piped stdin (waiting up to 10 ms for it): \`echo x | podctl get pods\`
       // would list pod x, and \`podctl help < file\` show the help of the file's first line. podctl's own
       // commands say ignoreStdin on each argument (a unit test checks); this covers the plugins' help and autocomplete.
       for (const arg of Object.values(real.args ?? {})) arg.ignoreStdin = true;
       real.id = self.id;
       real.plugin = self.plugin;
-      return real.run(argv, opts) as Promise<ReturnType<T['run']>>;
+      try {
+        return (await real.run(argv, opts)) as ReturnType<T['run']>;
+      } catch (err) {
+        if ((err as { showHelp?: boolean }).showHelp) await addHelpDetails();
+        throw err;
+      }
     }
 
     async run(): Promise<void> {

@@ -1,4 +1,5 @@
 import { Help } from '@oclif/core/help';
+import { addHelpDetails } from './cli/help-details.js';
 
 /**
  * oclif's help (package.json's oclif.helpClass), rendering through ejs only
@@ -11,5 +12,11 @@ export default class PodctlHelp extends Help {
     super(...args);
     const render = this.render;
     this.render = (input: string) => (input.includes('<%') ? render(input) : input);
+  }
+
+  /** Every help (--help, help, a topic's) starts here: with the commands' flags and texts, which start-up does not load. */
+  override async showHelp(argv: string[]): Promise<void> {
+    addHelpDetails(this.config);
+    return super.showHelp(argv);
   }
 }

@@ -394,3 +394,38 @@ test("the bundle's wrap-ansi wraps as wrap-ansi does, and returns text without e
     .find((t) => t.includes('node_modules/wrap-ansi/index.js'));
   assert.ok(chunk?.includes('return joined'), 'the bundled wrap-ansi has the shortcut');
 });
+
+test('the manifest read at every start leaves out flags and texts; help, usage errors and autocomplete get them back', () => {
+  type Entry = { flags?: Record<string, unknown>; args?: Record<string, unknown>; examples?: unknown; summary?: string; description?: string };
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, Entry> };
+  const details = JSON.parse(readFileSync(join(ROOT, 'dist/cli/oclif-help.json'), 'utf8')) as { commands: Record<string, Entry> };
+  assert.deepEqual(Object.keys(details.commands).sort(), Object.keys(manifest.commands).sort());
+  for (const [id, c] of Object.entries(manifest.commands)) {
+    assert.deepEqual(c.flags, {}, id);
+    assert.equal(c.examples, undefined, id);
+    // oclif routes `a b` by the command's args (is b an argument or a word of the id?), and names topics from summaries.
+    assert.ok(c.args, `${id} keeps its args`);
+    assert.ok(c.summary ?? c.description, `${id} keeps a summary or its description`);
+  }
+  assert.ok(details.commands['get:pods']?.flags?.['all-namespaces'], 'the details hold the flags');
+
+  const home = mkdtempSync(join(tmpdir(), 'podctl-help-'));
+  try {
+    const cli = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), ...args], { encoding: 'utf8', cwd: home, env: { ...process.env, NO_COLOR: '1', HOME: home } });
+    for (const args of [['get', 'pods', '--help'], ['get', 'po', '--help'], ['help', 'get', 'pod']]) {
+      const r = cli(...args);
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /-A, --all-namespaces\s+Pods of every namespace\./, args.join(' '));
+      assert.match(r.stdout, /EXAMPLES\n[\s\S]*\$ podctl get pods -A -o wide/, args.join(' '));
+    }
+    const usage = cli('validate', '--bogus');
+    assert.equal(usage.status, 2);
+    assert.match(usage.stderr, /Nonexistent flag: --bogus[\s\S]*USAGE\n\s+\$ podctl validate PATHS\.\.\. \[-r <value>\][\s\S]*-o, --output=<option>/);
+    const created = cli('autocomplete', 'create');
+    assert.equal(created.status, 0, created.stderr);
+    const bash = readFileSync(join(home, '.cache/podctl/autocomplete/functions/bash/podctl.bash'), 'utf8');
+    assert.match(bash, /get:pods --runtime-endpoint[^\n]*--all-namespaces --output --no-headers --watch/);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
