@@ -7,7 +7,7 @@
 // loader (about 10 ms), for nothing.
 import { join } from 'node:path';
 import { CodeCacheLoader } from './code-cache.js';
-import { isTerminal, watchStdio } from './stdio.js';
+import { exitIfFlushed, isTerminal, watchStdio } from './stdio.js';
 
 /** Runs the CLI from `dir`, the bundle's directory (dist/cli), two levels below the package root. */
 export function start(dir: string): Promise<unknown> {
@@ -19,5 +19,13 @@ export function start(dir: string): Promise<unknown> {
   }
   const loader = new CodeCacheLoader(dir);
   const cli = loader.require(join(dir, 'cli.cjs')) as { main: (root: string) => Promise<unknown> };
-  return cli.main(join(dir, '..', '..'));
+  return cli.main(join(dir, '..', '..')).then((result) => {
+    // The command has ended (oclif's error path ends the process itself). Ending it here, with the code
+    // the command set, spares what Node does at the loop's natural end: it runs V8's pending tasks (a
+    // young-generation GC the start-up scheduled) and waits for its background compile jobs, then tears
+    // the heap down, about 5 ms of a short command for nothing (measured). Output a stream still holds
+    // (a full pipe's reader behind) keeps the natural end, which writes it first.
+    exitIfFlushed();
+    return result;
+  });
 }

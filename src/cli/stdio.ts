@@ -72,6 +72,25 @@ export function stdioMade(fd: 1 | 2): boolean {
   return !state.watching || state.made[fd];
 }
 
+/**
+ * Whether everything written so far is with the kernel: written directly, or through streams that
+ * hold nothing queued (a stream queues what a full non-blocking pipe would not take, and writes it as
+ * the reader reads). Then the process may end at once without losing output.
+ */
+export function stdioFlushed(): boolean {
+  for (const fd of [1, 2] as const) {
+    if (!stdioMade(fd)) continue;
+    const stream = fd === 1 ? process.stdout : process.stderr;
+    if (stream.writableLength > 0) return false;
+  }
+  return true;
+}
+
+/** Ends the process now, with the code set (process.exitCode), unless a stream still holds output: see stdioFlushed. */
+export function exitIfFlushed(): void {
+  if (stdioFlushed()) process.exit();
+}
+
 /** A Linux terminal, by the device the descriptor is open on (tty.isatty would load net for its answer). */
 export function isTerminal(fd: number): boolean {
   try {

@@ -89,6 +89,41 @@ s.writeStderr('done\\n');`);
   assert.equal(stderr, 'done\n');
 });
 
+test('a command that has ended ends the process at once, with its exit code, when nothing is queued for output', () => {
+  // A timer the loop would wait a minute for: the process ends first, with the code the command set.
+  const r = runToEnd(`setTimeout(() => s.writeStdout('the loop ran on\\n'), 60_000);
+s.writeStdout('done\\n');
+process.exitCode = 3;
+s.exitIfFlushed();`);
+  assert.equal(r.status, 3, r.stderr);
+  assert.equal(r.stdout, 'done\n');
+});
+
+test('a stream that still holds output keeps the process until its reader has it all', async () => {
+  // The child's stdout is a pipe the parent reads only after the child has asked to end: the stream queues past
+  // the pipe's 64 KB, and every byte of the 1 MB arrives, then the exit code the command set.
+  const c = child(`const text = 'y'.repeat(1 << 20);
+for (let i = 0; i < text.length; i += 8192) s.writeStdout(text.slice(i, i + 8192));
+const flushed = s.stdioFlushed();
+process.exitCode = 4;
+s.writeStderr(JSON.stringify({ flushed }) + '\\n');
+s.exitIfFlushed();`);
+  let stderr = '';
+  const report = new Promise<{ flushed: boolean }>((resolve) => {
+    c.stderr!.on('data', (d: Buffer) => {
+      stderr += d;
+      if (stderr.includes('\n')) resolve(JSON.parse(stderr) as { flushed: boolean });
+    });
+  });
+  assert.deepEqual(await report, { flushed: false });
+  let stdout = '';
+  c.stdout!.on('data', (d: Buffer) => (stdout += d));
+  const code = await new Promise((resolve) => c.on('close', resolve));
+  assert.equal(code, 4);
+  assert.equal(stdout.length, 1 << 20);
+  assert.ok(/^y+$/.test(stdout));
+});
+
 test('isTerminal: a pipe, a file and /dev/null are not terminals', () => {
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', `import { isTerminal } from ${JSON.stringify(STDIO)}; process.stderr.write(JSON.stringify([isTerminal(0), isTerminal(1), isTerminal(99)]));`], {
     stdio: ['ignore', 'pipe', 'pipe'],
