@@ -14,9 +14,9 @@ export default class PodctlHelp extends Help {
     this.render = (input: string) => (input.includes('<%') ? render(input) : input);
   }
 
-  /** Every help (--help, help, a topic's) starts here: with the commands' flags and texts, which start-up does not load. */
-  override async showHelp(argv: string[]): Promise<void> {
+  /** A command's help (--help, help, oclif's after a usage error), with its flags and texts, which start-up does not load; the root's and a topic's list summaries only. */
+  override async showCommandHelp(command: Parameters<Help['showCommandHelp']>[0]): Promise<void> {
     addHelpDetails(this.config);
-    return super.showHelp(argv);
+    return super.showCommandHelp(command);
   }
 }
