@@ -29,7 +29,11 @@ function lazy(load: () => Promise<Command.Class>): Command.Class {
       real.id = self.id;
       real.plugin = self.plugin;
       try {
-        return (await real.run(argv, opts)) as ReturnType<T['run']>;
+        if (!config) return (await real.run(argv, opts)) as ReturnType<T['run']>;
+        // What oclif's static run does, but on the configuration loaded at start: given one, the static run
+        // loads another from it (for a plugin built on another oclif; podctl bundles one), its theme file again too.
+        type Runnable = new (argv: string[], config: Interfaces.Config) => { _run(): Promise<unknown> };
+        return (await new (real as unknown as Runnable)(argv ?? process.argv.slice(2), config)._run()) as ReturnType<T['run']>;
       } catch (err) {
         if ((err as { showHelp?: boolean }).showHelp) await addHelpDetails();
         throw err;

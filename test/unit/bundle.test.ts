@@ -429,3 +429,12 @@ test('the manifest read at every start leaves out flags and texts; help, usage e
     rmSync(home, { recursive: true, force: true });
   }
 });
+
+test('a command runs on the configuration oclif loaded at start, not one loaded again from it', () => {
+  // oclif's debug log says when its static run loads the configuration again ("reloading config").
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), 'validate', join(ROOT, 'examples/hello.yaml')], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', DEBUG: 'oclif:*' } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^valid: 1 pod\(s\)/);
+  assert.match(r.stderr, /oclif:config/, 'the debug log is on');
+  assert.doesNotMatch(r.stderr, /reloading config/);
+});
