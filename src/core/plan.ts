@@ -170,23 +170,24 @@ export interface PlanOptions {
  * GetPodStatus (the status reader SyncPod uses too), then planPod. Only List/Status calls are made.
  */
 export async function planPods(cri: { runtime: RuntimeService; images: ImageService; statusReader: PodStatusReader }, pods: IPod[], opts: PlanOptions): Promise<Plan> {
-  const images = new Map<string, boolean>();
-  for (const pod of pods) {
-    for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
-      const image = c.image ?? '';
-      if (!images.has(image)) images.set(image, (await cri.images.imageStatus(image)) !== undefined);
-    }
-  }
-  const plans: PodPlan[] = [];
-  for (const pod of pods) {
-    const m = podMeta(pod);
-    const status = await cri.statusReader.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default');
-    plans.push(planPod({ pod, status, now: opts.now, imagePresent: (image) => images.get(image) ?? false }));
-  }
+  const imageNames = [...new Set(pods.flatMap((pod) => [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.image ?? '')))];
+  // The reads are independent: made at once, a plan waits for the slowest instead of their sum (the CRI client bounds how many run).
+  const [present, statuses, sandboxes] = await Promise.all([
+    Promise.all(imageNames.map(async (image) => [image, (await cri.images.imageStatus(image)) !== undefined] as const)),
+    Promise.all(
+      pods.map((pod) => {
+        const m = podMeta(pod);
+        return cri.statusReader.getPodStatus(m.uid!, m.name!, m.namespace ?? 'default');
+      }),
+    ),
+    opts.prune ? cri.runtime.listPodSandbox({}) : [],
+  ]);
+  const images = new Map(present);
+  const plans: PodPlan[] = pods.map((pod, i) => planPod({ pod, status: statuses[i]!, now: opts.now, imagePresent: (image) => images.get(image) ?? false }));
   if (opts.prune) {
     const wanted = new Set(pods.map((p) => podMeta(p).uid));
     const seen = new Set<string>();
-    for (const s of await cri.runtime.listPodSandbox({})) {
+    for (const s of sandboxes) {
       if (!isManagedByPodctl(s.labels)) continue;
       const id = podIdentityFromLabels(s.labels);
       if (!id || wanted.has(id.uid) || seen.has(id.uid)) continue;

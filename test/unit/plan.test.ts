@@ -114,6 +114,36 @@ test('image pulls follow the pull policy', () => {
   assert.match(never[1]!.reason, /cannot start: image "busybox:1\.36" is not present with pull policy of Never/);
 });
 
+test('planPods makes its reads at once, and keeps the pods in order', async () => {
+  // Each read answers only once all five are in flight: reads made one after another would never end.
+  const pods = [makePod({ name: 'a', uid: 'uid-a' }), makePod({ name: 'b', uid: 'uid-b' })];
+  let inFlight = 0;
+  const started: string[] = [];
+  let release!: () => void;
+  const allIn = new Promise<void>((resolve) => (release = resolve));
+  const read = async <T>(what: string, answer: T): Promise<T> => {
+    started.push(what);
+    if (++inFlight === 5) release();
+    await allIn;
+    return answer;
+  };
+  type Cri = Parameters<typeof planPods>[0];
+  const cri = {
+    images: { imageStatus: (image: string) => read(`image ${image}`, image === 'nginx' ? { id: 'sha256:x' } : undefined) },
+    statusReader: { getPodStatus: (uid: string, name: string) => read(`status ${name}`, podStatus(pods.find((p) => p.metadata!.uid === uid)!, [], [])) },
+    runtime: { listPodSandbox: () => read('sandboxes', []) },
+  } as unknown as Cri;
+  pods[1]!.spec!.containers[0]!.image = 'nginx';
+  let timer: NodeJS.Timeout | undefined;
+  const plan = await Promise.race([
+    planPods(cri, pods, { now: 0, prune: true }),
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`reads in flight together: ${started.join(', ')}`)), 5000))),
+  ]).finally(() => clearTimeout(timer));
+  assert.deepEqual(plan.pods.map((p) => p.name), ['a', 'b']);
+  assert.equal(started.length, 5);
+  assert.deepEqual(plan.pods.map((p) => p.actions.some((a) => a.action === 'PullImage')), [true, false], 'the image found is not pulled again');
+});
+
 describe('planPods on the fake runtime', () => {
   const WRITES = ['RunPodSandbox', 'StopPodSandbox', 'RemovePodSandbox', 'CreateContainer', 'StartContainer', 'StopContainer', 'RemoveContainer', 'PullImage', 'RemoveImage'];
   let fake: FakeRuntime;
