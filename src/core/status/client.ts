@@ -75,21 +75,47 @@ export function exchange(socket: string, req: { method: string; path: string; bo
 /**
  * Reads an HTTP/1.1 answer as its bytes come: push() each piece, the answer once its body is complete;
  * end() at the connection's end, for a body that runs to the close. Throws on an answer it cannot read.
+ * A body's bytes are kept as they came and joined once, so a large answer costs its size, not its square.
  */
 export class AnswerParser {
+  /** Bytes not read yet: the head, a chunk's size line, the CRLF after a chunk, the trailers. */
   private buf: Buffer = Buffer.alloc(0);
   private head: { status: number; headers: Record<string, string> } | undefined;
   /** Content-Length's bytes, 'chunked', or 'close' (to the end of the connection). */
   private framing: number | 'chunked' | 'close' = 'close';
   private readonly parts: Buffer[] = [];
+  private received = 0;
+  /** In a chunked body: what comes next, and the bytes left of the chunk being read. */
+  private chunk: { next: 'size' | 'data' | 'crlf' | 'trailers'; left: number } = { next: 'size', left: 0 };
   private done: Answer | undefined;
 
   push(data: Buffer): Answer | undefined {
     if (this.done) return this.done;
-    this.buf = this.buf.length === 0 ? data : Buffer.concat([this.buf, data]);
+    if (!this.head) {
+      this.buf = this.buf.length === 0 ? data : Buffer.concat([this.buf, data]);
+      if (!this.readHead()) return undefined;
+      data = this.buf;
+      this.buf = Buffer.alloc(0);
+    }
+    if (this.framing === 'chunked') return this.readChunks(data);
+    this.parts.push(data);
+    this.received += data.length;
+    if (typeof this.framing === 'number' && this.received >= this.framing) return this.finish(this.framing);
+    return undefined;
+  }
+
+  /** At the connection's end: the answer, when its body ran to the close; else it was cut short. */
+  end(): Answer {
+    if (this.done) return this.done;
+    if (this.head && this.framing === 'close') return this.finish(this.received);
+    throw new Error(this.head ? 'the connection closed before the end of the answer' : 'the connection closed without an answer');
+  }
+
+  /** Reads the head from buf, past any interim (1xx) answer; false until it is all there. */
+  private readHead(): boolean {
     while (!this.head) {
       const end = this.buf.indexOf('\r\n\r\n');
-      if (end < 0) return undefined;
+      if (end < 0) return false;
       const lines = this.buf.subarray(0, end).toString('latin1').split('\r\n');
       this.buf = this.buf.subarray(end + 4);
       const m = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(lines[0]!);
@@ -103,7 +129,7 @@ export class AnswerParser {
         if (colon <= 0) throw new Error(`a malformed header line in the answer: ${JSON.stringify(line.slice(0, 60))}`);
         const name = line.slice(0, colon).trim().toLowerCase();
         const value = line.slice(colon + 1).trim();
-        headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+        headers[name] = Object.hasOwn(headers, name) ? `${headers[name]}, ${value}` : value;
       }
       this.head = { status, headers };
       if (/\bchunked\b/i.test(headers['transfer-encoding'] ?? '')) this.framing = 'chunked';
@@ -113,46 +139,54 @@ export class AnswerParser {
         this.framing = length;
       } else if (status === 204 || status === 304) this.framing = 0;
     }
-    return this.body();
+    return true;
   }
 
-  /** At the connection's end: the answer, when its body ran to the close; else it was cut short. */
-  end(): Answer {
-    if (this.done) return this.done;
-    if (this.head && this.framing === 'close') {
-      this.parts.push(this.buf);
-      return this.finish();
-    }
-    throw new Error(this.head ? 'the connection closed before the end of the answer' : 'the connection closed without an answer');
-  }
-
-  private body(): Answer | undefined {
-    if (typeof this.framing === 'number') {
-      if (this.buf.length < this.framing) return undefined;
-      this.parts.push(this.buf.subarray(0, this.framing));
-      return this.finish();
-    }
-    if (this.framing === 'close') return undefined;
+  private readChunks(data: Buffer): Answer | undefined {
     for (;;) {
+      if (this.chunk.next === 'data') {
+        // A chunk's data goes to the body as it came, without joining it to what follows.
+        const take = Math.min(this.chunk.left, data.length);
+        if (take > 0) {
+          this.parts.push(data.subarray(0, take));
+          this.received += take;
+          this.chunk.left -= take;
+          data = data.subarray(take);
+        }
+        if (this.chunk.left > 0) return undefined;
+        this.chunk.next = 'crlf';
+        continue;
+      }
+      this.buf = this.buf.length === 0 ? data : Buffer.concat([this.buf, data]);
+      data = Buffer.alloc(0);
+      if (this.chunk.next === 'crlf') {
+        if (this.buf.length < 2) return undefined;
+        if (this.buf[0] !== 0x0d || this.buf[1] !== 0x0a) throw new Error('a chunk of the answer does not end with CRLF');
+        this.buf = this.buf.subarray(2);
+        this.chunk.next = 'size';
+        continue;
+      }
       const eol = this.buf.indexOf('\r\n');
       if (eol < 0) return undefined;
-      const sizeText = this.buf.subarray(0, eol).toString('latin1').split(';')[0]!.trim();
+      const line = this.buf.subarray(0, eol).toString('latin1');
+      this.buf = this.buf.subarray(eol + 2);
+      if (this.chunk.next === 'trailers') {
+        // The trailers end with an empty line; they are not kept.
+        if (line === '') return this.finish(this.received);
+        continue;
+      }
+      const sizeText = line.split(';')[0]!.trim();
       if (!/^[0-9a-fA-F]+$/.test(sizeText)) throw new Error(`a malformed chunk size in the answer: ${JSON.stringify(sizeText.slice(0, 20))}`);
       const size = parseInt(sizeText, 16);
-      if (size === 0) {
-        // The last chunk: then trailers, if any, and an empty line.
-        if (this.buf.indexOf('\r\n\r\n', eol) < 0) return undefined;
-        return this.finish();
-      }
-      if (this.buf.length < eol + 2 + size + 2) return undefined;
-      this.parts.push(this.buf.subarray(eol + 2, eol + 2 + size));
-      this.buf = this.buf.subarray(eol + 2 + size + 2);
+      this.chunk = size === 0 ? { next: 'trailers', left: 0 } : { next: 'data', left: size };
+      data = this.buf;
+      this.buf = Buffer.alloc(0);
     }
   }
 
-  private finish(): Answer {
+  private finish(length: number): Answer {
     // Decoded once whole: a character may span two pieces.
-    this.done = { ...this.head!, body: Buffer.concat(this.parts).toString('utf8') };
+    this.done = { ...this.head!, body: Buffer.concat(this.parts).subarray(0, length).toString('utf8') };
     return this.done;
   }
 }
