@@ -117,7 +117,7 @@ test('exchange: a body to the close, an answer cut short, no answer in time, no 
     await assert.rejects(exchange(socket, { method: 'GET', path: '/', timeoutMs: 5000 }), /closed before the end of the answer/);
   });
   await withSocket(rawServer(['SSH-2.0-OpenSSH\r\n\r\n']), async (socket) => {
-    await assert.rejects(exchange(socket, { method: 'GET', path: '/', timeoutMs: 5000 }), /not an HTTP answer/);
+    await assert.rejects(exchange(socket, { method: 'GET', path: '/', timeoutMs: 5000 }), (err: Error) => err.message.startsWith(`${socket}: not an HTTP answer`));
   });
   await withSocket(rawServer([], { end: false }), async (socket) => {
     await assert.rejects(exchange(socket, { method: 'GET', path: '/', timeoutMs: 50, timeoutMessage: 'the agent did not answer' }), /^Error: the agent did not answer$/);

@@ -46,21 +46,23 @@ export function exchange(socket: string, req: { method: string; path: string; bo
       if (err) reject(err);
       else resolve(answer!);
     };
-    conn.setTimeout(req.timeoutMs, () => settle(new Error(req.timeoutMessage ?? `no answer within ${req.timeoutMs} ms`)));
+    // What the answer's bytes said wrong, with where they came from.
+    const unreadable = (err: unknown) => settle(new Error(`${socket}: ${(err as Error).message}`));
+    conn.setTimeout(req.timeoutMs, () => settle(new Error(req.timeoutMessage ?? `${socket}: no answer within ${req.timeoutMs} ms`)));
     conn.on('error', (err) => settle(err));
     conn.on('data', (data: Buffer) => {
       try {
         const answer = parser.push(data);
         if (answer) settle(undefined, answer);
       } catch (err) {
-        settle(err as Error);
+        unreadable(err);
       }
     });
     conn.on('end', () => {
       try {
         settle(undefined, parser.end());
       } catch (err) {
-        settle(err as Error);
+        unreadable(err);
       }
     });
     const body = req.body === undefined ? undefined : Buffer.from(req.body);
