@@ -68,6 +68,19 @@ test('resource quantities: negative ones and requests above limits are refused',
   assert.deepEqual(errors(pod({ container: 'resources: {requests: {cpu: 250m, memory: 64Mi}, limits: {cpu: "1", memory: 128Mi}}' })), []);
 });
 
+test('a value that fits no alternative of a Quantity or an IntOrString is one error, naming the alternatives and the value', () => {
+  // ajv says it three times (each alternative, then the oneOf); podctl's own quantity rule says it better where it has one.
+  assert.deepEqual(errors(pod({ container: 'resources: {limits: {memory: "12XB"}}' })), [
+    { field: 'spec.containers[0].resources.limits["memory"]', message: '"12XB" is not a quantity; expected e.g. 500m, 1, 128Mi' },
+  ]);
+  assert.deepEqual(errors(pod({ spec: '  volumes: [{name: v, emptyDir: {sizeLimit: huge}}]' })), [
+    { field: 'spec.volumes[0].emptyDir.sizeLimit', message: 'expected a number or a quantity (e.g. 500m, 1, 128Mi), got "huge"' },
+  ]);
+  assert.deepEqual(errors(pod({ spec: '  volumes: [{name: v, emptyDir: {sizeLimit: [1]}}]' })), [{ field: 'spec.volumes[0].emptyDir.sizeLimit', message: 'expected a number or a string, got a list' }]);
+  assert.deepEqual(errors(pod({ container: 'livenessProbe: {httpGet: {port: true}}' })), [{ field: 'spec.containers[0].livenessProbe.httpGet.port', message: 'expected a string or an integer, got true' }]);
+  assert.deepEqual(errors(pod({ spec: '  volumes: [{name: v, emptyDir: {sizeLimit: 1Gi}}]', container: 'ports: [{name: http, containerPort: 80}], livenessProbe: {httpGet: {port: http}}' })), []);
+});
+
 test('metadata.annotations larger than 256 KiB in total are refused', () => {
   const big = 'x'.repeat(TOTAL_ANNOTATION_SIZE_LIMIT / 2);
   refused(pod({ metadata: `annotations: {a: "${big}", b: "${big}"}` }), 'metadata.annotations', /expected at most 262144 bytes \(256 KiB\)/);

@@ -71,6 +71,42 @@ function ajvMessage(e: AjvError, doc: unknown): { field: string; message: string
   }
 }
 
+/** One alternative of a oneOf that the value matched none of: "a number", "a string in quantity format". */
+function alternative(e: AjvError): string | undefined {
+  if (e.keyword === 'type') return e.params.type === 'integer' ? 'an integer' : `a ${String(e.params.type)}`;
+  if (e.keyword === 'format') return e.params.format === 'quantity' ? 'a quantity (e.g. 500m, 1, 128Mi)' : `a string in ${String(e.params.format)} format`;
+  return undefined;
+}
+
+/** The value a problem is about, as the message quotes it. */
+function shown(value: unknown): string {
+  if (Array.isArray(value)) return 'a list';
+  if (value !== null && typeof value === 'object') return 'an object';
+  return JSON.stringify(value) ?? String(value);
+}
+
+/**
+ * ajv reports a value that matches no alternative of a oneOf (a Quantity, an IntOrString) as each
+ * alternative's failure, then the oneOf's: one problem, naming the alternatives and the value.
+ */
+function collapseAlternatives(errors: AjvError[], doc: unknown): { field: string; message: string }[] {
+  const failedOneOf = new Set(errors.filter((e) => e.keyword === 'oneOf' && e.params.passingSchemas == null).map((e) => e.instancePath));
+  const alternatives = new Map<string, string[]>();
+  for (const e of errors) {
+    const alt = failedOneOf.has(e.instancePath) ? alternative(e) : undefined;
+    if (alt === undefined) continue;
+    const list = alternatives.get(e.instancePath) ?? [];
+    if (!list.includes(alt)) list.push(alt);
+    alternatives.set(e.instancePath, list);
+  }
+  return errors.flatMap((e) => {
+    const alts = alternatives.get(e.instancePath);
+    if (!alts?.length) return [ajvMessage(e, doc)];
+    if (e.keyword !== 'oneOf') return [];
+    return [{ field: jsonPointerToPath(e.instancePath), message: `expected ${alts.join(' or ')}, got ${shown(valueAt(doc, e.instancePath))}` }];
+  });
+}
+
 /** Schema validation with kubernetes-models (the Kubernetes OpenAPI schema). */
 function schemaProblems(kind: string, doc: Record<string, unknown>): FieldProblem[] {
   const Model = kind === 'Pod' ? PodModel : kind === 'ConfigMap' ? ConfigMapModel : SecretModel;
@@ -82,8 +118,7 @@ function schemaProblems(kind: string, doc: Record<string, unknown>): FieldProble
     const errors = (err as { errors?: AjvError[] }).errors;
     if (!Array.isArray(errors)) return [{ field: '', message: `schema validation failed: ${(err as Error).message}`, severity: 'error' }];
     const seen = new Set<string>();
-    return errors
-      .map((e) => ajvMessage(e, doc))
+    return collapseAlternatives(errors, doc)
       .filter((p) => !seen.has(`${p.field}|${p.message}`) && seen.add(`${p.field}|${p.message}`))
       .map((p) => ({ ...p, severity: 'error' as const }));
   }
@@ -466,7 +501,10 @@ export function isImageReference(image: string): boolean {
 
 /** Every problem of one document of a kind podctl accepts. */
 export function validateDocument(kind: 'Pod' | 'ConfigMap' | 'Secret', doc: Record<string, unknown>, unknown: 'error' | 'warn'): FieldProblem[] {
-  const problems = schemaProblems(kind, doc);
+  const rules = kind === 'Pod' ? podRules(doc) : [];
+  // A field that a rule of podctl's own refuses is said once, in the rule's words: the schema's are vaguer ("expected a string").
+  const ruled = new Set(rules.map((p) => sameField(p.field)));
+  const problems = schemaProblems(kind, doc).filter((p) => !ruled.has(sameField(p.field)));
   for (const u of unknownFields(kind, doc)) {
     problems.push({
       field: u.field,
@@ -474,10 +512,15 @@ export function validateDocument(kind: 'Pod' | 'ConfigMap' | 'Secret', doc: Reco
       severity: unknown === 'error' ? 'error' : 'warning',
     });
   }
-  if (kind === 'Pod') problems.push(...podRules(doc));
+  problems.push(...rules);
   if (kind !== 'Pod') {
     const name = (doc.metadata as { name?: unknown } | undefined)?.name;
     if (typeof name !== 'string' || !isDNS1123Subdomain(name)) problems.push({ field: 'metadata.name', message: `required; expected ${DNS1123_SUBDOMAIN_EXPECTED}`, severity: 'error' });
   }
   return problems;
+}
+
+/** A field path with its map keys written one way: limits["memory"] and limits.memory are the same field. */
+function sameField(field: string): string {
+  return field.replace(/\["([A-Za-z_][A-Za-z0-9_]*)"\]/g, '.$1');
 }
