@@ -152,8 +152,12 @@ export class SyncLoop {
   }
 
   private handlePlegEvent(e: PodLifecycleEvent): void {
+    // The runtime also holds pods this node does not keep (another agent's, on another --root-dir): the trace shows
+    // their events, undispatched; they are not this node's to tell or to act on.
+    const ours = this.opts.kubelet.pods.has(e.id);
+    this.opts.trace?.plegEvent?.(e, this.runtimeUp && ours && this.opts.kubelet.workers.state(e.id) === 'syncing');
+    if (!ours) return;
     this.opts.onPlegEvent?.(e);
-    this.opts.trace?.plegEvent?.(e, this.runtimeUp && this.opts.kubelet.pods.has(e.id) && this.opts.kubelet.workers.state(e.id) === 'syncing');
     if (!this.runtimeUp) return;
     this.opts.kubelet.syncPodSoon(e.id);
     // A container died: clean up that pod's older dead instances too.

@@ -160,6 +160,44 @@ describe('syncLoop on the fake runtime', () => {
     assert.equal(fake.sandboxes().length, 0);
   });
 
+  test("the PLEG's events of another agent's pods on the same runtime reach the trace, undispatched, and nothing else", async () => {
+    const clock = new FakeClock();
+    const other = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-other' });
+    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-mine' });
+    const theirs = pod('theirs');
+    const mine = pod('mine-pleg');
+    await other.syncPod(theirs, 'create');
+    const told: string[] = [];
+    const traced: string[] = [];
+    const pleg = kubelet.createPleg();
+    const loop = new SyncLoop({
+      kubelet,
+      pleg,
+      clock,
+      onPlegEvent: (e) => told.push(`${e.name} ${e.type}`),
+      trace: { plegEvent: (e, dispatched) => traced.push(`${e.name} ${e.type}${dispatched ? ' dispatched' : ''}`) },
+    });
+    loop.start();
+    loop.addPods([mine]);
+    await kubelet.workers.waitIdle();
+    await pleg.relist();
+    const running = (name: string) => fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === name)!;
+    fake.exitContainer(running('theirs').id, 1);
+    fake.exitContainer(running('mine-pleg').id, 1);
+    told.length = 0;
+    traced.length = 0;
+    await pleg.relist();
+    assert.deepEqual(told, ['mine-pleg ContainerDied']);
+    assert.deepEqual(traced.sort(), ['mine-pleg ContainerDied dispatched', 'theirs ContainerDied']);
+    await loop.stop();
+    // The dispatched sync restarts mine-pleg's container: it ends before the pod is removed.
+    await kubelet.workers.waitIdle();
+    await kubelet.syncTerminatingPod(mine, 0);
+    await kubelet.syncTerminatedPod(mine);
+    await other.syncTerminatingPod(theirs, 0);
+    await other.syncTerminatedPod(theirs);
+  });
+
   test('while the runtime is down nothing is dispatched; when it recovers every pod is synced again', async () => {
     const clock = new FakeClock();
     const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
