@@ -99,7 +99,8 @@ test('each error names the document, the field and what was expected', () => {
     [`${POD}  - name: app\n    image: busybox\n`, 'error doc1 spec.containers[1].name: duplicate container name "app" (also spec.containers[0])'],
     [`${POD}    volumeMounts: [{name: data, mountPath: /data}]\n`, 'error doc1 spec.containers[0].volumeMounts[0].name: volume "data" is not defined in spec.volumes'],
     ['kind: Pod\nmetadata: {name: x}\n', 'error doc1 apiVersion: required; expected v1 for Pod'],
-    ['apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n', 'warning doc1 kind: kind Deployment is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped'],
+    ['apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n', 'warning doc1 kind: Deployment is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped; a controller makes its pods: to run one here, write a Pod of spec.template\'s metadata and spec'],
+    ['apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\n', "warning doc1 kind: CronJob is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped; a controller makes its pods: to run one here, write a Pod of spec.jobTemplate.spec.template's metadata and spec"],
     ['apiVersion: v2\nkind: Pod\nmetadata: {name: x}\n', 'error doc1 apiVersion: "v2" is not supported for Pod; expected v1'],
     ['- a\n- b\n', 'error doc1 : expected a Kubernetes object (a mapping with apiVersion and kind), got a list'],
     [`---\n${POD}---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: "not base64!"}\n`, 'error doc2 data.k: expected a base64-encoded value (use stringData for plain text)'],
@@ -108,6 +109,8 @@ test('each error names the document, the field and what was expected', () => {
     const got = problemsOf(text);
     assert.ok(got.some((g) => g.startsWith(want)), `want ${want}\n got ${got.join('\n     ')}`);
   }
+  // A kind that makes no pods gets no hint about templates.
+  assert.deepEqual(problemsOf('apiVersion: v1\nkind: Service\nmetadata: {name: s}\n'), ['warning doc1 kind: Service is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped']);
 });
 
 test('bad YAML names the document, line and column', () => {

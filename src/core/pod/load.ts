@@ -113,6 +113,16 @@ export interface ManifestSet {
 }
 
 const SUPPORTED = new Set(['Pod', 'ConfigMap', 'Secret', 'RuntimeClass']);
+/** Where the workload kinds keep the pod they make (a manifest of one is skipped, with this hint). */
+const POD_TEMPLATE_OF: Record<string, string> = {
+  Deployment: 'spec.template',
+  ReplicaSet: 'spec.template',
+  ReplicationController: 'spec.template',
+  StatefulSet: 'spec.template',
+  DaemonSet: 'spec.template',
+  Job: 'spec.template',
+  CronJob: 'spec.jobTemplate.spec.template',
+};
 /** The apiVersion each supported kind is read in. */
 const API_VERSION_OF: Record<string, string> = { Pod: 'v1', ConfigMap: 'v1', Secret: 'v1', RuntimeClass: 'node.k8s.io/v1' };
 
@@ -236,7 +246,9 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
       return;
     }
     if (!SUPPORTED.has(kind)) {
-      problem('kind', `kind ${kind} is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped`, 'warning', kind, name);
+      const template = POD_TEMPLATE_OF[kind];
+      const hint = template ? `; a controller makes its pods: to run one here, write a Pod of ${template}'s metadata and spec` : '';
+      problem('kind', `${kind} is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped${hint}`, 'warning', kind, name);
       return;
     }
     if (apiVersion !== API_VERSION_OF[kind]) {
