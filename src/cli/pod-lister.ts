@@ -1,6 +1,10 @@
 import { join } from 'node:path';
 import type { CriClient } from '../core/cri/client.js';
+import type { IPod } from 'kubernetes-models/v1';
 import type { PodQuery, PodView, PodViewAnswer, ViewedPod } from '../core/podview/index.js';
+import { podMeta } from '../core/util/pod-key.js';
+import { writeStderr } from './stdio.js';
+import type { PodOutput, PodTableOptions } from './table.js';
 import { getFromStatusSocket } from '../core/status/client.js';
 import { clientFor, resolveFromFlags, type GlobalFlags } from './runtime.js';
 
@@ -38,4 +42,50 @@ export async function openPodLister(flags: GlobalFlags & { 'root-dir': string })
     },
     close: () => direct?.client.close(),
   };
+}
+
+/** get pods -w: polls the view each second and prints a pod again when its row (or object) changes, until SIGINT or SIGTERM. */
+export async function followPods(list: () => Promise<ViewedPod[]>, first: ViewedPod[], output: PodOutput, opts: PodTableOptions, log: (text: string) => void): Promise<void> {
+  const { podRow, podTableHead, renderOnePod } = await import('./table.js');
+  const key = (p: IPod) => podMeta(p).uid;
+  // The row without AGE (and the restart's "ago"): what changes by itself is not a change.
+  const fingerprint = (p: IPod) => (output === 'table' || output === 'wide' ? JSON.stringify(podRow(p, { ...opts, now: 0 }).filter((_, i) => podTableHead(opts)[i] !== 'AGE').map((c) => c.replace(/ \(.* ago\)$/, ''))) : JSON.stringify(p.status));
+  const last = new Map(first.map((v) => [key(v.pod), { pod: v.pod, print: fingerprint(v.pod) }]));
+  // After "No resources found", the first row comes with the header, as kubectl's.
+  let headed = first.length > 0;
+  const render = (pod: IPod) => {
+    const text = renderOnePod(pod, output, opts, !headed);
+    headed = true;
+    return text;
+  };
+  let stopped = false;
+  const stop = () => (stopped = true);
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  while (!stopped) {
+    await new Promise((r) => setTimeout(r, 1000));
+    if (stopped) break;
+    let now: ViewedPod[];
+    try {
+      now = await list();
+    } catch (err) {
+      writeStderr(`${(err as Error).message}\n`);
+      continue;
+    }
+    const present = new Set<string>();
+    for (const v of now) {
+      present.add(key(v.pod));
+      const print = fingerprint(v.pod);
+      if (last.get(key(v.pod))?.print === print) continue;
+      last.set(key(v.pod), { pod: v.pod, print });
+      log(render(v.pod));
+    }
+    for (const [uid, { pod }] of last) {
+      if (present.has(uid)) continue;
+      last.delete(uid);
+      // Gone from the runtime: one last row saying so (STATUS shows the phase when no container has a reason).
+      const gone: IPod = { ...pod, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
+      log(render(gone));
+    }
+  }
 }

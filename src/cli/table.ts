@@ -113,14 +113,16 @@ export const shortId = (id: string): string => id.replace(/^sha256:/, '').slice(
 export type PodOutput = 'table' | 'wide' | 'json' | 'yaml' | 'name';
 
 /** One pod as get -o prints it when it changes (-w). */
-export function renderOnePod(pod: IPod, output: PodOutput, opts: PodTableOptions): string {
+/** One pod as `get pods -w` prints a change; `withHead`: the table's header above the row (the first row after an empty listing). */
+export function renderOnePod(pod: IPod, output: PodOutput, opts: PodTableOptions, withHead = false): string {
   if (output === 'json') return JSON.stringify(pod, null, 2);
   if (output === 'yaml') {
     if (!opts.dumpYaml) throw new Error('renderOnePod: -o yaml needs opts.dumpYaml');
     return `---\n${opts.dumpYaml(pod).trimEnd()}`;
   }
   if (output === 'name') return `pod/${podMeta(pod).name}`;
-  return plainTable([], [podRow(pod, opts)], { noHeaders: true });
+  const head = withHead && !opts.noHeaders;
+  return plainTable(head ? podTableHead(opts) : [], [podRow(pod, opts)], { noHeaders: !head });
 }
 
 export interface ResultRow {

@@ -171,3 +171,17 @@ test('crictl-style sizes and CPU percent between two samples', async () => {
   assert.equal(cpuPercent(at(1e9, 0), at(2e9, 5e8)), 50);
   assert.equal(cpuPercent(undefined, at(2e9, 5e8)), undefined, 'one sample gives no rate');
 });
+
+test('get pods -w: a row after an empty listing comes with the header, aligned to it; otherwise the row alone', async () => {
+  const { renderOnePod } = await import('../../src/cli/table.js');
+  const pod = makePod({ name: 'watched' });
+  const now = Date.parse(pod.metadata!.creationTimestamp ?? '2026-01-01T00:00:00Z');
+  const [head, row, ...more] = renderOnePod(pod, 'table', { now }, true).split('\n');
+  assert.deepEqual(more, []);
+  assert.match(head!, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/);
+  assert.match(row!, /^watched\s+/);
+  assert.equal(row!.indexOf(row!.split(/\s{3,}/)[1]!), head!.indexOf('READY'), 'READY is under its header');
+  assert.equal(renderOnePod(pod, 'table', { now }).split('\n').length, 1);
+  assert.equal(renderOnePod(pod, 'table', { now, noHeaders: true }, true).split('\n').length, 1, '--no-headers: never a header');
+  assert.match(renderOnePod(pod, 'wide', { now, wide: true }, true).split('\n')[0]!, /\bIP\s+NODE\s+CONTAINERS$/);
+});

@@ -1,8 +1,7 @@
 import { Args, Flags } from '@oclif/core';
-import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../../cli/pod-flags.js';
-import { openPodLister } from '../../cli/pod-lister.js';
+import { followPods, openPodLister } from '../../cli/pod-lister.js';
 import type { PodOutput as Output, PodTableOptions } from '../../cli/table.js';
 import { yamlDumper } from '../../cli/yaml.js';
 import { PodctlError } from '../../core/errors.js';
@@ -47,7 +46,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       const viewed = await view.list(query);
       if (args.name && viewed.length === 0 && !flags.watch) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
       await this.print(viewed, output, tableOpts, !!args.name, flags['all-namespaces'] ? 'any' : flags.namespace);
-      if (flags.watch) await this.follow(() => view.list(query), viewed, output, tableOpts);
+      if (flags.watch) await followPods(() => view.list(query), viewed, output, tableOpts, (line) => this.log(line));
     } finally {
       view.close();
     }
@@ -75,45 +74,6 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     if (unknown.length) {
       const names = unknown.map((v) => `${podMeta(v.pod).name} (${v.readinessUnknown.join(', ')})`).join('; ');
       writeStderr(`note: no running watch knows the readiness probes of ${names}: shown not ready\n`);
-    }
-  }
-
-  /** Polls the view each second and prints a pod again when its row (or object) changes. */
-  private async follow(list: () => Promise<ViewedPod[]>, first: ViewedPod[], output: Output, opts: PodTableOptions): Promise<void> {
-    const { podRow, podTableHead, renderOnePod } = await import('../../cli/table.js');
-    const key = (p: IPod) => podMeta(p).uid;
-    // The row without AGE (and the restart's "ago"): what changes by itself is not a change.
-    const fingerprint = (p: IPod) => (output === 'table' || output === 'wide' ? JSON.stringify(podRow(p, { ...opts, now: 0 }).filter((_, i) => podTableHead(opts)[i] !== 'AGE').map((c) => c.replace(/ \(.* ago\)$/, ''))) : JSON.stringify(p.status));
-    const last = new Map(first.map((v) => [key(v.pod), { pod: v.pod, print: fingerprint(v.pod) }]));
-    let stopped = false;
-    const stop = () => (stopped = true);
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    while (!stopped) {
-      await new Promise((r) => setTimeout(r, 1000));
-      if (stopped) break;
-      let now: ViewedPod[];
-      try {
-        now = await list();
-      } catch (err) {
-        writeStderr(`${(err as Error).message}\n`);
-        continue;
-      }
-      const present = new Set<string>();
-      for (const v of now) {
-        present.add(key(v.pod));
-        const print = fingerprint(v.pod);
-        if (last.get(key(v.pod))?.print === print) continue;
-        last.set(key(v.pod), { pod: v.pod, print });
-        this.log(renderOnePod(v.pod, output, opts));
-      }
-      for (const [uid, { pod }] of last) {
-        if (present.has(uid)) continue;
-        last.delete(uid);
-        // Gone from the runtime: one last row saying so (STATUS shows the phase when no container has a reason).
-        const gone: IPod = { ...pod, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
-        this.log(renderOnePod(gone, output, opts));
-      }
     }
   }
 }
