@@ -7,7 +7,7 @@ import type { IPod, ISecret } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { DockerKeyring, imageRepository, keyringFromSecrets, nodeDockerConfigPaths, nodeKeyring, parseDockerConfig } from '../../src/core/credentials/keyring.js';
-import { ImagePuller, StartContainerError } from '../../src/core/kuberuntime/images.js';
+import { goDuration, ImagePuller, StartContainerError } from '../../src/core/kuberuntime/images.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { container, makePod } from '../support/builders.js';
@@ -171,3 +171,32 @@ test("ImagePuller: the node's config.json supplies credentials when the pod name
     assert.deepEqual(puller.credentialsFor(open, 'busybox:1.36'), []);
     assert.match(await puller.ensureImageExists(open, open.spec!.containers[0]!, {}, 0), /^sha256:/);
   }));
+
+test("ImagePuller records the image manager's events: Pulled when present, Pulling then Pulled when pulled, Pulling alone when the pull fails, nothing in back-off", async () => {
+  const fake = await FakeRuntime.start({ images: ['busybox:1.36'], registry: ['busybox:1.37'] });
+  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 2000, pullTimeoutMs: 2000 });
+  try {
+    const events: string[] = [];
+    const puller = new ImagePuller(client, new FakeClock(0), (_pod, c, type, reason, message) => events.push(`${c.name} ${type} ${reason}: ${message}`));
+    const pod = makePod({ containers: [container('present', { image: 'busybox:1.36' }), container('pulled', { image: 'busybox:1.37' }), container('missing', { image: 'busybox:9.99' })] });
+    const [present, pulled, missing] = pod.spec!.containers;
+    await puller.ensureImageExists(pod, present!, {}, 0);
+    assert.deepEqual(events.splice(0), ['present Normal Pulled: Container image "busybox:1.36" already present on machine']);
+    await puller.ensureImageExists(pod, pulled!, {}, 0);
+    assert.equal(events.length, 2);
+    assert.equal(events[0], 'pulled Normal Pulling: Pulling image "busybox:1.37"');
+    assert.match(events[1]!, /^pulled Normal Pulled: Successfully pulled image "busybox:1\.37" in \d+(ms|\.\d+s|s)$/);
+    events.length = 0;
+    await assert.rejects(puller.ensureImageExists(pod, missing!, {}, 0), (err: unknown) => err instanceof StartContainerError && err.reason === 'ErrImagePull');
+    assert.deepEqual(events.splice(0), ['missing Normal Pulling: Pulling image "busybox:9.99"'], 'the failure itself is the caller\'s Warning');
+    await assert.rejects(puller.ensureImageExists(pod, missing!, {}, 1000), (err: unknown) => err instanceof StartContainerError && err.reason === 'ImagePullBackOff');
+    assert.deepEqual(events, [], 'no pull is tried in back-off');
+  } finally {
+    client.close();
+    await fake.stop();
+  }
+});
+
+test("goDuration prints as Go prints a time.Duration truncated to milliseconds", () => {
+  assert.deepEqual([0, 850.9, 1000, 1250, 59_999, 60_000, 123_500].map(goDuration), ['0ms', '850ms', '1s', '1.25s', '59.999s', '1m0s', '2m3.5s']);
+});

@@ -48,7 +48,8 @@ export class ImagePuller {
   constructor(
     private readonly images: ImageService,
     clock: Clock,
-    private readonly onPulled?: (image: string, durationMs: number) => void,
+    /** The image manager's events about a container's image (Pulling, Pulled), as the kubelet records them. */
+    private readonly record?: (pod: IPod, container: IContainer, type: 'Normal' | 'Warning', reason: string, message: string) => void,
     private readonly credentials: PullCredentialSources = {},
   ) {
     this.backoff = new Backoff(clock, IMAGE_BACKOFF_INITIAL_MS, IMAGE_BACKOFF_MAX_MS);
@@ -113,7 +114,10 @@ export class ImagePuller {
     // Always pulls without asking whether the image is present.
     const present = policy === 'Always' ? undefined : await (checked ?? this.images.imageStatus(image));
     const decision = pullDecision(policy, present !== undefined);
-    if (decision === 'use') return present!.id;
+    if (decision === 'use') {
+      this.record?.(pod, container, 'Normal', 'Pulled', `Container image "${image}" already present on machine`);
+      return present!.id;
+    }
     if (decision === 'never') {
       throw new StartContainerError('ErrImageNeverPull', `Container image "${image}" is not present with pull policy of Never`);
     }
@@ -121,15 +125,25 @@ export class ImagePuller {
     if (this.backoff.isInBackOffSinceUpdate(key, now)) {
       throw new StartContainerError('ImagePullBackOff', `Back-off pulling image "${image}"`);
     }
+    this.record?.(pod, container, 'Normal', 'Pulling', `Pulling image "${image}"`);
     const started = Date.now();
     try {
       const ref = await this.pull(pod, image, sandboxConfig);
       this.backoff.reset(key);
-      this.onPulled?.(image, Date.now() - started);
+      this.record?.(pod, container, 'Normal', 'Pulled', `Successfully pulled image "${image}" in ${goDuration(Date.now() - started)}`);
       return ref || image;
     } catch (err) {
       this.backoff.next(key, now);
       throw new StartContainerError('ErrImagePull', `failed to pull image "${image}": ${errorMessage(err)}`);
     }
   }
+}
+
+/** A duration as Go prints a time.Duration truncated to milliseconds (the kubelet's event text): 850ms, 1.25s, 2m3.5s. */
+export function goDuration(ms: number): string {
+  const whole = Math.max(0, Math.trunc(ms));
+  if (whole < 1000) return `${whole}ms`;
+  const minutes = Math.floor(whole / 60_000);
+  const seconds = `${(whole % 60_000) / 1000}s`;
+  return minutes ? `${minutes}m${seconds}` : seconds;
 }

@@ -155,7 +155,7 @@ export class RuntimeManager {
     this.defaultRuntimeHandler = opts.defaultRuntimeHandler ?? '';
     this.containerGC = { ...DEFAULT_CONTAINER_GC, ...opts.containerGC };
     this.crashBackoff = new Backoff(opts.clock, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS);
-    this.imagePuller = new ImagePuller(opts.images, opts.clock, undefined, {
+    this.imagePuller = new ImagePuller(opts.images, opts.clock, (pod, container, type, reason, message) => this.events.record(podRef(pod), type, reason, message, container.name), {
       secret: (namespace, name) => this.objects.secret(namespace, name),
       nodeConfigPaths: nodeDockerConfigPaths(opts.rootDir),
       onMissingPullSecrets: (pod, names) => {
