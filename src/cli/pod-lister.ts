@@ -11,6 +11,8 @@ import { clientFor, resolveFromFlags, type GlobalFlags } from './runtime.js';
 /** Lists podctl's pods; close() when done. */
 export interface PodLister {
   list(q: PodQuery): Promise<ViewedPod[]>;
+  /** Calls wake at each pod status the agent under --root-dir publishes (its watch), while one runs; returns the unsubscribe. */
+  changes(wake: () => void): () => void;
   close(): void;
 }
 
@@ -40,12 +42,39 @@ export async function openPodLister(flags: GlobalFlags & { 'root-dir': string })
       }
       return direct.view.list(q);
     },
+    changes(wake) {
+      let cancel: (() => void) | undefined;
+      let done = false;
+      // Loaded for -w only: the watch's HTTP client is no part of a listing.
+      void import('../core/node/client.js').then(({ AgentClient }) => {
+        // No agent, or its watch breaks: the listing is still read every second.
+        if (!done) cancel = new AgentClient(flags['root-dir']).watchPods(() => wake(), () => undefined).cancel;
+      });
+      return () => {
+        done = true;
+        cancel?.();
+      };
+    },
     close: () => direct?.client.close(),
   };
 }
 
-/** get pods -w: polls the view each second and prints a pod again when its row (or object) changes, until SIGINT or SIGTERM. */
-export async function followPods(list: () => Promise<ViewedPod[]>, first: ViewedPod[], output: PodOutput, opts: PodTableOptions, log: (text: string) => void): Promise<void> {
+/** What wakes followPods and what ends it. */
+export interface FollowOptions {
+  /** Calls wake whenever something may have changed (the agent's watch); returns the unsubscribe. */
+  changes?: (wake: () => void) => () => void;
+  /** The listing is read at least this often (default 1 s): for pods no watch tells of. */
+  pollMs?: number;
+  /** Ends the follow (default: SIGINT or SIGTERM). */
+  signal?: AbortSignal;
+}
+
+/**
+ * get pods -w: reads the view whenever `changes` says so (the agent publishes each status as its
+ * loop sets it, so a short-lived state such as Error before CrashLoopBackOff is seen) and at least
+ * every pollMs, and prints a pod again when its row (or object) changes.
+ */
+export async function followPods(list: () => Promise<ViewedPod[]>, first: ViewedPod[], output: PodOutput, opts: PodTableOptions, log: (text: string) => void, follow: FollowOptions = {}): Promise<void> {
   const { podRow, podTableHead, renderOnePod } = await import('./table.js');
   const key = (p: IPod) => podMeta(p).uid;
   // The row without AGE (and the restart's "ago"): what changes by itself is not a change.
@@ -59,33 +88,66 @@ export async function followPods(list: () => Promise<ViewedPod[]>, first: Viewed
     return text;
   };
   let stopped = false;
-  const stop = () => (stopped = true);
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  while (!stopped) {
-    await new Promise((r) => setTimeout(r, 1000));
-    if (stopped) break;
-    let now: ViewedPod[];
-    try {
-      now = await list();
-    } catch (err) {
-      writeStderr(`${(err as Error).message}\n`);
-      continue;
+  let wake: (() => void) | undefined;
+  // A change told while a listing is under way is read by the next one, at once.
+  let changed = false;
+  const stop = () => {
+    stopped = true;
+    wake?.();
+  };
+  const signal = follow.signal;
+  if (signal) signal.addEventListener('abort', stop, { once: true });
+  else {
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  }
+  const unsubscribe = follow.changes?.(() => {
+    changed = true;
+    wake?.();
+  });
+  try {
+    while (!stopped) {
+      if (!changed) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, follow.pollMs ?? 1000);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+      changed = false;
+      if (stopped) break;
+      let now: ViewedPod[];
+      try {
+        now = await list();
+      } catch (err) {
+        writeStderr(`${(err as Error).message}\n`);
+        continue;
+      }
+      const present = new Set<string>();
+      for (const v of now) {
+        present.add(key(v.pod));
+        const print = fingerprint(v.pod);
+        if (last.get(key(v.pod))?.print === print) continue;
+        last.set(key(v.pod), { pod: v.pod, print });
+        log(render(v.pod));
+      }
+      for (const [uid, { pod }] of last) {
+        if (present.has(uid)) continue;
+        last.delete(uid);
+        // Gone from the runtime: one last row saying so (STATUS shows the phase when no container has a reason).
+        const gone: IPod = { ...pod, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
+        log(render(gone));
+      }
     }
-    const present = new Set<string>();
-    for (const v of now) {
-      present.add(key(v.pod));
-      const print = fingerprint(v.pod);
-      if (last.get(key(v.pod))?.print === print) continue;
-      last.set(key(v.pod), { pod: v.pod, print });
-      log(render(v.pod));
-    }
-    for (const [uid, { pod }] of last) {
-      if (present.has(uid)) continue;
-      last.delete(uid);
-      // Gone from the runtime: one last row saying so (STATUS shows the phase when no container has a reason).
-      const gone: IPod = { ...pod, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
-      log(render(gone));
+  } finally {
+    unsubscribe?.();
+    if (signal) signal.removeEventListener('abort', stop);
+    else {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
     }
   }
 }

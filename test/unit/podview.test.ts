@@ -185,3 +185,66 @@ test('get pods -w: a row after an empty listing comes with the header, aligned t
   assert.equal(renderOnePod(pod, 'table', { now, noHeaders: true }, true).split('\n').length, 1, '--no-headers: never a header');
   assert.match(renderOnePod(pod, 'wide', { now, wide: true }, true).split('\n')[0]!, /\bIP\s+NODE\s+CONTAINERS$/);
 });
+
+// The timeout only turns a hang (a change never read) into a failure.
+test('get pods -w reads the listing at each change the agent tells of, not only each second; a row is printed when it changes', { timeout: 30_000 }, async () => {
+  const { followPods } = await import('../../src/cli/pod-lister.js');
+  const pod = makePod({ name: 'watched' });
+  const withState = (state: object, ready = false) => ({
+    pod: { ...pod, status: { phase: 'Running', containerStatuses: [{ name: 'app', image: 'busybox:1.36', imageID: '', ready, restartCount: 0, state }] } } as IPod,
+    source: 'runtime' as const,
+    readinessUnknown: [],
+  });
+  const listings = [[withState({ waiting: { reason: 'ContainerCreating' } })], [withState({ waiting: { reason: 'ContainerCreating' } })], [withState({ running: {} }, true)]];
+  let reads = 0;
+  let wake!: () => void;
+  let subscribed!: () => void;
+  const subscribing = new Promise<void>((resolve) => (subscribed = resolve));
+  let unsubscribed = false;
+  const lines: string[] = [];
+  let onLine: (() => void) | undefined;
+  const stop = new AbortController();
+  const following = followPods(
+    async () => {
+      const listing = listings[reads++]!;
+      // A change told while the second listing is read: the loop reads again at once.
+      if (reads === 2) wake();
+      return listing;
+    },
+    [],
+    'table',
+    { now: Date.now() },
+    (line) => {
+      lines.push(line);
+      onLine?.();
+    },
+    {
+      changes: (w) => {
+        wake = w;
+        subscribed();
+        return () => (unsubscribed = true);
+      },
+      // Far beyond the test: only the changes told read the listing.
+      pollMs: 3_600_000,
+      signal: stop.signal,
+    },
+  );
+  const nextLine = () => new Promise<void>((resolve) => (onLine = resolve));
+  try {
+    await subscribing;
+    let printed = nextLine();
+    wake();
+    await printed;
+    assert.match(lines[0]!, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nwatched\s+0\/1\s+ContainerCreating\s+0\s/);
+    printed = nextLine();
+    wake();
+    await printed;
+    assert.equal(reads, 3, 'the second read found no change; the third printed');
+    assert.equal(lines.length, 2);
+    assert.match(lines[1]!, /^watched\s+1\/1\s+Running\s+0\s/);
+  } finally {
+    stop.abort();
+    await following;
+  }
+  assert.equal(unsubscribed, true);
+});

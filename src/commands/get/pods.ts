@@ -46,7 +46,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       const viewed = await view.list(query);
       if (args.name && viewed.length === 0 && !flags.watch) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
       await this.print(viewed, output, tableOpts, !!args.name, flags['all-namespaces'] ? 'any' : flags.namespace);
-      if (flags.watch) await followPods(() => view.list(query), viewed, output, tableOpts, (line) => this.log(line));
+      if (flags.watch) await followPods(() => view.list(query), viewed, output, tableOpts, (line) => this.log(line), { changes: (wake) => view.changes(wake) });
     } finally {
       view.close();
     }
