@@ -46,10 +46,12 @@ export async function openPodLister(flags: GlobalFlags & { 'root-dir': string })
       let cancel: (() => void) | undefined;
       let done = false;
       // Loaded for -w only: the watch's HTTP client is no part of a listing.
-      void import('../core/node/client.js').then(({ AgentClient }) => {
-        // No agent, or its watch breaks: the listing is still read every second.
-        if (!done) cancel = new AgentClient(flags['root-dir']).watchPods(() => wake(), () => undefined).cancel;
-      });
+      // No agent, or its watch breaks: the listing is still read every second.
+      import('../core/node/client.js')
+        .then(({ AgentClient }) => {
+          if (!done) cancel = new AgentClient(flags['root-dir']).watchPods(() => wake(), () => undefined).cancel;
+        })
+        .catch(() => undefined);
       return () => {
         done = true;
         cancel?.();
@@ -96,6 +98,7 @@ export async function followPods(list: () => Promise<ViewedPod[]>, first: Viewed
     wake?.();
   };
   const signal = follow.signal;
+  if (signal?.aborted) stopped = true;
   if (signal) signal.addEventListener('abort', stop, { once: true });
   else {
     process.once('SIGINT', stop);

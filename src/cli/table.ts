@@ -112,7 +112,6 @@ export const shortId = (id: string): string => id.replace(/^sha256:/, '').slice(
 
 export type PodOutput = 'table' | 'wide' | 'json' | 'yaml' | 'name';
 
-/** One pod as get -o prints it when it changes (-w). */
 /** One pod as `get pods -w` prints a change; `withHead`: the table's header above the row (the first row after an empty listing). */
 export function renderOnePod(pod: IPod, output: PodOutput, opts: PodTableOptions, withHead = false): string {
   if (output === 'json') return JSON.stringify(pod, null, 2);
