@@ -503,7 +503,7 @@ export function isImageReference(image: string): boolean {
 export function validateDocument(kind: 'Pod' | 'ConfigMap' | 'Secret', doc: Record<string, unknown>, unknown: 'error' | 'warn'): FieldProblem[] {
   const rules = kind === 'Pod' ? podRules(doc) : [];
   // A field that a rule of podctl's own refuses is said once, in the rule's words: the schema's are vaguer ("expected a string").
-  const ruled = new Set(rules.map((p) => sameField(p.field)));
+  const ruled = new Set(rules.filter((p) => p.severity === 'error').map((p) => sameField(p.field)));
   const problems = schemaProblems(kind, doc).filter((p) => !ruled.has(sameField(p.field)));
   for (const u of unknownFields(kind, doc)) {
     problems.push({
