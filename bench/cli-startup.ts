@@ -34,14 +34,15 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
   const hello = join(REPO_ROOT, 'examples', 'hello.yaml');
   const variants = {
     node: [process.execPath, '-e', '0'],
-    version: [process.execPath, PODCTL_BIN, '--version'],
-    help: [process.execPath, PODCTL_BIN, '--help'],
-    validate: [process.execPath, PODCTL_BIN, 'validate', hello],
+    // podctl as a user runs it: the executable, through its launcher line.
+    version: [PODCTL_BIN, '--version'],
+    help: [PODCTL_BIN, '--help'],
+    validate: [PODCTL_BIN, 'validate', hello],
     // plan asks the agent, which reads the (fake, empty) runtime: it exits 2, "would create".
-    plan: [process.execPath, PODCTL_BIN, 'plan', hello, '--root-dir', rootDir],
+    plan: [PODCTL_BIN, 'plan', hello, '--root-dir', rootDir],
     // With no agent on the root dir, plan reads the runtime itself over the CRI.
-    planDirect: [process.execPath, PODCTL_BIN, 'plan', hello, '--root-dir', join(scratch, 'no-agent')],
-    getPods: [process.execPath, PODCTL_BIN, 'get', 'pods', '-A', '--root-dir', rootDir],
+    planDirect: [PODCTL_BIN, 'plan', hello, '--root-dir', join(scratch, 'no-agent')],
+    getPods: [PODCTL_BIN, 'get', 'pods', '-A', '--root-dir', rootDir],
   };
   type Variant = keyof typeof variants;
   const okCodes: Partial<Record<Variant, number[]>> = { plan: [2], planDirect: [2] };
@@ -81,7 +82,11 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
   for (const [e] of envs) {
     const x = s[e];
     const suffix = e === 'bare' ? ' (without NODE_EXTRA_CA_CERTS)' : '';
-    const limit = 2 * x.node.median;
+    // podctl starts Node without NODE_EXTRA_CA_CERTS (bin/run.js's launcher line): where the environment has
+    // it, every row is held to 2 x node -e 0 without it, the lower of the two floors.
+    const floor = bareEnv ? s.bare.node : x.node;
+    const limit = 2 * floor.median;
+    const floorName = `node -e 0${bareEnv ? ' (without NODE_EXTRA_CA_CERTS)' : ''}`;
     rows.push({
       name: `node -e 0${suffix}`,
       value: msStats(x.node),
@@ -90,17 +95,17 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
     for (const r of commands) {
       rows.push({
         name: `${r.name}${suffix}`,
-        value: `${msStats(x[r.key])} (${x.node.median ? (x[r.key].median / x.node.median).toFixed(2) : '?'} x node)`,
-        target: `<= 2 x node -e 0${suffix} = ${ms(limit)}`,
-        met: x[r.key].n && x.node.n ? x[r.key].median <= limit : undefined,
+        value: `${msStats(x[r.key])} (${floor.median ? (x[r.key].median / floor.median).toFixed(2) : '?'} x ${floorName})`,
+        target: `<= 2 x ${floorName} = ${ms(limit)}`,
+        met: x[r.key].n && floor.n ? x[r.key].median <= limit : undefined,
         about: e === 'bare' ? 'The same command, without NODE_EXTRA_CA_CERTS.' : r.about,
       });
     }
-    const missed = commands.filter((r) => x[r.key].n && x.node.n && x[r.key].median > limit);
+    const missed = commands.filter((r) => x[r.key].n && floor.n && x[r.key].median > limit);
     if (missed.length) {
       const loaded = [['main', 'src/main.ts'], ['validate', 'src/commands/validate.ts'], ['plan', 'src/commands/plan.ts'], ['get pods', 'src/commands/get/pods.ts']].map(([command, entry]) => ({ command: command!, ...loadedBeforeRun(entry!) }));
       findings.push(
-        `${missed.map((r) => `${r.name}${suffix} (${ms(x[r.key].median)})`).join(', ')} above 2 x node -e 0${suffix} (${ms(limit)}): what is left is reading the files a command loads before it runs and deserializing their V8 code caches (${loaded.map((l) => `${l.command}: ${l.files} files, ${Math.round(l.bytes / 1024)} KB`).join('; ')}) then evaluating them and the command's own work; see the profile with node --cpu-prof bin/run.js ... (V8 takes the caches under --cpu-prof; V8 flags such as --no-opt make it reject them and compile)`,
+        `${missed.map((r) => `${r.name}${suffix} (${ms(x[r.key].median)})`).join(', ')} above 2 x ${floorName} (${ms(limit)}): what is left is reading the files a command loads before it runs and deserializing their V8 code caches (${loaded.map((l) => `${l.command}: ${l.files} files, ${Math.round(l.bytes / 1024)} KB`).join('; ')}) then evaluating them and the command's own work; see the profile with node --cpu-prof bin/run.js ... (V8 takes the caches under --cpu-prof; V8 flags such as --no-opt make it reject them and compile)`,
       );
     }
   }
@@ -108,7 +113,7 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
     const given = s.given.node.median;
     const bare = s.bare.node.median;
     findings.push(
-      `NODE_EXTRA_CA_CERTS is set here: Node then parses its bundled root certificates and the file's at every start, before any JavaScript runs (OpenSSL 3 parses slowly; nodejs/node#40524). node -e 0 takes ${ms(given)} with it and ${ms(bare)} without: ${ms(given - bare)} of every Node process, node -e 0 included, that podctl's code cannot avoid. Added to both sides, it brings every ratio to node -e 0 closer to 1: the rows without it are the stricter reading of the target.`,
+      `NODE_EXTRA_CA_CERTS is set here: Node then parses its bundled root certificates and the file's at every start, before any JavaScript runs (OpenSSL 3 parses slowly; nodejs/node#40524). node -e 0 takes ${ms(given)} with it and ${ms(bare)} without. podctl's launcher line (bin/run.js) starts Node without it, puts it back for the processes podctl starts, and has podctl's own TLS client (a manifest URL over https) trust the file: podctl's rows with it pay none of the ${ms(given - bare)}, so every row, with it or without, is held to 2 x node -e 0 without it.`,
     );
   }
   return {

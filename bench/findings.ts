@@ -67,6 +67,10 @@ export const DIAGNOSES: Record<string, string> = {
     'crun, 0.85x and 0.84x with runc); with it, 0.97-1.0x. With a preload stamping each write (crun, agent running, no variable):',
     'Node reaches bin/run.js at about 25 ms, the POST leaves at about 50 ms, the agent adds the pod about 5 ms later, and the Running',
     'status arrives as the sync ends; the exit follows in 3-4 ms.',
+    'On 2026-11-27 (23:00) podctl stopped paying for the variable: bin/run.js\'s first line (`#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS',
+    '...`) starts Node without it; the launcher puts it back into the environment of every process podctl starts, and podctl\'s only',
+    'TLS client that verifies certificates (a manifest URL over https; probes skip verification, as the kubelet\'s do) trusts the file',
+    'beside Node\'s roots (src/core/config/extra-ca-certs.ts). The row runs the executable as a user does, through that line.',
   ].join(' '),
   'start-latency:podctl run --detach, without NODE_EXTRA_CA_CERTS': [
     'See the row before: the same process without the certificates Node parses at start when NODE_EXTRA_CA_CERTS is set.',

@@ -1,11 +1,17 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { HttpSource, type SourceError } from '../../src/core/config/index.js';
 import { fetchManifest } from '../../src/core/config/http-source.js';
+import { DEFERRED_EXTRA_CA_CERTS } from '../../src/core/config/extra-ca-certs.js';
+import { LOOPBACK_CERT, LOOPBACK_KEY } from '../support/tls.js';
 
 const POD = (name: string) => `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`;
 
@@ -72,4 +78,41 @@ test('a body over the limit is refused; the source keeps its last good pods and 
   assert.match(errors.at(-1)!.message, /over the limit of 1048576 bytes \(--manifest-url-max-size\).*keeping the last good pods/);
   assert.deepEqual(snapshots.at(-1)!.map((p) => p.metadata!.name), ['small'], 'the last good pods stand');
   source.stop();
+});
+
+test('over https, the certificates NODE_EXTRA_CA_CERTS named are trusted when the launcher deferred them, and only then', async () => {
+  const server = createHttpsServer({ key: LOOPBACK_KEY, cert: LOOPBACK_CERT }, (_req, res) => res.writeHead(200).end(POD('over-tls')));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/pods.yaml`;
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-ca-'));
+  const globals = globalThis as Record<symbol, unknown>;
+  try {
+    const file = join(dir, 'extra.pem');
+    writeFileSync(file, LOOPBACK_CERT);
+    await assert.rejects(fetchManifest(url, {}), new RegExp(`^Error: ${url.replace(/[.?/]/g, '\\$&')}: self-signed certificate`));
+    globals[DEFERRED_EXTRA_CA_CERTS] = file;
+    assert.match(await fetchManifest(url, {}), /name: over-tls/);
+    // An unreadable file leaves Node's roots, with a warning, as Node does at start.
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.message);
+    process.on('warning', onWarning);
+    globals[DEFERRED_EXTRA_CA_CERTS] = join(dir, 'missing.pem');
+    await assert.rejects(fetchManifest(url, {}), /self-signed certificate/);
+    await new Promise((r) => setImmediate(r));
+    process.off('warning', onWarning);
+    assert.deepEqual(warnings, [`Ignoring extra certs from \`${join(dir, 'missing.pem')}\`, load failed: ENOENT: no such file or directory, open '${join(dir, 'missing.pem')}'`]);
+  } finally {
+    delete globals[DEFERRED_EXTRA_CA_CERTS];
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a refused connection and a silent server are said as such', async () => {
+  const closed = createServer();
+  const port = Number(new URL(await listen(closed)).port);
+  closed.close();
+  await assert.rejects(fetchManifest(`http://127.0.0.1:${port}/pods.yaml`, {}), new RegExp(`^Error: http://127\\.0\\.0\\.1:${port}/pods\\.yaml: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}$`));
+  handleA = () => undefined; // never answers
+  await assert.rejects(fetchManifest(`${aURL}/pods.yaml`, { timeoutMs: 200 }), /pods\.yaml: no answer within 0\.2 s$/);
 });

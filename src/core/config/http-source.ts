@@ -1,8 +1,11 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from '../clock.js';
 import { formatProblem, parseManifestText } from '../pod/index.js';
 import { NO_OBJECTS, type SourceObjects } from '../objects.js';
 import type { SourceError } from './file-source.js';
+import { deferredCaOption } from './extra-ca-certs.js';
 
 export interface HttpSourceOptions {
   url: string;
@@ -25,6 +28,18 @@ export interface HttpSourceOptions {
 export const DEFAULT_MANIFEST_URL_MAX_BYTES = 4 << 20;
 const MAX_REDIRECTS = 5;
 
+/** One GET, answered with its response head; the body is left for the caller to read. */
+function get(url: URL, headers: Record<string, string> | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const tls = url.protocol === 'https:';
+    if (!tls && url.protocol !== 'http:') return reject(new Error(`expected an http or https URL, got ${url.protocol}`));
+    const ca = tls ? deferredCaOption() : undefined;
+    const req = (tls ? httpsRequest : httpRequest)(url, { headers, signal, agent: false, ...(ca ? { ca } : {}) }, resolve);
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /**
  * GETs a manifest URL. Redirects are followed only within the URL's own origin (scheme, host and
  * port), at most 5 times, so the custom headers (an API key, say) never leave it; a redirect
@@ -32,41 +47,52 @@ const MAX_REDIRECTS = 5;
  */
 export async function fetchManifest(url: string, opts: { headers?: Record<string, string>; timeoutMs?: number; maxBytes?: number }): Promise<string> {
   const origin = new URL(url).origin;
-  const signal = AbortSignal.timeout(opts.timeoutMs ?? 10_000);
-  let current = url;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const signal = AbortSignal.timeout(timeoutMs);
+  let current = new URL(url);
   for (let hop = 0; ; hop++) {
-    const res = await fetch(current, { headers: opts.headers, signal, redirect: 'manual' });
-    if (res.status >= 300 && res.status < 400 && res.headers.get('location')) {
-      await res.body?.cancel();
-      const next = new URL(res.headers.get('location')!, current);
+    let res: IncomingMessage;
+    try {
+      res = await get(current, opts.headers, signal);
+    } catch (err) {
+      if (signal.aborted) throw new Error(`${url}: no answer within ${timeoutMs / 1000} s`);
+      throw new Error(`${url}: ${(err as Error).message}`);
+    }
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400 && res.headers.location) {
+      res.destroy();
+      const next = new URL(res.headers.location, current);
       if (next.origin !== origin) {
         throw new Error(`${url}: refusing the redirect to ${next.href}: podctl follows redirects only within ${origin}, so its headers never go elsewhere`);
       }
       if (hop >= MAX_REDIRECTS) throw new Error(`${url}: more than ${MAX_REDIRECTS} redirects`);
-      current = next.href;
+      current = next;
       continue;
     }
-    if (!res.ok) throw new Error(`${url}: HTTP ${res.status} ${res.statusText}`.trim());
+    if (status < 200 || status >= 300) {
+      res.destroy();
+      throw new Error(`${url}: HTTP ${status} ${res.statusMessage ?? ''}`.trim());
+    }
     const max = opts.maxBytes ?? DEFAULT_MANIFEST_URL_MAX_BYTES;
-    const declared = Number(res.headers.get('content-length') ?? NaN);
+    const declared = Number(res.headers['content-length'] ?? NaN);
     if (declared > max) {
-      await res.body?.cancel();
+      res.destroy();
       throw new Error(`${url}: the body is ${declared} bytes, over the limit of ${max} (--manifest-url-max-size)`);
     }
-    const chunks: Uint8Array[] = [];
+    const chunks: Buffer[] = [];
     let size = 0;
-    if (res.body) {
-      const reader = res.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        size += value.byteLength;
+    try {
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        size += chunk.byteLength;
         if (size > max) {
-          await reader.cancel();
+          res.destroy();
           throw new Error(`${url}: the body is over the limit of ${max} bytes (--manifest-url-max-size)`);
         }
-        chunks.push(value);
+        chunks.push(chunk);
       }
+    } catch (err) {
+      if (size > max) throw err;
+      throw new Error(`${url}: ${signal.aborted ? `no answer within ${timeoutMs / 1000} s` : (err as Error).message}`);
     }
     return Buffer.concat(chunks).toString('utf8');
   }
