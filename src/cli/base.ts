@@ -1,5 +1,8 @@
-import { Command, Flags, Errors } from '@oclif/core';
+import { Command, Flags, Errors, type Interfaces } from '@oclif/core';
 import { PodctlError, escapeControls } from '../core/errors.js';
+
+/** The errors parse() threw: each one a usage error, whatever oclif's class for it. */
+const usageErrors = new WeakSet<Error>();
 
 /**
  * Flags every command shares, and one error path: a PodctlError becomes one
@@ -50,12 +53,32 @@ export abstract class PodctlCommand extends Command {
     return out;
   }
 
+  protected override async parse<F extends Record<string, unknown>, B extends Record<string, unknown>, A extends Record<string, unknown>>(
+    options?: Interfaces.Input<F, B, A>,
+    argv?: string[],
+  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+    try {
+      return await super.parse(options, argv);
+    } catch (err) {
+      if (err instanceof Errors.CLIError) usageErrors.add(err);
+      throw err;
+    }
+  }
+
   protected debugEnabled(): boolean {
     return this.argv.includes('--debug') || process.env.PODCTL_DEBUG === '1';
   }
 
-  protected override async catch(err: Error & { exitCode?: number }): Promise<unknown> {
+  protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
     if (err instanceof Errors.ExitError) throw err;
+    // A usage error (a missing argument, an unknown flag, a value not among a flag's options) said as
+    // kubectl says one: the error and where the help is. oclif printed the command's whole help
+    // below it, some 150 lines for run, which pushed the error itself off the screen.
+    if (err instanceof Errors.CLIError && ('parse' in err || usageErrors.has(err))) {
+      const usage = `${this.config.bin} ${(this.id ?? '').replaceAll(':', ' ')}`.trim();
+      process.stderr.write(`Error: ${escapeControls(err.message.replace(/\nSee more help with --help$/, ''))}\nSee '${usage} --help' for usage.\n`);
+      this.exit(err.oclif?.exit ?? 2);
+    }
     if (err instanceof PodctlError) {
       process.stderr.write(`Error: ${escapeControls(err.describe())}\n`);
       if (this.debugEnabled()) {

@@ -395,7 +395,7 @@ test("the bundle's wrap-ansi wraps as wrap-ansi does, and returns text without e
   assert.ok(chunk?.includes('return joined'), 'the bundled wrap-ansi has the shortcut');
 });
 
-test('the manifest read at every start leaves out flags and texts; help, usage errors and autocomplete get them back', () => {
+test('the manifest read at every start leaves out flags and texts; help and autocomplete get them back, and a usage error says where the help is', () => {
   type Entry = { flags?: Record<string, unknown>; args?: Record<string, unknown>; examples?: unknown; summary?: string; description?: string };
   const manifest = JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, Entry> };
   const details = JSON.parse(readFileSync(join(ROOT, 'dist/cli/oclif-help.json'), 'utf8')) as { commands: Record<string, Entry> };
@@ -418,9 +418,21 @@ test('the manifest read at every start leaves out flags and texts; help, usage e
       assert.match(r.stdout, /-A, --all-namespaces\s+Pods of every namespace\./, args.join(' '));
       assert.match(r.stdout, /EXAMPLES\n[\s\S]*\$ podctl get pods -A -o wide/, args.join(' '));
     }
+    // A usage error is the error and where the help is, as kubectl says one: not the command's whole help.
     const usage = cli('validate', '--bogus');
     assert.equal(usage.status, 2);
-    assert.match(usage.stderr, /Nonexistent flag: --bogus[\s\S]*USAGE\n\s+\$ podctl validate PATHS\.\.\. \[-r <value>\][\s\S]*-o, --output=<option>/);
+    assert.equal(usage.stderr, "Error: Nonexistent flag: --bogus\nSee 'podctl validate --help' for usage.\n");
+    const missing = cli('run');
+    assert.equal(missing.status, 2);
+    assert.equal(missing.stderr, "Error: Missing 1 required arg:\npaths  Manifest files or directories (- for stdin).\nSee 'podctl run --help' for usage.\n");
+    const noValue = cli('get', 'pods', '--root-dir');
+    assert.equal(noValue.status, 2);
+    assert.equal(noValue.stderr, "Error: Flag --root-dir expects a value\nSee 'podctl get pods --help' for usage.\n");
+    const option = cli('get', 'pods', '-o', 'xml');
+    assert.equal(option.status, 2);
+    assert.equal(option.stderr, "Error: Expected --output=xml to be one of: table, wide, json, yaml, name\nSee 'podctl get pods --help' for usage.\n");
+    // plan's exit code 2 means "would change": its usage errors exit 1.
+    assert.equal(cli('plan').status, 1);
     const created = cli('autocomplete', 'create');
     assert.equal(created.status, 0, created.stderr);
     const bash = readFileSync(join(home, '.cache/podctl/autocomplete/functions/bash/podctl.bash'), 'utf8');
