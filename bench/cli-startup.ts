@@ -73,7 +73,7 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
     {
       key: 'planDirect',
       name: 'podctl plan examples/hello.yaml (no agent)',
-      about: "The same with no agent on the root dir: the command reads the runtime itself over the CRI (the CRI client, its message types and Node's http2 load here).",
+      about: "The same with no agent on the root dir: the command reads the runtime itself over the CRI (the CRI client, its message types and its HTTP/2 client over node:net load here).",
     },
     { key: 'getPods', name: 'podctl get pods -A (empty)', about: 'The agent (a `podctl watch` on an empty fake runtime) answers GET /v1/podview on its socket; no gRPC.' },
   ];
