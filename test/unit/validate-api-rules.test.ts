@@ -95,3 +95,34 @@ test('env: a NUL byte, a value exec cannot take, and a name with "=" or non-prin
   refused(pod({ container: 'env: [{name: "", value: v}]' }), 'spec.containers[0].env[0].name', /printable ASCII/);
   assert.deepEqual(errors(pod({ container: `env: [{name: "my.var-1", value: "${'y'.repeat(64 * 1024)}"}]` })), []);
 });
+
+test("fieldRef and resourceFieldRef: what the API server takes in an env var and in a downwardAPI volume, and nothing else", () => {
+  const env = (from: string) => pod({ container: `env: [{name: X, valueFrom: ${from}}]` });
+  const at = 'spec.containers[0].env[0].valueFrom';
+  // Accepted: the env set, labels and annotations by key, spec.host (spec.nodeName's old name).
+  for (const path of ['metadata.name', 'metadata.uid', 'spec.nodeName', 'spec.host', 'spec.serviceAccountName', 'status.hostIPs', 'status.podIPs', "\"metadata.labels['app']\"", "\"metadata.annotations['Example.com/Note']\""]) {
+    assert.deepEqual(errors(env(`{fieldRef: {fieldPath: ${path}}}`)), [], path);
+  }
+  assert.deepEqual(errors(env('{resourceFieldRef: {resource: requests.hugepages-2Mi}}')), []);
+  refused(env('{fieldRef: {fieldPath: spec.foo}}'), `${at}.fieldRef.fieldPath`, /^"spec\.foo" is not a pod field; expected one of "metadata\.name", .*"status\.podIPs", or metadata\.labels\['<key>'\]/);
+  // A pod field, but not one an env var takes (the API server: Unsupported value).
+  refused(env('{fieldRef: {fieldPath: status.phase}}'), `${at}.fieldRef.fieldPath`, /^"status\.phase" is not supported here; expected one of/);
+  refused(env('{fieldRef: {fieldPath: metadata.labels}}'), `${at}.fieldRef.fieldPath`, /^"metadata\.labels" is not supported here/);
+  refused(env(`{fieldRef: {fieldPath: "spec.nodeName['x']"}}`), `${at}.fieldRef.fieldPath`, /only metadata\.labels and metadata\.annotations take a key/);
+  refused(env(`{fieldRef: {fieldPath: "metadata.labels['-x-']"}}`), `${at}.fieldRef.fieldPath`, /^"metadata\.labels\['-x-'\]" is invalid: the key /);
+  refused(env('{fieldRef: {apiVersion: v2, fieldPath: metadata.name}}'), `${at}.fieldRef.apiVersion`, /^"v2" is not supported; expected "v1"$/);
+  refused(env('{resourceFieldRef: {resource: limits.gpu}}'), `${at}.resourceFieldRef.resource`, /^"limits\.gpu" is not supported; expected one of "limits\.cpu"/);
+
+  // A volume takes metadata only, and a resource of a named container.
+  const volume = (item: string, source = 'downwardAPI: {items: [ITEM]}') =>
+    pod({ spec: `  volumes: [{name: v, ${source.replace('ITEM', item)}}]`, container: 'volumeMounts: [{name: v, mountPath: /v}]' });
+  assert.deepEqual(errors(volume('{path: l, fieldRef: {fieldPath: metadata.labels}}')), []);
+  assert.deepEqual(errors(volume('{path: m, resourceFieldRef: {containerName: app, resource: limits.memory}}')), []);
+  refused(volume('{path: ip, fieldRef: {fieldPath: status.podIP}}'), 'spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath', /^"status\.podIP" is not supported here; expected one of "metadata\.name", "metadata\.namespace", "metadata\.labels"/);
+  refused(volume('{path: m, resourceFieldRef: {resource: limits.memory}}'), 'spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName', /^required in a volume/);
+  refused(
+    volume('{path: n, fieldRef: {fieldPath: spec.nodeName}}', 'projected: {sources: [{downwardAPI: {items: [ITEM]}}]}'),
+    'spec.volumes[0].projected.sources[0].downwardAPI.items[0].fieldRef.fieldPath',
+    /^"spec\.nodeName" is not supported here/,
+  );
+});
