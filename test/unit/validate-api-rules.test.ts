@@ -126,3 +126,14 @@ test("fieldRef and resourceFieldRef: what the API server takes in an env var and
     /^"spec\.nodeName" is not supported here/,
   );
 });
+
+test('a value of the wrong type names what was expected, in YAML words, and what was given; its keys are not then reported as unknown fields', () => {
+  assert.deepEqual(errors(pod({ container: 'command: sh -c "echo hi"' })), [
+    { field: 'spec.containers[0].command', message: 'expected a list, got "sh -c \\"echo hi\\"" (a YAML list: one "- item" a line, or [a, b])' },
+  ]);
+  assert.deepEqual(errors(pod({ container: 'ports: [{containerPort: "80"}]' })), [{ field: 'spec.containers[0].ports[0].containerPort', message: 'expected an integer, got "80"' }]);
+  assert.deepEqual(errors(pod({ container: 'tty: "yes"' })), [{ field: 'spec.containers[0].tty', message: 'expected a boolean, got "yes"' }]);
+  // A mapping where a list belongs: one error, not one more per key.
+  assert.deepEqual(errors(pod({ container: 'env: {A: b, C: d}' })), [{ field: 'spec.containers[0].env', message: 'expected a list, got a mapping (a YAML list: one "- item" a line, or [a, b])' }]);
+  assert.deepEqual(errors(pod({ metadata: 'labels: [a]' })), [{ field: 'metadata.labels', message: 'expected a mapping (key: value), got a list' }]);
+});

@@ -59,8 +59,12 @@ function ajvMessage(e: AjvError, doc: unknown): { field: string; message: string
       const missing = String(e.params.missingProperty);
       return { field: field ? `${field}.${missing}` : missing, message: 'required field is missing' };
     }
-    case 'type':
-      return { field, message: `expected ${e.params.type === 'integer' ? 'an integer' : `a ${String(e.params.type)}`}${unquotedHint(e.params.type, valueAt(doc, e.instancePath))}` };
+    case 'type': {
+      const value = valueAt(doc, e.instancePath);
+      const got = unquotedHint(e.params.type, value) || `, got ${shown(value)}`;
+      const listHint = e.params.type === 'array' && !Array.isArray(value) ? ' (a YAML list: one "- item" a line, or [a, b])' : '';
+      return { field, message: `expected ${typeWord(e.params.type)}${got}${listHint}` };
+    }
     case 'enum':
       return { field, message: `expected one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` };
     case 'format':
@@ -71,9 +75,17 @@ function ajvMessage(e: AjvError, doc: unknown): { field: string; message: string
   }
 }
 
+/** A JSON schema type as a manifest's author reads it: YAML has lists and mappings. */
+function typeWord(type: unknown): string {
+  if (type === 'integer') return 'an integer';
+  if (type === 'array') return 'a list';
+  if (type === 'object') return 'a mapping (key: value)';
+  return `a ${String(type)}`;
+}
+
 /** One alternative of a oneOf that the value matched none of: "a number", "a string in quantity format". */
 function alternative(e: AjvError): string | undefined {
-  if (e.keyword === 'type') return e.params.type === 'integer' ? 'an integer' : `a ${String(e.params.type)}`;
+  if (e.keyword === 'type') return typeWord(e.params.type);
   if (e.keyword === 'format') return e.params.format === 'quantity' ? 'a quantity (e.g. 500m, 1, 128Mi)' : `a string in ${String(e.params.format)} format`;
   return undefined;
 }
@@ -81,7 +93,7 @@ function alternative(e: AjvError): string | undefined {
 /** The value a problem is about, as the message quotes it. */
 function shown(value: unknown): string {
   if (Array.isArray(value)) return 'a list';
-  if (value !== null && typeof value === 'object') return 'an object';
+  if (value !== null && typeof value === 'object') return 'a mapping';
   return JSON.stringify(value) ?? String(value);
 }
 
@@ -554,7 +566,11 @@ export function validateDocument(kind: 'Pod' | 'ConfigMap' | 'Secret', doc: Reco
   // A field that a rule of podctl's own refuses is said once, in the rule's words: the schema's are vaguer ("expected a string").
   const ruled = new Set(rules.filter((p) => p.severity === 'error').map((p) => sameField(p.field)));
   const problems = schemaProblems(kind, doc).filter((p) => !ruled.has(sameField(p.field)));
+  // A value of the wrong type (a mapping where a list belongs) is said once, not again as its keys being unknown fields.
+  const mistyped = problems.map((p) => sameField(p.field)).filter((f) => f !== '');
+  const inside = (field: string) => mistyped.some((f) => field.startsWith(`${f}.`) || field.startsWith(`${f}[`));
   for (const u of unknownFields(kind, doc)) {
+    if (inside(sameField(u.field))) continue;
     problems.push({
       field: u.field,
       message: `unknown field${u.hint ? `; ${u.hint}` : ''}`,
