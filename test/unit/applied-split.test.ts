@@ -143,3 +143,27 @@ spec:
   const kinds = pods[0]!.text.split('---\n').map((d) => /kind: (\w+)/.exec(d)?.[1] + ' ' + /name: ([\w.-]+)/.exec(d.slice(d.indexOf('metadata')))?.[1]);
   assert.deepEqual(kinds.sort(), ['ConfigMap proj', 'Pod private', 'Secret regcred']);
 });
+
+test('a List handed over is split into its pods, each with the objects it names, as documents would be', () => {
+  const text = `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: cfg}, data: {a: "1"}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: one}
+  spec:
+    containers: [{name: app, image: busybox:1.36, envFrom: [{configMapRef: {name: cfg}}]}]
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: two}
+  spec:
+    containers: [{name: app, image: busybox:1.36}]
+`;
+  const { pods, problems } = splitApplied([{ file: 'list.yaml', text }], 'node');
+  assert.deepEqual(problems, []);
+  assert.deepEqual(pods.map((p) => p.name), ['one', 'two']);
+  const kinds = (t: string) => parseManifestDocuments(t, { kind: 'file', path: '/x.yaml' }, { nodeName: 'n' }).docs.map((d) => (d as { kind: string }).kind);
+  assert.deepEqual(kinds(pods[0]!.text), ['Pod', 'ConfigMap']);
+  assert.deepEqual(kinds(pods[1]!.text), ['Pod']);
+});

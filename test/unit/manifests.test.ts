@@ -347,3 +347,36 @@ test('a Pod without a spec is an error naming spec, not a crash (found by the fu
   assert.deepEqual(problemsOf('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\n'), ['error doc1 spec: required; expected the pod spec with at least one container']);
   assert.deepEqual(parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\nspec: null\n', src, opts).pods, []);
 });
+
+test('a v1 List (kubectl get -o yaml) and a PodList (podctl get pods -o yaml, the kubelet file source) are read as their items', () => {
+  const list = `apiVersion: v1
+kind: List
+metadata: {resourceVersion: ""}
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: cfg}
+  data: {a: "1"}
+- ${POD.replace(/\n/g, '\n  ').trimEnd()}
+`;
+  const parsed = parseManifestText(list, src, opts);
+  assert.deepEqual(parsed.problems, []);
+  assert.deepEqual(parsed.pods.map((p) => p.pod.metadata!.name), ['web']);
+  assert.deepEqual(parsed.configMaps.map((c) => c.metadata!.name), ['cfg']);
+  // A typed list's items may leave out kind and apiVersion; a problem names the document, the pod and the item's field.
+  const podList = `apiVersion: v1
+kind: PodList
+items:
+- metadata: {name: one}
+  spec: {containers: [{name: app, image: busybox:1.36}]}
+- metadata: {name: two}
+  spec: {containers: [{name: app, image: busybox:1.36, tty: "yes"}]}
+`;
+  assert.deepEqual(problemsOf(podList), ['error doc1 items[1].spec.containers[0].tty: expected a boolean, got "yes"']);
+  assert.deepEqual(parseManifestText(podList.replace('"yes"', 'true'), src, opts).pods.map((p) => p.pod.metadata!.name), ['one', 'two']);
+  assert.deepEqual(problemsOf('apiVersion: v1\nkind: List\nitems: {a: b}\n'), ['error doc1 items: expected a list of objects, got a mapping']);
+});
+
+test('a supported kind written in another case is an error that names it, not a skipped document', () => {
+  assert.deepEqual(problemsOf(POD.replace('kind: Pod', 'kind: pod')), ['error doc1 kind: "pod" is not a kind; did you mean Pod? (kinds are case-sensitive)']);
+});

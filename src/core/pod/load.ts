@@ -125,6 +125,37 @@ const POD_TEMPLATE_OF: Record<string, string> = {
 };
 /** The apiVersion each supported kind is read in. */
 const API_VERSION_OF: Record<string, string> = { Pod: 'v1', ConfigMap: 'v1', Secret: 'v1', RuntimeClass: 'node.k8s.io/v1' };
+/** The typed lists whose items may leave out their kind (kubectl get -o yaml writes them with it; the kubelet's file source reads a PodList). */
+const ITEM_KIND_OF: Record<string, string> = { PodList: 'Pod', ConfigMapList: 'ConfigMap', SecretList: 'Secret' };
+
+/** One object of a manifest: a document, or an item of a v1 List (or PodList…) document, which kubectl and the kubelet read as its items. */
+interface ManifestObject {
+  doc: unknown;
+  /** The YAML document it is, or is an item of. */
+  index: number;
+  /** Its place in the list (`items[2]`), to prefix the fields its problems name. */
+  item?: string;
+}
+
+/** The documents with each list replaced by its items; a list's own problem is said once, as its document's. */
+function manifestObjects(docs: unknown[], listProblem: (index: number, field: string, message: string) => void): ManifestObject[] {
+  const out: ManifestObject[] = [];
+  docs.forEach((doc, index) => {
+    const obj = doc as { apiVersion?: unknown; kind?: unknown; items?: unknown } | null;
+    const isList = obj !== null && typeof obj === 'object' && !Array.isArray(obj) && obj.apiVersion === 'v1' && (obj.kind === 'List' || (typeof obj.kind === 'string' && obj.kind in ITEM_KIND_OF));
+    if (!isList) return void out.push({ doc, index });
+    if (!Array.isArray(obj.items)) {
+      return listProblem(index, 'items', obj.items === undefined ? `required; expected the ${String(obj.kind)}'s objects` : `expected a list of objects, got ${obj.items !== null && typeof obj.items === 'object' ? 'a mapping' : JSON.stringify(obj.items)}`);
+    }
+    const itemKind = ITEM_KIND_OF[obj.kind as string];
+    obj.items.forEach((item: unknown, k: number) => {
+      // A typed list's items are of its type: kind and apiVersion may be left out, as in the API's own lists.
+      const typed = itemKind && item !== null && typeof item === 'object' && !Array.isArray(item) ? { kind: itemKind, apiVersion: 'v1', ...(item as object) } : item;
+      out.push({ doc: typed, index, item: `items[${k}]` });
+    });
+  });
+  return out;
+}
 
 /**
  * A node.k8s.io/v1 RuntimeClass, validated as the API server does what a node uses of it: a
@@ -218,17 +249,20 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
     return { parsed: out, docs: [] };
   }
   const seen = opts.now?.() ?? new Date();
-  docs.forEach((loaded, index) => {
+  // Aliases share nodes: bound what they expand to before anything walks a document (a list's items among them).
+  const bounded = docs.map((loaded, index) => {
+    const expansion = loaded === null || loaded === undefined ? undefined : expandedWeight(loaded);
+    if (expansion !== undefined) out.problems.push({ file, index, field: '', message: expansion, severity: 'error' });
+    return expansion === undefined ? loaded : undefined;
+  });
+  const objects = manifestObjects(bounded, (index, field, message) => out.problems.push({ file, index, kind: 'List', field, message, severity: 'error' }));
+  objects.forEach(({ doc: loaded, index, item }) => {
     if (loaded === null || loaded === undefined) return;
-    // Aliases share nodes: bound what they expand to before anything walks the document, then unshare.
-    const expansion = expandedWeight(loaded);
-    if (expansion !== undefined) {
-      out.problems.push({ file, index, field: '', message: expansion, severity: 'error' });
-      return;
-    }
+    // Then unshared: validation and defaults work on a copy of each object.
     const doc: unknown = typeof loaded === 'object' ? structuredClone(loaded) : loaded;
+    const at = (field: string) => (item === undefined ? field : field === '' ? item : field.startsWith('[') ? `${item}${field}` : `${item}.${field}`);
     const problem = (field: string, message: string, severity: 'error' | 'warning' = 'error', kind?: string, name?: string) =>
-      out.problems.push({ file, index, kind, name, field, message, severity });
+      out.problems.push({ file, index, kind, name, field: at(field), message, severity });
     if (typeof doc !== 'object' || Array.isArray(doc)) {
       problem('', `expected a Kubernetes object (a mapping with apiVersion and kind), got ${Array.isArray(doc) ? 'a list' : typeof doc}`);
       return;
@@ -243,6 +277,12 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
     }
     if (typeof apiVersion !== 'string' || apiVersion === '') {
       problem('apiVersion', `required; expected ${API_VERSION_OF[kind] ?? 'v1'} for ${kind}`, 'error', kind, name);
+      return;
+    }
+    const cased = [...SUPPORTED].find((k) => k.toLowerCase() === kind.toLowerCase());
+    if (!SUPPORTED.has(kind) && cased) {
+      // kind is case-sensitive: the API server knows no kind "pod" either.
+      problem('kind', `"${kind}" is not a kind; did you mean ${cased}? (kinds are case-sensitive)`, 'error', kind, name);
       return;
     }
     if (!SUPPORTED.has(kind)) {
@@ -277,7 +317,7 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
       out.pods.push({ pod: finishPod(obj as unknown as Pod, podSource, opts.nodeName, seen), source: podSource });
     }
   });
-  return { parsed: out, docs };
+  return { parsed: out, docs: objects.map((o) => o.doc) };
 }
 
 /** stringData merges into data as base64, as the API server does; data must be base64. */
