@@ -6,6 +6,7 @@ import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { openPodView } from '../cli/podview.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { AgentClient } from '../core/node/client.js';
+import { forgetApplied } from '../core/node/paths.js';
 import { deleteThroughAgent } from '../cli/delete.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { deleteGracePeriod, deleteRuntimePod, watchSourceOf } from '../core/podview/delete.js';
@@ -17,7 +18,8 @@ export class Delete extends PodctlCommand {
 --grace-period=0, where the kubelet's minimum of 2 s still applies), then removes its containers and sandbox.
 Names the pods as arguments (pod NAME…, pod/NAME), by manifest (-f FILE…), or every pod of a namespace (--all).
 When the node agent runs on --root-dir, it is told to forget each pod it keeps (its applied file goes, so the pod
-never comes back) and podctl waits for the termination it performs; other pods are terminated here. A pod the
+never comes back) and podctl waits for the termination it performs; other pods are terminated here, and the applied
+file of a pod handed to an agent that is not running goes too. A pod the
 running watch keeps from a file or URL comes back: podctl says so and what to change. A pod that does not exist is
 an error (exit 1) after the others are deleted.`;
   static override examples = [
@@ -74,9 +76,12 @@ an error (exit 1) after the others are deleted.`;
             this.log(`pod "${t.name}" deleted`);
             continue;
           }
+          // With no agent running, its record of the pod goes too: it would start the pod again when it next starts.
+          const forgotten = !agentRuns && forgetApplied(flags['root-dir'], t.namespace, t.name);
           const pod = await findRuntimePod(view, t.namespace, t.name);
           if (!pod) {
-            failures.push(`pod "${t.name}" not found in namespace ${t.namespace}`);
+            if (forgotten) this.log(`pod "${t.name}" deleted`);
+            else failures.push(`pod "${t.name}" not found in namespace ${t.namespace}`);
             continue;
           }
           await deleteRuntimePod(view, pod, deleteGracePeriod(pod, override));

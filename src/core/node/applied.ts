@@ -8,9 +8,9 @@ import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/load.js
 import { formatProblem, isManifestFileName, parseManifestDocuments, parseManifestText, type ManifestProblem } from '../pod/index.js';
 import { referencedObjects } from '../pod/references.js';
 import { podKey, podMeta } from '../util/pod-key.js';
+import { appliedFileName } from './paths.js';
 
-/** The applied file of a pod: namespace and name are DNS labels, so `_` cannot be part of either. */
-export const appliedFileName = (namespace: string, name: string): string => `${namespace}_${name}.yaml`;
+export { appliedFileName };
 
 /** One pod handed to the agent: the text of its applied file. */
 export interface AppliedPod {

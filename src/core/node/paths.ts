@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { unlinkSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -11,6 +12,22 @@ export const agentSocket = (rootDir: string): string => join(rootDir, 'podctl.so
 export const agentLogFile = (rootDir: string): string => join(rootDir, 'agent.log');
 /** The pods handed to the agent, one file per pod: the node's equivalent of /etc/kubernetes/manifests. */
 export const appliedDir = (rootDir: string): string => join(rootDir, 'applied');
+/** A pod's file there: namespace and name are DNS labels, so `_` cannot be part of either. */
+export const appliedFileName = (namespace: string, name: string): string => `${namespace}_${name}.yaml`;
+
+/**
+ * Removes a pod's applied file while no agent runs on the state dir, so that the agent does not
+ * start the pod again when it next starts (a running agent is asked instead); whether there was one.
+ */
+export function forgetApplied(rootDir: string, namespace: string, name: string): boolean {
+  try {
+    unlinkSync(join(appliedDir(rootDir), appliedFileName(namespace, name)));
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}
 
 /**
  * The agent recorded on the pods of a state dir: "watch" on the default root dir (the name pods of
