@@ -12,6 +12,28 @@ function kv(lines: string[], indent: string, width: number, label: string, value
   lines.push(`${indent}${pad(label, width)}${value ?? '<none>'}`);
 }
 
+/**
+ * Rows of cells laid out as Go's tabwriter lays out kubectl describe's tab-separated lines (padding 2):
+ * every cell but a row's last is as wide as the widest of its column in the run of rows that have it.
+ */
+export function tabulate(rows: string[][]): string[] {
+  const widths = rows.map((r) => r.map(() => 0));
+  for (let j = 0; rows.some((r) => r.length - 1 > j); j++) {
+    for (let i = 0; i < rows.length; ) {
+      if (rows[i]!.length - 1 <= j) {
+        i++;
+        continue;
+      }
+      let k = i;
+      let w = 0;
+      for (; k < rows.length && rows[k]!.length - 1 > j; k++) w = Math.max(w, rows[k]![j]!.length);
+      for (let m = i; m < k; m++) widths[m]![j] = w + 2;
+      i = k;
+    }
+  }
+  return rows.map((r, i) => r.map((cell, j) => (j < r.length - 1 ? cell.padEnd(widths[i]![j]!) : cell)).join(''));
+}
+
 function mapLines(m: Record<string, string> | undefined, indent: string): string {
   const entries = Object.entries(m ?? {});
   if (!entries.length) return '<none>';
@@ -63,18 +85,21 @@ function containerSection(lines: string[], pod: IPod, c: IContainer, s: IContain
   if (c.startupProbe) kvc('Startup', probeLine(c.startupProbe));
   if (c.envFrom?.length) lines.push('    Environment Variables from:', ...envFromLines(c));
   const env = envLines(pod, c);
-  lines.push(`    Environment:${env.length ? '' : '     <none>'}`, ...env);
+  if (env.length) lines.push('    Environment:', ...env);
+  else kvc('Environment', '<none>');
   const mounts = (c.volumeMounts ?? []).map((m) => `      ${m.mountPath} from ${m.name} (${m.readOnly ? 'ro' : 'rw'}${m.subPath ? `, path "${m.subPath}"` : ''})`);
-  lines.push(`    Mounts:${mounts.length ? '' : '          <none>'}`, ...mounts);
+  if (mounts.length) lines.push('    Mounts:', ...mounts);
+  else kvc('Mounts', '<none>');
 }
 
 /** kubectl's Environment lines: values as written, references named (never a secret's value), fields resolved. */
 export function envLines(pod: IPod, c: IContainer): string[] {
-  const out: string[] = [];
+  const rows: string[][] = [];
+  const out = { push: (name: string, ...cells: string[]) => rows.push([`      ${name}`, ...cells]) };
   for (const e of c.env ?? []) {
     const from = e.valueFrom;
     if (!from) {
-      (e.value ?? '').split('\n').forEach((line, i) => out.push(i ? `        ${line}` : `      ${e.name}:  ${line}`));
+      (e.value ?? '').split('\n').forEach((line, i) => out.push(i ? '' : `${e.name}:`, line));
     } else if (from.fieldRef) {
       let value = '';
       try {
@@ -82,7 +107,7 @@ export function envLines(pod: IPod, c: IContainer): string[] {
       } catch {
         // An unsupported path shows empty, as kubectl's resolver leaves it.
       }
-      out.push(`      ${e.name}:  ${value} (${from.fieldRef.apiVersion ?? 'v1'}:${from.fieldRef.fieldPath})`);
+      out.push(`${e.name}:`, `${value} (${from.fieldRef.apiVersion ?? 'v1'}:${from.fieldRef.fieldPath})`);
     } else if (from.resourceFieldRef) {
       const ref = from.resourceFieldRef;
       let value = '';
@@ -93,23 +118,25 @@ export function envLines(pod: IPod, c: IContainer): string[] {
         value = '';
       }
       if (value === '0' && (ref.resource === 'limits.cpu' || ref.resource === 'limits.memory')) value = 'node allocatable';
-      out.push(`      ${e.name}:  ${value} (${ref.resource})`);
+      out.push(`${e.name}:`, `${value} (${ref.resource})`);
     } else if (from.secretKeyRef) {
-      out.push(`      ${e.name}:  <set to the key '${from.secretKeyRef.key}' in secret '${from.secretKeyRef.name ?? ''}'>  Optional: ${from.secretKeyRef.optional === true}`);
+      out.push(`${e.name}:`, `<set to the key '${from.secretKeyRef.key}' in secret '${from.secretKeyRef.name ?? ''}'>`, `Optional: ${from.secretKeyRef.optional === true}`);
     } else if (from.configMapKeyRef) {
-      out.push(`      ${e.name}:  <set to the key '${from.configMapKeyRef.key}' of config map '${from.configMapKeyRef.name ?? ''}'>  Optional: ${from.configMapKeyRef.optional === true}`);
+      out.push(`${e.name}:`, `<set to the key '${from.configMapKeyRef.key}' of config map '${from.configMapKeyRef.name ?? ''}'>`, `Optional: ${from.configMapKeyRef.optional === true}`);
     }
   }
-  return out;
+  return tabulate(rows);
 }
 
 /** kubectl's "Environment Variables from" lines. */
 export function envFromLines(c: IContainer): string[] {
-  return (c.envFrom ?? []).map((e) => {
-    const ref = e.configMapRef ?? e.secretRef;
-    const kind = e.configMapRef ? 'ConfigMap' : 'Secret';
-    return `      ${ref?.name ?? ''}  ${kind}${e.prefix ? ` with prefix '${e.prefix}'` : ''}  Optional: ${ref?.optional === true}`;
-  });
+  return tabulate(
+    (c.envFrom ?? []).map((e) => {
+      const ref = e.configMapRef ?? e.secretRef;
+      const kind = e.configMapRef ? 'ConfigMap' : 'Secret';
+      return [`      ${ref?.name ?? ''}`, `${kind}${e.prefix ? ` with prefix '${e.prefix}'` : ''}`, `Optional: ${ref?.optional === true}`];
+    }),
+  );
 }
 
 function clock(ms: number): string {

@@ -7,7 +7,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { fetchPodEvents, nextStart, whyNotRunning } from '../../src/core/podview/describe.js';
 import { startStatusServer } from '../../src/core/status/server.js';
-import { envFromLines, envLines } from '../../src/cli/describe.js';
+import { envFromLines, envLines, renderDescribe } from '../../src/cli/describe.js';
 import { makePod } from '../support/builders.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -97,15 +97,30 @@ test('describe Environment: values as written, references named and never resolv
   };
   const c = pod.spec!.containers[0]!;
   assert.deepEqual(envLines(pod, c), [
-    '      PLAIN:  one',
-    '        two',
-    '      POD:  web (v1:metadata.name)',
-    '      IP:  10.88.0.7 (v1:status.podIP)',
-    '      APP:  web (v1:metadata.labels[\'app\'])',
-    '      MEM:  64 (limits.memory)',
-    '      CPU:  node allocatable (limits.cpu)',
-    "      PASSWORD:  <set to the key 'password' in secret 'creds'>  Optional: false",
-    "      MODE:  <set to the key 'mode' of config map 'settings'>  Optional: true",
+    // Aligned as kubectl's tabwriter aligns them: each column as wide as its widest cell, plus 2.
+    '      PLAIN:     one',
+    '                 two',
+    '      POD:       web (v1:metadata.name)',
+    '      IP:        10.88.0.7 (v1:status.podIP)',
+    '      APP:       web (v1:metadata.labels[\'app\'])',
+    '      MEM:       64 (limits.memory)',
+    '      CPU:       node allocatable (limits.cpu)',
+    "      PASSWORD:  <set to the key 'password' in secret 'creds'>     Optional: false",
+    "      MODE:      <set to the key 'mode' of config map 'settings'>  Optional: true",
   ]);
-  assert.deepEqual(envFromLines(c), ['      settings  ConfigMap  Optional: false', "      creds  Secret with prefix 'DB_'  Optional: true"]);
+  assert.deepEqual(envFromLines(c), ['      settings  ConfigMap                 Optional: false', "      creds     Secret with prefix 'DB_'  Optional: true"]);
+});
+
+test('describe: a container with no env or mounts says <none> in the column of its other fields, as kubectl', () => {
+  const pod: IPod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'default', uid: 'u' },
+    spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] },
+    status: { phase: 'Running', containerStatuses: [{ name: 'app', image: 'busybox:1.36', imageID: '', ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } }] },
+  };
+  const lines = renderDescribe(pod, 'watch', [], [], undefined, undefined, Date.parse('2026-01-01T00:01:00Z')).split('\n');
+  const at = lines.indexOf('    Restart Count:  0');
+  assert.ok(at > 0, lines.join('\n'));
+  assert.deepEqual(lines.slice(at + 1, at + 3), ['    Environment:    <none>', '    Mounts:         <none>']);
 });
