@@ -418,6 +418,11 @@ test('the manifest read at every start leaves out flags and texts; help and auto
       assert.match(r.stdout, /-A, --all-namespaces\s+Pods of every namespace\./, args.join(' '));
       assert.match(r.stdout, /EXAMPLES\n[\s\S]*\$ podctl get pods -A -o wide/, args.join(' '));
     }
+    // The root help lists each command once (aliases such as get po still run), and the get topic says what it lists.
+    const root = cli('--help');
+    assert.equal(root.status, 0, root.stderr);
+    assert.match(root.stdout, /^ {2}get +List pods \(kubectl's columns\), containers and images \(crictl's\)\.$/m);
+    assert.deepEqual(root.stdout.match(/^ {2}get \S+/gm), ['  get containers', '  get images', '  get pods']);
     // A usage error is the error and where the help is, as kubectl says one: not the command's whole help.
     const usage = cli('validate', '--bogus');
     assert.equal(usage.status, 2);
