@@ -34,6 +34,20 @@ export function tabulate(rows: string[][]): string[] {
   return rows.map((r, i) => r.map((cell, j) => (j < r.length - 1 ? cell.padEnd(widths[i]![j]!) : cell)).join(''));
 }
 
+const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** A time as kubectl describe prints one: Go's RFC1123Z in the local time zone ("Fri, 27 Nov 2026 23:24:51 +0000"). */
+export function describeTime(iso: string | undefined): string | undefined {
+  if (!iso) return undefined;
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const two = (n: number) => String(n).padStart(2, '0');
+  const offset = -d.getTimezoneOffset();
+  const zone = `${offset < 0 ? '-' : '+'}${two(Math.floor(Math.abs(offset) / 60))}${two(Math.abs(offset) % 60)}`;
+  return `${DAYS[d.getDay()]}, ${two(d.getDate())} ${MONTHS[d.getMonth()]} ${d.getFullYear()} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())} ${zone}`;
+}
+
 function mapLines(m: Record<string, string> | undefined, indent: string): string {
   const entries = Object.entries(m ?? {});
   if (!entries.length) return '<none>';
@@ -53,12 +67,12 @@ export function probeLine(p: IProbe): string {
 function stateLines(lines: string[], label: string, state: IContainerState | undefined): void {
   const i = '      ';
   if (state?.running) {
-    lines.push(`    ${pad(label, 14)}Running`, `${i}${pad('Started', 12)}${state.running.startedAt ?? ''}`);
+    lines.push(`    ${pad(label, 14)}Running`, `${i}${pad('Started', 12)}${describeTime(state.running.startedAt) ?? ''}`);
   } else if (state?.terminated) {
     const t = state.terminated;
     lines.push(`    ${pad(label, 14)}Terminated`, `${i}${pad('Reason', 12)}${t.reason ?? ''}`);
     if (t.message) lines.push(`${i}${pad('Message', 12)}${t.message}`);
-    lines.push(`${i}${pad('Exit Code', 12)}${t.exitCode}`, `${i}${pad('Started', 12)}${t.startedAt ?? ''}`, `${i}${pad('Finished', 12)}${t.finishedAt ?? ''}`);
+    lines.push(`${i}${pad('Exit Code', 12)}${t.exitCode}`, `${i}${pad('Started', 12)}${describeTime(t.startedAt) ?? ''}`, `${i}${pad('Finished', 12)}${describeTime(t.finishedAt) ?? ''}`);
   } else if (state?.waiting) {
     lines.push(`    ${pad(label, 14)}Waiting`, `${i}${pad('Reason', 12)}${state.waiting.reason ?? ''}`);
     if (state.waiting.message) lines.push(`${i}${pad('Message', 12)}${state.waiting.message}`);
@@ -153,7 +167,7 @@ export function renderDescribe(pod: IPod, source: string, readinessUnknown: stri
   top('Name', m.name);
   top('Namespace', m.namespace);
   top('Node', `${pod.spec?.nodeName ?? '<none>'}${s?.hostIP ? `/${s.hostIP}` : ''}`);
-  top('Start Time', s?.startTime);
+  top('Start Time', describeTime(s?.startTime));
   lines.push(`${pad('Labels', 16)}${mapLines(m.labels, ' '.repeat(18))}`);
   lines.push(`${pad('Annotations', 16)}${mapLines(m.annotations, ' '.repeat(18))}`);
   top('Status', displayStatus(pod, s) === s?.phase ? s?.phase : `${s?.phase ?? 'Unknown'} (${displayStatus(pod, s)})`);

@@ -7,7 +7,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { fetchPodEvents, nextStart, whyNotRunning } from '../../src/core/podview/describe.js';
 import { startStatusServer } from '../../src/core/status/server.js';
-import { envFromLines, envLines, renderDescribe } from '../../src/cli/describe.js';
+import { describeTime, envFromLines, envLines, renderDescribe } from '../../src/cli/describe.js';
 import { makePod } from '../support/builders.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -123,4 +123,13 @@ test('describe: a container with no env or mounts says <none> in the column of i
   const at = lines.indexOf('    Restart Count:  0');
   assert.ok(at > 0, lines.join('\n'));
   assert.deepEqual(lines.slice(at + 1, at + 3), ['    Environment:    <none>', '    Mounts:         <none>']);
+});
+
+test("describe's times are kubectl's: RFC 1123 with the local zone's offset, to the second", () => {
+  for (const iso of ['2026-11-27T23:24:51.593Z', '2026-02-01T07:05:09Z', '2024-02-29T12:00:00Z']) {
+    const shown = describeTime(iso)!;
+    assert.match(shown, /^(Sun|Mon|Tue|Wed|Thu|Fri|Sat), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}$/);
+    assert.equal(Date.parse(shown), Math.floor(Date.parse(iso) / 1000) * 1000, `${iso} -> ${shown}`);
+  }
+  assert.equal(describeTime(undefined), undefined);
 });
