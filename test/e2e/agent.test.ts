@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../../src/core/cri/client.js';
@@ -142,6 +142,35 @@ test('run --detach of two files with the same namespace/name: one sandbox, runni
   assert.deepEqual(spec.command, ['sleep', '4000']);
   const pods = JSON.parse(podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', root]).stdout) as { items: IPod[] };
   assert.equal(pods.items.filter((p) => p.metadata?.name === 'same').length, 1, 'get pods lists it once');
+});
+
+test('get pods -o yaml is a manifest: its PodList runs again; with the agent stopped, delete forgets the pod, and the agent started again leaves it gone', async (t) => {
+  const { dir, root, args } = setup(t, 'roundtrip');
+  const file = join(dir, 'rt.yaml');
+  writeFileSync(file, manifest('rt', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n'));
+  assert.equal(podctl(['run', '--detach', file, ...args]).code, 0);
+  const listed = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'yaml', '--root-dir', root]);
+  assert.equal(listed.code, 0, listed.stderr);
+  assert.match(listed.stdout, /^apiVersion: v1\nkind: PodList\n/);
+  const dumped = join(dir, 'listed.yaml');
+  writeFileSync(dumped, listed.stdout);
+  assert.equal(podctl(['delete', 'pod', 'rt', '-n', E2E_NAMESPACE, '--root-dir', root]).code, 0);
+  assert.equal((await runtimeView('rt')).sandboxes.length, 0, 'deleted');
+  const again = podctl(['run', '--detach', dumped, ...args]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal((await runtimeView('rt')).containers.filter((c) => c.state === 'CONTAINER_RUNNING').length, 1, 'running again from the listing');
+
+  const stopped = podctl(['agent', 'stop', '--root-dir', root]);
+  assert.equal(stopped.code, 0, stopped.stderr);
+  const del = podctl(['delete', 'pod', 'rt', '-n', E2E_NAMESPACE, '--root-dir', root]);
+  assert.equal(del.code, 0, del.stderr);
+  assert.equal(existsSync(join(root, 'applied', `${E2E_NAMESPACE}_rt.yaml`)), false, 'the agent no longer keeps it');
+  // Another pod starts the agent again, which reads what it keeps before it answers: rt is not among its pods.
+  const other = join(dir, 'other.yaml');
+  writeFileSync(other, manifest('rt-other', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n'));
+  assert.equal(podctl(['run', '--detach', other, ...args]).code, 0);
+  assert.equal(await getPod(root, 'rt'), undefined);
+  assert.equal((await runtimeView('rt')).sandboxes.length, 0);
 });
 
 test('delete pod: gone within its grace period, and it stays gone for 30 s', async (t) => {
