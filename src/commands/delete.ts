@@ -16,7 +16,8 @@ export class Delete extends PodctlCommand {
   static override summary = 'Delete pods gracefully, as the kubelet terminates them (preStop, SIGTERM, the grace period, SIGKILL).';
   static override description = `Stops each container with the pod's terminationGracePeriodSeconds (or --grace-period; --force is
 --grace-period=0, where the kubelet's minimum of 2 s still applies), then removes its containers and sandbox.
-Names the pods as arguments (pod NAME…, pod/NAME), by manifest (-f FILE…), or every pod of a namespace (--all).
+Names the pods as arguments (pod NAME…, pod/NAME), by manifest (-f FILE…), every pod of a namespace (--all), or
+those whose labels match (-l).
 When the node agent runs on --root-dir, it is told to forget each pod it keeps (its applied file goes, so the pod
 never comes back) and podctl waits for the termination it performs; other pods are terminated here, and the applied
 file of a pod handed to an agent that is not running goes too. A pod the
@@ -28,6 +29,7 @@ an error (exit 1) after the others are deleted.`;
     '<%= config.bin %> delete pod/web --force',
     '<%= config.bin %> delete -f pods.yaml',
     '<%= config.bin %> delete pods --all -n lab',
+    '<%= config.bin %> delete pods -l app=web',
   ];
   static override strict = false;
   static override args = { resource: Args.string({ description: 'pod (or pods), then the names; or pod/NAME.', ignoreStdin: true }) };
@@ -38,6 +40,7 @@ an error (exit 1) after the others are deleted.`;
     'grace-period': Flags.integer({ summary: 'Seconds each container gets to stop (-1: the pod\'s own).', default: -1, min: -1 }),
     force: Flags.boolean({ summary: 'No grace: --grace-period=0.' }),
     all: Flags.boolean({ summary: 'Every pod of the namespace (-n).' }),
+    selector: Flags.string({ char: 'l', summary: "The pods of the namespace (-n) whose labels match, as kubectl's -l: app=web, 'tier in (a,b)'." }),
   };
 
   async run(): Promise<void> {
@@ -47,9 +50,10 @@ an error (exit 1) after the others are deleted.`;
     const { view, client } = await openPodView(flags);
     const agent = new AgentClient(flags['root-dir']);
     const agentRuns = await agent.running();
-    if (flags.all) {
-      if (flags.filename?.length || words.some((w) => !/^(pods?|po)$/.test(w))) throw new PodctlError('--all deletes every pod of the namespace: give no names and no -f', { exitCode: 2 });
-      for (const v of await view.list({ namespace: flags.namespace })) targets.push({ namespace: flags.namespace, name: podMeta(v.pod).name });
+    if (flags.all || flags.selector !== undefined) {
+      if (flags.filename?.length || words.some((w) => !/^(pods?|po)$/.test(w))) throw new PodctlError(`${flags.all ? '--all' : '--selector'} deletes pods of the namespace: give no names and no -f`, { exitCode: 2 });
+      const filter = flags.selector === undefined ? undefined : await import('../cli/selector.js').then((m) => ({ ...m, selector: m.parseSelector(flags.selector!) }));
+      for (const v of await view.list({ namespace: flags.namespace })) if (!filter || filter.selects(filter.selector, v.pod.metadata?.labels)) targets.push({ namespace: flags.namespace, name: podMeta(v.pod).name });
     } else if (flags.filename?.length) {
       if (words.length) throw new PodctlError('give pod names or -f FILE, not both', { exitCode: 2 });
       const set = await loadPodsFromArgs(flags.filename, hostname());
@@ -99,7 +103,7 @@ an error (exit 1) after the others are deleted.`;
     } finally {
       client.close();
     }
-    if (flags.all && targets.length === 0) process.stderr.write(`No resources found in ${flags.namespace} namespace.\n`);
+    if ((flags.all || flags.selector !== undefined) && targets.length === 0) process.stderr.write(`No resources found in ${flags.namespace} namespace.\n`);
     if (failures.length) {
       for (const f of failures.slice(0, -1)) process.stderr.write(`Error: ${f}\n`);
       throw new PodctlError(failures.at(-1)!);

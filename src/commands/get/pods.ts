@@ -21,6 +21,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     '<%= config.bin %> get pods -A -o wide',
     '<%= config.bin %> get pods web -o yaml',
     '<%= config.bin %> get pods -n lab -o name',
+    "<%= config.bin %> get pods -l 'app=web,tier in (front,back)'",
     '<%= config.bin %> get pods --no-headers | wc -l',
     '<%= config.bin %> get pods -w',
   ];
@@ -32,6 +33,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     output: Flags.string({ char: 'o', summary: 'Output format.', options: ['table', 'wide', 'json', 'yaml', 'name'], default: 'table' }),
     'no-headers': Flags.boolean({ summary: 'Print the table without its header line.' }),
     watch: Flags.boolean({ char: 'w', summary: 'After the listing, print each pod again whenever it changes.' }),
+    selector: Flags.string({ char: 'l', summary: "Only pods whose labels match, as kubectl's -l: app=web, tier!=db, 'env in (a,b)', !canary." }),
   };
 
   async run(): Promise<void> {
@@ -42,11 +44,15 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     // js-yaml loads only for -o yaml.
     const dumpYaml = output === 'yaml' ? await yamlDumper() : undefined;
     const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', noHeaders: flags['no-headers'], dumpYaml };
+    if (args.name && flags.selector !== undefined) throw new PodctlError('a pod name and --selector cannot both be given', { exitCode: 2 });
+    // Loaded with -l only.
+    const filter = flags.selector === undefined ? undefined : await import('../../cli/selector.js').then((m) => ({ ...m, selector: m.parseSelector(flags.selector!) }));
+    const list = async () => (await view.list(query)).filter((v) => !filter || filter.selects(filter.selector, v.pod.metadata?.labels));
     try {
-      const viewed = await view.list(query);
+      const viewed = await list();
       if (args.name && viewed.length === 0 && !flags.watch) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
       await this.print(viewed, output, tableOpts, !!args.name, flags['all-namespaces'] ? 'any' : flags.namespace);
-      if (flags.watch) await followPods(() => view.list(query), viewed, output, tableOpts, (line) => this.log(line), { changes: (wake) => view.changes(wake) });
+      if (flags.watch) await followPods(list, viewed, output, tableOpts, (line) => this.log(line), { changes: (wake) => view.changes(wake) });
     } finally {
       view.close();
     }
