@@ -62,13 +62,21 @@ export function plainTable(head: string[], rows: string[][], opts: PlainTableOpt
 export interface PodTableOptions extends PlainTableOptions {
   allNamespaces?: boolean;
   wide?: boolean;
+  /** --show-labels: a LABELS column last, as kubectl's. */
+  showLabels?: boolean;
   now?: number;
   /** For -o yaml: js-yaml's dump, which the command loads only when it prints YAML. */
   dumpYaml?: (doc: unknown) => string;
 }
 
 export function podTableHead(opts: PodTableOptions): string[] {
-  return [...(opts.allNamespaces ? ['NAMESPACE'] : []), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(opts.wide ? ['IP', 'NODE', 'CONTAINERS'] : [])];
+  return [...(opts.allNamespaces ? ['NAMESPACE'] : []), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(opts.wide ? ['IP', 'NODE', 'CONTAINERS'] : []), ...(opts.showLabels ? ['LABELS'] : [])];
+}
+
+/** kubectl's LABELS cell: key=value pairs sorted by key, joined by commas, or <none>. */
+export function labelsCell(labels: Record<string, string> | undefined): string {
+  const entries = Object.entries(labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(',') : '<none>';
 }
 
 export function podRow(p: IPod, opts: PodTableOptions): string[] {
@@ -83,6 +91,7 @@ export function podRow(p: IPod, opts: PodTableOptions): string[] {
     restartsCell(p, now),
     age(m.creationTimestamp ?? p.status?.startTime ?? m.annotations?.['kubernetes.io/config.seen'], now),
     ...(opts.wide ? [p.status?.podIP ?? '<none>', p.spec?.nodeName ?? '<none>', containers || '<none>'] : []),
+    ...(opts.showLabels ? [labelsCell(m.labels)] : []),
   ];
 }
 

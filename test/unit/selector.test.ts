@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { IPod } from 'kubernetes-models/v1';
 import { parseSelector, selects } from '../../src/cli/selector.js';
 
 const labels = { app: 'web', tier: 'front', 'example.com/team': 'a', replicas: '3', empty: '' };
@@ -46,4 +47,14 @@ test('a selector that is not one is refused, naming what is wrong', () => {
   ] as const) {
     assert.throws(() => parseSelector(selector), (err: Error) => err.message.startsWith(`invalid --selector ${JSON.stringify(selector)}: `) && why.test(err.message), selector);
   }
+});
+
+test('--show-labels: a LABELS column last, the pairs sorted by key as kubectl prints them, <none> for a pod without', async () => {
+  const { podRow, podTableHead } = await import('../../src/cli/table.js');
+  const pod = (labels?: Record<string, string>): IPod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default', uid: 'u', labels }, spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] } });
+  const opts = { showLabels: true, wide: true, now: 0 };
+  assert.deepEqual(podTableHead(opts).slice(-2), ['CONTAINERS', 'LABELS']);
+  assert.equal(podRow(pod({ tier: 'front', app: 'web', 'a.io/x': '1' }), opts).at(-1), 'a.io/x=1,app=web,tier=front');
+  assert.equal(podRow(pod(), opts).at(-1), '<none>');
+  assert.equal(podTableHead({}).includes('LABELS'), false, 'only when asked');
 });

@@ -33,6 +33,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     output: Flags.string({ char: 'o', summary: 'Output format.', options: ['table', 'wide', 'json', 'yaml', 'name'], default: 'table' }),
     'no-headers': Flags.boolean({ summary: 'Print the table without its header line.' }),
     watch: Flags.boolean({ char: 'w', summary: 'After the listing, print each pod again whenever it changes.' }),
+    'show-labels': Flags.boolean({ summary: "A LABELS column, as kubectl's --show-labels." }),
     selector: Flags.string({ char: 'l', summary: "Only pods whose labels match, as kubectl's -l: app=web, tier!=db, 'env in (a,b)', !canary." }),
   };
 
@@ -43,7 +44,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     const view = await openPodLister(flags);
     // js-yaml loads only for -o yaml.
     const dumpYaml = output === 'yaml' ? await yamlDumper() : undefined;
-    const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', noHeaders: flags['no-headers'], dumpYaml };
+    const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', showLabels: flags['show-labels'], noHeaders: flags['no-headers'], dumpYaml };
     if (args.name && flags.selector !== undefined) throw new PodctlError('a pod name and --selector cannot both be given', { exitCode: 2 });
     // Loaded with -l only.
     const filter = flags.selector === undefined ? undefined : await import('../../cli/selector.js').then((m) => ({ ...m, selector: m.parseSelector(flags.selector!) }));
