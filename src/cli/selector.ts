@@ -83,3 +83,9 @@ export function selects(selector: Requirement[], labels: Record<string, string> 
     }
   });
 }
+
+/** -l as a test of a pod's labels: parsed once, refused before anything is read when it is not a selector. */
+export function labelFilter(text: string): (labels: Record<string, string> | undefined) => boolean {
+  const selector = parseSelector(text);
+  return (labels) => selects(selector, labels);
+}

@@ -47,13 +47,14 @@ an error (exit 1) after the others are deleted.`;
     const { argv, flags } = await this.parse(Delete);
     const words = argv as string[];
     const targets: { namespace: string; name: string }[] = [];
+    // A bad -l is refused before the runtime is read (the selector's code loads with -l only).
+    const matches = flags.selector === undefined ? undefined : (await import('../cli/selector.js')).labelFilter(flags.selector);
     const { view, client } = await openPodView(flags);
     const agent = new AgentClient(flags['root-dir']);
     const agentRuns = await agent.running();
     if (flags.all || flags.selector !== undefined) {
       if (flags.filename?.length || words.some((w) => !/^(pods?|po)$/.test(w))) throw new PodctlError(`${flags.all ? '--all' : '--selector'} deletes pods of the namespace: give no names and no -f`, { exitCode: 2 });
-      const filter = flags.selector === undefined ? undefined : await import('../cli/selector.js').then((m) => ({ ...m, selector: m.parseSelector(flags.selector!) }));
-      for (const v of await view.list({ namespace: flags.namespace })) if (!filter || filter.selects(filter.selector, v.pod.metadata?.labels)) targets.push({ namespace: flags.namespace, name: podMeta(v.pod).name });
+      for (const v of await view.list({ namespace: flags.namespace })) if (!matches || matches(v.pod.metadata?.labels)) targets.push({ namespace: flags.namespace, name: podMeta(v.pod).name });
     } else if (flags.filename?.length) {
       if (words.length) throw new PodctlError('give pod names or -f FILE, not both', { exitCode: 2 });
       const set = await loadPodsFromArgs(flags.filename, hostname());

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IPod } from 'kubernetes-models/v1';
-import { parseSelector, selects } from '../../src/cli/selector.js';
+import { labelFilter, parseSelector, selects } from '../../src/cli/selector.js';
 
 const labels = { app: 'web', tier: 'front', 'example.com/team': 'a', replicas: '3', empty: '' };
 const match = (s: string) => selects(parseSelector(s), labels);
@@ -57,4 +57,12 @@ test('--show-labels: a LABELS column last, the pairs sorted by key as kubectl pr
   assert.equal(podRow(pod({ tier: 'front', app: 'web', 'a.io/x': '1' }), opts).at(-1), 'a.io/x=1,app=web,tier=front');
   assert.equal(podRow(pod(), opts).at(-1), '<none>');
   assert.equal(podTableHead({}).includes('LABELS'), false, 'only when asked');
+});
+
+test('labelFilter: the predicate get pods -l and delete pods -l filter with, refusing a bad selector as it is made', () => {
+  const web = labelFilter('app=web,!canary');
+  assert.equal(web({ app: 'web' }), true);
+  assert.equal(web({ app: 'web', canary: 'yes' }), false);
+  assert.equal(web(undefined), false);
+  assert.throws(() => labelFilter('app in ()'), /invalid --selector "app in \(\)"/);
 });

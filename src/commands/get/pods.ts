@@ -41,14 +41,14 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     const { args, flags } = await this.parse(GetPods);
     const output = flags.output as Output;
     const query: PodQuery = { namespace: flags['all-namespaces'] ? undefined : flags.namespace, name: args.name };
+    if (args.name && flags.selector !== undefined) throw new PodctlError('a pod name and --selector cannot both be given', { exitCode: 2 });
+    // Loaded with -l only.
+    const matches = flags.selector === undefined ? undefined : (await import('../../cli/selector.js')).labelFilter(flags.selector);
     const view = await openPodLister(flags);
     // js-yaml loads only for -o yaml.
     const dumpYaml = output === 'yaml' ? await yamlDumper() : undefined;
     const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', showLabels: flags['show-labels'], noHeaders: flags['no-headers'], dumpYaml };
-    if (args.name && flags.selector !== undefined) throw new PodctlError('a pod name and --selector cannot both be given', { exitCode: 2 });
-    // Loaded with -l only.
-    const filter = flags.selector === undefined ? undefined : await import('../../cli/selector.js').then((m) => ({ ...m, selector: m.parseSelector(flags.selector!) }));
-    const list = async () => (await view.list(query)).filter((v) => !filter || filter.selects(filter.selector, v.pod.metadata?.labels));
+    const list = async () => (await view.list(query)).filter((v) => !matches || matches(v.pod.metadata?.labels));
     try {
       const viewed = await list();
       if (args.name && viewed.length === 0 && !flags.watch) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
