@@ -3,9 +3,9 @@
 // what only it uses in chunks of their own, imported when that command runs.
 // Resolving and reading hundreds of package files at every start is what made
 // a start slow; one bundle with lazily loaded chunks is read in a few files.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, transform } from 'esbuild';
 
@@ -266,11 +266,52 @@ const noLong = {
     b.onLoad({ filter: /.*/, namespace: 'no-long' }, () => ({ contents: 'module.exports = null;\n', loader: 'js' }));
   },
 };
+// What of oclif a podctl command run by src/cli/direct.ts never evaluates: its Config and plugin
+// loading, main and execute, help and its templates (ejs), module loading, performance marks. oclif's
+// index and Command require them (lazily, above), so esbuild put them in the chunks every command loads:
+// some 200 KB of code and code cache read at every start. A require of one from the rest of oclif now
+// goes through the chunk oclif-deferred.cjs, which holds them and is loaded when one is first used
+// (--help, --version, a topic, a mistyped command: anything oclif's execute runs).
+const oclifLib = join(root, 'node_modules/@oclif/core/lib');
+const OCLIF_DEFERRED = [
+  'config/config.js', 'config/index.js', 'config/plugin-loader.js', 'config/plugin.js', 'config/ts-path.js',
+  'constraints.js', 'errors/handle.js', 'execute.js', 'main.js', 'module-loader.js', 'performance.js',
+  'help/command.js', 'help/docopts.js', 'help/formatter.js', 'help/index.js', 'help/root.js',
+  'util/cache-command.js', 'util/cache-default-value.js', 'util/determine-priority.js', 'util/find-root.js', 'util/fs.js',
+  'util/os.js', 'util/read-pjson.js', 'util/read-tsconfig.js', 'ux/action/spinner.js',
+].map((f) => join(oclifLib, f));
+// Packages only oclif's help templates use.
+const deferredPackages = ['ejs'].map((spec) => createRequire(join(oclifLib, 'help/util.js')).resolve(spec));
+const deferredFiles = new Set([...OCLIF_DEFERRED, ...deferredPackages]);
+const DEFERRED_CHUNK = 'chunks/oclif-deferred';
+const deferredKey = (file) => file.slice(root.length + 1).split(sep).join('/');
+const oclifDeferred = {
+  name: 'oclif-deferred',
+  setup(b) {
+    for (const file of deferredFiles) if (!existsSync(file)) throw new Error(`oclif-deferred: ${file} is gone; look again at OCLIF_DEFERRED`);
+    b.onResolve({ filter: /^podctl:oclif-deferred$/ }, () => ({ path: 'oclif-deferred', namespace: 'oclif-deferred' }));
+    b.onLoad({ filter: /.*/, namespace: 'oclif-deferred' }, () => ({
+      contents: `export default {\n${[...deferredFiles].map((f) => `  ${JSON.stringify(deferredKey(f))}: () => require(${JSON.stringify(f)}),`).join('\n')}\n};\n`,
+      resolveDir: root,
+      loader: 'js',
+    }));
+    b.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind !== 'require-call' || args.namespace !== 'file' || !args.importer.startsWith(oclifLib + sep) || deferredFiles.has(args.importer)) return undefined;
+      let file;
+      try {
+        file = createRequire(args.importer).resolve(args.path);
+      } catch {
+        return undefined;
+      }
+      return deferredFiles.has(file) ? { path: `podctl-deferred:${deferredKey(file)}`, external: true } : undefined;
+    });
+  },
+};
 const outdir = join(root, 'dist/cli');
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { cli: 'src/main.ts', commands: 'src/commands.ts', help: 'src/help.ts', 'command-not-found': 'src/hooks/command-not-found.ts' },
+  entryPoints: { cli: 'src/main.ts', commands: 'src/commands.ts', help: 'src/help.ts', 'command-not-found': 'src/hooks/command-not-found.ts', [DEFERRED_CHUNK]: 'podctl:oclif-deferred' },
   outdir,
   // CommonJS files (converted below), so that src/cli/start.ts loads them with V8's code cache.
   outExtension: { '.js': '.cjs' },
@@ -288,7 +329,7 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
   write: false,
-  plugins: [pluginFiles, lazyOclif, ansisStdio, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth, plainWrap, noLong],
+  plugins: [pluginFiles, lazyOclif, ansisStdio, wslOnly, oclifDebug, lazyFormats, onDemand, asciiWidth, plainWrap, noLong, oclifDeferred],
 });
 // esbuild splits only ES modules; Node 20 caches the compilation of none. Each file becomes the
 // same module in CommonJS: its imports of other chunks are require()s, an import() a require()
@@ -314,8 +355,14 @@ function lazyCrypto(path, code) {
   let first = true;
   return code.replace(LAZY_CRYPTO, (_, name) => `${first ? ((first = false), lazyBuiltin) : ''}var ${name}=__podctlLazyBuiltin("node:crypto");`);
 }
+const deferredChunk = join(outdir, `${DEFERRED_CHUNK}.cjs`);
 for (const out of result.outputFiles) {
-  const cjs = await transform(out.text, {
+  // A deferred module (oclif-deferred above), from the chunk that holds them, loaded when first asked for.
+  let rel = relative(dirname(out.path), deferredChunk).split(sep).join('/');
+  if (!rel.startsWith('.')) rel = `./${rel}`;
+  const text = out.text.replace(/\b__require\d*\("podctl-deferred:([^"]+)"\)/g, (_, key) => `require(${JSON.stringify(rel)}).default[${JSON.stringify(key)}]()`);
+  if (text.includes('podctl-deferred:')) throw new Error(`${out.path}: a deferred oclif module is required other than as expected; look again at oclif-deferred`);
+  const cjs = await transform(text, {
     format: 'cjs',
     loader: 'js',
     platform: 'node',

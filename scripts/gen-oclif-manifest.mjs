@@ -25,7 +25,8 @@ for (const name of PLUGINS) {
   if (!p) throw new Error(`${name} is not installed`);
   for (const [id, c] of Object.entries(p.manifest.commands)) {
     if (manifest.commands[id]) throw new Error(`${name} and podctl both have a command ${id}`);
-    // Where oclif would find the module: podctl's index now, not the plugin's files.
+    // Where oclif would find the module: podctl's index now, not the plugin's files. With no relativePath,
+    // src/cli/direct.ts leaves them to oclif (help needs its Config).
     const { isESM: _isESM, relativePath: _relativePath, permutations: _p, aliasPermutations: _a, ...entry } = c;
     manifest.commands[id] = { ...entry, pluginAlias: plugin.name, pluginName: plugin.name, pluginType: 'core' };
   }

@@ -19,8 +19,9 @@ function lazy(load: () => Promise<Command.Class>): Command.Class {
       const real = await load();
       // The commands' flags and texts, which the manifest loaded at start leaves out, for what reads them here:
       // autocomplete, and oclif's error handler, which shows the command's usage and flags after a usage error.
-      const config = opts instanceof Object && 'getPluginsList' in opts ? (opts as Interfaces.Config) : undefined;
-      const addHelpDetails = async () => config && (await import('./cli/help-details.js')).addHelpDetails(config);
+      // A Config: oclif's, loaded at start, or the part of one src/cli/direct.ts hands a podctl command.
+      const config = opts instanceof Object && 'runHook' in opts ? (opts as Interfaces.Config) : undefined;
+      const addHelpDetails = async () => config && 'getPluginsList' in config && (await import('./cli/help-details.js')).addHelpDetails(config);
       if (self.id.startsWith('autocomplete')) await addHelpDetails();
       // oclif reads an absent argument from a piped stdin (waiting up to 10 ms for it): \`echo x | podctl get pods\`
       // would list pod x, and \`podctl help < file\` show the help of the file's first line. podctl's own

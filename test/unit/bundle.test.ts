@@ -79,6 +79,8 @@ test('the CLI starts on oclif and the command index alone: no command, gRPC or v
   assert.deepEqual(atStart.filter((f) => /node_modules\/debug\//.test(f)), []);
   // The not-found hook (with readline and fastest-levenshtein) loads when oclif runs it, for an unknown command.
   assert.deepEqual(atStart.filter((f) => /src\/hooks\/|fastest-levenshtein/.test(f)), []);
+  // A podctl command runs without oclif's Config (src/cli/direct.ts): its loading, main, execute and help come later, if ever.
+  assert.deepEqual(atStart.filter((f) => /@oclif\/core\/lib\/(config\/config|config\/plugin|main|execute|help\/index|help\/formatter)\.js$|node_modules\/ejs\//.test(f)), []);
   // Its platform check (wsl-only) answers from src/cli/wsl.ts, without is-wsl and its helpers.
   const wsl = Object.values(meta().outputs).find((o) => 'wsl-only:wsl-utils' in o.inputs);
   assert.deepEqual(Object.keys(wsl?.inputs ?? {}).sort(), ['src/cli/wsl.ts', 'wsl-only:wsl-utils']);
@@ -105,6 +107,7 @@ process.stderr.write(JSON.stringify([...l.loaded].map(([f, v]) => [f, v.cache]))
   assert.equal(r.status, 0, r.stderr);
   const loaded = JSON.parse(r.stderr) as [string, string][];
   assert.ok(loaded.some(([f]) => /\/validate-\w+\.cjs$/.test(f)), 'the validate command came from the loader');
+  assert.ok(!loaded.some(([f]) => /oclif-deferred|\/execute-\w+\.cjs$/.test(f)), "validate ran without oclif's Config");
   assert.deepEqual(loaded.filter(([, cache]) => cache !== 'used'), []);
   for (const [f] of loaded) assert.ok(!/[\u0080-\u00ff]/.test(readFileSync(f, 'latin1')), `${f} is not ASCII`);
 });
@@ -447,11 +450,17 @@ test('the manifest read at every start leaves out flags and texts; help and auto
   }
 });
 
-test('a command runs on the configuration oclif loaded at start, not one loaded again from it', () => {
-  // oclif's debug log says when its static run loads the configuration again ("reloading config").
-  const r = spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), 'validate', join(ROOT, 'examples/hello.yaml')], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', DEBUG: 'oclif:*' } });
+test("a podctl command runs without oclif's Config; help runs on the one oclif loaded at start, not one loaded again from it", () => {
+  const env = { ...process.env, NO_COLOR: '1', DEBUG: 'oclif:*' };
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), 'validate', join(ROOT, 'examples/hello.yaml')], { encoding: 'utf8', env });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^valid: 1 pod\(s\)/);
-  assert.match(r.stderr, /oclif:config/, 'the debug log is on');
-  assert.doesNotMatch(r.stderr, /reloading config/);
+  assert.match(r.stderr, /oclif:podctl:validate init/, 'the debug log is on');
+  assert.doesNotMatch(r.stderr, /oclif:config|oclif:main/);
+  // oclif's debug log says when its static run loads the configuration again ("reloading config").
+  const help = spawnSync(process.execPath, [join(ROOT, 'bin/run.js'), 'help', 'validate'], { encoding: 'utf8', env });
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /USAGE\n {2}\$ podctl validate/);
+  assert.match(help.stderr, /oclif:config/);
+  assert.doesNotMatch(help.stderr, /reloading config/);
 });
