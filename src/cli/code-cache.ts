@@ -23,8 +23,17 @@ type Wrapper = (exports: unknown, require: NodeJS.Require, module: Module, filen
  */
 export class CodeCacheLoader {
   readonly dir: string;
-  /** Every file loaded, in order, with its compiled script and how its cache fared. */
-  readonly loaded = new Map<string, { script: Script; cache: CodeCacheState; module: Module }>();
+  /**
+   * Every file loaded, in order, with how its cache fared, and the script it was compiled in: its own,
+   * or the pack's it came in (`pack`, see loadPack).
+   */
+  readonly loaded = new Map<string, { script: Script; cache: CodeCacheState; module: Module; pack?: string }>();
+  /** Each pack loaded: its script and how its cache fared. */
+  readonly packs = new Map<string, { script: Script; cache: CodeCacheState }>();
+  /** Files whose function a loaded pack holds, not yet run: the pack they came in. */
+  private readonly packed = new Map<string, { wrapper: Wrapper; pack: string }>();
+  /** The pack of each root file (PACK_INDEX, read when first needed), relative to the directory. */
+  private packIndex?: Record<string, string>;
 
   constructor(dir: string) {
     this.dir = resolve(dir);
@@ -38,26 +47,25 @@ export class CodeCacheLoader {
   require(file: string): Record<string, unknown> {
     const known = this.loaded.get(file);
     if (known) return known.module.exports as Record<string, unknown>;
-    const source = readFileSync(file, 'utf8');
-    let cachedData: Buffer | undefined;
-    try {
-      cachedData = readFileSync(cacheFileOf(file));
-    } catch {
-      cachedData = undefined;
+    if (!this.packed.has(file)) this.loadPack(file);
+    const fromPack = this.packed.get(file);
+    let entry: { script: Script; cache: CodeCacheState; wrapper: () => Wrapper; pack?: string };
+    if (fromPack) {
+      this.packed.delete(file);
+      const pack = this.packs.get(fromPack.pack)!;
+      entry = { script: pack.script, cache: pack.cache, wrapper: () => fromPack.wrapper, pack: fromPack.pack };
+    } else {
+      const { script, cache } = compile(wrap(readFileSync(file, 'utf8')), file);
+      entry = { script, cache, wrapper: () => script.runInThisContext() as Wrapper };
     }
-    const script = new Script(wrap(source), {
-      filename: file,
-      cachedData,
-    });
-    const cache: CodeCacheState = cachedData === undefined ? 'none' : script.cachedDataRejected ? 'rejected' : 'used';
     const mod = new Module(file);
     mod.filename = file;
     const req = this.requireFor(file);
     // Before it runs, as Node does, so that a cycle gets the exports so far.
-    this.loaded.set(file, { script, cache, module: mod });
+    this.loaded.set(file, { script: entry.script, cache: entry.cache, module: mod, ...(entry.pack ? { pack: entry.pack } : {}) });
     req.cache[file] = mod;
     try {
-      (script.runInThisContext() as Wrapper).call(mod.exports, mod.exports, req, mod, file, dirname(file));
+      entry.wrapper().call(mod.exports, mod.exports, req, mod, file, dirname(file));
     } catch (err) {
       this.loaded.delete(file);
       delete req.cache[file];
@@ -65,6 +73,46 @@ export class CodeCacheLoader {
     }
     mod.loaded = true;
     return mod.exports as Record<string, unknown>;
+  }
+
+  /**
+   * Reads the pack of a root file, if it has one: the root and the small files it loads at once, each
+   * as its CommonJS wrapper function, in one file compiled as one script with one code cache. Each
+   * function runs when its file is first required, as the file would have run: a pack saves reading,
+   * and checking the cache of, some twenty files of a few KB each (about 0.1 ms a file).
+   */
+  private loadPack(file: string): void {
+    if (!this.packIndex) {
+      try {
+        this.packIndex = (JSON.parse(readFileSync(this.dir + sep + PACK_INDEX, 'utf8')) as { packs: Record<string, string> }).packs;
+      } catch {
+        // No packs (a directory the build did not pack): every file is read on its own.
+        this.packIndex = {};
+      }
+    }
+    // Paths by concatenation, not path.join: see childPath.
+    const rel = this.relative(file);
+    const pack = rel === undefined ? undefined : this.packIndex[rel];
+    if (pack === undefined) return;
+    const packFile = this.absolute(pack);
+    if (this.packs.has(packFile)) return;
+    const { script, cache } = compile(readFileSync(packFile, 'utf8'), packFile);
+    this.packs.set(packFile, { script, cache });
+    for (const [name, wrapper] of Object.entries(script.runInThisContext() as Record<string, Wrapper>)) {
+      const f = this.absolute(name);
+      if (!this.loaded.has(f) && !this.packed.has(f)) this.packed.set(f, { wrapper, pack: packFile });
+    }
+  }
+
+  /** A file of the directory by its path relative to it, with `/` between names (as in the pack index and the packs). */
+  private absolute(rel: string): string {
+    return this.dir + sep + (sep === '/' ? rel : rel.replaceAll('/', sep));
+  }
+
+  private relative(file: string): string | undefined {
+    if (!file.startsWith(this.dir + sep)) return undefined;
+    const rel = file.slice(this.dir.length + 1);
+    return sep === '/' ? rel : rel.replaceAll(sep, '/');
   }
 
   /** Node's require() per directory: the chunks share one (createRequire builds a file's node_modules paths each time). */
@@ -92,14 +140,35 @@ export class CodeCacheLoader {
    */
   writeCaches(): number {
     let bytes = 0;
-    for (const file of listFiles(this.dir)) {
-      const script = this.loaded.get(file)?.script ?? new Script(wrap(readFileSync(file, 'utf8')), { filename: file });
-      const data = script.createCachedData();
+    const write = (file: string, script: Script | undefined, source: () => string) => {
+      const data = (script ?? new Script(source(), { filename: file })).createCachedData();
       writeFileSync(cacheFileOf(file), data);
       bytes += data.length;
+    };
+    for (const file of listFiles(this.dir)) {
+      const loaded = this.loaded.get(file);
+      write(file, loaded && !loaded.pack ? loaded.script : undefined, () => wrap(readFileSync(file, 'utf8')));
     }
+    for (const pack of listFiles(this.dir, PACK_SUFFIX)) write(pack, this.packs.get(pack)?.script, () => readFileSync(pack, 'utf8'));
     return bytes;
   }
+}
+
+/** The list of packs in the directory (written by the build, scripts/bundle.mjs): `{ packs: { root: pack } }`, relative paths. */
+export const PACK_INDEX = 'packs.json';
+/** How a pack's name ends: an object of CommonJS wrapper functions by file, relative to the directory. */
+export const PACK_SUFFIX = '.pack.js';
+
+/** A script compiled with the code cache beside its file, if there is one. */
+function compile(source: string, file: string): { script: Script; cache: CodeCacheState } {
+  let cachedData: Buffer | undefined;
+  try {
+    cachedData = readFileSync(cacheFileOf(file));
+  } catch {
+    cachedData = undefined;
+  }
+  const script = new Script(source, { filename: file, cachedData });
+  return { script, cache: cachedData === undefined ? 'none' : script.cachedDataRejected ? 'rejected' : 'used' };
 }
 
 /**
@@ -120,9 +189,9 @@ export function childPath(dir: string, spec: string): string | undefined {
 /** The same wrapper as Node's CommonJS loader: the file's lines keep their numbers. */
 const wrap = (source: string): string => `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
 
-function listFiles(dir: string): string[] {
+function listFiles(dir: string, suffix = '.cjs'): string[] {
   return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.cjs'))
+    .filter((e) => e.isFile() && e.name.endsWith(suffix))
     .map((e) => join(e.parentPath, e.name))
     .sort();
 }

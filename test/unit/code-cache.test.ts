@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -101,4 +101,35 @@ test('childPath joins a plain ./ spec below a directory exactly as path.resolve 
   assert.equal(childPath('/opt/podctl/dist/cli', './chunks/chunk-AB12.cjs'), '/opt/podctl/dist/cli/chunks/chunk-AB12.cjs');
   assert.equal(childPath('/', './a.cjs'), '/a.cjs');
   for (const s of ['../a.cjs', './../a.cjs', './x/../a.cjs', './x/./a.cjs', './/a.cjs', './x/', 'a.cjs', '/a.cjs', '.']) assert.equal(childPath('/d', s), undefined, s);
+});
+
+test('CodeCacheLoader reads a root file and the files it loads from their pack, runs each when first required, and caches the pack', async () => {
+  const dir = fixture();
+  try {
+    // The pack of a.cjs holds a.cjs and its chunk b.cjs, as the build writes one (scripts/bundle.mjs); later.cjs stays a file.
+    mkdirSync(join(dir, 'packs'));
+    const fn = (file: string) => `function (exports, require, module, __filename, __dirname) {${readFileSync(join(dir, file), 'utf8')}\n}`;
+    writeFileSync(join(dir, 'packs', 'a.pack.js'), `({\n"a.cjs": ${fn('a.cjs')},\n"chunks/b.cjs": ${fn('chunks/b.cjs')},\n"chunks/unused.cjs": function () { throw new Error('never required, never run'); }\n})`);
+    writeFileSync(join(dir, 'packs.json'), JSON.stringify({ packs: { 'a.cjs': 'packs/a.pack.js' } }));
+    // What the pack holds is what runs: the files themselves are not read.
+    writeFileSync(join(dir, 'a.cjs'), "throw new Error('read from the file, not the pack');\n");
+    writeFileSync(join(dir, 'chunks', 'b.cjs'), "throw new Error('read from the file, not the pack');\n");
+    const loader = new CodeCacheLoader(dir);
+    const a = loader.require(join(dir, 'a.cjs')) as { run: (x: number) => string; loadLater: () => Promise<{ value: number }> };
+    assert.equal(a.run(21), '42y');
+    const pack = join(dir, 'packs', 'a.pack.js');
+    assert.equal(loader.loaded.get(join(dir, 'a.cjs'))?.pack, pack);
+    assert.equal(loader.loaded.get(join(dir, 'chunks', 'b.cjs'))?.pack, pack);
+    // The cycle through the pack saw a.cjs's exports so far, as with require().
+    assert.equal((loader.require(join(dir, 'chunks', 'b.cjs')) as { seenEarly: number }).seenEarly, 1);
+    assert.equal((await a.loadLater()).value, 42);
+    assert.equal(loader.loaded.get(join(dir, 'chunks', 'later.cjs'))?.pack, undefined);
+    assert.deepEqual([...loader.packs.keys()], [pack]);
+    loader.writeCaches();
+    assert.ok(existsSync(cacheFileOf(pack)));
+    // Another process takes the pack's cache.
+    assert.deepEqual(loadElsewhere(dir), { result: '4y', caches: ['used', 'used'] });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
