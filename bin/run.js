@@ -13,6 +13,23 @@ if (deferred !== undefined) {
 // CommonJS (bin/package.json), as the bundled CLI it loads: Node then starts no ES module loader.
 // oclif checks Node's version against its own package.json, which a bundle does not carry; npm checked ours.
 process.env.OCLIF_DISABLE_ENGINE_WARNING ??= '1';
-// The bundled CLI (npm run build): oclif, then each command's own code when that command runs.
+// The bundled CLI (npm run build): its loader (main.cjs), which loads oclif, then each command's own code
+// when that command runs, with the V8 code caches the build wrote. The loader itself is compiled here with
+// its own cache, in the wrapper the loader gives every file (src/cli/code-cache.ts): from its text, its
+// functions were compiled anew at every start.
 const { join } = require('node:path');
-require('../dist/cli/main.cjs').start(join(__dirname, '..', 'dist', 'cli'));
+const { readFileSync } = require('node:fs');
+const { Script } = require('node:vm');
+const dir = join(__dirname, '..', 'dist', 'cli');
+const file = join(dir, 'main.cjs');
+let cachedData;
+try {
+  cachedData = readFileSync(`${file}.cache`);
+} catch {
+  cachedData = undefined;
+}
+const script = new Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(file, 'utf8')}\n})`, { filename: file, cachedData });
+globalThis[Symbol.for('podctl.mainCodeCache')] = cachedData === undefined ? 'none' : script.cachedDataRejected ? 'rejected' : 'used';
+const main = { exports: {} };
+script.runInThisContext().call(main.exports, main.exports, require, main, file, dir);
+main.exports.start(dir);

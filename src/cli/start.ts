@@ -9,6 +9,10 @@ import { join } from 'node:path';
 import { CodeCacheLoader } from './code-cache.js';
 import { exitIfFlushed, isTerminal, watchStdio } from './stdio.js';
 
+// The build's training run (scripts/code-cache.mjs) loads the CLI with this bundle's loader, so that the
+// code cache of main.cjs holds the loader's functions as a start runs them.
+export { CodeCacheLoader } from './code-cache.js';
+
 /** Runs the CLI from `dir`, the bundle's directory (dist/cli), two levels below the package root. */
 export function start(dir: string): Promise<unknown> {
   watchStdio();

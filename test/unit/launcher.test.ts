@@ -14,6 +14,8 @@ interface Seen {
   atExit?: string;
   deferred?: unknown;
   moved?: string;
+  /** How the launcher's compile of the CLI's loader (dist/cli/main.cjs) took its code cache. */
+  mainCodeCache?: string;
 }
 
 /**
@@ -28,7 +30,7 @@ function launch(how: 'executable' | 'node', extraCaCerts: string | undefined): S
     writeFileSync(
       probe,
       `const atStart = process.env.NODE_EXTRA_CA_CERTS;
-process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ atStart, atExit: process.env.NODE_EXTRA_CA_CERTS, deferred: globalThis[Symbol.for('podctl.deferredExtraCaCerts')], moved: process.env.PODCTL_NODE_EXTRA_CA_CERTS })));\n`,
+process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ atStart, atExit: process.env.NODE_EXTRA_CA_CERTS, deferred: globalThis[Symbol.for('podctl.deferredExtraCaCerts')], moved: process.env.PODCTL_NODE_EXTRA_CA_CERTS, mainCodeCache: globalThis[Symbol.for('podctl.mainCodeCache')] })));\n`,
     );
     const { NODE_EXTRA_CA_CERTS: _given, ...env } = process.env;
     const r = spawnSync(how === 'executable' ? BIN : process.execPath, how === 'executable' ? ['--version'] : [BIN, '--version'], {
@@ -37,7 +39,10 @@ process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}
     });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^podctl\/\d/);
-    return JSON.parse(readFileSync(out, 'utf8')) as Seen;
+    const { mainCodeCache, ...seen } = JSON.parse(readFileSync(out, 'utf8')) as Seen;
+    // The loader the launcher compiles takes the cache the build wrote for it.
+    assert.equal(mainCodeCache, 'used');
+    return seen;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
