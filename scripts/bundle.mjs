@@ -3,7 +3,7 @@
 // what only it uses in chunks of their own, imported when that command runs.
 // Resolving and reading hundreds of package files at every start is what made
 // a start slow; one bundle with lazily loaded chunks is read in a few files.
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -266,29 +266,33 @@ const noLong = {
     b.onLoad({ filter: /.*/, namespace: 'no-long' }, () => ({ contents: 'module.exports = null;\n', loader: 'js' }));
   },
 };
-// What of oclif a podctl command run by src/cli/direct.ts never evaluates: its Config and plugin
-// loading, main and execute, help and its templates (ejs), module loading, performance marks. oclif's
-// index and Command require them (lazily, above), so esbuild put them in the chunks every command loads:
-// some 200 KB of code and code cache read at every start. A require of one from the rest of oclif now
-// goes through the chunk oclif-deferred.cjs, which holds them and is loaded when one is first used
-// (--help, --version, a topic, a mistyped command: anything oclif's execute runs).
+// What of oclif a podctl command run by src/cli/direct.ts never evaluates: everything but its Command and
+// parser (and what they evaluate, below): Config and plugin loading, main and execute, help and its
+// templates (ejs), ux, errors and their colours and wrapping. oclif's index and Command require them
+// (lazily, above), so esbuild put them in the chunks every command loads: some 250 KB of code and code
+// cache read at every start. A require of one from the rest of oclif now goes through the chunk
+// oclif-deferred.cjs, which holds them and is loaded when one is first used (an error, --help, --version,
+// a topic, a mistyped command: anything oclif's execute runs).
 const oclifLib = join(root, 'node_modules/@oclif/core/lib');
-const OCLIF_DEFERRED = [
-  'config/config.js', 'config/index.js', 'config/plugin-loader.js', 'config/plugin.js', 'config/ts-path.js',
-  'constraints.js', 'errors/handle.js', 'execute.js', 'main.js', 'module-loader.js', 'performance.js',
-  'help/command.js', 'help/docopts.js', 'help/formatter.js', 'help/index.js', 'help/root.js',
-  'util/cache-command.js', 'util/cache-default-value.js', 'util/determine-priority.js', 'util/find-root.js', 'util/fs.js',
-  'util/os.js', 'util/read-pjson.js', 'util/read-tsconfig.js', 'ux/action/spinner.js',
-].map((f) => join(oclifLib, f));
-// Packages only oclif's help templates use.
-const deferredPackages = ['ejs'].map((spec) => createRequire(join(oclifLib, 'help/util.js')).resolve(spec));
+const OCLIF_KEPT = new Set([
+  'index.js', 'command.js', 'parser/index.js', 'parser/parse.js', 'parser/validate.js', 'flags.js', 'args.js', 'cache.js',
+  'logger.js', 'help/util.js', 'config/util.js', 'util/util.js', 'util/aggregate-flags.js', 'util/ids.js', 'flush.js', 'settings.js', 'symbols.js',
+]);
+const OCLIF_DEFERRED = readdirSync(oclifLib, { recursive: true })
+  .map((f) => f.split(sep).join('/'))
+  .filter((f) => f.endsWith('.js') && !f.startsWith('interfaces/') && !OCLIF_KEPT.has(f))
+  .map((f) => join(oclifLib, f));
+for (const f of OCLIF_KEPT) if (!existsSync(join(oclifLib, f))) throw new Error(`oclif-deferred: ${f} is gone; look again at OCLIF_KEPT`);
+// The packages oclif requires for what is deferred (help, errors, ux).
+const deferredPackages = ['ansis', 'wrap-ansi', 'indent-string', 'ejs', 'clean-stack', 'wordwrap', 'get-package-type', 'ansi-escapes', 'widest-line', 'supports-color'].map((spec) =>
+  createRequire(join(oclifLib, 'index.js')).resolve(spec),
+);
 const deferredFiles = new Set([...OCLIF_DEFERRED, ...deferredPackages]);
 const DEFERRED_CHUNK = 'chunks/oclif-deferred';
 const deferredKey = (file) => file.slice(root.length + 1).split(sep).join('/');
 const oclifDeferred = {
   name: 'oclif-deferred',
   setup(b) {
-    for (const file of deferredFiles) if (!existsSync(file)) throw new Error(`oclif-deferred: ${file} is gone; look again at OCLIF_DEFERRED`);
     b.onResolve({ filter: /^podctl:oclif-deferred$/ }, () => ({ path: 'oclif-deferred', namespace: 'oclif-deferred' }));
     b.onLoad({ filter: /.*/, namespace: 'oclif-deferred' }, () => ({
       contents: `export default {\n${[...deferredFiles].map((f) => `  ${JSON.stringify(deferredKey(f))}: () => require(${JSON.stringify(f)}),`).join('\n')}\n};\n`,

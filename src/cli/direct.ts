@@ -61,14 +61,22 @@ export function routeCommand(argv: string[], manifest: RouteManifest, helpFlags:
 /** A command as oclif's Config holds it: under an alias, the aliased command with the alias for its id; `command` is the command's own id. */
 type IndexedCommand = RouteManifest['commands'][string] & { id: string; command: string };
 
+type CommandIndex = { ids: string[]; find: (name: string) => IndexedCommand | undefined };
+/** Routing and the Config a routed command gets read the same manifest: indexed once. */
+const indexes = new WeakMap<RouteManifest, CommandIndex>();
+
 /** The manifest's command ids and aliases, and a command by either, as oclif's Config lists and finds them. */
-function commandIndex(manifest: RouteManifest): { ids: string[]; find: (name: string) => IndexedCommand | undefined } {
+function commandIndex(manifest: RouteManifest): CommandIndex {
+  const known = indexes.get(manifest);
+  if (known) return known;
   const byName = new Map<string, IndexedCommand>();
   for (const [id, c] of Object.entries(manifest.commands)) byName.set(id, { ...c, id, command: id });
   for (const [id, c] of Object.entries(manifest.commands)) {
     for (const alias of [...(c.aliases ?? []), ...(c.hiddenAliases ?? [])]) if (!byName.has(alias)) byName.set(alias, { ...c, id: alias, command: id });
   }
-  return { ids: [...byName.keys()], find: (name) => byName.get(name) };
+  const index: CommandIndex = { ids: [...byName.keys()], find: (name) => byName.get(name) };
+  indexes.set(manifest, index);
+  return index;
 }
 
 /**

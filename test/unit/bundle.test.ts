@@ -79,8 +79,12 @@ test('the CLI starts on oclif and the command index alone: no command, gRPC or v
   assert.deepEqual(atStart.filter((f) => /node_modules\/debug\//.test(f)), []);
   // The not-found hook (with readline and fastest-levenshtein) loads when oclif runs it, for an unknown command.
   assert.deepEqual(atStart.filter((f) => /src\/hooks\/|fastest-levenshtein/.test(f)), []);
-  // A podctl command runs without oclif's Config (src/cli/direct.ts): its loading, main, execute and help come later, if ever.
-  assert.deepEqual(atStart.filter((f) => /@oclif\/core\/lib\/(config\/config|config\/plugin|main|execute|help\/index|help\/formatter)\.js$|node_modules\/ejs\//.test(f)), []);
+  // A podctl command runs without oclif's Config (src/cli/direct.ts): its loading, main, execute, help, ux and errors
+  // (with their colours and wrapping) come later, if ever.
+  assert.deepEqual(
+    atStart.filter((f) => /@oclif\/core\/lib\/(config\/config|config\/plugin|main|execute|help\/index|help\/formatter|ux\/index|errors\/errors\/pretty-print)\.js$|node_modules\/(ejs|ansis|wrap-ansi|color-convert|clean-stack)\//.test(f)),
+    [],
+  );
   // Its platform check (wsl-only) answers from src/cli/wsl.ts, without is-wsl and its helpers.
   const wsl = Object.values(meta().outputs).find((o) => 'wsl-only:wsl-utils' in o.inputs);
   assert.deepEqual(Object.keys(wsl?.inputs ?? {}).sort(), ['src/cli/wsl.ts', 'wsl-only:wsl-utils']);
