@@ -113,6 +113,7 @@ export const DIAGNOSES: Record<string, string> = {
     'first time one is checked). Since 2026-11-26 the CLI is CommonJS loaded with V8 code caches (docs/ARCHITECTURE.md, Start-up): esbuild splits the bundle, the build converts each file to CommonJS and writes its code cache after running --version, --help and validate, and src/cli/code-cache.ts compiles each file through vm.Script with its cache, so V8 deserializes the functions instead of pre-parsing every chunk (Node 20 caches no ES module). validate no longer loads Node\'s http (the status client is imported when a watch is',
     'asked). What is left: deserializing the validators\' cache (the largest, since the build\'s run of validate compiled their',
     'functions into it) and evaluating their 117 schema modules; a schema of Pod\'s own fields is the lever.',
+    'On 2026-11-28 a podctl command runs without oclif\'s Config (src/cli/direct.ts: routed as oclif\'s collation routes it, with the part of a Config its Command and parser read); the rest of oclif (Config, main, execute, help, ux, errors and their colours) sits in a chunk loaded when first required; the chunks a start or an import() loads are read in packs, one file and one code cache each; bin/run.js compiles the loader itself with its cache; and a command\'s lines are written without oclif\'s ux. The agent rows now ask an agent on the embedded containerd, as a user\'s command does. Two runs on a busy host after it: validate 1.66x and 1.80x, plan 1.87x and 1.90x, get pods 1.75x and 1.77x (from 2.03-2.20x).',
   ].join(' '),
   'cli-startup:podctl plan examples/hello.yaml': [
     'Everything validate loads (the pod is read, defaulted and validated here, so a bad manifest fails before anything is asked), then',
@@ -123,6 +124,7 @@ export const DIAGNOSES: Record<string, string> = {
     'validate measured no gain (216 vs 216 ms, interleaved, 20 runs), so the build trains on commands that need no runtime or agent.',
     'Leaving validation to the agent (its POST would have to answer a bad manifest with the same error naming the file and field)',
     'would spare the validators here.',
+    'On 2026-11-28 a podctl command runs without oclif\'s Config (src/cli/direct.ts: routed as oclif\'s collation routes it, with the part of a Config its Command and parser read); the rest of oclif (Config, main, execute, help, ux, errors and their colours) sits in a chunk loaded when first required; the chunks a start or an import() loads are read in packs, one file and one code cache each; bin/run.js compiles the loader itself with its cache; and a command\'s lines are written without oclif\'s ux. The agent rows now ask an agent on the embedded containerd, as a user\'s command does. Two runs on a busy host after it: validate 1.66x and 1.80x, plan 1.87x and 1.90x, get pods 1.75x and 1.77x (from 2.03-2.20x).',
   ].join(' '),
   'cli-startup:podctl plan examples/hello.yaml (no agent)': [
     'No agent answers on the root dir, so the command reads the runtime itself: everything validate loads, plus gRPC: the CRI',
@@ -161,12 +163,14 @@ export const DIAGNOSES: Record<string, string> = {
     'one recorded): at the target, not reliably under it. What is left, beyond Node\'s own start (profile): deserializing the code caches of some 60',
     'files (about 8 ms), four scavenges while the code loads (5-8 ms), reading the files, oclif\'s Config.load with its 120 KB',
     'manifest, the validators, and the runtime\'s answers.',
+    'On 2026-11-28 the row reads the embedded containerd (the fake\'s gRPC server answered in twice containerd\'s time): 2.60x and 2.90x in two runs on a busy host. What is left beyond validate is the CRI client\'s chunk, node:net, the connection and the three calls; the plan through an agent (the row above) is the fast path.',
   ].join(' '),
   'cli-startup:podctl get pods -A (empty)': [
     'Beyond --version (profile): oclif\'s command and parser chunk, endpoint resolution and the lister; then one GET on the agent\'s',
     'socket and the agent\'s answer (a watch on a loaded machine). A listing through the agent loads no gRPC, no code that builds pod',
     'statuses from the runtime, no table layout when there are no rows, and js-yaml only when a config file exists or YAML is',
     'printed. Since 2026-11-26 the CLI is CommonJS loaded with V8 code caches (docs/ARCHITECTURE.md, Start-up): esbuild splits the bundle, the build converts each file to CommonJS and writes its code cache after running --version, --help and validate, and src/cli/code-cache.ts compiles each file through vm.Script with its cache, so V8 deserializes the functions instead of pre-parsing every chunk (Node 20 caches no ES module).',
+    'On 2026-11-28 a podctl command runs without oclif\'s Config (src/cli/direct.ts: routed as oclif\'s collation routes it, with the part of a Config its Command and parser read); the rest of oclif (Config, main, execute, help, ux, errors and their colours) sits in a chunk loaded when first required; the chunks a start or an import() loads are read in packs, one file and one code cache each; bin/run.js compiles the loader itself with its cache; and a command\'s lines are written without oclif\'s ux. The agent rows now ask an agent on the embedded containerd, as a user\'s command does. Two runs on a busy host after it: validate 1.66x and 1.80x, plan 1.87x and 1.90x, get pods 1.75x and 1.77x (from 2.03-2.20x).',
   ].join(' '),
   ...Object.fromEntries(
     ['podctl --version', 'podctl --help', 'podctl validate examples/hello.yaml', 'podctl plan examples/hello.yaml', 'podctl plan examples/hello.yaml (no agent)', 'podctl get pods -A (empty)'].map((row) => [
