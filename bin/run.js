@@ -28,7 +28,16 @@ try {
 } catch {
   cachedData = undefined;
 }
-const script = new Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(file, 'utf8')}\n})`, { filename: file, cachedData });
+let source;
+try {
+  source = readFileSync(file, 'utf8');
+} catch (err) {
+  // A checkout run before its build: say so, rather than with a stack trace of this file.
+  if (err.code !== 'ENOENT') throw err;
+  process.stderr.write(`podctl: ${file} is missing: the CLI is not built; run \`npm ci && npm run build\` in ${join(__dirname, '..')} first\n`);
+  process.exit(1);
+}
+const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: file, cachedData });
 globalThis[Symbol.for('podctl.mainCodeCache')] = cachedData === undefined ? 'none' : script.cachedDataRejected ? 'rejected' : 'used';
 const main = { exports: {} };
 script.runInThisContext().call(main.exports, main.exports, require, main, file, dir);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LOOPBACK_CERT } from '../support/tls.js';
@@ -63,4 +63,18 @@ test("run as an executable, podctl starts Node without NODE_EXTRA_CA_CERTS, and 
 test('without NODE_EXTRA_CA_CERTS, the launcher sets nothing; run by `node bin/run.js`, Node has loaded it itself and nothing is deferred', () => {
   assert.deepEqual(launch('executable', undefined), {});
   assert.deepEqual(launch('node', '/etc/ssl/extra.pem'), { atStart: '/etc/ssl/extra.pem', atExit: '/etc/ssl/extra.pem' });
+});
+
+test('a checkout run before its build says so and what to run, exit 1, instead of a stack trace', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-unbuilt-'));
+  try {
+    mkdirSync(join(dir, 'bin'));
+    for (const f of ['run.js', 'package.json']) copyFileSync(join(BIN, '..', f), join(dir, 'bin', f));
+    const r = spawnSync(process.execPath, [join(dir, 'bin', 'run.js'), '--version'], { encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, `podctl: ${join(dir, 'dist', 'cli', 'main.cjs')} is missing: the CLI is not built; run \`npm ci && npm run build\` in ${dir} first\n`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
