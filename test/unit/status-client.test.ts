@@ -1,13 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { AnswerParser, exchange, getFromStatusSocket } from '../../src/core/status/client.js';
+import { exchange, getFromStatusSocket } from '../../src/core/status/client.js';
 
 async function withSocket(server: Server, fn: (socket: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'podctl-status-client-'));
@@ -125,58 +123,6 @@ test('exchange: a body to the close, an answer cut short, no answer in time, no 
   const dir = mkdtempSync(join(tmpdir(), 'podctl-status-client-'));
   try {
     await assert.rejects(exchange(join(dir, 'podctl.sock'), { method: 'GET', path: '/', timeoutMs: 50 }), (err: NodeJS.ErrnoException) => err.code === 'ENOENT' && err.syscall === 'connect');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('AnswerParser gives the same answer however the bytes are split: interim 100, chunk extensions, trailers', () => {
-  const chunked = Buffer.from(
-    'HTTP/1.1 100 Continue\r\n\r\n' +
-      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n' +
-      '4;ext=1\r\nwiki\r\n6\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nX-Trailer: t\r\n\r\n',
-  );
-  const fixed = Buffer.from('HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\n\r\nnopeEXTRA');
-  const empty = Buffer.from('HTTP/1.1 204 No Content\r\n\r\n');
-  for (const [bytes, want] of [
-    [chunked, { status: 200, body: 'wikipedia in \r\n\r\nchunks.' }],
-    [fixed, { status: 404, body: 'nope' }],
-    [empty, { status: 204, body: '' }],
-  ] as const) {
-    for (let cut = 0; cut <= bytes.length; cut++) {
-      for (const step of [1, 7, bytes.length]) {
-        const parser = new AnswerParser();
-        let answer;
-        const pieces = [bytes.subarray(0, cut), ...Array.from({ length: Math.ceil((bytes.length - cut) / step) }, (_, i) => bytes.subarray(cut + i * step, cut + (i + 1) * step))];
-        for (const piece of pieces) answer ??= parser.push(piece);
-        assert.ok(answer, `an answer with a cut at ${cut}, steps of ${step}`);
-        assert.deepEqual({ status: answer.status, body: answer.body }, want, `cut at ${cut}, steps of ${step}`);
-      }
-    }
-  }
-  assert.throws(() => new AnswerParser().push(Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n')), /malformed Content-Length/);
-  assert.throws(() => new AnswerParser().push(Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')), /malformed chunk size/);
-});
-
-test('asking the agent once loads neither node:http nor its parser', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'podctl-status-client-'));
-  try {
-    const client = pathToFileURL(join(import.meta.dirname, '../../src/core/node/client.js')).href;
-    // The agent's side is a plain net server here, so that nothing in this process loads http.
-    const script = `
-      const { createServer } = await import('node:net');
-      const { join } = await import('node:path');
-      const body = JSON.stringify({ items: [{ metadata: { name: 'web' } }] });
-      const server = createServer((c) => c.once('data', () => c.end(\`HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: \${body.length}\\r\\n\\r\\n\${body}\`)));
-      await new Promise((r) => server.listen(join(${JSON.stringify(dir)}, 'podctl.sock'), r));
-      const { AgentClient } = await import(${JSON.stringify(client)});
-      const pods = await new AgentClient(${JSON.stringify(dir)}).pods();
-      server.close();
-      const http = process.moduleLoadList.filter((m) => /^(NativeModule (http|_http_\\w+)|Internal Binding http_parser)$/.test(m));
-      console.log(JSON.stringify({ pods, http }));`;
-    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { pods: unknown[]; http: string[] };
-    assert.deepEqual(out.pods, [{ metadata: { name: 'web' } }]);
-    assert.deepEqual(out.http, []);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

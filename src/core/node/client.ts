@@ -133,8 +133,10 @@ export class AgentClient {
         return end(new Error(`GET /v1/pods?watch=1: HTTP ${res.statusCode}`));
       }
       let buffered = '';
-      res.on('data', (d: Buffer) => {
-        buffered += d.toString();
+      // Decoded as a stream: a character split between two pieces stays whole.
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        buffered += d;
         let nl: number;
         while ((nl = buffered.indexOf('\n')) >= 0) {
           const line = buffered.slice(0, nl).trim();
@@ -149,6 +151,8 @@ export class AgentClient {
       });
       res.on('end', () => end(new Error('the agent ended the watch')));
       res.on('error', (err) => end(err));
+      // A watcher the agent closed (one too slow to read its events) ends here too.
+      res.on('close', () => end(new Error('the agent ended the watch')));
     });
     req.on('error', (err) => end(err));
     req.end();
