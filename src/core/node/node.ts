@@ -39,6 +39,8 @@ export interface NodeHooks {
   onSourceError?(message: string): void;
   onConflict?(source: string, pod: IPod, owner: string): void;
   onPlegFallback?(reason: string): void;
+  /** What the API socket says of its clients: a watcher closed for not reading its events. */
+  onApiLog?(message: string): void;
 }
 
 export interface NodeOptions {
@@ -285,7 +287,7 @@ export class StandaloneNode {
         apply: (body, contentType) => this.applyBody(body, contentType),
         remove: (namespace, name, grace) => this.delete(namespace, name, grace),
         setCondition: async (namespace, name, body) => this.setCondition(namespace, name, body) as unknown as Record<string, unknown>,
-      });
+      }, { log: (message) => this.opts.hooks?.onApiLog?.(message) });
     }
     this.loop.start();
     this.sources.forEach((s) => s.start());

@@ -5,6 +5,7 @@ import { toV1Event, type PodEvent } from '../events.js';
 import type { Metrics } from '../metrics.js';
 import type { PlanAnswer } from '../plan.js';
 import type { PodQuery, PodViewAnswer } from '../podview/index.js';
+import { WatchWriter } from './watch-writer.js';
 
 /** One change of a pod, as a line of `GET /v1/pods?watch=1` (the API server's watch event). */
 export interface PodWatchEvent {
@@ -56,7 +57,19 @@ export interface ServerLimits {
   headersTimeoutMs?: number;
   /** How long a client may take to send a whole request (node's requestTimeout; a watch's response is not bounded). */
   requestTimeoutMs?: number;
+  /** A request body's bound (default the API server's, 3 MiB): a larger one is answered 413. */
+  maxBodyBytes?: number;
+  /** Request bodies read or handled at once (default 4); more wait their turn unread, up to bodiesQueued (default 64), and beyond are answered 429. */
+  bodiesInFlight?: number;
+  bodiesQueued?: number;
+  /** What a watcher may leave unread before it is closed (WatchWriter's bound). */
+  watchUnreadBytes?: number;
+  /** The agent's log: a watcher closed for not reading. */
+  log?: (message: string) => void;
 }
+
+/** The API server's bound on a request body (its MaxRequestBodyBytes). */
+export const MAX_REQUEST_BODY_BYTES = 3 << 20;
 
 /** The API version every path under /v1 speaks; the unversioned read paths stay for older clients. */
 export const API_VERSION = 'v1';
@@ -65,18 +78,60 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify(body)}\n`);
 }
 
-function readBody(req: IncomingMessage, limit = 8 << 20): Promise<string> {
+const tooLarge = (size: number, limit: number) =>
+  new ApiError(413, `request body too large: ${size} bytes; the limit is ${limit} bytes (${limit >= 1 << 20 ? `${+(limit / (1 << 20)).toFixed(1)} MiB` : `${+(limit / 1024).toFixed(1)} KiB`})`);
+
+/**
+ * The request's body, at most limit bytes kept. A larger one is read to its end and dropped, then
+ * refused (413): the client, which sends its whole body before it reads, gets the answer, not a reset.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
+    if (req.destroyed) return reject(new Error('the client went away before its request body was read'));
     let size = 0;
     const chunks: Buffer[] = [];
     req.on('data', (d: Buffer) => {
       size += d.length;
-      if (size > limit) req.destroy(new ApiError(413, `request body over ${limit} bytes`));
-      else chunks.push(d);
+      if (size <= limit) chunks.push(d);
+      else chunks.length = 0;
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => (size > limit ? reject(tooLarge(size, limit)) : resolve(Buffer.concat(chunks).toString('utf8'))));
     req.on('error', reject);
+    req.on('close', () => {
+      if (!req.complete) reject(new Error('the client went away before its request body was read'));
+    });
   });
+}
+
+/**
+ * Turns for the request bodies the agent reads and handles at once: a body is read only in its turn,
+ * so that bodies in parallel cost at most `inFlight` of them in memory and parsing, and /healthz
+ * and the reads answer meanwhile. A request waiting its turn is not read (its bytes stay in the
+ * kernel's buffer); beyond `queued` of them, take() says no.
+ */
+class BodyTurns {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly inFlight: number,
+    private readonly queued: number,
+  ) {}
+
+  /** Runs fn in its turn, now or once one ends; false when too many wait already. */
+  take(fn: () => Promise<void>): boolean {
+    const run = () => {
+      this.running++;
+      void fn().finally(() => {
+        this.running--;
+        this.waiting.shift()?.();
+      });
+    };
+    if (this.running < this.inFlight) run();
+    else if (this.waiting.length < this.queued) this.waiting.push(run);
+    else return false;
+    return true;
+  }
 }
 
 function fail(res: ServerResponse, err: unknown): void {
@@ -85,16 +140,29 @@ function fail(res: ServerResponse, err: unknown): void {
   else json(res, 500, { kind: 'Status', status: 'Failure', code: 500, message: err instanceof Error ? err.message : String(err) });
 }
 
-/** The pod list answer, or with ?watch=1 a stream of JSON lines (the list as ADDED, then each change). */
-function servePods(req: IncomingMessage, res: ServerResponse, url: URL, source: StatusSource): void {
+/**
+ * The pod list answer, or with ?watch=1 a stream of JSON lines (the list as ADDED, then each change),
+ * through a WatchWriter: a watcher that stops reading is closed past its bound.
+ */
+function servePods(req: IncomingMessage, res: ServerResponse, url: URL, source: StatusSource, limits: ServerLimits): void {
   const watch = url.searchParams.get('watch');
   if (!watch || watch === '0' || watch === 'false' || !source.watchPods) {
     json(res, 200, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: source.pods() });
     return;
   }
   res.writeHead(200, { 'content-type': 'application/json' });
-  for (const object of source.pods()) res.write(`${JSON.stringify({ type: 'ADDED', object })}\n`);
-  const stop = source.watchPods((e) => res.write(`${JSON.stringify(e)}\n`));
+  const writer = new WatchWriter(res, { what: 'GET /v1/pods?watch=1', limitBytes: limits.watchUnreadBytes, log: limits.log });
+  writer.begin(source.pods().map((object) => `${JSON.stringify({ type: 'ADDED', object })}\n`));
+  let stopped = false;
+  const unsubscribe = source.watchPods((e) => {
+    if (!stopped && !writer.write(`${JSON.stringify(e)}\n`)) stop();
+  });
+  function stop(): void {
+    if (stopped) return;
+    stopped = true;
+    unsubscribe();
+  }
+  res.on('close', stop);
   req.on('close', stop);
 }
 
@@ -124,41 +192,44 @@ export async function startStatusServer(socket: string, source: StatusSource, li
     if (sock.writable) sock.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     else sock.destroy();
   });
+  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BODY_BYTES;
+  const turns = new BodyTurns(limits.bodiesInFlight ?? 4, limits.bodiesQueued ?? 64);
+  /** A request with a body: read in its turn, bounded, handled, answered. */
+  const withBody = (req: IncomingMessage, res: ServerResponse, handleBody: (body: string) => Promise<unknown>, limit = maxBody): void => {
+    const answer = (body: Promise<string>) =>
+      body
+        .then(handleBody)
+        .then((r) => json(res, 200, r))
+        .catch((err: unknown) => fail(res, err));
+    const declared = Number(req.headers['content-length']);
+    // Said too large by its own length: dropped as it comes, without waiting for a turn.
+    if (declared > limit) return void answer(readBody(req, limit));
+    const taken = turns.take(() => answer(readBody(req, limit)));
+    if (!taken) {
+      res.setHeader('retry-after', '1');
+      fail(res, new ApiError(429, 'too many requests: the agent is reading other request bodies; try again later'));
+    }
+  };
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://podctl');
     const versioned = url.pathname.startsWith(`/${API_VERSION}/`);
     const path = versioned ? url.pathname.slice(API_VERSION.length + 1) : url.pathname;
     const podPath = /^\/pods\/([^/]+)\/([^/]+)$/.exec(path);
     if (versioned && req.method === 'POST' && path === '/pods' && source.apply) {
-      readBody(req)
-        .then((body) => source.apply!(body, req.headers['content-type'] ?? ''))
-        .then((r) => json(res, 200, r))
-        .catch((err: unknown) => fail(res, err));
-      return;
+      return withBody(req, res, (body) => source.apply!(body, req.headers['content-type'] ?? ''));
     }
     if (versioned && req.method === 'POST' && path === '/plan' && source.plan) {
-      readBody(req)
-        .then((body) => source.plan!(body))
-        .then((r) => json(res, 200, r))
-        .catch((err: unknown) => fail(res, err));
-      return;
+      return withBody(req, res, (body) => source.plan!(body));
     }
     const manifests = /^\/manifests\/(plan|apply)$/.exec(path);
     const onManifests = manifests?.[1] === 'plan' ? source.planManifests : manifests?.[1] === 'apply' ? source.applyManifests : undefined;
     if (versioned && req.method === 'POST' && onManifests) {
-      readBody(req)
-        .then((body) => onManifests(body))
-        .then((r) => json(res, 200, r))
-        .catch((err: unknown) => fail(res, err));
-      return;
+      return withBody(req, res, (body) => onManifests(body));
     }
     const conditionsPath = /^\/pods\/([^/]+)\/([^/]+)\/conditions$/.exec(path);
     if (versioned && req.method === 'POST' && conditionsPath && source.setCondition) {
-      readBody(req, 64 << 10)
-        .then((body) => source.setCondition!(decodeURIComponent(conditionsPath[1]!), decodeURIComponent(conditionsPath[2]!), body))
-        .then((r) => json(res, 200, r))
-        .catch((err: unknown) => fail(res, err));
-      return;
+      const [namespace, name] = [decodeURIComponent(conditionsPath[1]!), decodeURIComponent(conditionsPath[2]!)];
+      return withBody(req, res, (body) => source.setCondition!(namespace, name, body), 64 << 10);
     }
     if (versioned && req.method === 'DELETE' && podPath && source.remove) {
       const grace = url.searchParams.get('gracePeriodSeconds');
@@ -179,7 +250,7 @@ export async function startStatusServer(socket: string, source: StatusSource, li
       const body = h.checks.map((c) => `[${c.ok ? '+' : '-'}]${c.name} ${c.ok ? 'ok' : `failed: ${c.message}`}`).join('\n');
       res.writeHead(h.ok ? 200 : 500, { 'content-type': 'text/plain' }).end(`${body}\n${h.ok ? 'healthz check passed' : 'healthz check failed'}\n`);
     } else if (path === '/pods') {
-      servePods(req, res, url, source);
+      servePods(req, res, url, source, limits);
     } else if (path === '/events' && source.events) {
       const uid = url.searchParams.get('uid');
       const items = source.events().filter((e) => !uid || e.uid === uid).map((e) => toV1Event(e));
