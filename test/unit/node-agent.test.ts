@@ -267,6 +267,30 @@ describe('the node agent on the fake runtime', () => {
     assert.equal(writes(), before, 'planning wrote nothing to the runtime');
   });
 
+  test('POST /v1/plan validates its pods as apply does: 400 naming the field, and no CRI call', async () => {
+    await startNode(true);
+    const agent = new AgentClient(join(dirs.dir, 'root'));
+    const pod = parseManifestText(podText('web', ['sleep', '3600']), { kind: 'file', path: '/elsewhere/web.yaml' }, { nodeName: 'unit' }).pods[0]!.pod;
+    const withContainers = (containers: unknown) => ({ ...pod, spec: { ...pod.spec, containers } }) as IPod;
+    // What a plan asks the runtime of its pods (the node's own relists list, and it keeps no pod here).
+    const planCalls = () => ['ImageStatus', 'PodSandboxStatus', 'ContainerStatus'].reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
+    const before = planCalls();
+    const refusal = (body: IPod[]) => agent.plan(body, false).then(() => assert.fail('planned'), (err: unknown) => err as AgentRequestError);
+    const nullContainer = await refusal([withContainers([null])]);
+    assert.equal(nullContainer.status, 400);
+    assert.match(nullContainer.message, /^pods\[0\]\.spec\.containers\[0\]: expected a mapping/);
+    const empty = await refusal([pod, withContainers([{}])]);
+    assert.equal(empty.status, 400);
+    assert.match(empty.message, /pods\[1\]\.spec\.containers\[0\]\.name: required/);
+    assert.match(empty.message, /pods\[1\]\.spec\.containers\[0\]\.image: required/);
+    assert.doesNotMatch(empty.message, /pods\[0\]/, 'the valid pod is not named');
+    const notAPod = await refusal([null as unknown as IPod]);
+    assert.match(notAPod.message, /^pods\[0\]: expected a v1 Pod \(a mapping\), got null/);
+    assert.equal(planCalls(), before, 'no CRI call for a refused plan');
+    // The same pod, valid, is planned.
+    assert.equal((await agent.plan([pod], false)).plan.pods[0]!.name, 'web');
+  });
+
   /** Manifest files in a directory of their own; their paths as a user names them. */
   function manifestFiles(files: Record<string, string>): (name: string) => string {
     const dir = join(dirs.dir, 'manifests');

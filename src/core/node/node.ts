@@ -16,7 +16,7 @@ import type { SourceObjects } from '../objects.js';
 import type { Pleg } from '../pleg/evented.js';
 import type { PodLifecycleEvent } from '../pleg/generic.js';
 import { planPods, withKeptUIDs, type PlanAnswer } from '../plan.js';
-import { formatProblem, ManifestError, manifestSetWithDocuments, type ManifestDocuments, type ManifestProblem, type ManifestSet, type ReadManifests } from '../pod/index.js';
+import { formatProblem, ManifestError, manifestSetWithDocuments, validateDocument, type ManifestDocuments, type ManifestProblem, type ManifestSet, type ReadManifests } from '../pod/index.js';
 import { PodView, type PodQuery, type PodViewAnswer } from '../podview/index.js';
 import { ApiError, startStatusServer, type PodWatchEvent } from '../status/server.js';
 import { StatusManager } from '../status/manager.js';
@@ -336,14 +336,24 @@ export class StandaloneNode {
     } catch {
       req = undefined;
     }
-    const plannable = (p: unknown): p is IPod => {
-      const pod = p as IPod | undefined;
-      return typeof pod?.metadata?.name === 'string' && typeof pod.metadata.uid === 'string' && Array.isArray(pod.spec?.containers);
-    };
-    if (!req || !Array.isArray(req.pods) || !req.pods.every(plannable)) {
+    if (req === null || typeof req !== 'object' || !Array.isArray(req.pods)) {
       throw new ApiError(400, 'plan: expected {"pods": [v1 Pods with metadata.name, metadata.uid and spec.containers, defaulted], "prune": true|false}');
     }
-    const pods = withKeptUIDs(req.pods, this.pods());
+    // Each pod validated as apply validates a manifest's, before anything asks the runtime about it.
+    const problems: { field: string; message: string }[] = [];
+    req.pods.forEach((pod: unknown, i) => {
+      const at = `pods[${i}]`;
+      if (pod === null || typeof pod !== 'object' || Array.isArray(pod)) {
+        return void problems.push({ field: at, message: `expected a v1 Pod (a mapping), got ${pod === null ? 'null' : Array.isArray(pod) ? 'a list' : typeof pod}` });
+      }
+      for (const p of validateDocument('Pod', pod as Record<string, unknown>, 'error')) if (p.severity === 'error') problems.push({ field: `${at}.${p.field}`, message: p.message });
+      const uid = (pod as IPod).metadata?.uid;
+      if (typeof uid !== 'string' || uid === '') problems.push({ field: `${at}.metadata.uid`, message: 'required: the UID the command gave the pod' });
+    });
+    if (problems.length) {
+      throw new ApiError(400, problems.map((p) => `${p.field}: ${p.message}`).join('\n'), { problems });
+    }
+    const pods = withKeptUIDs(req.pods as IPod[], this.pods());
     const cri = { runtime: this.opts.runtime, images: this.opts.images, statusReader: this.kubelet.runtimeManager.statusReader };
     return { runtimeEndpoint: this.opts.runtime.endpoint, plan: await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now() }) };
   }
