@@ -31,8 +31,9 @@ export class BundleCommand extends PodctlCommand {
   logs/C/current.log, logs/C/previous.log   the last ${LOG_TAIL} lines of each container's current and previous instance
   trace.txt                trace lines, when an agent keeps them (none does yet: run \`watch --trace\` to see them live)
   versions.json            podctl and runtime versions
-Values that may come from a Secret (secretKeyRef, envFrom secretRef) are replaced wherever the runtime repeats
-the container's environment. The container's own output (logs) is included as written.`;
+Values that may come from a Secret (secretKeyRef, envFrom secretRef), and any environment value, argument or
+command word holding one ($(VAR) expansions), are replaced wherever the runtime repeats the container's environment
+and command line. The container's own output (logs) is included as written.`;
   static override examples = ['<%= config.bin %> bundle web', '<%= config.bin %> bundle web -o /tmp/web.tar.gz'];
   static override args = { pod: Args.string({ description: 'Pod name (or pod/NAME).', required: true, ignoreStdin: true }) };
   static override flags = {
