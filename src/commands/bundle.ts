@@ -8,7 +8,7 @@ import { Bundle, specContainer } from '../core/bundle/index.js';
 import { redactEnv, secretEnvPredicate } from '../core/redact.js';
 import { errorMessage, PodctlError } from '../core/errors.js';
 import { newerFirst } from '../core/container/types.js';
-import { readLogFile } from '../core/logs/index.js';
+import { readLogFileTail } from '../core/logs/index.js';
 import { eventsFromRuntime, fetchPodEvents, podTimeline, type DescribedEvent } from '../core/podview/describe.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { expandInfo } from '../cli/render.js';
@@ -89,7 +89,7 @@ and command line. The container's own output (logs) is included as written.`;
         const [current, previous] = instances.filter((c) => c.name === cname).sort(newerFirst);
         for (const [label, inst] of [['current', current], ['previous', previous]] as const) {
           if (!inst?.logPath) continue;
-          const records = (await readLogFile(inst.logPath)).slice(-LOG_TAIL);
+          const records = await readLogFileTail(inst.logPath, LOG_TAIL);
           bundle.add(`logs/${cname}/${label}.log`, records.map((r) => `${r.time} ${r.stream} ${r.text}\n`).join(''));
         }
       }
