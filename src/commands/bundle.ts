@@ -8,7 +8,7 @@ import { Bundle, specContainer } from '../core/bundle/index.js';
 import { redactEnv, secretEnvPredicate } from '../core/redact.js';
 import { errorMessage, PodctlError } from '../core/errors.js';
 import { newerFirst } from '../core/container/types.js';
-import { readLogFile } from '../core/logs/index.js';
+import { readLogFileTail } from '../core/logs/index.js';
 import { eventsFromRuntime, fetchPodEvents, podTimeline, type DescribedEvent } from '../core/podview/describe.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { expandInfo } from '../cli/render.js';
@@ -31,8 +31,9 @@ export class BundleCommand extends PodctlCommand {
   logs/C/current.log, logs/C/previous.log   the last ${LOG_TAIL} lines of each container's current and previous instance
   trace.txt                trace lines, when an agent keeps them (none does yet: run \`watch --trace\` to see them live)
   versions.json            podctl and runtime versions
-Values that may come from a Secret (secretKeyRef, envFrom secretRef) are replaced wherever the runtime repeats
-the container's environment. The container's own output (logs) is included as written.`;
+Values that may come from a Secret (secretKeyRef, envFrom secretRef), and any environment value, argument or
+command word holding one ($(VAR) expansions), are replaced wherever the runtime repeats the container's environment
+and command line. The container's own output (logs) is included as written.`;
   static override examples = ['<%= config.bin %> bundle web', '<%= config.bin %> bundle web -o /tmp/web.tar.gz'];
   static override args = { pod: Args.string({ description: 'Pod name (or pod/NAME).', required: true, ignoreStdin: true }) };
   static override flags = {
@@ -88,7 +89,7 @@ the container's environment. The container's own output (logs) is included as wr
         const [current, previous] = instances.filter((c) => c.name === cname).sort(newerFirst);
         for (const [label, inst] of [['current', current], ['previous', previous]] as const) {
           if (!inst?.logPath) continue;
-          const records = (await readLogFile(inst.logPath)).slice(-LOG_TAIL);
+          const records = await readLogFileTail(inst.logPath, LOG_TAIL);
           bundle.add(`logs/${cname}/${label}.log`, records.map((r) => `${r.time} ${r.stream} ${r.text}\n`).join(''));
         }
       }

@@ -33,7 +33,8 @@ export class Inspect extends PodctlCommand {
   static override description = `pod: a sandbox ID (or unique prefix), or the name of a podctl pod in -n NAMESPACE (its newest sandbox).
 container: a container ID (or unique prefix), or POD/CONTAINER for the newest instance of a podctl pod's container.
 Prints the verbose CRI status response, with the runtime's info documents expanded. Environment values that come
-from a Secret (secretKeyRef, envFrom secretRef) are redacted unless --show-secrets is given.`;
+from a Secret (secretKeyRef, envFrom secretRef), and any environment value, argument or command word that holds
+such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`;
   static override examples = [
     '<%= config.bin %> inspect pod web',
     '<%= config.bin %> inspect pod 3f2a9c1d',
@@ -86,7 +87,7 @@ from a Secret (secretKeyRef, envFrom secretRef) are redacted unless --show-secre
         out = redactEnv(out, unknown ? () => true : secretEnvPredicate(spec));
         const n = countRedacted(out);
         if (unknown && n) process.stderr.write(`the container's spec copy${path ? ` (${path})` : ''} could not be read: all ${n} environment value(s) are redacted; --show-secrets prints them\n`);
-        else if (n) process.stderr.write(`${n} environment value(s) that come from a Secret are redacted; --show-secrets prints them\n`);
+        else if (n) process.stderr.write(`${n} environment value(s) or argument(s) that come from a Secret are redacted; --show-secrets prints them\n`);
       }
       this.log(JSON.stringify(out, null, 2));
     } finally {

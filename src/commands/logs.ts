@@ -1,10 +1,11 @@
+import { once } from 'node:events';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { chooseContainer, containerNames, openPodView, podArg, requirePod } from '../cli/podview.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
-import { followContainerLog, readContainerLog, selectRecords, type LogRecord, type LogSelection } from '../core/logs/index.js';
+import { followContainerLog, readContainerLogTail, selectRecords, streamContainerLog, type LogRecord, type LogSelection } from '../core/logs/index.js';
 import { followStopper, logFileOf } from '../cli/logs.js';
 
 export class Logs extends PodctlCommand {
@@ -49,14 +50,20 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
       const pod = await requirePod(view, flags.namespace, name);
       const containers = flags['all-containers'] ? containerNames(pod) : [chooseContainer(pod, flags.container)];
       const prefixOf = (c: string) => (flags.prefix || (flags['all-containers'] && containers.length > 1) ? `[pod/${name}/${c}] ` : '');
-      const write = (c: string, records: LogRecord[]) => {
-        if (!records.length) return;
+      /** Writes the lines; true when stdout takes more at once (false: wait for its drain). */
+      const write = (c: string, records: LogRecord[]): boolean => {
+        if (!records.length) return true;
         const p = prefixOf(c);
-        process.stdout.write(records.map((r) => `${p}${flags.timestamps ? `${r.time} ` : ''}${r.text}\n`).join(''));
+        return process.stdout.write(records.map((r) => `${p}${flags.timestamps ? `${r.time} ` : ''}${r.text}\n`).join(''));
       };
       const files = containers.map((c) => ({ container: c, path: logFileOf(pod, c, flags.previous, flags['all-containers']) }));
       if (!flags.follow) {
-        for (const f of files) if (f.path) write(f.container, selectRecords(await readContainerLog(f.path), sel));
+        for (const f of files) {
+          if (!f.path) continue;
+          // --tail reads from the end; the whole log is streamed, never held at once.
+          if (sel.tail !== undefined && sel.tail >= 0) write(f.container, await readContainerLogTail(f.path, sel));
+          else await streamContainerLog(f.path, async (records) => write(f.container, selectRecords(records, { sinceMs: sel.sinceMs })) || (await once(process.stdout, 'drain')));
+        }
         return;
       }
       let interrupted = false;
@@ -69,7 +76,8 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
           if (!f.path) return;
           await followContainerLog({
             path: f.path,
-            backlog: (records) => write(f.container, selectRecords(records, sel)),
+            backlog: (records) => write(f.container, records),
+            selection: sel,
             onRecords: (records) => write(f.container, records),
             shouldStop: () => done(f.container),
           });

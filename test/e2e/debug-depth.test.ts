@@ -236,7 +236,7 @@ test('attach to a container printing a counter every 0.5 s shows new lines as th
 
 test('bundle of a pod with a Secret env var: every listed part is in the archive, and the secret value is in none of its files', async () => {
   const secret = `s3cr3t-${randomBytes(8).toString('hex')}`;
-  const text = `apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: ${NS}}\nstringData: {PASSWORD: ${secret}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bundled, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "echo run-$((RANDOM)); sleep 3600"]\n    env:\n    - {name: PASS, valueFrom: {secretKeyRef: {name: creds, key: PASSWORD}}}\n    - {name: PLAIN, value: plain-value}\n`;
+  const text = `apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: ${NS}}\nstringData: {PASSWORD: ${secret}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bundled, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "echo run-$((RANDOM)); sleep 3600"]\n    args: [sh, "--password=$(PASS)"]\n    env:\n    - {name: PASS, valueFrom: {secretKeyRef: {name: creds, key: PASSWORD}}}\n    - {name: EXPANDED, value: "pre-$(PASS)-post"}\n    - {name: PLAIN, value: plain-value}\n`;
   const parsed = parseManifestText(text, { kind: 'file', path: '/e2e/bundled.yaml' }, { nodeName: 'e2e' });
   assert.deepEqual(parsed.problems.filter((p) => p.severity === 'error'), []);
   node.kubelet.objects.set('bundled', { configMaps: parsed.configMaps, secrets: parsed.secrets });
@@ -250,6 +250,8 @@ test('bundle of a pod with a Secret env var: every listed part is in the archive
   // The runtime does hold the value (the container's environment), so the redaction is what keeps it out.
   const raw = await cli(['inspect', 'container', 'bundled/app', '--show-secrets']);
   assert.ok(raw.stdout.includes(secret), 'the runtime repeats the secret in its inspect output');
+  // Also where the kubelet expanded $(PASS): another variable's value and an argument.
+  assert.ok(raw.stdout.includes(`pre-${secret}-post`) && raw.stdout.includes(`--password=${secret}`), 'expanded into EXPANDED and the args');
   // inspect itself redacts it unless asked, and says so; the literal value stays.
   const redacted = await cli(['inspect', 'container', 'bundled/app']);
   assert.equal(redacted.code, 0, redacted.stderr);

@@ -5,7 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
-import { E2E_NAMESPACE, e2eClient, eventually, podctl, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
+import { E2E_NAMESPACE, e2eClient, eventually, podctl, podctlAsync, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
 
 let client: CriClient;
 const dir = scratchDir('e2e-logrotate');
@@ -122,6 +122,61 @@ test('a chatty container: its log rotates at --container-log-max-size, at most m
   assert.ok(disk && disk.logs.bytes > 0 && disk.logs.bytes < 4 * 1024 * 1024, `logs of chatty on disk: ${disk?.logs.bytes}`);
 
   // SIGTERM leaves pods running; the after hook removes them.
+  watch.kill('SIGTERM');
+  await watch.done;
+});
+
+test('a container that printed 400,000 lines, its log rotated at the default 10Mi: logs --tail 2, logs -f and logs -f --tail 2 print them', async () => {
+  // The chatty pod of the test before writes on with no agent to rotate its log: it goes first.
+  await removeE2EPods(client);
+  const bigManifests = join(dir.dir, 'manifests-big');
+  const bigRoot = join(dir.dir, 'root-big');
+  mkdirSync(bigManifests, { recursive: true });
+  // About 19 MB of CRI log: over the 10Mi default, so at least one rotation. A pause between the two
+  // halves lets a monitor pass rotate the file while the container still writes (or not: both must read).
+  const print = (from: number, to: number) => `awk 'BEGIN { for (i = ${from}; i <= ${to}; i++) printf "n=%d \\n", i }'`;
+  const script = `${print(1, 300_000)}; sleep 2; ${print(300_001, 400_000)}; exec sleep 3600`;
+  writeFileSync(
+    join(bigManifests, 'many.yaml'),
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: many, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sh, -c, ${JSON.stringify(script)}]\n`,
+  );
+  const watch = startPodctl(['watch', bigManifests, '--root-dir', bigRoot, '--log-root', logs, '--container-log-monitor-interval', '200ms']);
+  started.push(watch);
+  const logDir = await eventually('the container writes its log', async () => {
+    const [s] = await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'many', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
+    const [c] = s ? await client.listContainers({ podSandboxId: s.id }) : [];
+    const path = c ? (await client.containerStatus(c.id)).status?.logPath : undefined;
+    return path && statSync(path, { throwIfNoEntry: false }) ? join(path, '..') : undefined;
+  }, 60_000);
+  const args = ['many', '-n', E2E_NAMESPACE, '--root-dir', bigRoot];
+  // Every line written and the log rotated: the last line shows in the tail, and a rotated file exists.
+  await eventually('the last line written and the log rotated', async () => {
+    const t = await podctlAsync(['logs', ...args, '--tail', '1']);
+    assert.equal(t.code, 0, t.stderr);
+    return t.stdout === 'n=400000 \n' && readdirSync(logDir).some((n) => /^0\.log\.\d{8}-\d{6}\.\d{3}/.test(n)) ? true : undefined;
+  }, 120_000);
+
+  const tail = await podctlAsync(['logs', ...args, '--tail', '2']);
+  assert.equal(tail.code, 0, tail.stderr);
+  assert.equal(tail.stdout, 'n=399999 \nn=400000 \n');
+
+  for (const extra of [[], ['--tail', '2']]) {
+    const follow = startPodctl(['logs', '-f', ...args, ...extra]);
+    started.push(follow);
+    await eventually(`logs -f ${extra.join(' ')} reaching the last line`, async () => (follow.stdout().endsWith('n=400000 \n') ? true : undefined), 120_000);
+    follow.interrupt();
+    const r = await follow.done;
+    assert.equal(r.code, 0, r.stderr);
+    const seen = counters(r.stdout);
+    if (extra.length) assert.deepEqual(seen, [399_999, 400_000]);
+    else {
+      // Every line once, in order, across the rotated (and gzipped) files: as far back as the rotation keeps.
+      assert.equal(seen.at(-1), 400_000);
+      const wrong = seen.findIndex((n, i) => n !== seen[0]! + i);
+      assert.equal(wrong, -1, `at ${wrong}: ${JSON.stringify(seen.slice(Math.max(0, wrong - 3), wrong + 3))}`);
+      assert.equal(seen[0], 1, 'the default 5 files keep all of 19 MB');
+    }
+  }
   watch.kill('SIGTERM');
   await watch.done;
 });

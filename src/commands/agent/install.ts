@@ -29,8 +29,10 @@ export class AgentInstall extends PodctlCommand {
     const openrc = flags.init === 'openrc';
     const dir = flags.dir ?? (openrc ? '/etc/init.d' : '/etc/systemd/system');
     const path = join(dir, openrc ? 'podctl-agent' : 'podctl-agent.service');
+    // Made first: a value the format cannot carry is refused before anything is written.
+    const text = openrc ? openrcScript(unit) : systemdUnit(unit);
     mkdirSync(dir, { recursive: true });
-    writeFileSync(path, openrc ? openrcScript(unit) : systemdUnit(unit));
+    writeFileSync(path, text);
     if (openrc) chmodSync(path, 0o755);
     this.log(`wrote ${path}`);
     this.log(openrc ? 'start it at boot: rc-update add podctl-agent default && rc-service podctl-agent start' : 'start it at boot: systemctl daemon-reload && systemctl enable --now podctl-agent');

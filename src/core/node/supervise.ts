@@ -36,22 +36,48 @@ export interface BootUnitOptions {
   args?: string[];
 }
 
-const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `"${a.replace(/(["\\$`])/g, '\\$1')}"`);
+/**
+ * A word of a systemd command line (systemd.service, "Command lines"): double-quoted with C-style
+ * escapes for `\` and `"`, `%` doubled (a specifier otherwise), and `$` doubled in the arguments
+ * (environment substitution; the executable's path is not substituted). Words of only safe
+ * characters stay bare, as systemctl writes them. systemd refuses an executable whose path holds a
+ * quote or a backslash, however quoted ("Executable name contains special characters").
+ */
+function systemdWord(a: string, executable = false): string {
+  if (executable && /["'\\]/.test(a)) {
+    throw new PodctlError(`agent install: systemd does not start an executable whose path holds a quote or a backslash: ${JSON.stringify(a)}`, { hint: 'run podctl (and node) from a path without them' });
+  }
+  if (/^[\w@+=:,./-]+$/.test(a)) return a;
+  const escaped = a.replace(/[\\"]/g, '\\$&').replace(/%/g, '%%');
+  return `"${executable ? escaped : escaped.replace(/\$/g, '$$$$')}"`;
+}
 
-function agentCommand(o: BootUnitOptions): string {
-  return [...o.exec, 'agent', '--root-dir', resolve(o.rootDir), '--log-root', resolve(o.logRoot), ...(o.args ?? [])].map(quote).join(' ');
+/** A value for a line of a unit file where only specifiers are expanded (Description=). */
+const systemdText = (a: string) => a.replace(/%/g, '%%');
+
+/** A shell word: bare when of safe characters only, else in single quotes, where sh expands nothing. */
+const shellWord = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
+
+/** The agent's argv, refused when a word holds a control character (a newline would end the line of a unit file). */
+function agentArgv(o: BootUnitOptions): string[] {
+  const argv = [...o.exec, 'agent', '--root-dir', resolve(o.rootDir), '--log-root', resolve(o.logRoot), ...(o.args ?? [])];
+  // eslint-disable-next-line no-control-regex
+  const bad = argv.find((a) => /[\x00-\x1f\x7f]/.test(a));
+  if (bad !== undefined) throw new PodctlError(`agent install: ${JSON.stringify(bad)} holds a control character, which a unit file or init script cannot carry`, { hint: 'choose paths and flag values without control characters (newline, tab, …)' });
+  return argv;
 }
 
 /** A systemd unit that starts the agent at boot, after containerd, and restarts it if it dies. */
 export function systemdUnit(o: BootUnitOptions): string {
+  const argv = agentArgv(o);
   return `[Unit]
-Description=podctl node agent (${resolve(o.rootDir)})
+Description=podctl node agent (${systemdText(resolve(o.rootDir))})
 After=network-online.target containerd.service
 Wants=network-online.target
 
 [Service]
 Type=simple
-ExecStart=${agentCommand(o)}
+ExecStart=${argv.map((a, i) => systemdWord(a, i === 0)).join(' ')}
 # SIGTERM stops the sync loop; the pods keep running, as the kubelet's do.
 KillMode=process
 KillSignal=SIGTERM
@@ -64,16 +90,22 @@ WantedBy=multi-user.target
 `;
 }
 
-/** An OpenRC service script for the same (supervise-daemon restarts it if it dies). */
+/**
+ * An OpenRC service script for the same (supervise-daemon restarts it if it dies). openrc-run sources
+ * the script, then its supervise-daemon.sh passes command, command_args and the logs through `eval`:
+ * those values are shell words quoted twice, so that both evaluations give each word back as it is.
+ */
 export function openrcScript(o: BootUnitOptions): string {
-  const [command, ...rest] = [...o.exec, 'agent', '--root-dir', resolve(o.rootDir), '--log-root', resolve(o.logRoot), ...(o.args ?? [])];
+  const [command, ...rest] = agentArgv(o);
+  const evaluated = (words: string[]) => shellWord(words.map(shellWord).join(' '));
+  const log = resolve(o.rootDir, 'agent.log');
   return `#!/sbin/openrc-run
-description="podctl node agent (${resolve(o.rootDir)})"
+description=${shellWord(`podctl node agent (${resolve(o.rootDir)})`)}
 supervisor=supervise-daemon
-command=${quote(command!)}
-command_args="${rest.map(quote).join(' ').replace(/"/g, '\\"')}"
-output_log=${quote(resolve(o.rootDir, 'agent.log'))}
-error_log=${quote(resolve(o.rootDir, 'agent.log'))}
+command=${evaluated([command!])}
+command_args=${evaluated(rest)}
+output_log=${evaluated([log])}
+error_log=${evaluated([log])}
 
 depend() {
 \tneed net
