@@ -141,7 +141,9 @@ export async function followPods(list: () => Promise<ViewedPod[]>, first: Viewed
         if (present.has(uid)) continue;
         last.delete(uid);
         // Gone from the runtime: one last row saying so (STATUS shows the phase when no container has a reason).
-        const gone: IPod = { ...pod, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
+        // Its deletionTimestamp goes with it: the row says Deleted, not Terminating.
+        const { deletionTimestamp: _deleted, ...metadata } = pod.metadata ?? {};
+        const gone: IPod = { ...pod, metadata, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
         log(render(gone));
       }
     }

@@ -19,6 +19,12 @@ export function restartsColumn(status: IPodStatus | undefined): number {
 
 /** kubectl's STATUS column: the waiting or terminated reason when there is one, else the phase. */
 export function displayStatus(pod: IPod, status: IPodStatus | undefined): string {
+  // As kubectl: a pod being deleted that has not finished is Terminating, whatever its containers say.
+  if (pod.metadata?.deletionTimestamp && status?.phase !== 'Succeeded' && status?.phase !== 'Failed') return 'Terminating';
+  return containerReason(pod, status);
+}
+
+function containerReason(pod: IPod, status: IPodStatus | undefined): string {
   if (!status) return 'Unknown';
   const inits = status.initContainerStatuses ?? [];
   const total = pod.spec?.initContainers?.length ?? 0;

@@ -154,6 +154,8 @@ export class Kubelet {
   readonly containerLogs: ContainerLogManager;
   /** When each pod was added, until it first ran (pod start latency). */
   private readonly addedAt = new Map<string, number>();
+  /** When each pod being deleted was asked to go, with its grace period (the API server's deletionTimestamp is the sum). */
+  private readonly deletions = new Map<string, { at: number; grace: number }>();
   private readonly observers = new Set<SyncObserver>();
   private readonly opts: KubeletOptions;
   /** The PLEG's pod cache, once a PLEG is made: a sync starts from it when it is fresh enough. */
@@ -401,7 +403,14 @@ export class Kubelet {
   removePod(uid: string, gracePeriodSeconds?: number): void {
     const pod = this.pods.get(uid);
     if (!pod) return;
+    if (!this.deletions.has(uid)) this.deletions.set(uid, { at: this.clock.now(), grace: gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30 });
     this.workers.updatePod({ type: 'kill', pod, gracePeriodSeconds });
+  }
+
+  /** A pod being deleted: its metadata's deletionTimestamp and deletionGracePeriodSeconds as the API server sets them (kubectl's Terminating). */
+  deletionOf(uid: string): { deletionTimestamp: string; deletionGracePeriodSeconds: number } | undefined {
+    const d = this.deletions.get(uid);
+    return d && { deletionTimestamp: new Date(d.at + d.grace * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'), deletionGracePeriodSeconds: d.grace };
   }
 
   /**
@@ -722,6 +731,7 @@ export class Kubelet {
     this.readRuntimeNext.delete(uid);
     this.pruneAfterSync.delete(uid);
     this.addedAt.delete(uid);
+    this.deletions.delete(uid);
     this.events.forget(uid);
     this.terminations.forget(uid);
     this.prober.removePod(uid);

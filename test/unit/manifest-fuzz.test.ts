@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import yaml from 'js-yaml';
 import { parseManifestText } from '../../src/core/pod/index.js';
+import { oversizedDocuments } from '../../src/core/pod/load.js';
 
 const src = { kind: 'file' as const, path: '/fuzz/pods.yaml', display: 'pods.yaml' };
 const opts = { nodeName: 'fuzz', now: () => new Date('2026-01-01T00:00:00Z') };
@@ -120,8 +122,32 @@ test('deep nesting, very large documents and alias bombs are refused with a prob
   };
   refused(`${'['.repeat(5000)}${']'.repeat(5000)}`, /expected a Kubernetes object|invalid YAML/);
   refused(`apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nspec: ${'{a: '.repeat(2000)}1${'}'.repeat(2000)}\n`, /unknown field|invalid YAML|expected/);
-  refused(`apiVersion: v1\nkind: Pod\nmetadata: {name: big, annotations: {x: "${'y'.repeat(2_000_000)}"}}\nspec:\n  containers:\n  - {name: c, image: busybox:1.36}\n`, /annotations|256 KiB|262144/);
+  // Past what the API server stores of one object, refused by its size before it is parsed; under it, by the annotations' limit.
+  refused(`apiVersion: v1\nkind: Pod\nmetadata: {name: big, annotations: {x: "${'y'.repeat(2_000_000)}"}}\nspec:\n  containers:\n  - {name: c, image: busybox:1.36}\n`, /expected at most 1572864 bytes \(1\.5 MiB\)/);
+  refused(`apiVersion: v1\nkind: Pod\nmetadata: {name: big, annotations: {x: "${'y'.repeat(300_000)}"}}\nspec:\n  containers:\n  - {name: c, image: busybox:1.36}\n`, /256 KiB/);
   // Alias bombs expand exponentially in a naive loader.
   const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]', ...Array.from({ length: 9 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`)].join('\n');
   refused(bomb, /alias/);
+});
+
+test('fuzz: the documents the size check measures before parsing are numbered as js-yaml numbers them (markers, comments, directives, empty documents)', () => {
+  const piece = fc.constantFrom('---\n', '--- # marker\n', '---\r\n', '# comment\n', '\n', '   \n', 'a: 1\n', 'b: [1, 2]\n', 'c: |\n  text\n', '"q": "x"\n', '%YAML 1.2\n', 'd: "---"\n', 'e:\n  ---x: 1\n');
+  fc.assert(
+    fc.property(fc.array(piece, { minLength: 1, maxLength: 12 }), (pieces) => {
+      const text = pieces.join('');
+      let docs: unknown[];
+      try {
+        docs = yaml.loadAll(text);
+      } catch {
+        return;
+      }
+      // With no room at all, every document with text is measured and named.
+      const named = new Set(oversizedDocuments(text, 0).map((d) => d.index));
+      docs.forEach((doc, i) => {
+        if (doc !== null && doc !== undefined) assert.ok(named.has(i), `document ${i + 1} of ${JSON.stringify(text)} is measured`);
+      });
+      for (const i of named) assert.ok(i < docs.length, `document ${i + 1} of ${JSON.stringify(text)} is one js-yaml reads (${docs.length})`);
+    }),
+    { numRuns: 1000 },
+  );
 });

@@ -19,6 +19,7 @@ import { Metrics } from '../../src/core/metrics.js';
 import type { NodeInfo } from '../../src/core/admission.js';
 import { appliedDir } from '../../src/core/node/paths.js';
 import { podProgress } from '../../src/core/node/wait.js';
+import { displayStatus } from '../../src/cli/status-line.js';
 import { scratchDir } from '../support/e2e.js';
 
 const podText = (name: string, command: string[], ns = 'default') =>
@@ -180,7 +181,13 @@ describe('the node agent on the fake runtime', () => {
     const node = await startNode();
     node.apply([{ file: 'a.yaml', text: podText('gone', ['sleep', '3600']) }]);
     await until(clock, 'gone running', () => running(node, 'gone'));
+    const deletedAt = clock.now();
     await node.delete('default', 'gone');
+    // Until it is gone, the pod is listed as the API server would have it: deletionTimestamp is the delete plus its grace (kubectl's Terminating).
+    const ending = podOf(node, 'gone')!;
+    assert.equal(ending.metadata?.deletionTimestamp, new Date(deletedAt + 2000).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+    assert.equal(ending.metadata?.deletionGracePeriodSeconds, 2);
+    assert.equal(displayStatus(ending, ending.status), 'Terminating');
     assert.equal(existsSync(join(appliedDir(join(dirs.dir, 'root')), 'default_gone.yaml')), false);
     await until(clock, 'gone removed', () => !podOf(node, 'gone') && sandboxesOf('gone').length === 0);
     // Past the applied source's re-read and several housekeeping passes: still gone.

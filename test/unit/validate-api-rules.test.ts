@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { MAX_ENV_STRING_BYTES, TOTAL_ANNOTATION_SIZE_LIMIT } from '../../src/core/pod/validate.js';
+import { ARG_MAX_BYTES, MAX_ARG_STRLEN, MAX_DATA_BYTES, MAX_ENV_STRING_BYTES, TOTAL_ANNOTATION_SIZE_LIMIT } from '../../src/core/pod/validate.js';
+import { MAX_OBJECT_BYTES } from '../../src/core/pod/load.js';
 
 /** A pod whose first container gets `container` (YAML flow keys) and whose spec gets `spec`, `metadata` extra keys. */
 function pod(opts: { metadata?: string; spec?: string; container?: string } = {}): string {
@@ -136,4 +137,51 @@ test('a value of the wrong type names what was expected, in YAML words, and what
   // A mapping where a list belongs: one error, not one more per key.
   assert.deepEqual(errors(pod({ container: 'env: {A: b, C: d}' })), [{ field: 'spec.containers[0].env', message: 'expected a list, got a mapping (a YAML list: one "- item" a line, or [a, b])' }]);
   assert.deepEqual(errors(pod({ metadata: 'labels: [a]' })), [{ field: 'metadata.labels', message: 'expected a mapping (key: value), got a list' }]);
+});
+
+test('a command or args string exec cannot take (over MAX_ARG_STRLEN, 128 KiB) is refused, naming the element: a 1 MB argument crash-looped with "argument list too long"', () => {
+  const huge = 'x'.repeat(1 << 20);
+  refused(pod({ container: `command: [sh, -c, "${huge}"]` }), 'spec.containers[0].command[2]', /^too long: 1048577 bytes with its NUL; expected at most 131072 bytes \(Linux MAX_ARG_STRLEN/);
+  refused(pod({ container: `args: ["${'y'.repeat(MAX_ARG_STRLEN)}"]` }), 'spec.containers[0].args[0]', /MAX_ARG_STRLEN/);
+  // An exec probe or hook runs in the container through execve too.
+  refused(pod({ container: `livenessProbe: {exec: {command: [sh, "${'z'.repeat(200_000)}"]}}` }), 'spec.containers[0].livenessProbe.exec.command[1]', /MAX_ARG_STRLEN/);
+  refused(pod({ container: `lifecycle: {preStop: {exec: {command: ["${'z'.repeat(200_000)}"]}}}` }), 'spec.containers[0].lifecycle.preStop.exec.command[0]', /MAX_ARG_STRLEN/);
+  // The longest argument exec takes, with its NUL.
+  assert.deepEqual(errors(pod({ container: `args: ["${'y'.repeat(MAX_ARG_STRLEN - 1)}"]` })), []);
+});
+
+test('command, args and env together over ARG_MAX (each string with its NUL and pointer) are refused, naming the largest of them', () => {
+  // 250,000 one-letter arguments: 10 bytes each to execve, 2.5 MB, in a manifest well under the object limit.
+  const many = (n: number) => `[${Array.from({ length: n }, () => 'a').join(', ')}]`;
+  const text = pod({ container: `command: [sh], args: ${many(250_000)}, env: [{name: A, value: "1"}]` });
+  assert.ok(Buffer.byteLength(text) < MAX_OBJECT_BYTES);
+  refused(text, 'spec.containers[0].args', /^too long for exec: 2500\d{3} bytes of arguments and environment together \(command 11, args 2500000, env 12; each string with its NUL and pointer\); expected at most 2097152 bytes \(Linux ARG_MAX/);
+  assert.equal(ARG_MAX_BYTES, 2 * 1024 * 1024);
+  // The environment shares the space (a manifest's literal values; not what the image adds).
+  const env = `env: [${Array.from({ length: 11 }, (_, i) => `{name: E${i}, value: "${'v'.repeat(100_000)}"}`).join(', ')}]`;
+  refused(pod({ container: `command: [sh], args: ${many(105_000)}, ${env}` }), 'spec.containers[0].env', /^too long for exec: .*\(command 11, args 1050000, env 1100\d{3};/);
+  assert.deepEqual(errors(pod({ container: env })), [], 'with no command or args, what runs is the image\'s entrypoint: not known here');
+  assert.deepEqual(errors(pod({ container: `command: [sh], args: ${many(150_000)}` })), []);
+});
+
+test('labels and annotations are checked on every kind, as the API server\'s ValidateObjectMeta, and a long label value is quoted shortened', () => {
+  for (const kind of ['ConfigMap', 'Secret']) {
+    const text = (meta: string) => `apiVersion: v1\nkind: ${kind}\nmetadata: {name: c, ${meta}}\n`;
+    const errs = (meta: string) => parseManifestText(text(meta), { kind: 'file', path: '/unit/c.yaml' }, { nodeName: 'unit' }).problems.filter((p) => p.severity === 'error');
+    assert.ok(errs('labels: {"-bad": v}').some((p) => p.field === 'metadata.labels["-bad"]' && /invalid label key/.test(p.message)), kind);
+    assert.ok(errs(`labels: {ok: "${'v'.repeat(64)}"}`).some((p) => p.field === 'metadata.labels["ok"]' && /^invalid label value "v{64}" \(64 characters\): expected at most 63/.test(p.message)), kind);
+    assert.ok(errs(`labels: {ok: "${'v'.repeat(100_000)}"}`).some((p) => p.field === 'metadata.labels["ok"]' && /^invalid label value "v{60}\.\.\." \(100000 characters\): expected/.test(p.message)), kind);
+    assert.ok(errs(`annotations: {a: "${'x'.repeat(TOTAL_ANNOTATION_SIZE_LIMIT)}"}`).some((p) => p.field === 'metadata.annotations' && /256 KiB/.test(p.message)), kind);
+    assert.deepEqual(errs('labels: {app.kubernetes.io/name: web}, annotations: {note: "x"}'), [], kind);
+  }
+  refused(pod({ metadata: `labels: {"${'k'.repeat(64)}": v}` }), `metadata.labels["${'k'.repeat(64)}"]`, /name part must be 63 characters or less/);
+  refused(pod({ metadata: `labels: {"${'p'.repeat(254)}/k": v}` }), `metadata.labels["${'p'.repeat(254)}/k"]`, /prefix .* must be a DNS-1123 subdomain/);
+});
+
+test('a ConfigMap\'s or Secret\'s values over 1 MiB together are refused (the API server\'s MaxSecretSize)', () => {
+  const half = 'q'.repeat(MAX_DATA_BYTES / 2 + 1);
+  const errs = (text: string) => parseManifestText(text, { kind: 'file', path: '/unit/c.yaml' }, { nodeName: 'unit' }).problems.filter((p) => p.severity === 'error').map((p) => `${p.field}: ${p.message}`);
+  assert.deepEqual(errs(`apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: "${half}", b: "${half}"}\n`), [`data: too long: the ConfigMap's values (data and binaryData) are ${2 * half.length} bytes together; expected at most 1048576 bytes (1 MiB), as the API server`]);
+  assert.deepEqual(errs(`apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {a: "${half}"}\ndata: {b: "${Buffer.from(half).toString('base64')}"}\n`).length, 1);
+  assert.deepEqual(errs(`apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: "${half}"}\n`), []);
 });

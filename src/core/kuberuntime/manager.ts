@@ -100,6 +100,36 @@ const NO_OBJECTS: EnvObjects = { configMap: () => undefined, secret: () => undef
 /** podctl bounds postStart hooks (the kubelet does not) so that one hook cannot hold a pod's lane forever. */
 export const POST_START_TIMEOUT_SECONDS = 30;
 
+/**
+ * The most containers of one pod killed at once (preStop hook and StopContainer). The kubelet kills
+ * them all at once; containerd 1.6 runs one shim per pod, and 200 stops at once wedged it (its
+ * processes gone, the CRI still saying Running). A pod of up to 16 containers is killed as the
+ * kubelet would; see killPod for why the bound costs no grace.
+ */
+export const MAX_KILLS_IN_FLIGHT_PER_POD = 16;
+
+/**
+ * Runs fn over the items, at most `limit` at a time, each to its end whatever the others do;
+ * rejects with the first failure once all are done (a container that failed to stop does not
+ * leave the rest unstopped).
+ */
+export async function eachBounded<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: { err: unknown } | undefined;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      try {
+        await fn(item);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw failure.err;
+}
+
 /** A container to kill: its ID and name, and what is known of its spec. */
 export interface KillTarget {
   id: string;
@@ -620,14 +650,30 @@ export class RuntimeManager {
     await ignoreNotFound(this.runtime.stopContainer(target.id, Math.max(grace, MINIMUM_GRACE_PERIOD_SECONDS)));
   }
 
-  /** Stops every running container, then the sandboxes (the kubelet's KillPod). */
+  /**
+   * Stops every running container, then the sandboxes (the kubelet's KillPod), at most
+   * MAX_KILLS_IN_FLIGHT_PER_POD containers at a time.
+   *
+   * The grace period is the pod's, and runs from here: a container that waits for a slot (or a
+   * sidecar waiting for the app containers, as the kubelet's terminationOrdering has it) is
+   * given what is left of it when its turn comes, at least the minimum 2 s. So the bound
+   * does not multiply the grace: with every container ignoring SIGTERM, the pod is gone after
+   * its grace period and then 2 s for each further batch of the bound (200 containers and a 30 s
+   * grace: 30 s, then 12 batches of 2 s), where a grace per container would be 13 times 30 s.
+   */
   async killPod(pod: IPod, status: RuntimePodStatus, gracePeriodOverride?: number): Promise<void> {
     const running = status.containers.filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown');
     // App containers first, then sidecars, as the kubelet orders termination.
     const apps = running.filter((c) => c.kind !== 'sidecar');
     const sidecars = running.filter((c) => c.kind === 'sidecar');
-    await Promise.all(apps.map((c) => this.killContainer(pod, c, `Stopping container ${c.name}`, gracePeriodOverride)));
-    await Promise.all(sidecars.map((c) => this.killContainer(pod, c, `Stopping container ${c.name}`, gracePeriodOverride)));
+    const grace = gracePeriodOverride ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    const started = this.clock.now();
+    const kill = (c: RuntimeContainerStatus) => {
+      const left = grace - Math.floor((this.clock.now() - started) / 1000);
+      return this.killContainer(pod, c, `Stopping container ${c.name}`, Math.max(left, 0));
+    };
+    await eachBounded(apps, MAX_KILLS_IN_FLIGHT_PER_POD, kill);
+    await eachBounded(sidecars, MAX_KILLS_IN_FLIGHT_PER_POD, kill);
     for (const sandbox of status.sandboxes) {
       if (sandbox.state !== 'ready') continue;
       await ignoreNotFound(this.runtime.stopPodSandbox(sandbox.id));
@@ -678,10 +724,11 @@ export class RuntimeManager {
 
   /** Removes every container and sandbox of a pod that was killed, and its host state. */
   async removePod(status: RuntimePodStatus): Promise<void> {
-    for (const c of status.containers) {
+    // In parallel, as bounded as the kills: one after the other, 200 containers took longer than a delete waits.
+    await eachBounded(status.containers, MAX_KILLS_IN_FLIGHT_PER_POD, async (c) => {
       await ignoreNotFound(this.runtime.removeContainer(c.id));
       this.statusReader.forget(c.id);
-    }
+    });
     for (const s of status.sandboxes) {
       await ignoreNotFound(this.runtime.stopPodSandbox(s.id));
       await ignoreNotFound(this.runtime.removePodSandbox(s.id));

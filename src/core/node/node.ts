@@ -410,6 +410,8 @@ export class StandaloneNode {
     const uid = podMeta(p).uid;
     const status = this.kubelet.statusManager.get(uid);
     const observed = this.observed.get(uid);
+    const deletion = this.kubelet.deletionOf(uid);
+    if (deletion) p = { ...p, metadata: { ...p.metadata, ...deletion } };
     return { ...p, status: { ...(status ?? { phase: 'Pending' }), ...(observed === undefined ? {} : { observedGeneration: observed }) } as IPod['status'] };
   }
 

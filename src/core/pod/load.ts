@@ -181,6 +181,43 @@ function runtimeClassProblems(doc: Record<string, unknown>, unknown: 'error' | '
 /** A manifest file (or URL body) larger than this is refused before it is parsed. */
 export const MAX_MANIFEST_BYTES = 8 << 20;
 /**
+ * The most one object may be: etcd's request limit (--max-request-bytes, 1.5 MiB by default), past
+ * which the API server answers "etcdserver: request is too large" whatever the object is.
+ */
+export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
+/** The typed lists (and v1 List) whose items are objects of their own: kubectl sends each item alone. */
+const LIST_KIND = /^kind:[ \t]*["']?(List|PodList|ConfigMapList|SecretList)["']?[ \t]*(#.*)?$|"kind"\s*:\s*"(List|PodList|ConfigMapList|SecretList)"/m;
+
+/**
+ * The documents of a text larger than one object may be whose own text is larger too, with their
+ * indices as js-yaml numbers them, found without parsing: a document marker (---) at the start of a
+ * line always starts a document, even inside a block or quoted scalar. A List's document may be
+ * larger than an object (its items are measured once parsed); text before the first marker is a
+ * document only when it holds more than comments and directives.
+ */
+export function oversizedDocuments(text: string, limit = MAX_OBJECT_BYTES): { index: number; bytes: number }[] {
+  if (Buffer.byteLength(text) <= limit) return [];
+  const pieces = text.split(/^---(?=[ \t\r\n]|$)/m);
+  const first = pieces[0]!;
+  const firstIsDocument = /^(?![ \t\r]*(#|%|$))/m.test(first);
+  const out: { index: number; bytes: number }[] = [];
+  (firstIsDocument ? pieces : pieces.slice(1)).forEach((piece, index) => {
+    // UTF-8 is at most 3 bytes a UTF-16 unit: a short piece is not measured.
+    if (piece.length * 3 <= limit) return;
+    const bytes = Buffer.byteLength(piece);
+    if (bytes > limit && !LIST_KIND.test(piece)) out.push({ index, bytes });
+  });
+  return out;
+}
+
+/** Why one object (a document, or an item of a List) is too large to be stored; undefined when it is not. */
+function objectSizeProblem(doc: unknown): string | undefined {
+  const bytes = Buffer.byteLength(JSON.stringify(doc) ?? '');
+  if (bytes <= MAX_OBJECT_BYTES) return undefined;
+  return `the object is ${bytes} bytes as JSON (as kubectl sends it); expected at most ${MAX_OBJECT_BYTES} bytes (1.5 MiB), the most the API server stores of one object (etcd's request limit)`;
+}
+
+/**
  * What one document may expand to once its aliases are followed: nodes plus string
  * characters. A real pod is a few thousand; an alias bomb is billions.
  */
@@ -236,6 +273,14 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
     out.problems.push({ file, index: -1, field: '', message: `the manifest is ${Buffer.byteLength(text)} bytes; at most ${MAX_MANIFEST_BYTES} (${MAX_MANIFEST_BYTES >> 20} MiB) are read`, severity: 'error' });
     return { parsed: out, docs: [] };
   }
+  // An object the API server would never store is refused before the parse, which takes seconds and hundreds of MB on megabytes.
+  const oversized = oversizedDocuments(text);
+  if (oversized.length) {
+    for (const { index, bytes } of oversized) {
+      out.problems.push({ file, index, field: '', message: `the document is ${bytes} bytes; expected at most ${MAX_OBJECT_BYTES} bytes (1.5 MiB), the most the API server stores of one object (etcd's request limit); refused before it is parsed`, severity: 'error' });
+    }
+    return { parsed: out, docs: [] };
+  }
   let docs: unknown[];
   try {
     docs = yaml.loadAll(text, undefined, { filename: file, json: true, schema: MANIFEST_SCHEMA });
@@ -265,6 +310,12 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
       out.problems.push({ file, index, kind, name, field: at(field), message, severity });
     if (typeof doc !== 'object' || Array.isArray(doc)) {
       problem('', `expected a Kubernetes object (a mapping with apiVersion and kind), got ${Array.isArray(doc) ? 'a list' : typeof doc}`);
+      return;
+    }
+    // A List's items, and what aliases expand to, are measured here: before validation, the expensive part.
+    const tooLarge = objectSizeProblem(doc);
+    if (tooLarge) {
+      problem('', tooLarge);
       return;
     }
     const obj = doc as Record<string, unknown>;

@@ -174,11 +174,66 @@ export function unknownFields(kind: string, doc: unknown): { field: string; hint
   return out;
 }
 
+/**
+ * The API server's ValidateObjectMeta of labels and annotations, for every kind: qualified-name keys, label values
+ * of at most 63 characters, and annotations of at most 256 KiB together. The labels are walked once, whatever their number.
+ */
+function metadataRules(doc: Record<string, unknown>): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const err = (field: string, message: string) => problems.push({ field, message, severity: 'error' });
+  const meta = isObject(doc.metadata) ? (doc.metadata as { labels?: unknown; annotations?: unknown }) : {};
+  if (isObject(meta.labels)) {
+    for (const [k, v] of Object.entries(meta.labels as Record<string, unknown>)) {
+      const p = qualifiedNameProblem(k);
+      if (p) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label key: ${p}`);
+      if (typeof v === 'string' && !isLabelValue(v)) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label value ${JSON.stringify(v.length > 80 ? `${v.slice(0, 60)}...` : v)}${v.length > 63 ? ` (${v.length} characters)` : ''}: expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`);
+    }
+  }
+  if (isObject(meta.annotations)) {
+    let annotationBytes = 0;
+    for (const [k, v] of Object.entries(meta.annotations as Record<string, unknown>)) {
+      const p = qualifiedNameProblem(k);
+      if (p) err(`metadata.annotations[${JSON.stringify(k)}]`, `invalid annotation key: ${p}`);
+      annotationBytes += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
+    }
+    if (annotationBytes > TOTAL_ANNOTATION_SIZE_LIMIT) {
+      err('metadata.annotations', `too long: ${annotationBytes} bytes in total (keys and values); expected at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes (256 KiB), as the API server`);
+    }
+  }
+  return problems;
+}
+
+/** The bytes a base64 text decodes to. */
+const base64Bytes = (v: string) => Math.floor((v.length * 3) / 4) - (v.endsWith('==') ? 2 : v.endsWith('=') ? 1 : 0);
+
+/** The API server's ValidateConfigMap and ValidateSecret size rule: the values together at most MaxSecretSize (1 MiB). */
+function dataSizeRules(kind: 'ConfigMap' | 'Secret', doc: Record<string, unknown>): FieldProblem[] {
+  const sizes = new Map<string, number>();
+  const add = (field: string, bytes: (v: string) => number) => {
+    const values = doc[field];
+    if (!isObject(values)) return;
+    for (const [k, v] of Object.entries(values as Record<string, unknown>)) if (typeof v === 'string') sizes.set(`${field === 'binaryData' ? 'b:' : ''}${k}`, bytes(v));
+  };
+  if (kind === 'ConfigMap') {
+    add('data', (v) => Buffer.byteLength(v));
+    add('binaryData', base64Bytes);
+  } else {
+    // stringData is merged into data (its key wins) before the API server validates.
+    add('data', base64Bytes);
+    add('stringData', (v) => Buffer.byteLength(v));
+  }
+  let total = 0;
+  for (const bytes of sizes.values()) total += bytes;
+  if (total <= MAX_DATA_BYTES) return [];
+  const fields = kind === 'ConfigMap' ? 'data and binaryData' : 'data and stringData';
+  return [{ field: 'data', message: `too long: the ${kind}'s values (${fields}) are ${total} bytes together; expected at most ${MAX_DATA_BYTES} bytes (1 MiB), as the API server`, severity: 'error' }];
+}
+
 /** The kubelet's and API server's own rules beyond the schema. */
 function podRules(doc: Record<string, unknown>): FieldProblem[] {
   const problems: FieldProblem[] = [];
   const err = (field: string, message: string) => problems.push({ field, message, severity: 'error' });
-  const meta = (doc.metadata ?? {}) as { name?: unknown; namespace?: unknown; uid?: unknown; labels?: Record<string, unknown>; annotations?: Record<string, unknown> };
+  const meta = (doc.metadata ?? {}) as { name?: unknown; namespace?: unknown; uid?: unknown };
   const spec = (doc.spec ?? {}) as Record<string, unknown>;
 
   if (typeof meta.name !== 'string' || meta.name === '') err('metadata.name', 'required; expected the pod name');
@@ -186,23 +241,9 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
   if (typeof meta.namespace === 'string' && meta.namespace !== '' && !isDNS1123Label(meta.namespace)) {
     err('metadata.namespace', `"${meta.namespace}" is invalid; expected ${DNS1123_LABEL_EXPECTED}`);
   }
-  for (const [k, v] of Object.entries(meta.labels ?? {})) {
-    const p = qualifiedNameProblem(k);
-    if (p) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label key: ${p}`);
-    if (typeof v === 'string' && !isLabelValue(v)) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label value "${v}": expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`);
-  }
   // The UID names the pod's directories: only what the API server or the kubelet could have made becomes one.
   if (typeof meta.uid === 'string' && meta.uid !== '' && !isValidPodUID(meta.uid)) {
     err('metadata.uid', `${JSON.stringify(meta.uid)} is invalid; expected ${POD_UID_EXPECTED}`);
-  }
-  let annotationBytes = 0;
-  for (const [k, v] of Object.entries(meta.annotations ?? {})) {
-    const p = qualifiedNameProblem(k);
-    if (p) err(`metadata.annotations[${JSON.stringify(k)}]`, `invalid annotation key: ${p}`);
-    annotationBytes += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
-  }
-  if (annotationBytes > TOTAL_ANNOTATION_SIZE_LIMIT) {
-    err('metadata.annotations', `too long: ${annotationBytes} bytes in total (keys and values); expected at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes (256 KiB), as the API server`);
   }
   if (typeof spec.activeDeadlineSeconds === 'number' && spec.activeDeadlineSeconds < 1) {
     err('spec.activeDeadlineSeconds', `${spec.activeDeadlineSeconds} is invalid; must be greater than or equal to 1`);
@@ -270,6 +311,7 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     });
     checkResources(c, path, err);
     checkEnv(c, path, err);
+    checkExecSize(c, [`${path}.command`, `${path}.args`], path, err);
     const sidecar = isInit && c.restartPolicy === 'Always';
     for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
       const probe = c[kind] as unknown;
@@ -307,6 +349,8 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     const set = allowed.filter((k) => h[k] !== undefined);
     if (set.length === 0) err(path, `expected exactly one of ${allowed.join(', ')}`);
     else if (set.length > 1) err(path, `expected exactly one of ${allowed.join(', ')}; got ${set.join(' and ')}`);
+    // An exec handler runs in the container with its env: the same execve limits.
+    if (isObject(h.exec)) checkExecSize(c, [`${path}.exec.command`], path, err, h.exec as Record<string, unknown>);
     if (h.tcpSocket !== undefined && path.includes('.lifecycle.')) {
       err(`${path}.tcpSocket`, 'TCPSocket lifecycle hooks are deprecated and never run; use exec, httpGet or sleep');
     }
@@ -421,6 +465,56 @@ export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
  * with E2BIG, so a bigger env value could only fail at container start, after a sandbox exists.
  */
 export const MAX_ENV_STRING_BYTES = 128 * 1024;
+
+/** Linux's MAX_ARG_STRLEN, for one argument as for one environment string (with its NUL). */
+export const MAX_ARG_STRLEN = MAX_ENV_STRING_BYTES;
+
+/**
+ * Linux's ARG_MAX at the default 8 MiB stack (a quarter of RLIMIT_STACK, what getconf ARG_MAX says there): what
+ * execve takes of argv and envp together, each string with its NUL and its pointer. A fixed number, not this
+ * host's: a manifest valid here is valid on the next host, and the container's stack limit is not this process's.
+ */
+export const ARG_MAX_BYTES = 2 * 1024 * 1024;
+const POINTER_BYTES = 8;
+
+/** The API server's MaxSecretSize, which bounds a ConfigMap's values too. */
+export const MAX_DATA_BYTES = 1024 * 1024;
+
+/**
+ * What execve would be handed for a container's command and args (or an exec handler's command) with its env,
+ * refused here when Linux would refuse it: one string over MAX_ARG_STRLEN, or all of them over ARG_MAX. The
+ * container would otherwise crash-loop with "argument list too long" after its sandbox is up. Counted: what the
+ * manifest says (literal env values, each valueFrom as its name alone); the image's entrypoint and env and
+ * $(VAR) expansion are not known here.
+ */
+function checkExecSize(c: IContainer, fields: string[], path: string, err: (field: string, message: string) => void, from: Record<string, unknown> = c as unknown as Record<string, unknown>): void {
+  const parts: { field: string; bytes: number }[] = [];
+  for (const field of fields) {
+    const list = from[field.slice(field.lastIndexOf('.') + 1)];
+    if (!Array.isArray(list)) continue;
+    let bytes = 0;
+    list.forEach((arg: unknown, i: number) => {
+      if (typeof arg !== 'string') return;
+      const size = Buffer.byteLength(arg) + 1;
+      if (size > MAX_ARG_STRLEN) err(`${field}[${i}]`, `too long: ${size} bytes with its NUL; expected at most ${MAX_ARG_STRLEN} bytes (Linux MAX_ARG_STRLEN: exec refuses a longer argument with "argument list too long")`);
+      bytes += size + POINTER_BYTES;
+    });
+    parts.push({ field, bytes });
+  }
+  if (parts.length === 0) return;
+  let env = 0;
+  for (const e of Array.isArray(c.env) ? (c.env as unknown[]) : []) {
+    if (!isObject(e)) continue;
+    const { name, value } = e as { name?: unknown; value?: unknown };
+    env += (typeof name === 'string' ? Buffer.byteLength(name) : 0) + (typeof value === 'string' ? Buffer.byteLength(value) : 0) + 2 + POINTER_BYTES;
+  }
+  parts.push({ field: `${path}.env`, bytes: env });
+  const total = parts.reduce((sum, p) => sum + p.bytes, 0);
+  if (total <= ARG_MAX_BYTES) return;
+  const largest = parts.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+  const said = parts.filter((p) => p.bytes > 0).map((p) => `${p.field.slice(path.length + 1)} ${p.bytes}`).join(', ');
+  err(largest.field, `too long for exec: ${total} bytes of arguments and environment together (${said}; each string with its NUL and pointer); expected at most ${ARG_MAX_BYTES} bytes (Linux ARG_MAX at the default 8 MiB stack: exec fails with "argument list too long")`);
+}
 
 /** The API server's validateLocalDescendingPath: relative, and no '..' element. */
 function descendingPathProblem(p: unknown): string | undefined {
@@ -562,7 +656,7 @@ export function isImageReference(image: string): boolean {
 
 /** Every problem of one document of a kind podctl accepts. */
 export function validateDocument(kind: 'Pod' | 'ConfigMap' | 'Secret', doc: Record<string, unknown>, unknown: 'error' | 'warn'): FieldProblem[] {
-  const rules = kind === 'Pod' ? podRules(doc) : [];
+  const rules = [...metadataRules(doc), ...(kind === 'Pod' ? podRules(doc) : dataSizeRules(kind, doc))];
   // A field that a rule of podctl's own refuses is said once, in the rule's words: the schema's are vaguer ("expected a string").
   const ruled = new Set(rules.filter((p) => p.severity === 'error').map((p) => sameField(p.field)));
   const problems = schemaProblems(kind, doc).filter((p) => !ruled.has(sameField(p.field)));
