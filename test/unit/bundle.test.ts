@@ -86,7 +86,9 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   }
   // Listing pods through the agent and validating need no runtime at all.
   assert.deepEqual(loadedAtStart('src/commands/validate.ts').filter((f) => /protobufjs|src\/core\/cri\/client|src\/core\/kubelet/.test(f)), []);
-  assert.ok(loadedAtStart('src/commands/validate.ts').some((f) => f.includes('kubernetes-models/_schemas/IoK8sApiCoreV1PodSpec')));
+  // The command index, which oclif imports to run any command, loads no validator and no gRPC: validate imports its validators when it runs.
+  assert.deepEqual(loadedAtStart('src/commands.ts').filter((f) => /kubernetes-models\/_schemas|@grpc\/grpc-js|src\/core\/kubelet\.ts/.test(f)), []);
+  assert.ok(loadedOnDemand('src/commands/validate.ts').some((f) => f.includes('kubernetes-models/_schemas/IoK8sApiCoreV1PodSpec')));
   assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /kubernetes-models\/_schemas|js-yaml|src\/core\/kubelet|src\/core\/pod\/validate/.test(f)), []);
   // An agent answers the listing: building statuses from the runtime, the embedded runtime's set-up and
   // the table layout load only when needed (no agent, or rows to print).
