@@ -12,8 +12,6 @@ import { join } from 'node:path';
 import { BUSYBOX, SLEEP_COMMAND, benchPod } from './lib.js';
 import { InProcessNode, criClient } from './node.js';
 import { GenericPleg } from '../src/core/pleg/generic.js';
-import { boundHeapGrowth } from '../src/core/node/heap.js';
-import { raiseMallocThresholds } from '../src/core/node/malloc.js';
 import type { PlegKind } from '../src/core/pleg/select.js';
 
 export interface WorkerInit {
@@ -103,9 +101,6 @@ export interface MemorySample {
 }
 
 const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
-// As StandaloneNode.start() does in `podctl watch` and the agent.
-boundHeapGrowth();
-raiseMallocThresholds();
 const calls: Record<string, number> = {};
 const client = criClient(init.endpoint, (c) => void (calls[c.method] = (calls[c.method] ?? 0) + 1));
 let relists: number[] = [];

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { realClock, type Clock } from '../src/core/clock.js';
-import { raiseMallocThresholds } from '../src/core/node/malloc.js';
 import { criServices } from '../src/core/cri/proto.js';
 import type { ContainerConfig__Output } from '../src/core/cri/generated/runtime/v1/ContainerConfig.js';
 import type { ContainerEventResponse } from '../src/core/cri/generated/runtime/v1/ContainerEventResponse.js';
@@ -173,8 +172,6 @@ export class FakeRuntime {
   }
 
   static async start(opts: FakeRuntimeOptions = {}): Promise<FakeRuntime> {
-    // A runtime answers its lists from a heap it reuses (containerd's Go heap), as podctl's node does.
-    raiseMallocThresholds();
     const fake = new FakeRuntime(opts);
     // A socket left by a crashed run in a reused socketDir would make the bind fail.
     if (!fake.ownsDir) rmSync(join(fake.dir, 'cri.sock'), { force: true });

@@ -1,5 +1,4 @@
 import { Help } from '@oclif/core/help';
-import { addHelpDetails } from './cli/help-details.js';
 
 /**
  * oclif's help (package.json's oclif.helpClass), rendering through ejs only
@@ -12,11 +11,5 @@ export default class PodctlHelp extends Help {
     super(...args);
     const render = this.render;
     this.render = (input: string) => (input.includes('<%') ? render(input) : input);
-  }
-
-  /** A command's help (--help, help, oclif's after a usage error), with its flags and texts, which start-up does not load; the root's and a topic's list summaries only. */
-  override async showCommandHelp(command: Parameters<Help['showCommandHelp']>[0]): Promise<void> {
-    addHelpDetails(this.config);
-    return super.showCommandHelp(command);
   }
 }

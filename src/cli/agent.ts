@@ -1,10 +1,10 @@
-import { Flags } from '@oclif/core';
 import { eventLine, eventWorthALine, statusLine } from './render.js';
 import { podTable } from './table.js';
 import { connect, type GlobalFlags } from './runtime.js';
-import { nodeFlags, nodeOptionsFromFlags } from './node.js';
+import { nodeOptionsFromFlags } from './node.js';
 import { diskReport } from '../core/stats/disk.js';
-import { traceFlags, tracerFor } from './trace.js';
+import { tracerFor } from './trace.js';
+import { agentFlags } from './agent-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
@@ -15,30 +15,6 @@ import { bytes } from '../core/util/quantity.js';
 import { StandaloneNode } from '../core/node/node.js';
 import type { PlegKind } from '../core/pleg/select.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
-
-/** Flags of the commands that run the node agent (agent, watch). */
-export const agentFlags = {
-  ...nodeFlags,
-  'manifest-url': Flags.string({ summary: 'Also follow the pods served at this URL.' }),
-  'manifest-url-header': Flags.string({ summary: 'HTTP header for --manifest-url, "Name: value" (repeatable).', multiple: true }),
-  'file-check-frequency': Flags.string({ summary: 'Safety-net re-read of the manifests path.', default: '20s' }),
-  'manifest-url-max-size': Flags.string({
-    summary: 'A --manifest-url body larger than this (a quantity such as 4Mi) is refused and the last good pods kept. Redirects are followed only within the URL\'s own origin, and the headers never leave it.',
-    default: '4Mi',
-  }),
-  'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
-  'pleg-relist-period': Flags.string({ summary: 'How often the generic PLEG relists the runtime.', default: '1s' }),
-  pleg: Flags.string({
-    summary:
-      'generic: relist; evented: the CRI\'s event stream (GetContainerEvents); containerd: containerd\'s own event service; both relist every 300 s as a safety net. auto: CRI events, else containerd\'s events on containerd, else relist.',
-    options: ['generic', 'evented', 'containerd', 'auto'],
-    default: 'auto',
-  }),
-  'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
-  table: Flags.boolean({ summary: 'On a terminal, a live table of the pods (kubectl get pods columns) instead of one line per change.' }),
-  ...traceFlags,
-  trace: Flags.boolean({ ...traceFlags.trace, exclusive: ['table'] }),
-};
 
 type AgentFlags = GlobalFlags & {
   [K in keyof typeof agentFlags]: K extends 'manifest-url-header' ? string[] | undefined : K extends 'manifest-url' | 'kubelet-config' | 'runtime-handler' | 'node-labels' | 'system-reserved' | 'kube-reserved' ? string | undefined : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'

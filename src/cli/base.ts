@@ -1,7 +1,5 @@
-import { format, inspect } from 'node:util';
 import { Command, Flags, Errors, type Interfaces } from '@oclif/core';
 import { PodctlError, escapeControls } from '../core/errors.js';
-import { writeStderr, writeStdout } from './stdio.js';
 
 /** The errors parse() threw: each one a usage error, whatever oclif's class for it. */
 const usageErrors = new WeakSet<Error>();
@@ -67,16 +65,6 @@ export abstract class PodctlCommand extends Command {
     }
   }
 
-  // What oclif's log and logToStderr print, written as they are: through oclif's ux, the first line
-  // a command printed evaluated its ux modules (spinner, colours, JSON colouring), half a ms of a plan.
-  override log(message = '', ...args: unknown[]): void {
-    if (!this.jsonEnabled()) writeStdout(`${lineOf(message, args)}\n`);
-  }
-
-  override logToStderr(message = '', ...args: unknown[]): void {
-    if (!this.jsonEnabled()) writeStderr(`${lineOf(message, args)}\n`);
-  }
-
   protected debugEnabled(): boolean {
     return this.argv.includes('--debug') || process.env.PODCTL_DEBUG === '1';
   }
@@ -107,8 +95,3 @@ export abstract class PodctlCommand extends Command {
   }
 }
 
-/** A line as oclif's log formats it: a string as it is (util.format leaves a lone string alone), anything else inspected. */
-function lineOf(message: unknown, args: unknown[]): string {
-  const text = typeof message === 'string' ? message : inspect(message);
-  return args.length ? format(text, ...args) : text;
-}

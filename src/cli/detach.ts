@@ -5,7 +5,6 @@ import type { AppliedPodRef } from '../core/node/node.js';
 import { agentLogFile } from '../core/node/paths.js';
 import { waitForPods, type WaitFor } from '../core/node/wait.js';
 import { statusLine } from './status-line.js';
-import { writeStderr } from './stdio.js';
 
 /**
  * The end of `run --detach`: the pods the agent now keeps, waited for. Its own module, so that the
@@ -20,10 +19,10 @@ export async function awaitHandedOver(log: (line: string) => void, agent: AgentC
   for (const r of results) if (r.pod?.status) log(statusLine(r.pod, r.pod.status));
   const info = await agentInfo;
   const where = `${started ? `${started}; ` : ''}agent pid ${info?.pid ?? '?'}, log ${info?.log ?? agentLogFile(flags['root-dir'])}, API ${agent.socket}`;
-  writeStderr(`${where}\n`);
+  process.stderr.write(`${where}\n`);
   const failed = results.filter((r) => !r.ok);
   if (failed.length) {
-    for (const f of failed) writeStderr(`${f.ref.namespace}/${f.ref.name}: ${f.reason}: ${f.message}\n`);
+    for (const f of failed) process.stderr.write(`${f.ref.namespace}/${f.ref.name}: ${f.reason}: ${f.message}\n`);
     const reasons = [...new Set(failed.map((f) => f.reason))].join(', ');
     throw new PodctlError(`${failed.length} of ${results.length} pod(s) ${waitFor === 'ready' ? 'not ready' : 'not running'} (${reasons})`, {
       hint: `the agent keeps them and retries; \`podctl describe pod NAME --root-dir ${flags['root-dir']}\` says why, \`podctl delete pod NAME\` removes one`,

@@ -6,7 +6,6 @@ import type { ReadManifests } from '../core/pod/read.js';
 import type { ManifestProblem } from '../core/pod/types.js';
 import type { NodeInfo } from '../core/admission.js';
 import { noPodFound, printWarnings } from './manifest-args.js';
-import { writeStderr } from './stdio.js';
 
 /**
  * Manifests handed to the agent as read (POST /v1/manifests/*): the agent reads, validates and
@@ -44,7 +43,7 @@ export async function handManifestsOver(agent: AgentClient, read: ReadManifests,
     const d = err.details as { rejected?: { pod: string; message: string }[]; warnings?: ManifestProblem[] };
     if (err.status === 403 && Array.isArray(d.rejected)) {
       printWarnings(d.warnings ?? []);
-      for (const r of d.rejected) writeStderr(`${r.pod}: rejected at admission: ${r.message}\n`);
+      for (const r of d.rejected) process.stderr.write(`${r.pod}: rejected at admission: ${r.message}\n`);
       throw new PodctlError(err.message);
     }
     throw manifestRefusal(err, paths);

@@ -2,7 +2,6 @@ import { PodctlError } from '../core/errors.js';
 import { formatProblem } from '../core/pod/problems.js';
 import { readManifests, type ReadManifests } from '../core/pod/read.js';
 import type { ManifestProblem } from '../core/pod/types.js';
-import { writeStderr } from './stdio.js';
 
 /**
  * The manifests named on the command line, read but not parsed: what a command hands to the agent,
@@ -25,7 +24,7 @@ export function readManifestArgs(paths: string[]): Promise<ReadManifests> {
 
 /** The warnings of a manifest set, on stderr, one a line. */
 export function printWarnings(warnings: ManifestProblem[]): void {
-  for (const w of warnings) writeStderr(`Warning: ${formatProblem(w)}\n`);
+  for (const w of warnings) process.stderr.write(`Warning: ${formatProblem(w)}\n`);
 }
 
 /** A set without a pod: nothing to run or plan. */

@@ -3,7 +3,6 @@ import type { CriClient } from '../core/cri/client.js';
 import type { IPod } from 'kubernetes-models/v1';
 import type { PodQuery, PodView, PodViewAnswer, ViewedPod } from '../core/podview/index.js';
 import { podMeta } from '../core/util/pod-key.js';
-import { writeStderr } from './stdio.js';
 import type { PodOutput, PodTableOptions } from './table.js';
 import { getFromStatusSocket } from '../core/status/client.js';
 import { clientFor, resolveFromFlags, type GlobalFlags } from './runtime.js';
@@ -126,7 +125,7 @@ export async function followPods(list: () => Promise<ViewedPod[]>, first: Viewed
       try {
         now = await list();
       } catch (err) {
-        writeStderr(`${(err as Error).message}\n`);
+        process.stderr.write(`${(err as Error).message}\n`);
         continue;
       }
       const present = new Set<string>();

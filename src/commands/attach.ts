@@ -1,5 +1,4 @@
 import { Args, Flags } from '@oclif/core';
-import { streamAttach } from '../cli/attach.js';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { chooseContainer, openPodView, podArg, requirePod, requireRunning } from '../cli/podview.js';
@@ -26,6 +25,8 @@ The same WebSocket protocol as exec -it (v4.channel.k8s.io).`;
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Attach);
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const { streamAttach } = await import('../cli/attach.js');
     const name = podArg(args.pod);
     const { view, client } = await openPodView(flags);
     try {

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { attachDebugContainer, copyDebugPod, createDebugContainer, printWhenDone } from '../cli/debug.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { chooseContainer, openPodView, podArg, requirePod, requireRunning } from '../cli/podview.js';
 import { parseDuration } from '../core/util/duration.js';
@@ -44,6 +43,8 @@ output and exits with its exit code. Without either: starts it and prints its na
     const dash = argv.indexOf('--');
     const cmd = dash < 0 ? [] : argv.slice(dash + 1);
     const { args, flags } = await this.parse(Debug, dash < 0 ? argv : argv.slice(0, dash));
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const { attachDebugContainer, copyDebugPod, createDebugContainer, printWhenDone } = await import('../cli/debug.js');
     const name = podArg(args.pod);
     const { view, client } = await openPodView(flags);
     let code = 0;

@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { loadPodsFromArgs } from '../cli/manifests.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { openPodView } from '../cli/podview.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
@@ -9,7 +8,6 @@ import { AgentClient } from '../core/node/client.js';
 import { forgetApplied } from '../core/node/paths.js';
 import { deleteThroughAgent } from '../cli/delete.js';
 import { findRuntimePod } from '../core/podview/index.js';
-import { deleteGracePeriod, deleteRuntimePod, watchSourceOf } from '../core/podview/delete.js';
 import { podMeta } from '../core/util/pod-key.js';
 
 export class Delete extends PodctlCommand {
@@ -45,6 +43,8 @@ an error (exit 1) after the others are deleted.`;
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Delete);
+    // Reading manifests (-f) and deleting from the runtime: loaded when delete runs, not with the command index.
+    const [{ loadPodsFromArgs }, { deleteGracePeriod, deleteRuntimePod, watchSourceOf }] = await Promise.all([import('../cli/manifests.js'), import('../core/podview/delete.js')]);
     const words = argv as string[];
     const targets: { namespace: string; name: string }[] = [];
     // A bad -l is refused before the runtime is read (the selector's code loads with -l only).

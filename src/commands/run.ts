@@ -11,7 +11,6 @@ import { PodctlError } from '../core/errors.js';
 import { AgentClient } from '../core/node/client.js';
 import { type WaitFor } from '../core/node/wait.js';
 import { podKey } from '../core/util/pod-key.js';
-import { writeStdout } from '../cli/stdio.js';
 
 // What a hand-over to a running agent needs is imported here; the foreground run (src/cli/run.ts),
 // the plan of --dry-run and the start of an agent are imported when that path is taken.
@@ -89,7 +88,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
   }
 }
 
-const printLine = (line: string): void => writeStdout(`${line}\n`);
+const printLine = (line: string): void => void process.stdout.write(`${line}\n`);
 
 /** What fn returns, or undefined when it throws (a usage error, said again where it always was). */
 function orUndefined<T>(fn: () => T): T | undefined {

@@ -1,11 +1,9 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { readStdin } from '../cli/manifests.js';
-import { formatProblem, loadManifests, ManifestError, type ManifestProblem } from '../core/pod/index.js';
+import type { ManifestProblem } from '../core/pod/index.js';
 import { PodctlError } from '../core/errors.js';
 import { hostname } from 'node:os';
 import { relative } from 'node:path';
-import { admitPod, hostCapacity, hostHasAppArmor } from '../core/admission.js';
 import { podMeta } from '../core/util/pod-key.js';
 
 export class Validate extends PodctlCommand {
@@ -27,6 +25,8 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Validate);
+    // The validators and the admission checks: loaded when validate runs, not with the command index.
+    const [{ readStdin }, { formatProblem, loadManifests, ManifestError }, { admitPod, hostCapacity, hostHasAppArmor }] = await Promise.all([import('../cli/manifests.js'), import('../core/pod/index.js'), import('../core/admission.js')]);
     let findings: ManifestProblem[];
     let counts = { pods: 0, configMaps: 0, secrets: 0, runtimeClasses: 0 };
     try {

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { agentFlags, serveAgent } from '../cli/agent.js';
+import { agentFlags } from '../cli/agent-flags.js';
 import { PodctlError } from '../core/errors.js';
 
 export class Watch extends PodctlCommand {
@@ -29,6 +29,6 @@ While it runs, its API answers on <root-dir>/podctl.sock (mode 0600): GET /v1/he
     if (!args.path && !flags['manifest-url']) {
       throw new PodctlError('nothing to watch', { hint: 'give a manifests path, --manifest-url, or both (`podctl agent` runs the agent with neither)', exitCode: 2 });
     }
-    await serveAgent(flags, args.path, (line) => this.log(line));
+    await (await import('../cli/agent.js')).serveAgent(flags, args.path, (line) => this.log(line));
   }
 }

@@ -1,79 +1,48 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LOOPBACK_CERT } from '../support/tls.js';
 
-const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js');
+/** The package root (tests run from dist/test/unit). */
+const ROOT = join(import.meta.dirname, '..', '..', '..');
+const BIN = join(ROOT, 'bin', 'run.js');
 
-/** What the preload saw; a key left out was unset. */
-interface Seen {
-  atStart?: string;
-  atExit?: string;
-  deferred?: unknown;
-  moved?: string;
-  /** How the launcher's compile of the CLI's loader (dist/cli/main.cjs) took its code cache. */
-  mainCodeCache?: string;
-}
-
-/**
- * Runs `podctl --version` with a preload that notes NODE_EXTRA_CA_CERTS as Node started (before the
- * launcher's code) and, at exit, what the launcher left for podctl and for the processes it starts.
- */
-function launch(how: 'executable' | 'node', extraCaCerts: string | undefined): Seen {
+test('run as an executable, podctl leaves NODE_EXTRA_CA_CERTS as the user set it, for Node and for what it starts', () => {
   const dir = mkdtempSync(join(tmpdir(), 'podctl-launcher-'));
   try {
     const out = join(dir, 'seen.json');
     const probe = join(dir, 'probe.cjs');
-    writeFileSync(
-      probe,
-      `const atStart = process.env.NODE_EXTRA_CA_CERTS;
-process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ atStart, atExit: process.env.NODE_EXTRA_CA_CERTS, deferred: globalThis[Symbol.for('podctl.deferredExtraCaCerts')], moved: process.env.PODCTL_NODE_EXTRA_CA_CERTS, mainCodeCache: globalThis[Symbol.for('podctl.mainCodeCache')] })));\n`,
-    );
-    const { NODE_EXTRA_CA_CERTS: _given, ...env } = process.env;
-    const r = spawnSync(how === 'executable' ? BIN : process.execPath, how === 'executable' ? ['--version'] : [BIN, '--version'], {
-      encoding: 'utf8',
-      env: { ...env, NODE_OPTIONS: `--require ${probe}`, ...(extraCaCerts === undefined ? {} : { NODE_EXTRA_CA_CERTS: extraCaCerts }) },
-    });
+    writeFileSync(probe, `const atStart = process.env.NODE_EXTRA_CA_CERTS;\nprocess.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify({ atStart, atExit: process.env.NODE_EXTRA_CA_CERTS })));\n`);
+    const file = join(dir, 'extra.pem');
+    const r = spawnSync(BIN, ['--version'], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: `--require ${probe}`, NODE_EXTRA_CA_CERTS: file } });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^podctl\/\d/);
-    const { mainCodeCache, ...seen } = JSON.parse(readFileSync(out, 'utf8')) as Seen;
-    // The loader the launcher compiles takes the cache the build wrote for it.
-    assert.equal(mainCodeCache, 'used');
-    return seen;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-test("run as an executable, podctl starts Node without NODE_EXTRA_CA_CERTS, and puts it back for what it starts and for its own TLS client", () => {
-  const dir = mkdtempSync(join(tmpdir(), 'podctl-ca-'));
-  try {
-    // A path with a space and a quote: the launcher line passes it through untouched.
-    const file = join(dir, `extra "ca".pem`);
-    writeFileSync(file, LOOPBACK_CERT);
-    assert.deepEqual(launch('executable', file), { atExit: file, deferred: file });
+    assert.deepEqual(JSON.parse(readFileSync(out, 'utf8')), { atStart: file, atExit: file });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('without NODE_EXTRA_CA_CERTS, the launcher sets nothing; run by `node bin/run.js`, Node has loaded it itself and nothing is deferred', () => {
-  assert.deepEqual(launch('executable', undefined), {});
-  assert.deepEqual(launch('node', '/etc/ssl/extra.pem'), { atStart: '/etc/ssl/extra.pem', atExit: '/etc/ssl/extra.pem' });
-});
-
-test('a checkout run before its build says so and what to run, exit 1, instead of a stack trace', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'podctl-unbuilt-'));
+test("an init and a prerun hook that package.json names run for a podctl command, as oclif runs hooks", () => {
+  // A package root of its own: podctl's package.json with two more hooks, its build and its node_modules.
+  const dir = mkdtempSync(join(tmpdir(), 'podctl-hooks-'));
   try {
     mkdirSync(join(dir, 'bin'));
-    for (const f of ['run.js', 'package.json']) copyFileSync(join(BIN, '..', f), join(dir, 'bin', f));
-    const r = spawnSync(process.execPath, [join(dir, 'bin', 'run.js'), '--version'], { encoding: 'utf8' });
-    assert.equal(r.status, 1);
-    assert.equal(r.stdout, '');
-    assert.equal(r.stderr, `podctl: ${join(dir, 'dist', 'cli', 'main.cjs')} is missing: the CLI is not built; run \`npm ci && npm run build\` in ${dir} first\n`);
+    copyFileSync(BIN, join(dir, 'bin', 'run.js'));
+    for (const entry of ['dist', 'node_modules', 'oclif.manifest.json', 'examples']) symlinkSync(join(ROOT, entry), join(dir, entry));
+    const pjson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { oclif: { hooks: Record<string, string> } };
+    pjson.oclif.hooks = { ...pjson.oclif.hooks, init: './hooks/init.js', prerun: './hooks/prerun.js' };
+    writeFileSync(join(dir, 'package.json'), JSON.stringify(pjson));
+    mkdirSync(join(dir, 'hooks'));
+    writeFileSync(join(dir, 'hooks', 'init.js'), "export default async function (opts) { process.stderr.write(`init hook: ${opts.id} ${opts.argv.join(' ')}\\n`); }\n");
+    writeFileSync(join(dir, 'hooks', 'prerun.js'), "export default async function (opts) { process.stderr.write(`prerun hook: ${opts.Command.id} ${Object.keys(opts.Command.flags).includes('output')}\\n`); }\n");
+    const r = spawnSync(process.execPath, [join(dir, 'bin', 'run.js'), 'validate', 'examples/hello.yaml'], { cwd: dir, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^valid: 1 pod\(s\)/);
+    // init with the words as typed, before routing; prerun with the command's own class, flags and all.
+    assert.equal(r.stderr, 'init hook: validate examples/hello.yaml\nprerun hook: validate true\n');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,12 +5,13 @@ import { createServer as createHttpsServer } from 'node:https';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { HttpSource, type SourceError } from '../../src/core/config/index.js';
 import { fetchManifest } from '../../src/core/config/http-source.js';
-import { DEFERRED_EXTRA_CA_CERTS } from '../../src/core/config/extra-ca-certs.js';
 import { LOOPBACK_CERT, LOOPBACK_KEY } from '../support/tls.js';
 
 const POD = (name: string) => `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`;
@@ -80,29 +81,27 @@ test('a body over the limit is refused; the source keeps its last good pods and 
   source.stop();
 });
 
-test('over https, the certificates NODE_EXTRA_CA_CERTS named are trusted when the launcher deferred them, and only then', async () => {
+test('over https, the certificates NODE_EXTRA_CA_CERTS names are trusted, by Node itself', async () => {
   const server = createHttpsServer({ key: LOOPBACK_KEY, cert: LOOPBACK_CERT }, (_req, res) => res.writeHead(200).end(POD('over-tls')));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/pods.yaml`;
   const dir = mkdtempSync(join(tmpdir(), 'podctl-ca-'));
-  const globals = globalThis as Record<symbol, unknown>;
   try {
+    await assert.rejects(fetchManifest(url, {}), new RegExp(`^Error: ${url.replace(/[.?/]/g, '\\$&')}: self-signed certificate`));
     const file = join(dir, 'extra.pem');
     writeFileSync(file, LOOPBACK_CERT);
-    await assert.rejects(fetchManifest(url, {}), new RegExp(`^Error: ${url.replace(/[.?/]/g, '\\$&')}: self-signed certificate`));
-    globals[DEFERRED_EXTRA_CA_CERTS] = file;
-    assert.match(await fetchManifest(url, {}), /name: over-tls/);
-    // An unreadable file leaves Node's roots, with a warning, as Node does at start.
-    const warnings: string[] = [];
-    const onWarning = (w: Error) => warnings.push(w.message);
-    process.on('warning', onWarning);
-    globals[DEFERRED_EXTRA_CA_CERTS] = join(dir, 'missing.pem');
-    await assert.rejects(fetchManifest(url, {}), /self-signed certificate/);
-    await new Promise((r) => setImmediate(r));
-    process.off('warning', onWarning);
-    assert.deepEqual(warnings, [`Ignoring extra certs from \`${join(dir, 'missing.pem')}\`, load failed: ENOENT: no such file or directory, open '${join(dir, 'missing.pem')}'`]);
+    // Node reads the variable as it starts: a process of its own, as podctl's is.
+    const source = pathToFileURL(join(import.meta.dirname, '../../src/core/config/http-source.js')).href;
+    const script = `import { fetchManifest } from ${JSON.stringify(source)}; process.stdout.write(await fetchManifest(${JSON.stringify(url)}, {}));`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: file } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c));
+    child.stderr.on('data', (c: Buffer) => (stderr += c));
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /name: over-tls/);
   } finally {
-    delete globals[DEFERRED_EXTRA_CA_CERTS];
     server.close();
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,5 +1,5 @@
 import { PodctlCommand } from '../../cli/base.js';
-import { agentFlags, serveAgent } from '../../cli/agent.js';
+import { agentFlags } from '../../cli/agent-flags.js';
 
 export class Agent extends PodctlCommand {
   static override summary = 'Run the node agent in the foreground: it keeps the pods handed to it at their desired state.';
@@ -14,6 +14,6 @@ and leaves the pods running; \`podctl agent stop\` sends that SIGTERM, \`podctl 
 
   async run(): Promise<void> {
     const { flags } = await this.withKubeletConfig(await this.parse(Agent));
-    await serveAgent(flags, undefined, (line) => this.log(line));
+    await (await import('../../cli/agent.js')).serveAgent(flags, undefined, (line) => this.log(line));
   }
 }

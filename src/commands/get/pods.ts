@@ -7,7 +7,6 @@ import { yamlDumper } from '../../cli/yaml.js';
 import { PodctlError } from '../../core/errors.js';
 import type { PodQuery, ViewedPod } from '../../core/podview/index.js';
 import { podMeta } from '../../core/util/pod-key.js';
-import { writeStderr } from '../../cli/stdio.js';
 
 export class GetPods extends PodctlCommand {
   static override summary = "List podctl's pods with kubectl's columns, whether or not `podctl watch` runs.";
@@ -72,7 +71,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
       return;
     }
     if (pods.length === 0) {
-      writeStderr(`No resources found in ${nsLabel} namespace.\n`);
+      process.stderr.write(`No resources found in ${nsLabel} namespace.\n`);
       return;
     }
     // The table code (cli-table3) loads only when there are rows to lay out.
@@ -80,7 +79,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     const unknown = viewed.filter((v) => v.readinessUnknown.length);
     if (unknown.length) {
       const names = unknown.map((v) => `${podMeta(v.pod).name} (${v.readinessUnknown.join(', ')})`).join('; ');
-      writeStderr(`note: no running watch knows the readiness probes of ${names}: shown not ready\n`);
+      process.stderr.write(`note: no running watch knows the readiness probes of ${names}: shown not ready\n`);
     }
   }
 }

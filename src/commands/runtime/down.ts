@@ -1,6 +1,4 @@
 import { PodctlCommand } from '../../cli/base.js';
-import { removeAllPods } from '../../cli/runtime-ready.js';
-import { embeddedDown } from '../../core/embedded/index.js';
 
 export class RuntimeDown extends PodctlCommand {
   static override summary = 'Stop the embedded runtime: remove its pods, stop containerd and the registry it started.';
@@ -9,6 +7,7 @@ export class RuntimeDown extends PodctlCommand {
 
   async run(): Promise<void> {
     await this.parse(RuntimeDown);
+    const [{ removeAllPods }, { embeddedDown }] = await Promise.all([import('../../cli/runtime-ready.js'), import('../../core/embedded/index.js')]);
     await embeddedDown({
       log: (line) => process.stderr.write(`${line}\n`),
       beforeStop: (endpoint) => removeAllPods(endpoint),

@@ -1,7 +1,5 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { sandboxIds, waitRuntimeReady } from '../../cli/runtime-ready.js';
-import { embeddedUp } from '../../core/embedded/index.js';
 
 export class RuntimeUp extends PodctlCommand {
   static override summary = 'Start the embedded containerd and its loopback image registry (installing what is missing).';
@@ -18,6 +16,7 @@ returns at once.`;
 
   async run(): Promise<void> {
     const { flags } = await this.parse(RuntimeUp);
+    const [{ sandboxIds, waitRuntimeReady }, { embeddedUp }] = await Promise.all([import('../../cli/runtime-ready.js'), import('../../core/embedded/index.js')]);
     const status = await embeddedUp({
       install: flags.install,
       timeoutMs: flags['wait-timeout'] * 1000,

@@ -5,7 +5,6 @@ import type { Clock, TimerHandle } from '../clock.js';
 import { formatProblem, parseManifestText } from '../pod/index.js';
 import { NO_OBJECTS, type SourceObjects } from '../objects.js';
 import type { SourceError } from './file-source.js';
-import { deferredCaOption } from './extra-ca-certs.js';
 
 export interface HttpSourceOptions {
   url: string;
@@ -33,8 +32,7 @@ function get(url: URL, headers: Record<string, string> | undefined, signal: Abor
   return new Promise((resolve, reject) => {
     const tls = url.protocol === 'https:';
     if (!tls && url.protocol !== 'http:') return reject(new Error(`expected an http or https URL, got ${url.protocol}`));
-    const ca = tls ? deferredCaOption() : undefined;
-    const req = (tls ? httpsRequest : httpRequest)(url, { headers, signal, agent: false, ...(ca ? { ca } : {}) }, resolve);
+    const req = (tls ? httpsRequest : httpRequest)(url, { headers, signal, agent: false }, resolve);
     req.on('error', reject);
     req.end();
   });

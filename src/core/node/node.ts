@@ -22,8 +22,6 @@ import { ApiError, startStatusServer, type PodWatchEvent } from '../status/serve
 import { StatusManager } from '../status/manager.js';
 import type { Tracer } from '../trace.js';
 import { AppliedSource, appliedPods, splitApplied, type AppliedPod } from './applied.js';
-import { boundHeapGrowth } from './heap.js';
-import { raiseMallocThresholds } from './malloc.js';
 import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
 import { wireNode } from './wire.js';
 import type { PlegKind } from '../pleg/select.js';
@@ -266,10 +264,6 @@ export class StandaloneNode {
   }
 
   async start(): Promise<void> {
-    // A node runs for weeks, through bursts of pod starts: its heap is bounded to what it keeps,
-    // and the relists' large answers reuse malloc's pages instead of faulting in new ones.
-    boundHeapGrowth();
-    raiseMallocThresholds();
     this.applied.start();
     if (this.opts.serve !== false) {
       mkdirSync(this.opts.rootDir, { recursive: true, mode: 0o700 });
