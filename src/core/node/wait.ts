@@ -1,6 +1,6 @@
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from '../clock.js';
-import { allContainersRunning, notRunningReasons } from '../runonce.js';
+import { notRunningReasons } from '../runonce.js';
 import type { AgentClient } from './client.js';
 import type { AppliedPodRef } from './node.js';
 import { podKey } from '../util/pod-key.js';
@@ -14,6 +14,8 @@ export interface PodWaitResult {
   ref: AppliedPodRef;
   pod?: IPod;
   ok: boolean;
+  /** The pod ran to completion (phase Succeeded): done, but not running. */
+  completed?: boolean;
   /** Why not: a waiting reason such as ErrImagePull, Failed, or NotRunning. */
   reason?: string;
   message?: string;
@@ -23,27 +25,49 @@ function ready(status: IPodStatus): boolean {
   return (status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-/** Where one pod stands against what is awaited: done, failed (with why), or not yet. */
+/**
+ * Why a pod in phase Failed failed: the pod's own reason (DeadlineExceeded, Evicted, …), else each
+ * container that exited non-zero, with its exit code and termination message.
+ */
+export function failedPodReason(status: IPodStatus): { reason: string; message: string } {
+  if (status.reason) return { reason: status.reason, message: status.message || `the pod failed (${status.reason})` };
+  const parts: string[] = [];
+  let reason = '';
+  for (const s of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
+    const t = s.state?.terminated ?? s.lastState?.terminated;
+    if (!t || t.exitCode === 0) continue;
+    reason ||= t.reason || 'Error';
+    const message = t.message?.trim();
+    parts.push(`${s.name}: exited with code ${t.exitCode}${t.reason ? ` (${t.reason})` : ''}${message ? `: ${message}` : ''}`);
+  }
+  return { reason: reason || 'Failed', message: parts.join('; ') || status.message || 'the pod failed' };
+}
+
+/**
+ * Where one pod stands against what is awaited: done, failed (with why), or not yet. Judged on the
+ * pod's phase as the kubelet computes it (running: Running; ready: the Ready condition), so that a
+ * pod one of whose containers has already exited counts as running; a pod that ran to completion
+ * (Succeeded) is done, one that failed (Failed) is not.
+ */
 export function podProgress(ref: AppliedPodRef, pod: IPod | undefined, waitFor: WaitFor): PodWaitResult | undefined {
   const status = pod?.status as (IPodStatus & { observedGeneration?: number }) | undefined;
   // A status from before this version of the pod was synced says nothing about it.
   if (!pod || !status || (status.observedGeneration ?? 0) < ref.generation) return undefined;
-  if (status.phase === 'Succeeded') return { ref, pod, ok: true };
-  if (status.phase === 'Failed') return { ref, pod, ok: false, reason: 'Failed', message: notRunningReasons(status).message || 'the pod failed' };
+  if (status.phase === 'Succeeded') return { ref, pod, ok: true, completed: true };
+  if (status.phase === 'Failed') return { ref, pod, ok: false, ...failedPodReason(status) };
   for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
     const w = c.state?.waiting;
     if (w?.reason && CANNOT_START.has(w.reason)) return { ref, pod, ok: false, reason: w.reason, message: `${c.name}: ${w.reason}${w.message ? `: ${w.message}` : ''}` };
   }
-  const running = allContainersRunning(pod, status);
-  if (waitFor === 'running' && running) return { ref, pod, ok: true };
-  if (waitFor === 'ready' && running && ready(status)) return { ref, pod, ok: true };
+  if (waitFor === 'running' && status.phase === 'Running') return { ref, pod, ok: true };
+  if (waitFor === 'ready' && ready(status)) return { ref, pod, ok: true };
   return undefined;
 }
 
 /**
- * Follows the agent's watch until every pod handed over is running (or ready), one cannot start, or
- * the time is up: each pod is judged on the first status that settles it, as the agent publishes it.
- * Should the watch break, the agent's pods are polled instead (every pollMs).
+ * Follows the agent's watch until every pod handed over is running (or ready), has completed or
+ * failed, cannot start, or the time is up: each pod is judged on the first status that settles it,
+ * as the agent publishes it. Should the watch break, the agent's pods are polled instead (every pollMs).
  */
 export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], opts: { waitFor: WaitFor; timeoutMs: number; clock: Clock; pollMs?: number }): Promise<PodWaitResult[]> {
   const results = new Map<string, PodWaitResult>();
