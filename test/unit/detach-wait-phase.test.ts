@@ -56,7 +56,7 @@ function fakeAgent(statuses: IPod[]): AgentClient {
   } as unknown as AgentClient;
 }
 
-const wait = (statuses: IPod[], waitFor: WaitFor = 'running', timeoutMs = 10_000) => waitForPods(fakeAgent(statuses), [ref], { waitFor, timeoutMs, clock: realClock });
+const wait = (statuses: IPod[], waitFor: WaitFor = 'running', timeoutMs = 10_000, settleMs?: number) => waitForPods(fakeAgent(statuses), [ref], { waitFor, timeoutMs, clock: realClock, settleMs });
 
 test('a pod whose first status read is already Succeeded is done, and completed', async () => {
   const [r] = await wait([pod('Succeeded', [exited('app', 0)])]);
@@ -99,6 +99,30 @@ test('a pod still Pending (a container being created) is not running, whatever t
   const [r] = await wait([pod('Pending', [running('a'), creating('b')])], 'running', 300);
   assert.equal(r!.ok, false);
   assert.equal(r!.reason, 'ContainerCreating');
+});
+
+/** The status of a container started just now, as the agent publishes it before the exit is known. */
+const justStarted = (name: string): IContainerStatus => ({ ...running(name), state: { running: { startedAt: new Date().toISOString() } } });
+
+test('restartPolicy Never: a Running status of containers just started stands before it settles, so a container that exits at once is judged on its end', async () => {
+  // Published running, then (containerd's exit seen) Succeeded or Failed: the end is the answer.
+  const [done] = await wait([pod('Running', [justStarted('app')]), pod('Succeeded', [exited('app', 0)])], 'running', 10_000, 5_000);
+  assert.deepEqual([done!.ok, done!.completed], [true, true]);
+  const [failed] = await wait([pod('Running', [justStarted('app')]), pod('Failed', [exited('app', 3)])], 'running', 10_000, 5_000);
+  assert.deepEqual([failed!.ok, failed!.message], [false, 'app: exited with code 3 (Error)']);
+  // Nothing newer: once it has stood, Running is the answer.
+  const [stood] = await wait([pod('Running', [justStarted('app')])], 'running', 10_000, 50);
+  assert.deepEqual([stood!.ok, stood!.pod?.status?.phase], [true, 'Running']);
+  // A status standing when the time is up is what the pod is.
+  const [late] = await wait([pod('Running', [justStarted('app')])], 'running', 100, 60_000);
+  assert.equal(late!.ok, true);
+});
+
+test('restartPolicy Always: a Running status settles at once (an exit restarts the container; the phase stays Running)', async () => {
+  const always = (p: IPod): IPod => ({ ...p, spec: { ...p.spec!, restartPolicy: 'Always' } });
+  const [r] = await wait([always(pod('Running', [justStarted('app')])), always(pod('Running', [exited('app', 1)]))], 'running', 10_000, 60_000);
+  assert.equal(r!.ok, true);
+  assert.equal(r!.pod?.status?.containerStatuses?.[0]?.state?.running !== undefined, true, 'the first Running status is the answer');
 });
 
 /** awaitHandedOver with stdout lines collected and stderr captured. */
