@@ -17,6 +17,8 @@ export async function awaitHandedOver(log: (line: string) => void, agent: AgentC
   const agentInfo = agent.info().catch(() => undefined);
   const results = await waitForPods(agent, refs, { waitFor, timeoutMs, clock: realClock });
   for (const r of results) if (r.pod?.status) log(statusLine(r.pod, r.pod.status));
+  // A pod that ran to completion is done, as a Job's pod is: said as such, not as running.
+  for (const r of results) if (r.completed) log(`${r.ref.namespace}/${r.ref.name} completed`);
   const info = await agentInfo;
   const where = `${started ? `${started}; ` : ''}agent pid ${info?.pid ?? '?'}, log ${info?.log ?? agentLogFile(flags['root-dir'])}, API ${agent.socket}`;
   process.stderr.write(`${where}\n`);
@@ -24,8 +26,12 @@ export async function awaitHandedOver(log: (line: string) => void, agent: AgentC
   if (failed.length) {
     for (const f of failed) process.stderr.write(`${f.ref.namespace}/${f.ref.name}: ${f.reason}: ${f.message}\n`);
     const reasons = [...new Set(failed.map((f) => f.reason))].join(', ');
-    throw new PodctlError(`${failed.length} of ${results.length} pod(s) ${waitFor === 'ready' ? 'not ready' : 'not running'} (${reasons})`, {
-      hint: `the agent keeps them and retries; \`podctl describe pod NAME --root-dir ${flags['root-dir']}\` says why, \`podctl delete pod NAME\` removes one`,
+    const podFailed = failed.every((f) => f.pod?.status?.phase === 'Failed');
+    const what = podFailed ? 'failed' : waitFor === 'ready' ? 'not ready' : 'not running';
+    throw new PodctlError(`${failed.length} of ${results.length} pod(s) ${what} (${reasons})`, {
+      hint: podFailed
+        ? `a Failed pod is not started again; \`podctl logs NAME --all-containers --root-dir ${flags['root-dir']}\` shows its output, \`podctl delete pod NAME\` removes it`
+        : `the agent keeps them and retries; \`podctl describe pod NAME --root-dir ${flags['root-dir']}\` says why, \`podctl delete pod NAME\` removes one`,
     });
   }
 }

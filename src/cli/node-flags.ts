@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { Flags } from '@oclif/core';
-import { allocatable, hostCapacity, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
+import { allocatable, hostCapacity, hostHasAppArmor, hostHasSELinux, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
 import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR } from '../core/node/paths.js';
 import { nodeNameFlag } from './pod-flags.js';
 
@@ -99,5 +99,6 @@ export function nodeInfoFromFlags(flags: { 'node-name': string; 'root-dir': stri
     labels: nodeLabels(flags['node-name'], parseMapFlag(flags['node-labels'], '--node-labels')),
     allocatable: allocatable(capacity, parseReserved(flags['system-reserved'], '--system-reserved'), parseReserved(flags['kube-reserved'], '--kube-reserved')),
     appArmor: hostHasAppArmor(),
+    seLinux: hostHasSELinux(),
   };
 }

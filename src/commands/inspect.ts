@@ -9,6 +9,7 @@ import { PodctlError } from '../core/errors.js';
 import * as L from '../core/kuberuntime/labels.js';
 import { countRedacted, redactEnv, secretEnvPredicate } from '../core/redact.js';
 import { expandInfo } from '../cli/render.js';
+import { findContainer, resolveIdPrefix } from '../cli/inspect-target.js';
 
 /** The container spec podctl records on each container (env with its valueFrom references). */
 function parseContainerSpec(json: string | undefined): IContainer | undefined {
@@ -19,19 +20,12 @@ function parseContainerSpec(json: string | undefined): IContainer | undefined {
   }
 }
 
-/** The one ID that `wanted` names in full or as a unique prefix. */
-function resolveId(kind: string, wanted: string, ids: string[]): string {
-  if (ids.includes(wanted)) return wanted;
-  const matches = ids.filter((id) => id.startsWith(wanted));
-  if (matches.length === 1) return matches[0]!;
-  if (matches.length > 1) throw new PodctlError(`${kind} ID prefix "${wanted}" is ambiguous: ${matches.length} ${kind}s match`, { hint: 'give more characters' });
-  throw new PodctlError(`${kind} "${wanted}" not found`);
-}
-
 export class Inspect extends PodctlCommand {
   static override summary = "The runtime's raw status of a pod sandbox or a container, as JSON (crictl inspectp / inspect).";
   static override description = `pod: a sandbox ID (or unique prefix), or the name of a podctl pod in -n NAMESPACE (its newest sandbox).
-container: a container ID (or unique prefix), or POD/CONTAINER for the newest instance of a podctl pod's container.
+container: a container ID (or unique prefix); or a container's name, for the newest instance of it: POD/CONTAINER,
+or --pod POD with the name, or the name alone when one pod in -n NAMESPACE has a container of that name (a
+container name is unique only within its pod: when several pods have one, they are named).
 Prints the verbose CRI status response, with the runtime's info documents expanded. Environment values that come
 from a Secret (secretKeyRef, envFrom secretRef), and any environment value, argument or command word that holds
 such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`;
@@ -39,15 +33,17 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
     '<%= config.bin %> inspect pod web',
     '<%= config.bin %> inspect pod 3f2a9c1d',
     '<%= config.bin %> inspect container web/app',
+    '<%= config.bin %> inspect container app --pod web -n shop',
     '<%= config.bin %> inspect container 9be1c0d4e5f6 | jq .status.state',
   ];
   static override args = {
     kind: Args.string({ description: 'pod or container.', required: true, options: ['pod', 'container'], ignoreStdin: true }),
-    id: Args.string({ description: 'ID, unique ID prefix, or name.', required: true, ignoreStdin: true }),
+    id: Args.string({ description: 'ID, unique ID prefix, or name (a container: NAME, POD/NAME, or NAME with --pod).', required: true, ignoreStdin: true }),
   };
   static override flags = {
     ...podViewFlags,
     namespace: namespaceFlag,
+    pod: Flags.string({ summary: 'With container: the pod whose container ID names (by its name).' }),
     'show-secrets': Flags.boolean({ summary: 'Print environment values that come from a Secret (redacted by default).' }),
   };
 
@@ -58,21 +54,13 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
       let doc: { status?: unknown; info?: Record<string, string> };
       let container: T.Container | undefined;
       if (args.kind === 'pod') {
+        if (flags.pod !== undefined) throw new PodctlError('--pod is for inspect container; a pod is named by ID itself', { exitCode: 2 });
         const byName = await client.listPodSandbox({ labelSelector: { [L.POD_NAME_LABEL]: args.id, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE } });
-        const id = byName.length ? byName.sort((a, b) => b.createdAt - a.createdAt)[0]!.id : resolveId('pod sandbox', args.id, (await client.listPodSandbox()).map((s) => s.id));
+        const id = byName.length ? byName.sort((a, b) => b.createdAt - a.createdAt)[0]!.id : resolveIdPrefix('pod sandbox', args.id, (await client.listPodSandbox()).map((s) => s.id));
+        if (!id) throw new PodctlError(`pod "${args.id}" not found: no sandbox ID starts with it, and no pod of that name in namespace ${flags.namespace}`);
         doc = await client.podSandboxStatus(id, true);
       } else {
-        const slash = args.id.indexOf('/');
-        if (slash > 0) {
-          const [pod, name] = [args.id.slice(0, slash), args.id.slice(slash + 1)];
-          const list = await client.listContainers({ labelSelector: { [L.POD_NAME_LABEL]: pod, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.CONTAINER_NAME_LABEL]: name } });
-          if (!list.length) throw new PodctlError(`container "${name}" of pod "${pod}" not found in namespace ${flags.namespace}`);
-          container = list.sort((a, b) => b.createdAt - a.createdAt)[0]!;
-        } else {
-          const all = await client.listContainers();
-          const id = resolveId('container', args.id, all.map((c) => c.id));
-          container = all.find((c) => c.id === id)!;
-        }
+        container = await findContainer(client, args.id, { namespace: flags.namespace, pod: flags.pod });
         doc = await client.containerStatus(container.id, true);
       }
       let out: unknown = { ...doc, info: expandInfo(doc.info) };

@@ -24,8 +24,9 @@ period, SIGKILL) and are removed; meanwhile run serves the agent API on <root-di
 and events see what it sees) and streams the containers' output as "pod/container | line" (--quiet: not).
 When an agent already runs on the root dir, the pods are handed to it and taken back at exit.
 --detach hands the pods to the node agent (starting it in the background when none runs: log in
-<root-dir>/agent.log) and returns once each pod runs (--wait=ready: is Ready; none: at once); it exits 1 naming
-the reason when a pod cannot start (ErrImagePull, CreateContainerConfigError, ...). Handing over the same
+<root-dir>/agent.log) and returns once each pod's phase is Running (--wait=ready: it is Ready; none: at once),
+or it completed (phase Succeeded: exit 0); it exits 1 naming the reason when a pod failed (phase Failed: each
+container's exit code and message) or cannot start (ErrImagePull, CreateContainerConfigError, ...). Handing over the same
 namespace/name again, from any file, updates that pod (containers replaced as \`podctl plan\` shows).
 Manifests are validated first: an invalid one hands nothing over.`;
   static override examples = [
@@ -42,7 +43,7 @@ Manifests are validated first: an invalid one hands nothing over.`;
     'dry-run': Flags.boolean({ summary: 'Print the plan (as `podctl plan`) instead of running anything; exit 0 if nothing would change, 2 if something would.' }),
     prune: Flags.boolean({ ...planFlags.prune, dependsOn: ['dry-run'] }),
     detach: Flags.boolean({ char: 'd', summary: 'Hand the pods to the node agent (started in the background if none runs) and return once they run.' }),
-    wait: Flags.string({ summary: 'With --detach: return once every pod is running, ready (its Ready condition), or at once (none).', options: ['running', 'ready', 'none'], default: 'running' }),
+    wait: Flags.string({ summary: 'With --detach: return once every pod is running (its phase), ready (its Ready condition), or at once (none); a pod that completed or failed ends the wait too.', options: ['running', 'ready', 'none'], default: 'running' }),
     timeout: Flags.string({ summary: 'With --detach: how long to wait, e.g. 2m.', default: '5m' }),
     quiet: Flags.boolean({ char: 'q', summary: 'In the foreground: do not stream the containers\' output.' }),
     'pleg-relist-period': Flags.string({ summary: 'How often the runtime is relisted for changes.', default: '1s' }),

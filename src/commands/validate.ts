@@ -6,6 +6,14 @@ import { hostname } from 'node:os';
 import { relative } from 'node:path';
 import { podMeta } from '../core/util/pod-key.js';
 
+/** What admission's refusals are about, as validate names them (the rest: a pod larger than the host). */
+const REFUSALS: Record<string, { field: string; says: string }> = {
+  AppArmor: { field: 'securityContext.appArmorProfile', says: 'never runs on this host' },
+  SELinux: { field: 'securityContext.seLinuxOptions', says: 'never runs on this host' },
+  SupplementalGroupsPolicyNotSupported: { field: 'spec.securityContext.supplementalGroupsPolicy', says: 'this runtime will refuse it' },
+  NodePorts: { field: 'spec.containers[].ports[].hostPort', says: 'never fits this host' },
+};
+
 export class Validate extends PodctlCommand {
   static override summary = 'Check manifests without running anything: every error and warning, with its file, document and field.';
   static override description = `Reads the files (multi-document YAML or JSON, directories as run and watch read them) and reports what
@@ -26,20 +34,20 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Validate);
     // The validators and the admission checks: loaded when validate runs, not with the command index.
-    const [{ readStdin }, { formatProblem, loadManifests, ManifestError }, { admitPod, hostCapacity, hostHasAppArmor }] = await Promise.all([import('../cli/manifests.js'), import('../core/pod/index.js'), import('../core/admission.js')]);
+    const [{ readStdin }, { formatProblem, loadManifests, ManifestError }, { admitPod, hostCapacity, hostHasAppArmor, hostHasSELinux }] = await Promise.all([import('../cli/manifests.js'), import('../core/pod/index.js'), import('../core/admission.js')]);
     let findings: ManifestProblem[];
     let counts = { pods: 0, configMaps: 0, secrets: 0, runtimeClasses: 0 };
     try {
       const set = await loadManifests(argv as string[], { nodeName: hostname(), readStdin });
       findings = [...set.warnings];
       // A pod larger than this whole host would be refused at admission (OutOfcpu, OutOfmemory, …) wherever it runs here.
-      const host = { name: hostname(), labels: {}, allocatable: hostCapacity('/', 110), appArmor: hostHasAppArmor() };
+      const host = { name: hostname(), labels: {}, allocatable: hostCapacity('/', 110), appArmor: hostHasAppArmor(), seLinux: hostHasSELinux() };
       for (const lp of set.pods) {
         const r = admitPod({ ...lp.pod, spec: { ...lp.pod.spec!, nodeSelector: undefined, affinity: undefined } }, [], host);
         if (r.admit) continue;
         const file = lp.source.kind === 'file' ? relative(process.cwd(), lp.source.path) || lp.source.path : '<stdin>';
-        const field = r.reason === 'AppArmor' ? 'securityContext.appArmorProfile' : r.reason === 'NodePorts' ? 'spec.containers[].ports[].hostPort' : 'spec.containers[].resources.requests';
-        findings.push({ file, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field, message: `${r.reason === 'AppArmor' ? 'never runs on' : 'never fits'} this host: ${r.reason}: ${r.message}`, severity: 'warning' });
+        const refusal = REFUSALS[r.reason] ?? { field: 'spec.containers[].resources.requests', says: 'never fits this host' };
+        findings.push({ file, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field: refusal.field, message: `${refusal.says}: ${r.reason}: ${r.message}`, severity: 'warning' });
       }
       counts = { pods: set.pods.length, configMaps: set.configMaps.length, secrets: set.secrets.length, runtimeClasses: set.runtimeClasses.length };
     } catch (err) {

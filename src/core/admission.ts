@@ -1,4 +1,4 @@
-import { readFileSync, statfsSync } from 'node:fs';
+import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { arch, cpus, platform, totalmem } from 'node:os';
 import type { IContainer, INodeSelectorRequirement, INodeSelectorTerm, IPod } from 'kubernetes-models/v1';
 import { PodctlError } from './errors.js';
@@ -20,7 +20,39 @@ export interface NodeInfo {
   allocatable: NodeResources;
   /** Whether the host enforces AppArmor (/sys/module/apparmor/parameters/enabled); unknown counts as yes. */
   appArmor?: boolean;
+  /** Whether the host enforces SELinux (selinuxfs mounted: /sys/fs/selinux/enforce); unknown counts as yes. */
+  seLinux?: boolean;
 }
+
+/** go-selinux's check, which containerd makes before it applies a label: selinuxfs is mounted. */
+export function hostHasSELinux(exists: (path: string) => boolean = existsSync): boolean {
+  return exists('/sys/fs/selinux/enforce');
+}
+
+type SELinuxOptions = { user?: string; role?: string; type?: string; level?: string };
+const seLinuxLabel = (o: SELinuxOptions | undefined) =>
+  (['user', 'role', 'type', 'level'] as const).filter((k) => o?.[k]).map((k) => `${k} ${o![k]}`).join(', ');
+
+/**
+ * The first place that asks for an SELinux label. On a host without SELinux containerd applies none:
+ * the container would run unconfined by what it asked for, so such a pod is refused, as AppArmor is.
+ */
+function seLinuxRequired(pod: IPod): string | undefined {
+  const own = seLinuxLabel(pod.spec?.securityContext?.seLinuxOptions);
+  if (own) return `the pod asks for the label ${own}`;
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    const label = seLinuxLabel(c.securityContext?.seLinuxOptions);
+    if (label) return `container ${c.name} asks for the label ${label}`;
+  }
+  return undefined;
+}
+
+/**
+ * The kubelet's SupplementalGroupsPolicy admission: Strict needs a runtime that reports the feature
+ * (the node's status.features). The CRI podctl speaks (containerd 1.6's) has no field for the policy,
+ * so the image's /etc/group memberships would be merged (Merge): a pod asking Strict is refused.
+ */
+export const SUPPLEMENTAL_GROUPS_POLICY_REFUSAL = { reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Strict is not supported in this node' } as const;
 
 /** The kubelet's AppArmor check: the module loaded and enabled. */
 export function hostHasAppArmor(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): boolean {
@@ -185,9 +217,13 @@ const hostPorts = (pod: IPod) =>
  * requests within allocatable, and the pod count within --max-pods).
  */
 export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResult {
+  // The security the pod asks for, before anything of the node's: never run with a looser one.
+  if (pod.spec?.securityContext?.supplementalGroupsPolicy === 'Strict') return { admit: false, ...SUPPLEMENTAL_GROUPS_POLICY_REFUSAL };
   // Only Unconfined (or no profile: the runtime's default) runs on a host without AppArmor.
   const apparmor = node.appArmor === false ? appArmorRequired(pod) : undefined;
   if (apparmor) return { admit: false, reason: 'AppArmor', message: `Cannot enforce AppArmor: AppArmor is not enabled on the host (${apparmor})` };
+  const selinux = node.seLinux === false ? seLinuxRequired(pod) : undefined;
+  if (selinux) return { admit: false, reason: 'SELinux', message: `Cannot enforce SELinux: SELinux is not enabled on the host (${selinux})` };
   const affinity = nodeAffinityFailure(pod, node);
   if (affinity) return { admit: false, reason: 'NodeAffinity', message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector (${affinity}; node labels: ${Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(', ')})` };
   const taken = admitted.flatMap(hostPorts);

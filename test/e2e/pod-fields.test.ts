@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { totalmem } from 'node:os';
-import { hostHasAppArmor } from '../../src/core/admission.js';
+import { hostHasAppArmor, hostHasSELinux } from '../../src/core/admission.js';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { E2E_NAMESPACE, e2eClient, eventually, podctl, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
@@ -175,12 +175,9 @@ test('watch admits each pod it adds: nodeSelector {disktype: ssd} is held Failed
   }
 });
 
-test('appArmorProfile Unconfined and seLinuxOptions reach containerd, which runs the pod; RuntimeDefault is refused on a host without AppArmor', { skip: hostHasAppArmor() ? 'this host has AppArmor' : false }, () => {
+test('appArmorProfile Unconfined reaches containerd, which runs the pod; RuntimeDefault and an SELinux label are refused on a host without AppArmor and SELinux', { skip: hostHasAppArmor() || hostHasSELinux() ? 'this host has AppArmor or SELinux' : false }, () => {
   const file = join(dir.dir, 'lsm.yaml');
-  writeFileSync(file, podDoc('lsm', '  securityContext: {seLinuxOptions: {level: "s0:c123,c456"}}\n', '    securityContext: {appArmorProfile: {type: Unconfined}, seLinuxOptions: {type: container_t}}\n'));
-  const v = podctl(['validate', file]);
-  assert.equal(v.code, 0, v.stderr);
-  assert.match(v.stdout, /spec\.containers\[0\]\.securityContext\.seLinuxOptions: passed to the runtime, which ignores it: SELinux is not enabled on this host/);
+  writeFileSync(file, podDoc('lsm', '', '    securityContext: {appArmorProfile: {type: Unconfined}}\n'));
   const ok = podctl(['sync-once', file, ...common]);
   assert.equal(ok.code, 0, ok.stdout + ok.stderr);
   assert.match(ok.stdout, /lsm\s+│ Running/);
@@ -192,4 +189,14 @@ test('appArmorProfile Unconfined and seLinuxOptions reach containerd, which runs
   const status = (JSON.parse(refused.stdout) as { status: { reason: string; message: string } }).status;
   assert.equal(status.reason, 'AppArmor');
   assert.match(status.message, /Cannot enforce AppArmor: AppArmor is not enabled on the host \(container app asks for the RuntimeDefault profile\)/);
+
+  // containerd applies no SELinux label on such a host: a pod asking for one would run unlabelled.
+  const se = join(dir.dir, 'se.yaml');
+  writeFileSync(se, podDoc('se', '  securityContext: {seLinuxOptions: {level: "s0:c123,c456"}}\n', '    securityContext: {seLinuxOptions: {type: container_t}}\n'));
+  const v = podctl(['validate', se]);
+  assert.equal(v.code, 0, v.stderr);
+  assert.match(v.stdout, /never runs on this host: SELinux: Cannot enforce SELinux: SELinux is not enabled on the host \(the pod asks for the label level s0:c123,c456\)/);
+  const seRefused = podctl(['sync-once', se, '-o', 'json', ...common]);
+  assert.equal(seRefused.code, 1, seRefused.stderr);
+  assert.equal((JSON.parse(seRefused.stdout) as { status: { reason: string } }).status.reason, 'SELinux');
 });

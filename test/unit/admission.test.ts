@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IPod } from 'kubernetes-models/v1';
-import { admitPod, allocatable, hostHasAppArmor, nodeLabels, parseMapFlag, parseReserved, podRequests, type NodeInfo } from '../../src/core/admission.js';
+import { admitPod, admitPods, allocatable, hostHasAppArmor, hostHasSELinux, nodeLabels, parseMapFlag, parseReserved, podRequests, type NodeInfo } from '../../src/core/admission.js';
 
 const node: NodeInfo = { name: 'node-a', labels: nodeLabels('node-a', { disktype: 'hdd', rack: '7' }), allocatable: { cpu: 2000, memory: 4 * 2 ** 30, 'ephemeral-storage': 10 * 2 ** 30, pods: 3 } };
 
@@ -77,6 +77,30 @@ test('AppArmor: any profile but Unconfined (field or annotation) is refused when
   assert.equal(hostHasAppArmor(() => 'Y\n'), true);
   assert.equal(hostHasAppArmor(() => 'N\n'), false);
   assert.equal(hostHasAppArmor(() => { throw new Error('ENOENT'); }), false);
+});
+
+test("supplementalGroupsPolicy: Strict is refused in the kubelet's words, on any node (the runtime cannot honour it); Merge is admitted", () => {
+  const strict = pod('strict', { securityContext: { runAsUser: 1000, supplementalGroupsPolicy: 'Strict' } });
+  assert.deepEqual(admitPod(strict, [], node), { admit: false, reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Strict is not supported in this node' });
+  assert.deepEqual(admitPod(pod('merge', { securityContext: { supplementalGroupsPolicy: 'Merge' } }), [], node), { admit: true });
+  const { admitted, rejected } = admitPods([strict, pod('other')], { node });
+  assert.deepEqual(admitted.map((p) => p.metadata!.name), ['other']);
+  assert.deepEqual(rejected.map((r) => [r.reason, r.message]), [['SupplementalGroupsPolicyNotSupported', 'SupplementalGroupsPolicyNotSupported: SupplementalGroupsPolicy=Strict is not supported in this node']]);
+});
+
+test('SELinux: a label (pod or container) is refused on a host without SELinux, where the runtime would apply none; an empty one is not', () => {
+  const noSE: NodeInfo = { ...node, seLinux: false };
+  const podLabel = pod('se', { securityContext: { seLinuxOptions: { level: 's0:c1,c2' } } });
+  assert.deepEqual(admitPod(podLabel, [], noSE), { admit: false, reason: 'SELinux', message: 'Cannot enforce SELinux: SELinux is not enabled on the host (the pod asks for the label level s0:c1,c2)' });
+  assert.equal(admitPod(podLabel, [], { ...node, seLinux: true }).admit, true);
+  assert.equal(admitPod(podLabel, [], node).admit, true, 'unknown counts as SELinux enabled');
+  const own = pod('own');
+  own.spec!.containers[0]!.securityContext = { seLinuxOptions: { type: 'container_t', user: 'system_u' } };
+  const r = admitPod(own, [], noSE);
+  assert.match(!r.admit ? r.message : '', /\(container app asks for the label user system_u, type container_t\)$/);
+  assert.equal(admitPod(pod('empty', { securityContext: { seLinuxOptions: {} } }), [], noSE).admit, true);
+  assert.equal(hostHasSELinux(() => true), true);
+  assert.equal(hostHasSELinux(() => false), false);
 });
 
 test("the kubelet admits each pod a source adds: a rejected one is held Failed with the kubelet's words and never run; an edit that fits is admitted", async () => {

@@ -426,7 +426,8 @@ test('podProgress: a pod that cannot start fails at once naming the reason; an o
     ({
       metadata: { name: 'web', namespace: 'default', uid: 'u1' },
       spec: { containers: [{ name: 'app', image: 'busybox:0.0-missing' }] },
-      status: { phase: 'Pending', observedGeneration, conditions, containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state }] },
+      // The phase as the kubelet computes it: Running once the container runs.
+      status: { phase: 'running' in state ? 'Running' : 'Pending', observedGeneration, conditions, containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state }] },
     }) as unknown as IPod;
   const pull = { waiting: { reason: 'ErrImagePull', message: 'busybox:0.0-missing: not found' } };
   assert.equal(podProgress(ref, pod(1, pull), 'running'), undefined, 'the previous version');

@@ -124,7 +124,11 @@ const table: Record<string, FieldFate> = {
   'spec.securityContext.runAsGroup': honoured('kuberuntime/config'),
   'spec.securityContext.runAsNonRoot': honoured('kuberuntime/config'),
   'spec.securityContext.supplementalGroups': honoured('kuberuntime/config'),
-  'spec.securityContext.supplementalGroupsPolicy': warned('ignored: the image\'s groups are always merged (Merge)'),
+  // Strict cannot be honoured: containerd 1.6's CRI has no field for it and the runtime merges the
+  // image's /etc/group memberships. As the kubelet on such a runtime, admission refuses the pod.
+  'spec.securityContext.supplementalGroupsPolicy': honoured('kuberuntime/config (Merge: the runtime adds the image\'s groups)', {
+    strict: { fate: 'refused', when: 'Strict', reason: 'refused at admission (SupplementalGroupsPolicyNotSupported: SupplementalGroupsPolicy=Strict is not supported in this node): containerd 1.6\'s CRI has no field for it, so the image\'s groups would be merged' },
+  }),
   'spec.securityContext.fsGroup': honoured('volumes/ownership'),
   'spec.securityContext.fsGroupChangePolicy': warned('ignored: ownership is always changed (Always)'),
   'spec.securityContext.sysctls': honoured('kuberuntime/config'),
@@ -206,10 +210,14 @@ const table: Record<string, FieldFate> = {
 };
 
 // Both security contexts. AppArmor: passed to the runtime; a profile other than Unconfined on a host
-// without AppArmor is refused at admission (reason AppArmor). SELinux: passed on, warned when the host has none.
+// without AppArmor is refused at admission (reason AppArmor). SELinux: passed to the runtime; a label on a
+// host without SELinux, where containerd would apply none, is refused at admission (reason SELinux).
 for (const sc of ['spec.securityContext', 'spec.containers.securityContext']) {
   for (const f of ['appArmorProfile', 'appArmorProfile.type', 'appArmorProfile.localhostProfile']) table[`${sc}.${f}`] = honoured('kuberuntime/config, admission');
-  for (const f of ['seLinuxOptions', 'seLinuxOptions.user', 'seLinuxOptions.role', 'seLinuxOptions.type', 'seLinuxOptions.level']) table[`${sc}.${f}`] = honoured('kuberuntime/config');
+  table[`${sc}.seLinuxOptions`] = honoured('kuberuntime/config, admission', {
+    noSELinux: { fate: 'refused', when: 'a label on a host without SELinux', reason: 'refused at admission (SELinux): the runtime would apply no label' },
+  });
+  for (const f of ['seLinuxOptions.user', 'seLinuxOptions.role', 'seLinuxOptions.type', 'seLinuxOptions.level']) table[`${sc}.${f}`] = honoured('kuberuntime/config, admission');
   table[`${sc}.seccompProfile`] = honoured('kuberuntime/config');
   table[`${sc}.seccompProfile.type`] = honoured('kuberuntime/config');
   table[`${sc}.seccompProfile.localhostProfile`] = honoured('kuberuntime/config');

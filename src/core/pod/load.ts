@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import yaml from 'js-yaml';
 import type { IConfigMap, ISecret } from 'kubernetes-models/v1';
 import { canonicalJSON } from '../util/canonical-json.js';
@@ -71,27 +70,6 @@ export interface LoadOptions {
   readStdin?: () => Promise<string>;
   /** kubectl --validate=strict by default. */
   unknownFields?: 'error' | 'warn';
-  /** Whether this host enforces SELinux (default: /sys/fs/selinux/enforce is there); without it, seLinuxOptions are warned about. */
-  hostSELinux?: boolean;
-}
-
-/** The SELinux check of go-selinux, which containerd uses: selinuxfs is mounted. */
-export function hostHasSELinux(exists: (path: string) => boolean = existsSync): boolean {
-  return exists('/sys/fs/selinux/enforce');
-}
-
-/** The field paths of a pod that set seLinuxOptions (pod and each container). */
-function seLinuxPaths(spec: Record<string, unknown> | undefined): string[] {
-  if (!spec) return [];
-  const out: string[] = [];
-  if ((spec.securityContext as { seLinuxOptions?: unknown } | undefined)?.seLinuxOptions) out.push('spec.securityContext.seLinuxOptions');
-  for (const list of ['initContainers', 'containers'] as const) {
-    const cs = Array.isArray(spec[list]) ? (spec[list] as { securityContext?: { seLinuxOptions?: unknown } }[]) : [];
-    cs.forEach((c, i) => {
-      if (c?.securityContext?.seLinuxOptions) out.push(`spec.${list}[${i}].securityContext.seLinuxOptions`);
-    });
-  }
-  return out;
 }
 
 export interface ParsedManifest {
@@ -360,10 +338,6 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
       const other = POD_FIELDS['spec.nodeName']?.except?.otherNode;
       if (typeof nodeName === 'string' && nodeName !== '' && nodeName !== opts.nodeName && other) {
         problem('spec.nodeName', `"${nodeName}" is not this host: ${other.reason} ("${opts.nodeName}")`, 'warning', kind, name);
-      }
-      const selinux = seLinuxPaths(obj.spec as Record<string, unknown> | undefined);
-      if (selinux.length && !(opts.hostSELinux ?? hostHasSELinux())) {
-        for (const path of selinux) problem(path, 'passed to the runtime, which ignores it: SELinux is not enabled on this host', 'warning', kind, name);
       }
       out.pods.push({ pod: finishPod(obj as unknown as Pod, podSource, opts.nodeName, seen), source: podSource });
     }
