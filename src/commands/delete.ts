@@ -5,7 +5,7 @@ import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { openPodView } from '../cli/podview.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
 import { AgentClient } from '../core/node/client.js';
-import { forgetApplied } from '../core/node/paths.js';
+import { forgetApplied, namespaceProblem, podRefProblem } from '../core/node/paths.js';
 import { deleteThroughAgent } from '../cli/delete.js';
 import { findRuntimePod } from '../core/podview/index.js';
 import { podMeta } from '../core/util/pod-key.js';
@@ -49,6 +49,25 @@ an error (exit 1) after the others are deleted.`;
     const targets: { namespace: string; name: string }[] = [];
     // A bad -l is refused before the runtime is read (the selector's code loads with -l only).
     const matches = flags.selector === undefined ? undefined : (await import('../cli/selector.js')).labelFilter(flags.selector);
+    const byName = !flags.all && flags.selector === undefined && !flags.filename?.length;
+    if (byName) {
+      for (const [i, w] of words.entries()) {
+        const slash = /^pods?\/(.+)$/.exec(w);
+        if (slash) targets.push({ namespace: flags.namespace, name: slash[1]! });
+        else if (i === 0 && (w === 'pod' || w === 'pods' || w === 'po')) continue;
+        else if (words[0] === 'pod' || words[0] === 'pods' || words[0] === 'po') targets.push({ namespace: flags.namespace, name: w });
+        else throw new PodctlError(`"${w}": expected pod NAME… or pod/NAME (podctl deletes pods only)`, { exitCode: 2, hint: words.length === 1 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(w) ? `to delete the pod ${w}: ${this.config.bin} delete pod ${w}` : undefined });
+      }
+      if (targets.length === 0) throw new PodctlError('no pod named', { hint: 'e.g. `podctl delete pod web`, or -f FILE, or --all -n NS', exitCode: 2 });
+    }
+    // As the API server validates them, before a name reaches the runtime, the agent or a path: nothing is deleted.
+    // (-f: the manifests' names, validated as they are read.)
+    const problems = flags.filename?.length ? [] : [namespaceProblem(flags.namespace), ...targets.map((t) => podRefProblem(t.namespace, t.name))];
+    const invalid = [...new Set(problems.filter((p) => p !== undefined))];
+    if (invalid.length) {
+      for (const p of invalid.slice(0, -1)) process.stderr.write(`Error: ${p}\n`);
+      throw new PodctlError(invalid.at(-1)!, { exitCode: 2 });
+    }
     const { view, client } = await openPodView(flags);
     const agent = new AgentClient(flags['root-dir']);
     const agentRuns = await agent.running();
@@ -59,18 +78,6 @@ an error (exit 1) after the others are deleted.`;
       if (words.length) throw new PodctlError('give pod names or -f FILE, not both', { exitCode: 2 });
       const set = await loadPodsFromArgs(flags.filename, hostname());
       for (const p of set.pods) targets.push({ namespace: podMeta(p.pod).namespace, name: podMeta(p.pod).name });
-    } else {
-      for (const [i, w] of words.entries()) {
-        const slash = /^pods?\/(.+)$/.exec(w);
-        if (slash) targets.push({ namespace: flags.namespace, name: slash[1]! });
-        else if (i === 0 && (w === 'pod' || w === 'pods' || w === 'po')) continue;
-        else if (words[0] === 'pod' || words[0] === 'pods' || words[0] === 'po') targets.push({ namespace: flags.namespace, name: w });
-        else throw new PodctlError(`"${w}": expected pod NAME… or pod/NAME (podctl deletes pods only)`, { exitCode: 2, hint: words.length === 1 && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(w) ? `to delete the pod ${w}: ${this.config.bin} delete pod ${w}` : undefined });
-      }
-      if (targets.length === 0) {
-        client.close();
-        throw new PodctlError('no pod named', { hint: 'e.g. `podctl delete pod web`, or -f FILE, or --all -n NS', exitCode: 2 });
-      }
     }
     const override = flags.force ? 0 : flags['grace-period'];
     const failures: string[] = [];

@@ -34,7 +34,8 @@ records still give the timeline and the output says events need a watch.`;
       if (!viewed) throw new PodctlError(`pod "${name}" not found in namespace ${flags.namespace}`);
       const rp = viewed.runtimeError ? undefined : await findRuntimePod(view, flags.namespace, name);
       const pod = viewed.pod;
-      const events = viewed.source === 'watch' ? await fetchPodEvents(statusSocket, podMeta(pod).uid) : undefined;
+      // A pod read from the runtime may have events too: the agent records why it keeps one whose applied file it cannot read.
+      const events = await fetchPodEvents(statusSocket, podMeta(pod).uid);
       const lastLines = new Map<string, string | undefined>();
       for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
         const inst = rp && newestInstance(rp, c.name);

@@ -60,6 +60,12 @@ export interface KubeletOptions {
    * own files and must never remove what another run started. Default: agent is watch.
    */
   removeOrphans?: boolean;
+  /**
+   * Why a source still claims a pod it cannot hand over (its manifest exists but cannot be read or is
+   * invalid, with no last good version: at start); undefined when none does. Housekeeping keeps such
+   * a pod as it runs, with a FailedValidation event naming the problem, instead of removing it.
+   */
+  sourceClaim?: (namespace: string, name: string) => string | undefined;
   metrics?: Metrics;
   /** Wraps each pod worker's unit of work (watch --trace). */
   trace?: WorkerTrace;
@@ -173,6 +179,8 @@ export class Kubelet {
   /** Orphans whose removal failed, by UID: retried after a delay that doubles (a stuck netns can fail for ever). */
   private readonly orphanBackoff: Backoff;
   private readonly orphanFailedAt = new Map<string, number>();
+  /** The problem last recorded as an event on each pod kept for a source's claim: said once, not every pass. */
+  private readonly claimedSaid = new Map<string, string>();
   /** The lists housekeeping last acted on. */
   private lastHousekept?: RuntimeSnapshot;
 
@@ -554,12 +562,21 @@ export class Kubelet {
     this.lastHousekept = snapshot;
     const { sandboxes, containers } = fresh ? snapshot : { sandboxes: [], containers: [] };
     const orphans = new Map<string, { name: string; namespace: string }>();
+    const claimed = new Set<string>();
     for (const s of removeOrphans ? sandboxes : []) {
       if (s.labels[AGENT_LABEL] !== agent) continue;
       const id = podIdentityFromLabels(s.labels);
       if (!id || this.pods.has(id.uid) || this.workers.isWorking(id.uid)) continue;
+      const claim = this.opts.sourceClaim?.(id.namespace, id.name);
+      if (claim !== undefined) {
+        claimed.add(id.uid);
+        if (this.claimedSaid.get(id.uid) !== claim) this.events.record({ uid: id.uid, namespace: id.namespace, name: id.name }, 'Warning', 'FailedValidation', claim);
+        this.claimedSaid.set(id.uid, claim);
+        continue;
+      }
       orphans.set(id.uid, id);
     }
+    if (fresh) for (const uid of [...this.claimedSaid.keys()]) if (!claimed.has(uid)) this.claimedSaid.delete(uid);
     for (const [uid, id] of orphans) {
       const failedAt = this.orphanFailedAt.get(uid);
       if (failedAt !== undefined && this.orphanBackoff.isInBackOffSince(uid, failedAt)) continue;

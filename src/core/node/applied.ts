@@ -1,5 +1,5 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import yaml from 'js-yaml';
 import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from '../clock.js';
@@ -8,7 +8,7 @@ import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/load.js
 import { formatProblem, isManifestFileName, parseManifestDocuments, parseManifestText, type ManifestProblem } from '../pod/index.js';
 import { referencedObjects } from '../pod/references.js';
 import { podKey, podMeta } from '../util/pod-key.js';
-import { appliedFileName } from './paths.js';
+import { appliedFileName, appliedFilePath, parseAppliedFileName, podRefProblem } from './paths.js';
 
 export { appliedFileName };
 
@@ -70,16 +70,53 @@ export function appliedPods(documents: { file: string; docs: unknown[] }[]): App
           (d.kind === 'RuntimeClass' && d.metadata?.name === (doc as IPod).spec?.runtimeClassName),
       );
     const body = [doc, ...objects].map((d) => yaml.dump(d, { noRefs: true, lineWidth: -1 })).join('---\n');
-    pods.push({ namespace: ns(doc), name: podMeta(doc).name, text: `# handed to the podctl agent from ${file}\n${body}` });
+    pods.push({ namespace: ns(doc), name: podMeta(doc).name, text: `${originComment(file)}${body}` });
   }
   return pods;
 }
 
+/**
+ * The applied file's first line, naming the file the pod came from. The name comes from the request:
+ * one with a line break (or anything but printable ASCII) is quoted and escaped as JSON escapes it,
+ * so that it can never end the comment and add documents of its own.
+ */
+export function originComment(file: string): string {
+  const shown = /^[\x20-\x7e]*$/.test(file) ? file : JSON.stringify(file).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return `# handed to the podctl agent from ${shown}\n`;
+}
+
+/** Writes a new file and flushes it to the disk, so that a power loss after the rename cannot leave it empty. */
+function writeDurably(path: string, text: string): void {
+  // 'wx': a new file, mode 0600 whatever was there (the stale temp file is removed first).
+  const fd = openSync(path, 'wx', 0o600);
+  try {
+    writeFileSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Flushes a directory's entries (a rename into it) to the disk. */
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 interface AppliedFile {
+  /** The text last read (or written): the same text again is not parsed again. */
+  text?: string;
+  /** The last good version's pods (none yet when the file was never read valid). */
   pods: IPod[];
   objects: SourceObjects;
   error?: string;
 }
+
+type ReadResult = { pods: IPod[]; objects: SourceObjects } | { error: string };
 
 export interface AppliedSourceOptions {
   dir: string;
@@ -88,7 +125,10 @@ export interface AppliedSourceOptions {
   /** Re-read for hand edits (the file source's 20 s). */
   resyncMs?: number;
   onSnapshot(pods: IPod[], objects: SourceObjects): void;
-  onError(file: string, message: string): void;
+  /** A file that cannot be read or is invalid; pod: the pod its name stands for, when it names one. */
+  onError(file: string, message: string, pod?: { namespace: string; name: string }): void;
+  /** Writes a new temp file durably (tests inject a full disk); default: write, fsync, close. */
+  writeFile?: (path: string, text: string) => void;
 }
 
 /**
@@ -96,6 +136,9 @@ export interface AppliedSourceOptions {
  * Read synchronously (a handful of small files), so that a hand-over or a delete is in the loop by
  * the time the request is answered. A pod's UID comes from its applied file's path, so the same
  * namespace/name handed over from any file is the same pod (an update, never a second pod).
+ * A file holds exactly the pod its name says, with the objects it names: anything else read there
+ * is refused, as a parse error is, and the last good version is kept. A file that exists but gave
+ * no good version yet (at start) still claims its pod (unreadable): the agent keeps it as it runs.
  */
 export class AppliedSource {
   private readonly files = new Map<string, AppliedFile>();
@@ -106,6 +149,8 @@ export class AppliedSource {
 
   start(): void {
     mkdirSync(this.opts.dir, { recursive: true, mode: 0o700 });
+    // A write cut short before its rename (the agent holds the root dir's lock: no write of another is under way).
+    for (const n of readdirSync(this.opts.dir)) if (n.endsWith('.yaml.tmp')) rmSync(join(this.opts.dir, n), { force: true });
     this.stopped = false;
     this.sync();
   }
@@ -115,22 +160,47 @@ export class AppliedSource {
     if (this.timer) this.opts.clock.clearTimeout(this.timer);
   }
 
+  /** The pod's applied file; throws UnsafePathError for a namespace or name that is not DNS-1123. */
   pathOf(namespace: string, name: string): string {
-    return join(this.opts.dir, appliedFileName(namespace, name));
+    return appliedFilePath(this.opts.dir, namespace, name);
   }
 
-  /** Writes the pods' files (each atomically, 0600: they may hold Secrets), then reads the directory. */
+  /**
+   * Writes the pods' files, all or none, then reads the directory. Each text is first read as the
+   * agent reads it back (exactly its pod, valid), then written to a temp file flushed to the disk
+   * (0600: they may hold Secrets); only once every one is written are they renamed into place and
+   * the directory flushed. A failure (a full disk) removes the temp files, changes nothing, and
+   * throws naming the file.
+   */
   write(pods: AppliedPod[]): void {
     mkdirSync(this.opts.dir, { recursive: true, mode: 0o700 });
-    for (const p of pods) {
-      const path = this.pathOf(p.namespace, p.name);
-      writeFileSync(`${path}.tmp`, p.text, { mode: 0o600 });
-      renameSync(`${path}.tmp`, path);
+    const staged: { path: string; tmp: string; text: string; read: { pods: IPod[]; objects: SourceObjects } }[] = [];
+    try {
+      for (const p of pods) {
+        const path = this.pathOf(p.namespace, p.name);
+        const read = this.read(path, p.text);
+        if ('error' in read) throw new Error(`${read.error}\n(nothing was handed over)`);
+        const tmp = `${path}.tmp`;
+        staged.push({ path, tmp, text: p.text, read });
+        rmSync(tmp, { force: true });
+        try {
+          (this.opts.writeFile ?? writeDurably)(tmp, p.text);
+        } catch (err) {
+          throw new Error(`cannot write ${path}: ${(err as Error).message}; nothing was handed over`);
+        }
+      }
+    } catch (err) {
+      for (const s of staged) rmSync(s.tmp, { force: true });
+      throw err;
     }
+    for (const s of staged) renameSync(s.tmp, s.path);
+    fsyncDir(this.opts.dir);
+    // Read already, as written: the sync below finds the same text and does not parse it again.
+    for (const s of staged) this.files.set(s.path, { text: s.text, ...s.read });
     this.sync();
   }
 
-  /** Forgets a pod: removes its file; false when it had none. */
+  /** Forgets a pod: removes its file; false when it had none. Throws UnsafePathError for an invalid namespace or name. */
   remove(namespace: string, name: string): boolean {
     const path = this.pathOf(namespace, name);
     const had = this.files.has(path);
@@ -140,7 +210,52 @@ export class AppliedSource {
   }
 
   has(namespace: string, name: string): boolean {
-    return this.files.has(this.pathOf(namespace, name));
+    return !podRefProblem(namespace, name) && this.files.has(this.pathOf(namespace, name));
+  }
+
+  /**
+   * Why this source claims the pod though it cannot hand it over: its applied file exists but was
+   * not read valid (the message said so, naming the file). Undefined when it has no such file.
+   */
+  unreadable(namespace: string, name: string): string | undefined {
+    if (podRefProblem(namespace, name)) return undefined;
+    return this.files.get(this.pathOf(namespace, name))?.error;
+  }
+
+  /** A file's text read as an applied file: exactly the pod its name says, valid, with its objects; or why not. */
+  private read(path: string, text: string): ReadResult {
+    const ref = parseAppliedFileName(basename(path));
+    if (!ref) return { error: `${path}: not an applied file (expected <namespace>_<name>.yaml, as the agent writes them)` };
+    const key = `${ref.namespace}/${ref.name}`;
+    if (text.trim() === '') return { error: `${path}: the file is empty (a write cut short?); expected the pod ${key}` };
+    const parsed = parseManifestText(text, { kind: 'file', path }, { nodeName: this.opts.nodeName, now: () => new Date(this.opts.clock.now()) });
+    const errors = parsed.problems.filter((p) => p.severity === 'error');
+    if (errors.length) return { error: errors.map(formatProblem).join('\n') };
+    const keys = parsed.pods.map(({ pod }) => podKey(pod));
+    if (keys.length !== 1 || keys[0] !== key) return { error: `${path}: expected exactly the pod ${key}, found ${keys.length ? `the pod(s) ${keys.join(', ')}` : 'no pod'}` };
+    const pods = parsed.pods.map(({ pod }) => {
+      // Handed over through the API: no source file would bring it back once deleted.
+      const annotations: Record<string, string> = { ...pod.metadata?.annotations, [CONFIG_SOURCE_ANNOTATION]: 'api' };
+      delete annotations[CONFIG_FILE_ANNOTATION];
+      return { ...pod, metadata: { ...pod.metadata, annotations } };
+    });
+    return { pods, objects: { configMaps: parsed.configMaps as IConfigMap[], secrets: parsed.secrets as ISecret[], runtimeClasses: parsed.runtimeClasses } };
+  }
+
+  /** A file that cannot be read or is invalid: its last good version stays; with none, it still claims its pod. */
+  private fail(path: string, problem: string, text?: string): void {
+    const state = this.files.get(path) ?? { pods: [], objects: NO_OBJECTS };
+    this.files.set(path, state);
+    state.text = text;
+    const ref = parseAppliedFileName(basename(path));
+    const keep = state.pods.length
+      ? `keeping the last good version of ${path}`
+      : ref
+        ? `no good version of ${path} read yet: pod ${ref.namespace}/${ref.name} is kept as it runs until the file is fixed or the pod deleted`
+        : `nothing is read from ${path}`;
+    const message = `${problem}\n(${keep})`;
+    if (state.error !== message) this.opts.onError(path, message, ref);
+    state.error = message;
   }
 
   /** Reads every applied file and hands the whole set over; a file turned invalid keeps its last good version. */
@@ -155,32 +270,25 @@ export class AppliedSource {
     const seen = new Set<string>();
     for (const n of names) {
       const path = join(this.opts.dir, n);
-      seen.add(path);
-      const state = this.files.get(path) ?? { pods: [], objects: NO_OBJECTS };
-      this.files.set(path, state);
       let text: string;
       try {
         text = readFileSync(path, 'utf8');
-      } catch {
-        this.files.delete(path);
+      } catch (err) {
+        // Gone since the listing: forgotten. Any other error: the file is there, and still claims its pod.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        seen.add(path);
+        this.fail(path, `${path}: cannot read: ${(err as Error).message}`);
         continue;
       }
-      const parsed = parseManifestText(text, { kind: 'file', path }, { nodeName: this.opts.nodeName, now: () => new Date(this.opts.clock.now()) });
-      const errors = parsed.problems.filter((p) => p.severity === 'error');
-      if (errors.length) {
-        const message = `${errors.map(formatProblem).join('\n')}\n(keeping the last good version of ${path})`;
-        if (state.error !== message) this.opts.onError(path, message);
-        state.error = message;
+      seen.add(path);
+      const state = this.files.get(path);
+      if (state && state.text === text) continue;
+      const read = this.read(path, text);
+      if ('error' in read) {
+        this.fail(path, read.error, text);
         continue;
       }
-      state.error = undefined;
-      state.pods = parsed.pods.map(({ pod }) => {
-        // Handed over through the API: no source file would bring it back once deleted.
-        const annotations: Record<string, string> = { ...pod.metadata?.annotations, [CONFIG_SOURCE_ANNOTATION]: 'api' };
-        delete annotations[CONFIG_FILE_ANNOTATION];
-        return { ...pod, metadata: { ...pod.metadata, annotations } };
-      });
-      state.objects = { configMaps: parsed.configMaps as IConfigMap[], secrets: parsed.secrets as ISecret[], runtimeClasses: parsed.runtimeClasses };
+      this.files.set(path, { text, ...read });
     }
     for (const path of [...this.files.keys()]) if (!seen.has(path)) this.files.delete(path);
     const all = [...this.files.values()];

@@ -22,7 +22,7 @@ import { ApiError, startStatusServer, type PodWatchEvent } from '../status/serve
 import { StatusManager } from '../status/manager.js';
 import type { Tracer } from '../trace.js';
 import { AppliedSource, appliedPods, splitApplied, type AppliedPod } from './applied.js';
-import { agentSocket, appliedDir, nodeAgentLabel } from './paths.js';
+import { agentSocket, appliedDir, nodeAgentLabel, podRefProblem } from './paths.js';
 import { wireNode } from './wire.js';
 import type { PlegKind } from '../pleg/select.js';
 import { podKey, podMeta } from '../util/pod-key.js';
@@ -139,6 +139,8 @@ export class StandaloneNode {
       runtimeName: opts.runtimeName,
       agent: nodeAgentLabel(opts.rootDir),
       removeOrphans: true,
+      // A pod whose applied file is there but unreadable is kept as it runs, never taken for an orphan.
+      sourceClaim: (namespace, name) => this.applied.unreadable(namespace, name),
       ...opts.hygiene,
       // The node owns its root dir (its lock): its events outlive it, so describe shows the crash loop from before a restart.
       eventsJournal: join(opts.rootDir, 'events.jsonl'),
@@ -194,7 +196,12 @@ export class StandaloneNode {
       clock: opts.clock,
       resyncMs: opts.appliedResyncMs,
       onSnapshot: (pods, objects) => this.snapshot(APPLIED_SOURCE, pods, objects),
-      onError: (file, message) => hooks.onSourceError?.(message.includes(file) ? message : `${file}: ${message}`),
+      onError: (file, message, ref) => {
+        hooks.onSourceError?.(message.includes(file) ? message : `${file}: ${message}`);
+        // On the pod it keeps (its last good version) too, for describe; one it does not keep yet gets it from housekeeping.
+        const pod = ref && [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === ref.namespace && podMeta(p).name === ref.name);
+        if (pod) this.kubelet.events.record({ uid: podMeta(pod).uid, namespace: ref.namespace, name: ref.name }, 'Warning', 'FailedValidation', message.includes(file) ? message : `${file}: ${message}`);
+      },
     });
     const onError = (e: { file: string; message: string }) => hooks.onSourceError?.(e.message.includes(e.file) ? e.message : `${e.file}: ${e.message}`);
     // Fields one host cannot honour: said once per file (or URL) and change, like the errors.
@@ -481,6 +488,9 @@ export class StandaloneNode {
       if (!Array.isArray(files) || files.some((f) => typeof f?.file !== 'string' || typeof f?.text !== 'string')) {
         throw new ApiError(400, 'expected {"files": [{"file": NAME, "text": MANIFEST}]}');
       }
+      // A file's name only says where the pods came from (escaped in their applied files' comment); a path's length at most.
+      const long = files.findIndex((f) => Buffer.byteLength(f.file) > 4096);
+      if (long >= 0) throw new ApiError(400, `files[${long}].file: expected a file name of at most 4096 bytes (PATH_MAX), got ${Buffer.byteLength(files[long]!.file)}`);
     } else files = [{ file: '<request>', text: body }];
     return { apiVersion: 'v1', kind: 'Applied', pods: this.apply(files) };
   }
@@ -523,6 +533,9 @@ export class StandaloneNode {
    * refused: that source would bring it back.
    */
   async delete(namespace: string, name: string, gracePeriodSeconds?: number): Promise<Record<string, unknown>> {
+    // As the API server: a name that cannot be a pod's is refused before it reaches a path.
+    const invalid = podRefProblem(namespace, name);
+    if (invalid) throw new ApiError(400, invalid, { reason: 'Invalid' });
     const pod = [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === namespace && podMeta(p).name === name);
     const owner = this.merger.sourceOfName(namespace, name);
     if (owner && owner !== APPLIED_SOURCE && owner !== RUN_SOURCE) {
