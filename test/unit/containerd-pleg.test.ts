@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { containerdEventFilters, toContainerdEvent, type ContainerdEvent, type ContainerdEventHandlers, type ContainerdEventSource } from '../../src/core/cri/containerd-events.js';
+import { containerdEventFilters, loadContainerdEvents, toContainerdEvent, type ContainerdEvent, type ContainerdEventHandlers, type ContainerdEventSource } from '../../src/core/cri/containerd-events.js';
 import { CriError } from '../../src/core/cri/errors.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
@@ -17,6 +17,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RuntimeService } from '../../src/core/cri/client.js';
 import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
+import protobuf from 'protobufjs';
+import { packageRoot } from '../../src/core/paths.js';
 
 const logs = scratchDir('containerd-pleg');
 after(() => logs.cleanup());
@@ -117,6 +119,36 @@ test('Subscribe filters: the mapped topics in the k8s.io namespace; an envelope 
   assert.equal(toContainerdEvent({ topic: '/tasks/exit', event: { containerId: 'c1', id: 'exec-1' } })?.execId, 'exec-1');
   assert.equal(toContainerdEvent({ topic: '/containers/delete', event: { id: 'c2' } })?.containerId, 'c2');
   assert.equal(toContainerdEvent({ topic: '/snapshot/prepare', event: {} }), undefined);
+});
+
+test("Subscribe's codec: the request's filters and an Envelope's payload as containerd's source .proto reads them, by its type URL", async () => {
+  const codec = await loadContainerdEvents();
+  // The reference: protobufjs's reflection of the hand-written proto (what the static module is generated from).
+  const source = protobuf.loadSync(join(packageRoot(), 'proto', 'containerd', 'events-service.proto'));
+  const Request = source.lookupType('containerd.services.events.v1.SubscribeRequest');
+  const filters = containerdEventFilters();
+  assert.deepEqual(Request.toObject(Request.decode(codec.encode({ filters }))), { filters });
+  const Envelope = source.lookupType('containerd.services.events.v1.Envelope');
+  const Any = source.lookupType('google.protobuf.Any');
+  const TaskExit = source.lookupType('containerd.events.TaskExit');
+  const exit = TaskExit.encode(TaskExit.fromObject({ containerId: 'c1', id: 'exec-1', pid: 42, exitStatus: 137, exitedAt: { seconds: 1_700_000_001, nanos: 7_000_000 } })).finish();
+  const envelope = (typeUrl: string, value: Uint8Array) =>
+    Buffer.from(Envelope.encode(Envelope.fromObject({ timestamp: { seconds: 1_700_000_002 }, namespace: 'k8s.io', topic: '/tasks/exit', event: Any.fromObject({ type_url: typeUrl, value }) })).finish());
+  for (const typeUrl of ['containerd.events.TaskExit', 'type.googleapis.com/containerd.events.TaskExit']) {
+    const decoded = codec.decode(envelope(typeUrl, exit));
+    assert.equal(decoded.event?.['@type'], 'containerd.events.TaskExit');
+    assert.deepEqual(toContainerdEvent(decoded), {
+      topic: '/tasks/exit',
+      namespace: 'k8s.io',
+      timestamp: 1_700_000_002_000,
+      containerId: 'c1',
+      execId: 'exec-1',
+      exitStatus: 137,
+      exitedAt: 1_700_000_001_007,
+    });
+  }
+  // A payload of a type podctl does not declare keeps only its type.
+  assert.deepEqual(codec.decode(envelope('containerd.events.SnapshotPrepare', Buffer.from([10, 1, 120]))).event, { '@type': 'containerd.events.SnapshotPrepare' });
 });
 
 test('an OOM kill: after TaskOOM, the exit is reported once the CRI records OOMKilled, so the first status of the death has its reason', async () => {

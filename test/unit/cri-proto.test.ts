@@ -4,7 +4,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { criServices } from '../../src/core/cri/proto.js';
 import { criProtoFile } from '../../src/core/paths.js';
 
-// The build-time descriptor must mean what the hand-written .proto means: the
+// The static module generated at build time must mean what the hand-written .proto means: the
 // same bytes on the wire and the same objects back as @grpc/proto-loader made
 // from the source, with the options the client used with it.
 const fromSource = protoLoader.loadSync(criProtoFile(), { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true });

@@ -1,10 +1,10 @@
 import { AsyncResource } from 'node:async_hooks';
 import { existsSync } from 'node:fs';
 import { CallLimiter } from './limiter.js';
-import { CriError, GrpcStatus, mapGrpcError, noRuntimeError } from './errors.js';
+import { CriError, GrpcStatus, mapGrpcError, noRuntimeError, type GrpcFailure } from './errors.js';
 import { socketPath } from './endpoint.js';
 import { criServices } from './proto.js';
-import { GrpcCallError, GrpcChannel, ReceiveBuffer, type ChannelOptions } from './transport.js';
+import { failure, grpc, passBytes, runtimeClient, serverStream } from './channel.js';
 import type * as T from './types.js';
 import type { ContainerSummary, PodSandboxSummary } from './types.js';
 import type * as G from './generated-calls.js';
@@ -118,40 +118,32 @@ interface ImageCalls {
   ImageFsInfo: [G.ImageFsInfoRequest, G.ImageFsInfoResponse__Output];
 }
 
-const CHANNEL_OPTIONS: ChannelOptions = {
-  // HTTP/2 flow control: with the default 64 KB window a 17 MB list (5,000 pods) waits for some
-  // 270 WINDOW_UPDATE round trips between the two processes. grpc-go (the kubelet's client) grows
-  // its window by BDP estimation up to 16 MB; this client starts there.
-  windowBytes: 16 * 1024 * 1024,
-  // CRI answers (ListContainers with thousands of pods) can be large.
-  maxMessageBytes: 64 * 1024 * 1024,
-};
-
 type Service = 'RuntimeService' | 'ImageService';
 
-/** The client of both CRI services over unix sockets (gRPC over our own HTTP/2 client: transport.ts, h2.ts). */
+/** The client of both CRI services over unix sockets, with grpc-js: one channel per endpoint. */
 export class CriClient implements RuntimeService, ImageService {
   readonly endpoint: string;
   readonly imageEndpoint: string;
-  private readonly runtime: GrpcChannel;
-  private readonly images: GrpcChannel;
+  private readonly runtime: grpc.Client;
+  private readonly images: grpc.Client;
+  private readonly runtimeSocket: string;
+  private readonly imageSocket: string;
   private readonly opts: CriClientOptions;
   /** The bound on calls in flight (see CallLimiter). */
   readonly limiter: CallLimiter;
   /** The list decoders, which reuse the records unchanged since the last answer. */
   private readonly sandboxSummaries = podSandboxSummaryDecoder();
   private readonly containerSummaries = containerSummaryDecoder();
-  /** The relist's answers are read into these, reused from one relist to the next (ReceiveBuffer). */
-  private readonly sandboxAnswers = new ReceiveBuffer();
-  private readonly containerAnswers = new ReceiveBuffer();
 
   constructor(opts: CriClientOptions) {
     this.opts = opts;
     this.limiter = new CallLimiter(opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT);
     this.endpoint = opts.runtimeEndpoint;
     this.imageEndpoint = opts.imageEndpoint ?? opts.runtimeEndpoint;
-    this.runtime = new GrpcChannel(socketPath(this.endpoint), CHANNEL_OPTIONS);
-    this.images = this.imageEndpoint === this.endpoint ? this.runtime : new GrpcChannel(socketPath(this.imageEndpoint), CHANNEL_OPTIONS);
+    this.runtimeSocket = socketPath(this.endpoint);
+    this.imageSocket = socketPath(this.imageEndpoint);
+    this.runtime = runtimeClient(this.endpoint);
+    this.images = this.imageSocket === this.runtimeSocket ? this.runtime : runtimeClient(this.imageEndpoint);
   }
 
   /** Resolves once the runtime's calls are not piling up here (CallLimiter.whenUncongested). */
@@ -164,9 +156,10 @@ export class CriClient implements RuntimeService, ImageService {
     if (this.images !== this.runtime) this.images.close();
   }
 
-  private call<Req, Res>(service: Service, method: string, request: Req, opts: { timeoutMs?: number; decode?: (buf: Buffer) => Res; into?: ReceiveBuffer } = {}): Promise<Res> {
+  private call<Req, Res>(service: Service, method: string, request: Req, opts: { timeoutMs?: number; decode?: (buf: Buffer) => Res } = {}): Promise<Res> {
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
-    const channel = service === 'ImageService' ? this.images : this.runtime;
+    const client = service === 'ImageService' ? this.images : this.runtime;
+    const socket = service === 'ImageService' ? this.imageSocket : this.runtimeSocket;
     const endpoint = service === 'ImageService' ? this.imageEndpoint : this.endpoint;
     // performance (a global) loads perf_hooks when first read: read only for an observer.
     const started = this.opts.observer ? performance.now() : 0;
@@ -177,7 +170,7 @@ export class CriClient implements RuntimeService, ImageService {
     const scope = observer && new AsyncResource('CriCall');
     const observe = (error?: CriError) => scope?.runInAsyncScope(observer!, undefined, { method, durationMs: performance.now() - started, error });
     // A missing socket fails at once instead of waiting for a connect timeout.
-    if (!existsSync(channel.socketPath)) {
+    if (!existsSync(socket)) {
       const err = noRuntimeError(endpoint, method);
       observe(err);
       return Promise.reject(err);
@@ -186,30 +179,34 @@ export class CriClient implements RuntimeService, ImageService {
     const decode = opts.decode ?? (def.responseDeserialize as (buf: Buffer) => Res);
     // The deadline runs from the caller's request: time spent waiting for a slot counts.
     const deadline = Date.now() + timeoutMs;
-    const fail = (err: GrpcCallError) => {
+    const fail = (err: GrpcFailure) => {
       const mapped = mapGrpcError(err, method, endpoint, timeoutMs);
       observe(mapped);
-      throw mapped;
+      return mapped;
     };
     const send = (release: () => void): Promise<Res> => {
+      // Encoded here, not by grpc-js: a request that cannot be encoded is refused naming its field, and nothing is sent.
       let bytes: Buffer;
       try {
         bytes = (def.requestSerialize as (req: Req) => Buffer)(request);
       } catch (err) {
         release();
-        return Promise.reject(new GrpcCallError(GrpcStatus.INTERNAL, `the request cannot be encoded: ${(err as Error).message}`)).catch(fail);
+        return Promise.reject(fail(failure(GrpcStatus.INTERNAL, `the request cannot be encoded: ${(err as Error).message}`)));
       }
-      return channel.unary(def.path, bytes, deadline, decode, opts.into).then(
-        (res) => {
+      return new Promise<Res>((resolve, reject) => {
+        try {
+          client.makeUnaryRequest<Buffer, Res>(def.path, passBytes, decode, bytes, new grpc.Metadata(), { deadline }, (err, res) => {
+            release();
+            if (err) return reject(fail(err));
+            observe();
+            resolve(res!);
+          });
+        } catch (err) {
+          // grpc-js throws at once on a channel already closed.
           release();
-          observe();
-          return res;
-        },
-        (err: GrpcCallError) => {
-          release();
-          return fail(err);
-        },
-      );
+          reject(fail(failure(GrpcStatus.UNAVAILABLE, (err as Error).message)));
+        }
+      });
     };
     if (UNBOUNDED_CALLS.has(method)) return send(() => undefined);
     return this.limiter.acquire(PRIORITY_CALLS.has(method) ? 'high' : 'normal').then(send);
@@ -254,7 +251,7 @@ export class CriClient implements RuntimeService, ImageService {
   }
 
   async listPodSandboxSummaries(filter?: T.PodSandboxFilterInput): Promise<PodSandboxSummary[]> {
-    return this.call('RuntimeService', 'ListPodSandbox', { filter }, { decode: (buf) => this.sandboxSummaries.decode(buf), into: this.sandboxAnswers });
+    return this.call('RuntimeService', 'ListPodSandbox', { filter }, { decode: (buf) => this.sandboxSummaries.decode(buf) });
   }
 
   async createContainer(podSandboxId: string, config: T.ContainerConfigInput, sandboxConfig: T.PodSandboxConfigInput): Promise<string> {
@@ -281,7 +278,7 @@ export class CriClient implements RuntimeService, ImageService {
   }
 
   async listContainerSummaries(filter?: T.ContainerFilterInput): Promise<ContainerSummary[]> {
-    return this.call('RuntimeService', 'ListContainers', { filter }, { decode: (buf) => this.containerSummaries.decode(buf), into: this.containerAnswers });
+    return this.call('RuntimeService', 'ListContainers', { filter }, { decode: (buf) => this.containerSummaries.decode(buf) });
   }
 
   containerStatus(containerId: string, verbose = false): Promise<T.ContainerStatusResponse> {
@@ -327,33 +324,28 @@ export class CriClient implements RuntimeService, ImageService {
   getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream {
     const started = this.opts.observer ? performance.now() : 0;
     const observe = (error?: CriError) => this.opts.observer?.({ method: 'GetContainerEvents', durationMs: performance.now() - started, error });
-    if (!existsSync(this.runtime.socketPath)) {
+    if (!existsSync(this.runtimeSocket)) {
       const err = noRuntimeError(this.endpoint, 'GetContainerEvents');
       observe(err);
       queueMicrotask(() => handlers.onError(err));
       return { cancel: () => undefined };
     }
     const def = criServices().RuntimeService.GetContainerEvents!;
-    let cancelled = false;
-    const call = this.runtime.serverStream(
+    return serverStream(
+      this.runtime,
       def.path,
       (def.requestSerialize as (req: object) => Buffer)({}),
       def.responseDeserialize as (buf: Buffer) => T.ContainerEventResponse,
-      (event) => handlers.onEvent(event),
-      (err) => {
-        if (!err) return handlers.onEnd?.();
-        if (cancelled && err.code === GrpcStatus.CANCELLED) return;
-        const mapped = mapGrpcError(err, 'GetContainerEvents', this.endpoint, 0);
-        observe(mapped);
-        handlers.onError(mapped);
+      {
+        onMessage: (event) => handlers.onEvent(event),
+        onEnd: () => handlers.onEnd?.(),
+        onError: (err) => {
+          const mapped = mapGrpcError(err, 'GetContainerEvents', this.endpoint, 0);
+          observe(mapped);
+          handlers.onError(mapped);
+        },
       },
     );
-    return {
-      cancel: () => {
-        cancelled = true;
-        call.cancel();
-      },
-    };
   }
 
   async listImages(filter?: T.ImageFilterInput): Promise<T.Image[]> {
@@ -379,3 +371,4 @@ export class CriClient implements RuntimeService, ImageService {
     return this.img('ImageFsInfo', {});
   }
 }
+

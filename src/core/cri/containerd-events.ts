@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { CriError, GrpcStatus, mapGrpcError, noRuntimeError } from './errors.js';
-import { GrpcChannel } from './transport.js';
 import { socketPath } from './endpoint.js';
+import type { grpc } from './channel.js';
 
 /** The containerd namespace the CRI plugin keeps Kubernetes' sandboxes and containers in. */
 export const CRI_NAMESPACE = 'k8s.io';
@@ -42,17 +42,22 @@ export function containerdEventFilters(namespace = CRI_NAMESPACE): string[] {
   return TOPICS.map((topic) => `namespace==${JSON.stringify(namespace)},topic==${JSON.stringify(topic)}`);
 }
 
-interface EnvelopeOutput {
-  timestamp?: { seconds?: number; nanos?: number } | null;
+interface Timestamp {
+  seconds?: number;
+  nanos?: number;
+}
+
+/** An Envelope with its event (a google.protobuf.Any) decoded by its type URL: '@type' and the message's fields. */
+export interface EnvelopeOutput {
+  timestamp?: Timestamp | null;
   namespace?: string;
   topic?: string;
-  /** The Any, decoded by its type URL (proto-loader's json option): '@type' and the message's fields. */
-  event?: { '@type'?: string; containerId?: string; id?: string; exitStatus?: number; exitedAt?: { seconds?: number; nanos?: number } | null } | null;
+  event?: { '@type'?: string; containerId?: string; id?: string; exitStatus?: number; exitedAt?: Timestamp | null } | null;
 }
 
 /** Subscribe's request and answer, as bytes. */
 interface SubscribeCodec {
-  encode(request: { filters: string[] }): Uint8Array;
+  encode(request: { filters: string[] }): Buffer;
   decode(message: Buffer): EnvelopeOutput;
 }
 
@@ -61,24 +66,32 @@ const SUBSCRIBE_PATH = '/containerd.services.events.v1.Events/Subscribe';
 let loaded: Promise<SubscribeCodec> | undefined;
 
 /**
- * The one place that builds Subscribe's codec: from the descriptor compiled at build time from
- * proto/containerd (scripts/gen-cri-types.mjs), with protobufjs/light. It loads on the first
- * subscription, not when podctl starts. Event payloads (google.protobuf.Any) come back decoded,
- * with '@type' naming the message. The call itself goes over the CRI client's own HTTP/2
- * transport (transport.ts): no grpc-js, and no second kind of connection to containerd.
+ * Subscribe's codec, from the static module protobufjs-cli generates from proto/containerd at build
+ * time (scripts/gen-cri-types.mjs), loaded on the first subscription, not when podctl starts. An
+ * event's payload (a google.protobuf.Any) is decoded by the message its type URL names, among the
+ * containerd.events messages of proto/containerd; another one keeps only its '@type'.
  */
 export function loadContainerdEvents(): Promise<SubscribeCodec> {
   loaded ??= (async () => {
-    const [{ default: protobuf }, { containerdDescriptor }] = await Promise.all([import('protobufjs/light.js'), import('./generated/containerd-descriptor.js')]);
-    const root = protobuf.Root.fromJSON(containerdDescriptor);
-    const method = root.lookupService('containerd.services.events.v1.Events').methods.Subscribe!;
-    method.resolve();
-    const req = method.resolvedRequestType!;
-    const res = method.resolvedResponseType!;
-    const conversion: import('protobufjs').IConversionOptions = { longs: Number, enums: String, defaults: true, json: true };
+    const [{ default: pb }, { asBuffer }] = await Promise.all([import('./generated/containerd-pb.js'), import('./channel.js')]);
+    type Message = { encode(m: object): { finish(): Uint8Array }; decode(b: Uint8Array): object; fromObject(o: object): object; toObject(m: object, o: object): Record<string, unknown> };
+    const root = pb as unknown as { containerd: { services: { events: { v1: Record<string, Message> } }; events: Record<string, Message> } };
+    const { SubscribeRequest, Envelope } = root.containerd.services.events.v1;
+    const events = root.containerd.events;
+    const conversion = { longs: Number, enums: String, defaults: true };
     return {
-      encode: (request) => req.encode(req.fromObject(request)).finish(),
-      decode: (message) => res.toObject(res.decode(message), conversion) as EnvelopeOutput,
+      encode: (request) => asBuffer(SubscribeRequest!.encode(SubscribeRequest!.fromObject(request)).finish()),
+      decode: (message) => {
+        // protobufjs's own google.protobuf types keep the .proto's field names (type_url).
+        const envelope = Envelope!.toObject(Envelope!.decode(message), conversion) as Omit<EnvelopeOutput, 'event'> & { event?: { type_url?: string; value?: Uint8Array } | null };
+        const any = envelope.event;
+        if (!any) return { ...envelope, event: null };
+        const typeUrl = any.type_url ?? '';
+        const typeName = typeUrl.slice(typeUrl.lastIndexOf('/') + 1);
+        const type = typeName.startsWith('containerd.events.') && Object.hasOwn(events, typeName.slice('containerd.events.'.length)) ? events[typeName.slice('containerd.events.'.length)] : undefined;
+        const fields = type && any.value ? type.toObject(type.decode(any.value), conversion) : {};
+        return { ...envelope, event: { '@type': typeName, ...fields } };
+      },
     };
   })();
   return loaded;
@@ -106,9 +119,12 @@ export function toContainerdEvent(envelope: EnvelopeOutput): ContainerdEvent | u
   };
 }
 
-/** containerd's event service on its gRPC socket (the one that serves the CRI). */
+/**
+ * containerd's event service on its gRPC socket (the one that serves the CRI), with grpc-js on the
+ * channel options of the CRI client: the two share one connection (channel.ts).
+ */
 export class ContainerdEventsClient implements ContainerdEventSource {
-  private channel?: GrpcChannel;
+  private client?: grpc.Client;
 
   constructor(
     readonly endpoint: string,
@@ -123,29 +139,24 @@ export class ContainerdEventsClient implements ContainerdEventSource {
     }
     let cancelled = false;
     let call: { cancel(): void } | undefined;
-    loadContainerdEvents().then(
-      (codec) => {
+    Promise.all([loadContainerdEvents(), import('./channel.js')]).then(
+      ([codec, { runtimeClient, serverStream }]) => {
         if (cancelled) return;
-        // Envelopes are small: a window of 1 MB, and 4 MB at most a message (gRPC's default).
-        this.channel ??= new GrpcChannel(socketPath(this.endpoint), { windowBytes: 1024 * 1024, maxMessageBytes: 4 * 1024 * 1024 });
+        this.client ??= runtimeClient(this.endpoint);
         // Subscribe filters on the envelope's namespace itself: no containerd-namespace header is needed.
-        call = this.channel.serverStream(
-          SUBSCRIBE_PATH,
-          codec.encode({ filters: containerdEventFilters(this.namespace) }),
-          codec.decode,
-          (envelope) => {
+        call = serverStream(this.client, SUBSCRIBE_PATH, codec.encode({ filters: containerdEventFilters(this.namespace) }), codec.decode, {
+          onMessage: (envelope) => {
             const event = toContainerdEvent(envelope);
             if (event) handlers.onEvent(event);
           },
-          (err) => {
-            if (!err) {
-              if (!cancelled) handlers.onEnd?.();
-              return;
-            }
+          onEnd: () => {
+            if (!cancelled) handlers.onEnd?.();
+          },
+          onError: (err) => {
             if (cancelled && err.code === GrpcStatus.CANCELLED) return;
             handlers.onError(mapGrpcError(err, 'containerd Events/Subscribe', this.endpoint, 0));
           },
-        );
+        });
       },
       (err: unknown) => handlers.onError(new CriError(`containerd's event service could not be loaded: ${(err as Error).message}`, { code: GrpcStatus.INTERNAL, method: 'Subscribe', endpoint: this.endpoint, details: String(err) })),
     );
@@ -158,6 +169,6 @@ export class ContainerdEventsClient implements ContainerdEventSource {
   }
 
   close(): void {
-    this.channel?.close();
+    this.client?.close();
   }
 }

@@ -84,7 +84,7 @@ export function noRuntimeError(endpoint: string, method: string, cause?: unknown
   });
 }
 
-/** A failed gRPC call as grpc-js and podctl's own transport (transport.ts) report it. */
+/** A failed gRPC call as grpc-js reports it (a ServiceError), or as the client reports one it ended itself. */
 export interface GrpcFailure extends Error {
   code: number;
   details?: string;

@@ -1,13 +1,15 @@
 import protobuf from 'protobufjs/minimal.js';
 import type * as T from './types.js';
 import { intern } from '../util/intern.js';
+import { containerStates, podSandboxStates, summaryFields as F } from './generated/cri-meta.js';
 
 /**
  * ListPodSandbox and ListContainers answers decoded without annotations or
  * image specs. A relist compares ids, states and labels only, and at
  * thousands of pods the annotations (specs, hashes, preStop handlers) are most
  * of the bytes: the generic decoder spent over half of every relist on them.
- * Field numbers are those of runtime/v1/api.proto.
+ * Field numbers are read from runtime/v1/api.proto at build time (scripts/gen-cri-types.mjs,
+ * which checks each field's type against what is read here).
  */
 type PodSandboxSummary = T.PodSandboxSummary;
 type ContainerSummary = T.ContainerSummary;
@@ -18,8 +20,8 @@ type ProtoReader = protobuf.Reader;
 const WIRE_VARINT = 0;
 const WIRE_LENGTH = 2;
 
-const SANDBOX_STATES: readonly T.PodSandboxState[] = ['SANDBOX_READY', 'SANDBOX_NOTREADY'];
-const CONTAINER_STATES: readonly T.ContainerState[] = ['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN'];
+const SANDBOX_STATES: readonly T.PodSandboxState[] = podSandboxStates;
+const CONTAINER_STATES: readonly T.ContainerState[] = containerStates;
 
 /** Nanosecond timestamps exceed 2^53; like the generic decoder (longs: Number), precision past that is dropped. */
 function int64(r: ProtoReader): number {
@@ -59,20 +61,20 @@ function enumName<E>(names: readonly E[], n: number): E {
 
 function sandbox(r: ProtoReader): PodSandboxSummary {
   return message<PodSandboxSummary>(r, { id: '', metadata: null, state: 'SANDBOX_READY', createdAt: 0, labels: {}, runtimeHandler: '' }, (r, s, no, wire) => {
-    if (no === 1 && wire === WIRE_LENGTH) s.id = intern(r.string());
-    else if (no === 2 && wire === WIRE_LENGTH)
+    if (no === F.PodSandbox.id && wire === WIRE_LENGTH) s.id = intern(r.string());
+    else if (no === F.PodSandbox.metadata && wire === WIRE_LENGTH)
       s.metadata = message<T.PodSandboxMetadata>(r, { name: '', uid: '', namespace: '', attempt: 0 }, (r, m, no, wire) => {
-        if (no === 1 && wire === WIRE_LENGTH) m.name = intern(r.string());
-        else if (no === 2 && wire === WIRE_LENGTH) m.uid = intern(r.string());
-        else if (no === 3 && wire === WIRE_LENGTH) m.namespace = intern(r.string());
-        else if (no === 4 && wire === WIRE_VARINT) m.attempt = r.uint32();
+        if (no === F.PodSandboxMetadata.name && wire === WIRE_LENGTH) m.name = intern(r.string());
+        else if (no === F.PodSandboxMetadata.uid && wire === WIRE_LENGTH) m.uid = intern(r.string());
+        else if (no === F.PodSandboxMetadata.namespace && wire === WIRE_LENGTH) m.namespace = intern(r.string());
+        else if (no === F.PodSandboxMetadata.attempt && wire === WIRE_VARINT) m.attempt = r.uint32();
         else return false;
         return true;
       });
-    else if (no === 3 && wire === WIRE_VARINT) s.state = enumName(SANDBOX_STATES, r.int32());
-    else if (no === 4 && wire === WIRE_VARINT) s.createdAt = int64(r);
-    else if (no === 5 && wire === WIRE_LENGTH) mapEntry(r, s.labels);
-    else if (no === 7 && wire === WIRE_LENGTH) s.runtimeHandler = intern(r.string());
+    else if (no === F.PodSandbox.state && wire === WIRE_VARINT) s.state = enumName(SANDBOX_STATES, r.int32());
+    else if (no === F.PodSandbox.createdAt && wire === WIRE_VARINT) s.createdAt = int64(r);
+    else if (no === F.PodSandbox.labels && wire === WIRE_LENGTH) mapEntry(r, s.labels);
+    else if (no === F.PodSandbox.runtimeHandler && wire === WIRE_LENGTH) s.runtimeHandler = intern(r.string());
     else return false;
     return true;
   });
@@ -83,33 +85,47 @@ function container(r: ProtoReader): ContainerSummary {
     r,
     { id: '', podSandboxId: '', metadata: null, imageRef: '', state: 'CONTAINER_CREATED', createdAt: 0, labels: {}, imageId: '' },
     (r, c, no, wire) => {
-      if (no === 1 && wire === WIRE_LENGTH) c.id = intern(r.string());
-      else if (no === 2 && wire === WIRE_LENGTH) c.podSandboxId = intern(r.string());
-      else if (no === 3 && wire === WIRE_LENGTH)
+      if (no === F.Container.id && wire === WIRE_LENGTH) c.id = intern(r.string());
+      else if (no === F.Container.podSandboxId && wire === WIRE_LENGTH) c.podSandboxId = intern(r.string());
+      else if (no === F.Container.metadata && wire === WIRE_LENGTH)
         c.metadata = message<T.ContainerMetadata>(r, { name: '', attempt: 0 }, (r, m, no, wire) => {
-          if (no === 1 && wire === WIRE_LENGTH) m.name = intern(r.string());
-          else if (no === 2 && wire === WIRE_VARINT) m.attempt = r.uint32();
+          if (no === F.ContainerMetadata.name && wire === WIRE_LENGTH) m.name = intern(r.string());
+          else if (no === F.ContainerMetadata.attempt && wire === WIRE_VARINT) m.attempt = r.uint32();
           else return false;
           return true;
         });
-      else if (no === 5 && wire === WIRE_LENGTH) c.imageRef = intern(r.string());
-      else if (no === 6 && wire === WIRE_VARINT) c.state = enumName(CONTAINER_STATES, r.int32());
-      else if (no === 7 && wire === WIRE_VARINT) c.createdAt = int64(r);
-      else if (no === 8 && wire === WIRE_LENGTH) mapEntry(r, c.labels);
-      else if (no === 10 && wire === WIRE_LENGTH) c.imageId = intern(r.string());
+      else if (no === F.Container.imageRef && wire === WIRE_LENGTH) c.imageRef = intern(r.string());
+      else if (no === F.Container.state && wire === WIRE_VARINT) c.state = enumName(CONTAINER_STATES, r.int32());
+      else if (no === F.Container.createdAt && wire === WIRE_VARINT) c.createdAt = int64(r);
+      else if (no === F.Container.labels && wire === WIRE_LENGTH) mapEntry(r, c.labels);
+      else if (no === F.Container.imageId && wire === WIRE_LENGTH) c.imageId = intern(r.string());
       else return false;
       return true;
     },
   );
 }
 
-/** A whole response: `repeated <item> = 1`. */
-function list<I>(buf: Uint8Array, item: (r: ProtoReader) => I): I[] {
+/** A list response's repeated field and its items' id field, with the item's decoder. */
+interface ListShape<I> {
+  item: (r: ProtoReader) => I;
+  /** The tag of the response's repeated field (length-delimited). */
+  listTag: number;
+  /** The tag of an item's id (a string). */
+  idTag: number;
+}
+
+const lengthTag = (field: number) => (field << 3) | WIRE_LENGTH;
+
+const SANDBOXES: ListShape<PodSandboxSummary> = { item: sandbox, listTag: lengthTag(F.ListPodSandboxResponse.items), idTag: lengthTag(F.PodSandbox.id) };
+const CONTAINERS: ListShape<ContainerSummary> = { item: container, listTag: lengthTag(F.ListContainersResponse.containers), idTag: lengthTag(F.Container.id) };
+
+/** A whole response: its repeated field of items. */
+function list<I>(buf: Uint8Array, { item, listTag }: ListShape<I>): I[] {
   const r = Reader.create(buf);
   const out: I[] = [];
   while (r.pos < r.len) {
     const tag = r.uint32();
-    if (tag >>> 3 === 1 && (tag & 7) === WIRE_LENGTH) out.push(item(r));
+    if (tag === listTag) out.push(item(r));
     else r.skipType(tag & 7);
   }
   return out;
@@ -135,11 +151,11 @@ function copyOf(buf: Buffer, start: number, end: number): Buffer {
   return out;
 }
 
-/** The id (field 1) of the record from r.pos to end, or undefined; r.pos is left anywhere. */
-function recordId(r: ProtoReader, end: number): string | undefined {
+/** The id of the record from r.pos to end, or undefined; r.pos is left anywhere. */
+function recordId(r: ProtoReader, end: number, idTag: number): string | undefined {
   while (r.pos < end) {
     const tag = r.uint32();
-    if (tag === ((1 << 3) | WIRE_LENGTH)) return r.string();
+    if (tag === idTag) return r.string();
     r.skipType(tag & 7);
   }
   return undefined;
@@ -161,7 +177,7 @@ export class SummaryDecoder<S extends { id: string }> {
   /** Records reused from the previous answer in the last decode (tests and benchmarks). */
   reused = 0;
 
-  constructor(private readonly item: (r: ProtoReader) => S) {}
+  constructor(private readonly shape: ListShape<S>) {}
 
   decode(buf: Buffer): S[] {
     const gen = ++this.gen;
@@ -171,14 +187,14 @@ export class SummaryDecoder<S extends { id: string }> {
     let seen = 0;
     while (r.pos < r.len) {
       const tag = r.uint32();
-      if (tag !== ((1 << 3) | WIRE_LENGTH)) {
+      if (tag !== this.shape.listTag) {
         r.skipType(tag & 7);
         continue;
       }
       const at = r.pos;
       const end = r.uint32() + r.pos;
       const start = r.pos;
-      const id = recordId(r, end);
+      const id = recordId(r, end, this.shape.idTag);
       const entry = id === undefined ? undefined : this.last.get(id);
       let summary: S;
       const same = entry !== undefined && entry.gen !== gen && entry.bytes.length === end - start && buf.compare(entry.bytes, 0, entry.bytes.length, start, end) === 0;
@@ -188,7 +204,7 @@ export class SummaryDecoder<S extends { id: string }> {
         r.pos = end;
       } else {
         r.pos = at;
-        summary = this.item(r);
+        summary = this.shape.item(r);
       }
       out.push(summary);
       if (entry) {
@@ -212,20 +228,20 @@ export class SummaryDecoder<S extends { id: string }> {
 
 /** A decoder of ListPodSandbox answers that reuses unchanged records (see SummaryDecoder). */
 export function podSandboxSummaryDecoder(): SummaryDecoder<PodSandboxSummary> {
-  return new SummaryDecoder(sandbox);
+  return new SummaryDecoder(SANDBOXES);
 }
 
 /** A decoder of ListContainers answers that reuses unchanged records (see SummaryDecoder). */
 export function containerSummaryDecoder(): SummaryDecoder<ContainerSummary> {
-  return new SummaryDecoder(container);
+  return new SummaryDecoder(CONTAINERS);
 }
 
 /** Decodes a ListPodSandboxResponse into summaries. */
 export function decodePodSandboxSummaries(buf: Uint8Array): PodSandboxSummary[] {
-  return list(buf, sandbox);
+  return list(buf, SANDBOXES);
 }
 
 /** Decodes a ListContainersResponse into summaries. */
 export function decodeContainerSummaries(buf: Uint8Array): ContainerSummary[] {
-  return list(buf, container);
+  return list(buf, CONTAINERS);
 }

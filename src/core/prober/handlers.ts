@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
 import { GrpcStatus, isCriError } from '../cri/errors.js';
 import { loadGrpc } from '../cri/grpc-lazy.js';
+import healthPb from '../cri/generated/health-pb.js';
 import { errorMessage } from '../errors.js';
 
 /** What one run of a handler says (the kubelet's probe.Result; Warning counts as success). */
@@ -160,39 +161,15 @@ function runTcp(host: string | undefined, port: number, timeoutSeconds: number):
   });
 }
 
-// grpc.health.v1: HealthCheckRequest { string service = 1; }, HealthCheckResponse { ServingStatus status = 1; }.
 const SERVING_STATUS = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'];
 
-function encodeHealthRequest(service: string): Buffer {
-  const name = Buffer.from(service);
-  if (name.length === 0) return Buffer.alloc(0);
-  const len: number[] = [];
-  let n = name.length;
-  while (n > 0x7f) {
-    len.push((n & 0x7f) | 0x80);
-    n >>>= 7;
-  }
-  len.push(n);
-  return Buffer.concat([Buffer.from([0x0a, ...len]), name]);
-}
+/** grpc.health.v1's messages, from proto/grpc/health/v1 (protobufjs-cli's static module, generated at build time). */
+type HealthMessage = { encode(m: object): { finish(): Uint8Array }; decode(b: Uint8Array): { status?: number; service?: string } };
+const { HealthCheckRequest, HealthCheckResponse } = (healthPb as unknown as { grpc: { health: { v1: { HealthCheckRequest: HealthMessage; HealthCheckResponse: HealthMessage } } } }).grpc.health.v1;
 
-/** Reads field 1 (a varint) of HealthCheckResponse; an empty message is UNKNOWN (0). */
+/** HealthCheckResponse's status (an empty message is UNKNOWN, 0). */
 export function decodeHealthResponse(buf: Buffer): number {
-  let i = 0;
-  while (i < buf.length) {
-    const tag = buf[i++]!;
-    let value = 0;
-    let shift = 0;
-    if ((tag & 7) !== 0) return 0;
-    for (;;) {
-      const b = buf[i++]!;
-      value |= (b & 0x7f) << shift;
-      shift += 7;
-      if (!(b & 0x80)) break;
-    }
-    if (tag >> 3 === 1) return value;
-  }
-  return 0;
+  return HealthCheckResponse.decode(buf).status ?? 0;
 }
 
 let healthClient: grpc.ServiceClientConstructor | undefined;
@@ -206,10 +183,10 @@ async function healthClientClass(): Promise<grpc.ServiceClientConstructor> {
         path: '/grpc.health.v1.Health/Check',
         requestStream: false,
         responseStream: false,
-        requestSerialize: (service: string) => encodeHealthRequest(service),
-        requestDeserialize: (b: Buffer) => b.toString(),
-        responseSerialize: (s: number) => Buffer.from([0x08, s]),
-        responseDeserialize: (b: Buffer) => decodeHealthResponse(b),
+        requestSerialize: (service: string) => Buffer.from(HealthCheckRequest.encode({ service }).finish()),
+        requestDeserialize: (b: Buffer) => HealthCheckRequest.decode(b).service ?? '',
+        responseSerialize: (status: number) => Buffer.from(HealthCheckResponse.encode({ status }).finish()),
+        responseDeserialize: (b: Buffer) => HealthCheckResponse.decode(b).status ?? 0,
       },
     },
     'Health',
