@@ -1,10 +1,9 @@
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { posix } from 'node:path';
-import { Writable } from 'node:stream';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { parseLocation, type Location } from '../cli/cp.js';
+import { collectText as collect, parseLocation, type Location } from '../cli/cp.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { chooseContainer, openPodView, requirePod, requireRunning } from '../cli/podview.js';
 import type { CriClient } from '../core/cri/client.js';
@@ -108,18 +107,4 @@ local to POD:PATH: podctl packs the file or directory and the container unpacks 
     }
     if (exitCode !== 0) throw new PodctlError(`cp: unpacking in the container exited ${exitCode}: ${stderr.text().trim() || 'no message'}`);
   }
-}
-
-/** A small stream's text (the remote tar's messages), kept to its first 64 KiB. */
-function collect(): { stream: Writable; text: () => string } {
-  const kept: Buffer[] = [];
-  let size = 0;
-  const stream = new Writable({
-    write: (c: Buffer, _e, cb) => {
-      if (size < 64 * 1024) kept.push(c);
-      size += c.length;
-      cb();
-    },
-  });
-  return { stream, text: () => Buffer.concat(kept).toString('utf8') };
 }
