@@ -1,10 +1,9 @@
-import { writeFileSync } from 'node:fs';
 import { Args, Flags } from '@oclif/core';
 import { dump } from 'js-yaml';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { openPodView, podArg } from '../cli/podview.js';
-import { Bundle, specContainer } from '../core/bundle/index.js';
+import { Bundle, BundleOutputError, specContainer } from '../core/bundle/index.js';
 import { redactEnv, secretEnvPredicate } from '../core/redact.js';
 import { errorMessage, PodctlError } from '../core/errors.js';
 import { newerFirst } from '../core/container/types.js';
@@ -39,7 +38,7 @@ and command line. The container's own output (logs) is included as written.`;
   static override flags = {
     ...podViewFlags,
     namespace: namespaceFlag,
-    output: Flags.string({ char: 'o', summary: 'Archive to write (.tar.gz).' }),
+    output: Flags.string({ char: 'o', summary: 'Archive to write (.tar.gz): a new file of mode 0600, which replaces whatever is at that path.' }),
   };
 
   async run(): Promise<void> {
@@ -107,7 +106,12 @@ and command line. The container's own output (logs) is included as written.`;
     } finally {
       client.close();
     }
-    writeFileSync(output, bundle.toTarGz(), { mode: 0o600 });
+    try {
+      await bundle.writeTo(output);
+    } catch (err) {
+      if (err instanceof BundleOutputError) throw new PodctlError(`bundle: ${err.message}`, { cause: err });
+      throw err;
+    }
     this.log(`Wrote ${output}:`);
     for (const f of bundle.contents) this.log(`  ${f.path}  (${f.size} bytes)`);
     this.log('Values from Secrets are redacted in the inspect output; logs are as the containers wrote them.');

@@ -3,21 +3,23 @@ import { basename, dirname, resolve } from 'node:path';
 import { posix } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { parseLocation, type Location } from '../cli/cp.js';
+import { collectText as collect, parseLocation, type Location } from '../cli/cp.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { chooseContainer, openPodView, requirePod, requireRunning } from '../cli/podview.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
-import { execCollect } from '../core/exec/stream.js';
-import { entriesFromPath, extractPlanned, parseTar, planExtract, TarError, writeTar } from '../core/exec/tar.js';
+import { streamExec } from '../core/exec/stream.js';
+import { Extraction, packLocal, TarError } from '../core/exec/tar.js';
 
 export class Cp extends PodctlCommand {
   static override summary = 'Copy files and directories between a pod and this host (tar through exec, as kubectl cp).';
   static override description = `One side is POD:PATH (or NAMESPACE/POD:PATH), the other a local path.
 POD:PATH to local: the container runs \`tar cf -\` and podctl unpacks its output; an existing local directory
-receives the copy under its own name, otherwise the local path is the copy's new name. The archive is read whole
-and checked first: an entry with an absolute path, a \`..\` that climbs out of the destination, or a symlink
-pointing outside it is refused and nothing is written.
+receives the copy under its own name, otherwise the local path is the copy's new name. The archive is streamed
+into a staging directory inside the destination and moved into place only once all of it passed: an entry with
+an absolute path, a \`..\` that climbs out of the destination, a symlink pointing outside it, a device node or
+a FIFO is refused and nothing is written. Files keep only their permission bits (no setuid, setgid or sticky
+bit), less the umask, and belong to the user running podctl.
 local to POD:PATH: podctl packs the file or directory and the container unpacks it with its own tar
 (its image needs \`tar\`, \`head\` and \`sh\`, as busybox has); PATH is the copy's name in the container.`;
   static override examples = [
@@ -59,19 +61,22 @@ local to POD:PATH: podctl packs the file or directory and the container unpacks 
     const clean = posix.normalize(remotePath).replace(/(.)\/$/, '$1');
     const base = posix.basename(clean);
     if (!base || base === '..' || base === '.') throw new PodctlError(`${remotePath}: name a file or directory to copy`, { exitCode: 2 });
-    const url = (await client.exec({ containerId: id, cmd: ['tar', 'cf', '-', '-C', posix.dirname(clean), base], stdout: true, stderr: true })).url;
-    const res = await execCollect(url);
-    if (res.exitCode !== 0) throw new PodctlError(`cp: tar in the container exited ${res.exitCode}: ${res.stderr.trim() || 'no message'}`);
     const target = resolve(local);
     const intoDir = existsSync(target) && statSync(target).isDirectory();
     const destDir = intoDir ? target : dirname(target);
     if (!existsSync(destDir)) throw new PodctlError(`cp: ${dirname(local)}: no such directory`);
+    const url = (await client.exec({ containerId: id, cmd: ['tar', 'cf', '-', '-C', posix.dirname(clean), base], stdout: true, stderr: true })).url;
+    const extraction = await Extraction.open(destDir, intoDir ? undefined : { from: base, to: basename(target) });
     try {
-      const plan = planExtract(parseTar(res.stdout), destDir, intoDir ? undefined : { from: base, to: basename(target) });
-      extractPlanned(plan, destDir);
+      const stderr = collect();
+      const exitCode = await streamExec(url, { stdout: extraction.input, stderr: stderr.stream });
+      if (exitCode !== 0) throw new PodctlError(`cp: tar in the container exited ${exitCode}: ${stderr.text().trim() || 'no message'}`);
+      await extraction.finish();
     } catch (err) {
       if (err instanceof TarError) throw new PodctlError(`cp: ${err.message}`, { cause: err });
       throw err;
+    } finally {
+      await extraction.discard();
     }
   }
 
@@ -80,18 +85,26 @@ local to POD:PATH: podctl packs the file or directory and the container unpacks 
     const clean = posix.normalize(remotePath).replace(/(.)\/$/, '$1');
     const base = posix.basename(clean);
     if (!base || base === '..' || base === '.') throw new PodctlError(`${remotePath}: name the copy's path in the container`, { exitCode: 2 });
-    let archive: Buffer;
+    let archive: Awaited<ReturnType<typeof packLocal>>;
     try {
-      archive = writeTar(entriesFromPath(local, base));
+      archive = await packLocal(local, base);
     } catch (err) {
       if (err instanceof TarError) throw new PodctlError(`cp: ${err.message}`, { cause: err });
       throw err;
     }
     // v4 cannot close the remote stdin: head reads exactly the archive, so tar sees its end.
     const script = 'mkdir -p "$1" && head -c "$2" | tar xf - -C "$1"';
-    const url = (await client.exec({ containerId: id, cmd: ['sh', '-c', script, 'sh', posix.dirname(clean), String(archive.length)], stdin: true, stdout: true, stderr: true })).url;
-    const res = await execCollect(url, archive);
-    if (res.exitCode !== 0) throw new PodctlError(`cp: unpacking in the container exited ${res.exitCode}: ${res.stderr.trim() || 'no message'}`);
+    const url = (await client.exec({ containerId: id, cmd: ['sh', '-c', script, 'sh', posix.dirname(clean), String(archive.size)], stdin: true, stdout: true, stderr: true })).url;
+    const stderr = collect();
+    let exitCode: number;
+    try {
+      exitCode = await streamExec(url, { stdin: archive.stream, stdout: collect().stream, stderr: stderr.stream });
+    } catch (err) {
+      if (err instanceof TarError) throw new PodctlError(`cp: ${err.message}`, { cause: err });
+      throw err;
+    } finally {
+      archive.stream.destroy();
+    }
+    if (exitCode !== 0) throw new PodctlError(`cp: unpacking in the container exited ${exitCode}: ${stderr.text().trim() || 'no message'}`);
   }
 }
-

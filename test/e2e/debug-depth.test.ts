@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { writeTar } from '../../src/core/exec/tar.js';
+import { pack } from 'tar-stream';
 import { E2E_NAMESPACE, eventually, podctlAsync, scratchDir, startE2ENode, startPodctl, waitForStatus, type E2ENode } from '../support/e2e.js';
 
 /**
@@ -90,7 +90,13 @@ test('cp: a hostile container whose tar sends "../x" is refused, and nothing is 
   node.loop.addPods([evil]);
   await waitForStatus(node.kubelet, evil, running, 60_000);
   const crafted = join(work.dir, 'crafted.tar');
-  writeFileSync(crafted, writeTar([{ name: 'ok.txt', type: 'file', mode: 0o644, data: Buffer.from('fine') }, { name: '../x', type: 'file', mode: 0o644, data: Buffer.from('escaped') }]));
+  const archive = pack();
+  archive.entry({ name: 'ok.txt', mode: 0o644 }, 'fine');
+  archive.entry({ name: '../x', mode: 0o644 }, 'escaped');
+  archive.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of archive as AsyncIterable<Buffer>) chunks.push(c);
+  writeFileSync(crafted, Buffer.concat(chunks));
   const push = await cli(['cp', crafted, 'cpevil:/evil/archive.tar']);
   assert.equal(push.code, 0, push.stderr);
   const arm = await cli(['exec', 'cpevil', '--', 'sh', '-c', 'printf "#!/bin/sh\\ncat /evil/archive.tar\\n" > /evil/tar && chmod +x /evil/tar']);

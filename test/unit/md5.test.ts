@@ -6,7 +6,7 @@ import { md5Hex } from '../../src/core/util/md5.js';
 import { canonicalJSON } from '../../src/core/util/canonical-json.js';
 import { CONFIG_HASH_ANNOTATION, parseManifestDocuments, staticPodUID } from '../../src/core/pod/index.js';
 
-/** node:crypto's MD5 of these strings, each an update(): what podctl hashed with before js-md5. */
+/** node:crypto's MD5 of these strings, each an update(), computed here independently of md5Hex. */
 const nodeMd5 = (...parts: string[]) => {
   const h = createHash('md5');
   for (const p of parts) h.update(p);
@@ -36,6 +36,13 @@ test('md5Hex is node:crypto\'s MD5 of the strings in UTF-8: known digests, block
   for (const unit of ['binary', 'grapheme'] as const) {
     fc.assert(fc.property(fc.array(fc.string({ unit, maxLength: 200 }), { maxLength: 4 }), (parts) => md5Hex(...parts) === nodeMd5(...parts)), { numRuns: 500 });
   }
+});
+
+test('static pod UIDs stay what earlier podctl versions gave: a changed UID would replace every static pod', () => {
+  // Recorded with the js-md5 implementation, before the move back to node:crypto.
+  assert.equal(staticPodUID('node-a', { kind: 'file', path: '/etc/podctl/web.yaml' }, 'default', 'web'), '10758e4df17311004e562ac56649129b');
+  assert.equal(staticPodUID('nœud-ü', { kind: 'http', path: 'https://example.com/pods/ポッド.yaml?x=ä' }, 'kube-system', 'dns'), 'b657d62e9bd75124d41cbd5700578f62');
+  assert.equal(md5Hex('x\udc4dy', '\ud83d'), 'af96acb73fc932f256074eb5465f215f');
 });
 
 test('staticPodUID and the config hash are node:crypto\'s MD5, over non-ASCII names, paths and fields too', () => {

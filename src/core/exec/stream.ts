@@ -1,4 +1,3 @@
-import { Readable, Writable } from 'node:stream';
 import WebSocket from 'ws';
 
 /**
@@ -9,6 +8,8 @@ import WebSocket from 'ws';
  * binary frame starts with its channel number.
  */
 export const EXEC_PROTOCOL = 'v4.channel.k8s.io';
+
+const STDIN_HIGH_WATER = 1024 * 1024;
 
 export const Channel = {
   Stdin: 0,
@@ -69,6 +70,12 @@ export function streamExec(url: string, io: ExecStreams): Promise<number> {
     const send = (channel: number, data: Buffer) => {
       if (ws.readyState === WebSocket.OPEN) ws.send(Buffer.concat([Buffer.from([channel]), data]));
     };
+    // Backpressure: the socket is not read while an output stream is full, so the remote command waits.
+    const write = (out: NodeJS.WritableStream, data: Buffer) => {
+      if (out.write(data) || ws.isPaused) return;
+      ws.pause();
+      out.once('drain', () => ws.resume());
+    };
     const sendSize = () => {
       const s = io.size?.();
       if (s) send(Channel.Resize, Buffer.from(JSON.stringify({ Width: s.width, Height: s.height })));
@@ -83,9 +90,34 @@ export function streamExec(url: string, io: ExecStreams): Promise<number> {
       sendSize();
       if (io.onResize) cleanups.push(io.onResize(sendSize));
       if (io.stdin) {
-        const onData = (d: Buffer | string) => send(Channel.Stdin, Buffer.isBuffer(d) ? d : Buffer.from(d));
-        io.stdin.on('data', onData);
-        cleanups.push(() => io.stdin!.off('data', onData));
+        const stdin = io.stdin;
+        // Backpressure: stdin waits while the socket holds more than a little unsent (cp's archives are large).
+        let held = false;
+        const onSent = () => {
+          if (held && ws.bufferedAmount < STDIN_HIGH_WATER) {
+            held = false;
+            stdin.resume();
+          }
+        };
+        const onData = (d: Buffer | string) => {
+          if (ws.readyState !== WebSocket.OPEN) return;
+          ws.send(Buffer.concat([Buffer.from([Channel.Stdin]), Buffer.isBuffer(d) ? d : Buffer.from(d)]), onSent);
+          if (!held && ws.bufferedAmount >= STDIN_HIGH_WATER) {
+            held = true;
+            stdin.pause();
+          }
+        };
+        // A stdin that fails (a local file that changed under cp) ends the exec rather than leave it waiting for input.
+        const onError = (err: Error) => {
+          failure ??= err;
+          ws.terminate();
+        };
+        stdin.on('data', onData);
+        stdin.on('error', onError);
+        cleanups.push(() => {
+          stdin.off('data', onData);
+          stdin.off('error', onError);
+        });
       }
     });
     ws.on('message', (data: Buffer) => {
@@ -93,10 +125,10 @@ export function streamExec(url: string, io: ExecStreams): Promise<number> {
       const body = data.subarray(1);
       switch (data[0]) {
         case Channel.Stdout:
-          if (body.length) io.stdout.write(body);
+          if (body.length) write(io.stdout, body);
           break;
         case Channel.Stderr:
-          if (body.length) (io.stderr ?? io.stdout).write(body);
+          if (body.length) write(io.stderr ?? io.stdout, body);
           break;
         case Channel.Error:
           try {
@@ -119,22 +151,4 @@ export function streamExec(url: string, io: ExecStreams): Promise<number> {
       else resolve(exitCode);
     });
   });
-}
-
-/** Chunks of at most 64 KiB, so a large stdin goes out as many frames. */
-function* chunks(buf: Buffer, size = 64 * 1024): Generator<Buffer> {
-  for (let off = 0; off < buf.length; off += size) yield buf.subarray(off, off + size);
-}
-
-/** Runs a streamed exec with `stdin` as its whole input, and collects what it prints (cp's tar). */
-export async function execCollect(url: string, stdin?: Buffer): Promise<{ exitCode: number; stdout: Buffer; stderr: string }> {
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  const sink = (list: Buffer[]) => new Writable({ write: (c: Buffer, _e, cb) => (list.push(c), cb()) });
-  const exitCode = await streamExec(url, {
-    stdin: stdin ? Readable.from(chunks(stdin)) : undefined,
-    stdout: sink(out),
-    stderr: sink(err),
-  });
-  return { exitCode, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') };
 }
