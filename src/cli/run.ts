@@ -90,7 +90,12 @@ export async function runUntilSignal(
       ...nodeOptionsFromFlags(client, flags, version.runtimeName),
       lock,
       trace: tracer,
-      hooks: { onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`), onSourceError: (m) => process.stderr.write(`${stamp()} ${m}\n`) },
+      hooks: {
+        onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
+        onSourceError: (m) => process.stderr.write(`${stamp()} ${m}\n`),
+        // A slow watcher closed by the socket API, said as the agent says it.
+        onApiLog: (m) => process.stderr.write(`${stamp()} ${m}\n`),
+      },
     });
   } catch (err) {
     client.close();
