@@ -11,6 +11,8 @@ import { AGENT_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { keptByMessage, KEPT_BY_ANNOTATION } from '../../src/core/node/keeper.js';
 import { StandaloneNode } from '../../src/core/node/node.js';
 import { nodeAgentLabel } from '../../src/core/node/paths.js';
+import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
+import { planPods } from '../../src/core/plan.js';
 import { ApiError } from '../../src/core/status/server.js';
 import { settleIdentities, type HeldPod } from '../../src/core/pod-identity.js';
 import { ManifestError, manifestSetFromTexts, parseManifestText, staticPodUID } from '../../src/core/pod/index.js';
@@ -141,6 +143,17 @@ describe('the node and what the runtime already holds', () => {
     await node.kubelet.housekeeping();
     assert.deepEqual(sandboxesOf('same').map((s) => s.id), [mine]);
     assert.equal(node.pods().filter((p) => p.metadata!.name === 'same').length, 1);
+  });
+
+  test('plan: a pod of an older podctl\'s sandbox (a path-hashed UID) is planned as an update of it, not a new sandbox', async () => {
+    const old = 'fedcba9876543210fedcba9876543210';
+    await sandboxAs('planned', old, 'run');
+    const reader = new PodStatusReader({ runtime: client, clock });
+    const plan = await planPods({ runtime: client, images: client, statusReader: reader }, [load('planned', '/new.yaml')], { now: clock.now(), nodeName: 'n' });
+    assert.equal(plan.pods[0]!.uid, old);
+    assert.deepEqual(plan.pods[0]!.actions.map((a) => a.action), ['StartContainer'], 'its container started in the sandbox there');
+    const unaware = await planPods({ runtime: client, images: client, statusReader: reader }, [load('planned', '/new.yaml')], { now: clock.now() });
+    assert.equal(unaware.pods[0]!.actions[0]!.action, 'CreatePodSandbox', 'without the node name, as before');
   });
 
   test('a UID another pod holds is refused (409), naming that pod; the first keeps its UID', async () => {
