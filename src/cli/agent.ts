@@ -80,7 +80,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
         onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
         onSourceError: (message) => process.stderr.write(`${stamp()} ${message}\n`),
         onApiLog: (message) => process.stderr.write(`${stamp()} ${message}\n`),
-        onConflict: (source, pod, owner) => process.stderr.write(`${stamp()} ${source}: pod ${podKey(pod)} is already defined by the ${owner} source; ignored\n`),
+        onConflict: (source, pod, _owner, why) => process.stderr.write(`${stamp()} ${source}: pod ${podKey(pod)} ${why}; ignored\n`),
         onPlegFallback: (reason) => {
           say(`${stamp()} PLEG: ${reason}`);
           sourceTraced = true;

@@ -17,11 +17,11 @@ export { planFlags } from './plan-flags.js';
  * Plans the pods against the runtime and prints the plan; returns the exit
  * code: 0 when nothing would change, 2 when something would.
  */
-export async function printPlan(client: CriClient, pods: IPod[], opts: { prune: boolean; output: string; log: (text: string) => void }): Promise<number> {
+export async function printPlan(client: CriClient, pods: IPod[], opts: { prune: boolean; output: string; log: (text: string) => void; nodeName?: string }): Promise<number> {
   // Plan only reads: GetPodStatus, ImageStatus, ListPodSandbox. The status reader loads with the runtime's path only.
   const [{ PodStatusReader }, { planPods }, { realClock }] = await Promise.all([import('../core/kuberuntime/pod-status.js'), import('../core/plan.js'), import('../core/clock.js')]);
   const statusReader = new PodStatusReader({ runtime: client, clock: realClock });
-  const plan: Plan = await planPods({ runtime: client, images: client, statusReader }, pods, { prune: opts.prune, now: realClock.now() });
+  const plan: Plan = await planPods({ runtime: client, images: client, statusReader }, pods, { prune: opts.prune, now: realClock.now(), nodeName: opts.nodeName });
   return printPlanAnswer(plan, opts);
 }
 
@@ -102,7 +102,7 @@ export async function planAndPrint(pods: IPod[], flags: GlobalFlags & { 'root-di
   if (byAgent) return printPlanAnswer(byAgent, opts);
   const { client } = await clientFor(endpoints);
   try {
-    return await printPlan(client, await withAgentUIDs(pods, flags['root-dir']), opts);
+    return await printPlan(client, await withAgentUIDs(pods, flags['root-dir']), { ...opts, nodeName: (flags as { 'node-name'?: string })['node-name'] });
   } finally {
     client.close();
   }

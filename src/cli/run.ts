@@ -117,12 +117,13 @@ export async function runUntilSignal(
   await node.start();
   const refused = node.runPods(admitted, objects);
   for (const r of refused) process.stderr.write(`${podKey(r.pod)}: rejected at admission: ${r.message}\n`);
-  const uids = new Set(admitted.filter((p) => !refused.some((r) => r.pod === p)).map((p) => podMeta(p).uid));
-  const stopLogs = flags.quiet || flags.trace ? undefined : streamPodLogs(flags['log-root'], () => node!.pods().filter((p) => uids.has(podMeta(p).uid)), (line) => log(line));
+  // By namespace/name: a pod may run under the UID of the sandbox already there (adopted).
+  const keys = new Set(admitted.filter((p) => !refused.some((r) => r.pod === p)).map((p) => podKey(p)));
+  const stopLogs = flags.quiet || flags.trace ? undefined : streamPodLogs(flags['log-root'], () => node!.pods().filter((p) => keys.has(podKey(p))), (line) => log(line));
 
   await untilSignal();
   const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : log(line));
-  say(`${stamp()} stopping: terminating ${uids.size} pod(s) gracefully (Ctrl-C again to stop waiting)`);
+  say(`${stamp()} stopping: terminating ${keys.size} pod(s) gracefully (Ctrl-C again to stop waiting)`);
   await Promise.race([node.stopRunPods(), untilSignal()]);
   stopLogs?.();
   await node.stop();

@@ -1,4 +1,5 @@
 import { Args, Flags } from '@oclif/core';
+import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { buildKubelet, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
 import { planFlags } from '../cli/plan-flags.js';
@@ -8,6 +9,8 @@ import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/util/duration.js';
 import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
+import { appliedWhileStopped, keptByMessage, podsKeptByAgent } from '../core/node/keeper.js';
+import { podsHeldByRuntime, settleIdentities } from '../core/pod-identity.js';
 
 export class SyncOnce extends PodctlCommand {
   static override summary = "Run every pod found once, as the kubelet's RunOnce: wait until each runs or fails, print a table.";
@@ -35,7 +38,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
   async run(): Promise<void> {
     const { argv, flags } = await this.withKubeletConfig(await this.parse(SyncOnce));
     // The manifests' validators, the planner and the renderers: loaded when sync-once runs, not with the command index.
-    const [{ default: ora }, { admitPods, loadPodsFromArgs, podsKeptByWatch }, { printPlan }, { podWithStatus, renderObjects }, { renderResultTable }, { missingReferences }] = await Promise.all([
+    const [{ default: ora }, { admitPods, loadPodsFromArgs }, { printPlan }, { podWithStatus, renderObjects }, { renderResultTable }, { missingReferences }] = await Promise.all([
       import('ora'),
       import('../cli/manifests.js'),
       import('../cli/plan.js'),
@@ -50,7 +53,7 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
     if (flags['dry-run']) {
       const pods = admitPods(set.pods.map((p) => p.pod)).admitted;
       const output = flags.output === 'json' ? 'json' : 'text';
-      const code = await printPlan(client, pods, { prune: flags.prune, output, log: (t) => this.log(t) }).finally(() => client.close());
+      const code = await printPlan(client, pods, { prune: flags.prune, output, log: (t) => this.log(t), nodeName: flags['node-name'] }).finally(() => client.close());
       if (code !== 0) this.exit(code);
       return;
     }
@@ -58,11 +61,29 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
       const version = await client.version();
       const kubelet = await buildKubelet(client, flags, version.runtimeName);
       kubelet.objects.set('file', { configMaps: set.configMaps, secrets: set.secrets, runtimeClasses: set.runtimeClasses });
-      const { admitted, rejected } = admitPods(set.pods.map((p) => p.pod), {
-      allowPrivileged: flags['allow-privileged'],
-      keptByWatch: { pods: await podsKeptByWatch(flags['root-dir']), rootDir: flags['root-dir'] },
-      node: nodeInfoFromFlags(flags),
-    });
+      // A pod the node on this root dir keeps is its own (the agent, a watch, a foreground run; or handed
+      // to the agent, stopped now): running it here too would make a second pod of that namespace/name.
+      const rootDir = flags['root-dir'];
+      const kept = await podsKeptByAgent(rootDir);
+      const keptBy = (pod: IPod): string | undefined => {
+        const m = podMeta(pod);
+        const k = kept?.get(podKey(pod));
+        return k ? keptByMessage(k, rootDir) : kept ? undefined : appliedWhileStopped(rootDir, m.namespace, m.name);
+      };
+      const refusedHere: { pod: IPod; reason: string; message: string }[] = [];
+      const free = set.pods.map((p) => p.pod).filter((pod) => {
+        const message = keptBy(pod);
+        if (message) refusedHere.push({ pod, reason: 'KeptByNode', message });
+        return !message;
+      });
+      // What the runtime runs under the same namespace/name is that pod (updated, not doubled); a UID another pod holds is refused.
+      const settled = settleIdentities(free, await podsHeldByRuntime(client), flags['node-name']);
+      for (const r of settled.refused) refusedHere.push({ ...r, reason: 'UIDConflict' });
+      const admission = admitPods(settled.pods, { allowPrivileged: flags['allow-privileged'], node: nodeInfoFromFlags(flags) });
+      const admitted = admission.admitted;
+      const rejected = [...refusedHere, ...admission.rejected];
+      // Said whole, on one line each: the table wraps its RESULT column.
+      for (const r of refusedHere) process.stderr.write(`${podKey(r.pod)}: refused: ${r.message}\n`);
       const spinner = process.stderr.isTTY && flags.output === 'table' ? ora({ text: `Running ${admitted.length} pod(s)…`, stream: process.stderr }).start() : undefined;
       const running = new Set<string>();
       const results = await runOnce(kubelet, admitted, {

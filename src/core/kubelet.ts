@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
+import { duplicateSandboxes } from './duplicate-sandboxes.js';
 import type { ImageService, RuntimeService } from './cri/client.js';
 import { graceFromRuntime, podRef, RuntimeManager, type ContainerGCPolicy, type SyncPodResult } from './kuberuntime/manager.js';
 import { emptyPodStatus, type RuntimePodStatus } from './container/types.js';
@@ -577,6 +578,7 @@ export class Kubelet {
       orphans.set(id.uid, id);
     }
     if (fresh) for (const uid of [...this.claimedSaid.keys()]) if (!claimed.has(uid)) this.claimedSaid.delete(uid);
+    if (removeOrphans) for (const [uid, id] of duplicateSandboxes(sandboxes, this.pods.values(), agent)) if (!this.workers.isWorking(uid)) orphans.set(uid, id);
     for (const [uid, id] of orphans) {
       const failedAt = this.orphanFailedAt.get(uid);
       if (failedAt !== undefined && this.orphanBackoff.isInBackOffSince(uid, failedAt)) continue;

@@ -9,6 +9,7 @@ import { diffContainerSpec, type SpecChange } from './kuberuntime/spec-diff.js';
 import { formatResourceChanges, type ResourceChange } from './kuberuntime/resize.js';
 import { findContainerStatus, newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from './container/types.js';
 import { podMeta } from './util/pod-key.js';
+import { podsHeldByRuntime, settleIdentities } from './pod-identity.js';
 
 /**
  * One step SyncPod would take. The names are SyncPod's steps (SyncStepResult)
@@ -163,13 +164,21 @@ export interface PlanOptions {
   /** Also plan the removal of every pod podctl labelled in the runtime that `pods` does not name. */
   prune?: boolean;
   now: number;
+  /**
+   * The node's name: a pod whose UID its namespace/name derives is planned against the sandbox
+   * already running under that namespace/name (an older podctl's, whose UID hashed the file's
+   * path), as every command now runs it: an update, not a second sandbox.
+   */
+  nodeName?: string;
 }
 
 /**
  * Plans every pod against the runtime without changing it: the kubelet's
  * GetPodStatus (the status reader SyncPod uses too), then planPod. Only List/Status calls are made.
  */
-export async function planPods(cri: { runtime: RuntimeService; images: ImageService; statusReader: PodStatusReader }, pods: IPod[], opts: PlanOptions): Promise<Plan> {
+export async function planPods(cri: { runtime: RuntimeService; images: ImageService; statusReader: PodStatusReader }, given: IPod[], opts: PlanOptions): Promise<Plan> {
+  const held = opts.nodeName === undefined ? undefined : await podsHeldByRuntime(cri.runtime);
+  const pods = held ? given.map((pod) => settleIdentities([pod], held, opts.nodeName!).pods[0] ?? pod) : given;
   const imageNames = [...new Set(pods.flatMap((pod) => [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.image ?? '')))];
   // The reads are independent: made at once, a plan waits for the slowest instead of their sum (the CRI client bounds how many run).
   const [present, statuses, sandboxes] = await Promise.all([

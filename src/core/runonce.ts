@@ -2,6 +2,7 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import { errorMessage } from './errors.js';
 import type { Kubelet } from './kubelet.js';
+import type { RuntimePodStatus } from './container/types.js';
 
 /** The kubelet's RunOnce constants (runonce.go). */
 export const RUN_ONCE_MAX_RETRIES = 10;
@@ -65,9 +66,17 @@ export function notRunningReasons(status: IPodStatus | undefined): { reason: str
  * RunOnce: run every pod concurrently and wait until each runs, with the
  * kubelet's retries (10, from 1 s doubling). Unlike the kubelet, a pod that
  * runs to completion (Succeeded) counts as done, and a Failed pod fails at
- * once instead of using up its retries.
+ * once instead of using up its retries. A pod whose containers run another
+ * version of it (its namespace/name run before from another file) is not done
+ * until SyncPod has replaced them.
  */
 export async function runOnce(kubelet: Kubelet, pods: IPod[], opts: RunOnceOptions): Promise<RunOnceResult[]> {
+  // Imported here: run --detach's waiter reads allContainersRunning from this module, and loads no SyncPod.
+  const { computePodActions } = await import('./kuberuntime/actions.js');
+  const specChanged = (pod: IPod, runtime: RuntimePodStatus): boolean => {
+    const a = computePodActions(pod, runtime);
+    return a.createSandbox || a.containersToKill.length > 0 || a.containersToStart.length > 0;
+  };
   const maxRetries = opts.maxRetries ?? RUN_ONCE_MAX_RETRIES;
   const deadline = opts.timeoutMs === undefined ? Infinity : opts.clock.now() + opts.timeoutMs;
 
@@ -76,9 +85,11 @@ export async function runOnce(kubelet: Kubelet, pods: IPod[], opts: RunOnceOptio
     let lastError: string | undefined;
     let status: IPodStatus | undefined;
     for (let attempt = 0; ; attempt++) {
-      status = kubelet.updateStatus(pod, await kubelet.getRuntimeStatus(pod));
+      const runtime = await kubelet.getRuntimeStatus(pod);
+      status = kubelet.updateStatus(pod, runtime);
       opts.onProgress?.(pod, status, attempt);
-      if (status.phase === 'Succeeded' || allContainersRunning(pod, status)) return { pod, status, ok: true, attempts: attempt };
+      // Running, and as this spec says: run before from another file with another spec, its containers are that version's.
+      if (status.phase === 'Succeeded' || (allContainersRunning(pod, status) && !specChanged(pod, runtime))) return { pod, status, ok: true, attempts: attempt };
       if (status.phase === 'Failed') return { pod, status, ok: false, ...failure(status, 'pod failed'), attempts: attempt };
       const blocked = attempt > 0 ? opts.neverStarts?.(pod) : undefined;
       if (blocked) return { pod, status, ok: false, reason: blocked.reason, message: `can never start: ${blocked.message}`, attempts: attempt };

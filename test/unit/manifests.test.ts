@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { defaultPullPolicy, loadManifests, ManifestError, parseManifestText, staticPodUID } from '../../src/core/pod/index.js';
+import { defaultPullPolicy, hasDerivedUID, loadManifests, ManifestError, parseManifestText, staticPodUID } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 
 const opts = { nodeName: 'node-a', now: () => new Date('2026-01-01T00:00:00Z') };
@@ -69,7 +69,7 @@ test('imagePullPolicy from the tag', () => {
   for (const [image, want] of table) assert.equal(defaultPullPolicy(image), want, image);
 });
 
-test('the UID is stable across re-reads and edits, and differs by path and name', () => {
+test('the UID is stable across re-reads, edits and files, and differs by name; an explicit metadata.uid is kept', () => {
   const a = parseManifestText(POD, src, opts).pods[0]!.pod.metadata!.uid;
   const again = parseManifestText(POD, src, { ...opts, now: () => new Date() }).pods[0]!.pod.metadata!.uid;
   const edited = parseManifestText(POD.replace('"3600"', '"7200"'), src, opts).pods[0]!.pod.metadata!.uid;
@@ -77,9 +77,14 @@ test('the UID is stable across re-reads and edits, and differs by path and name'
   const otherName = parseManifestText(POD.replace('name: web', 'name: web2'), src, opts).pods[0]!.pod.metadata!.uid;
   assert.equal(a, again);
   assert.equal(a, edited);
-  assert.notEqual(a, otherPath);
+  // The namespace/name is the pod's identity on the node: another file is the same pod.
+  assert.equal(a, otherPath);
   assert.notEqual(a, otherName);
-  assert.equal(a, staticPodUID('node-a', src, 'default', 'web'));
+  assert.equal(a, staticPodUID('node-a', 'default', 'web'));
+  const explicit = parseManifestText(POD.replace('name: web', 'name: web\n  uid: 3f2b9c1e-7d4a-4b8e-9f0a-12c34d56e78f'), src, opts).pods[0]!.pod;
+  assert.equal(explicit.metadata!.uid, '3f2b9c1e-7d4a-4b8e-9f0a-12c34d56e78f');
+  assert.equal(hasDerivedUID(explicit, 'node-a'), false);
+  assert.equal(hasDerivedUID(parseManifestText(POD, src, opts).pods[0]!.pod, 'node-a'), true);
   // The content hash does change with an edit.
   const hash = (t: string) => parseManifestText(t, src, opts).pods[0]!.pod.metadata!.annotations!['kubernetes.io/config.hash'];
   assert.notEqual(hash(POD), hash(POD.replace('"3600"', '"7200"')));

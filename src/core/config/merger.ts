@@ -1,8 +1,10 @@
 import type { IPod } from 'kubernetes-models/v1';
 import { canonicalJSON } from '../util/canonical-json.js';
 import type { PodUpdate } from '../loop.js';
-import { CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION } from '../pod/index.js';
+import { CONFIG_FILE_ANNOTATION, CONFIG_HASH_ANNOTATION, CONFIG_SEEN_ANNOTATION } from '../pod/index.js';
 import { podKey, podMeta } from '../util/pod-key.js';
+
+const fileOf = (pod: IPod): string | undefined => pod.metadata?.annotations?.[CONFIG_FILE_ANNOTATION];
 
 /** What decides UPDATE rather than RECONCILE: the content, not when it was seen. */
 function contentKey(pod: IPod): string {
@@ -26,7 +28,8 @@ export class PodConfigMerger {
 
   constructor(
     private readonly onUpdate: (u: PodUpdate) => void,
-    private readonly onConflict?: (source: string, pod: IPod, owner: string) => void,
+    /** A pod refused: `owner` is the source that keeps its namespace/name or UID, `why` says which pod and how. */
+    private readonly onConflict?: (source: string, pod: IPod, owner: string, why: string) => void,
   ) {}
 
   merge(source: string, snapshot: IPod[]): void {
@@ -36,13 +39,27 @@ export class PodConfigMerger {
     const updates: IPod[] = [];
     const reconciles: IPod[] = [];
     const deletes: IPod[] = [];
+    // The kubelet's filterInvalidPods: within a snapshot, the first pod of a namespace/name (or UID) wins.
+    const keys = new Map<string, IPod>();
     for (const pod of snapshot) {
       const uid = podMeta(pod).uid;
       const owner = this.ownerOfName(pod, source);
       if (owner) {
-        this.onConflict?.(source, pod, owner);
+        this.onConflict?.(source, pod, owner, `is already defined by the ${owner} source`);
         continue;
       }
+      const first = keys.get(podKey(pod)) ?? next.get(uid);
+      if (first) {
+        const why = podKey(first) === podKey(pod) ? `is defined twice (also in ${fileOf(first) ?? `the ${source} source`}); the first is kept` : `has metadata.uid ${uid}, which pod ${podKey(first)} already holds (${fileOf(first) ?? `the ${source} source`})`;
+        this.onConflict?.(source, pod, source, why);
+        continue;
+      }
+      const holder = this.holderOfUID(uid, podKey(pod), source);
+      if (holder) {
+        this.onConflict?.(source, pod, holder.source, `has metadata.uid ${uid}, which pod ${podKey(holder.pod)} of the ${holder.source} source already holds`);
+        continue;
+      }
+      keys.set(podKey(pod), pod);
       const old = previous.get(uid);
       if (!old) {
         next.set(uid, pod);
@@ -73,6 +90,16 @@ export class PodConfigMerger {
     for (const [other, pods] of this.bySource) {
       if (other === source) continue;
       for (const p of pods.values()) if (podKey(p) === key) return other;
+    }
+    return undefined;
+  }
+
+  /** A pod of another source, of another namespace/name, with this UID: two pods in one sandbox. */
+  private holderOfUID(uid: string, key: string, source: string): { source: string; pod: IPod } | undefined {
+    for (const [other, pods] of this.bySource) {
+      if (other === source) continue;
+      const p = pods.get(uid);
+      if (p && podKey(p) !== key) return { source: other, pod: p };
     }
     return undefined;
   }

@@ -24,6 +24,9 @@ import type { Tracer } from '../trace.js';
 import { AppliedSource, appliedPods, splitApplied, type AppliedPod } from './applied.js';
 import { agentSocket, appliedDir, nodeAgentLabel, podRefProblem } from './paths.js';
 import { wireNode } from './wire.js';
+import { KEPT_BY_ANNOTATION, keptByMessage, type Keeper } from './keeper.js';
+import { podsHeldByRuntime, settleIdentities, type HeldPod } from '../pod-identity.js';
+import { hasDerivedUID, parseManifestText } from '../pod/index.js';
 import type { PlegKind } from '../pleg/select.js';
 import { podKey, podMeta } from '../util/pod-key.js';
 
@@ -35,7 +38,8 @@ export interface NodeHooks {
   onError?(err: unknown): void;
   /** A manifest that cannot be read or is invalid (one message naming the file). */
   onSourceError?(message: string): void;
-  onConflict?(source: string, pod: IPod, owner: string): void;
+  /** A pod a source gives that another pod's namespace/name or UID already holds: ignored; `why` says which. */
+  onConflict?(source: string, pod: IPod, owner: string, why: string): void;
   onPlegFallback?(reason: string): void;
   /** What the API socket says of its clients: a watcher closed for not reading its events. */
   onApiLog?(message: string): void;
@@ -119,6 +123,10 @@ export class StandaloneNode {
   private readonly readdAfterTermination = new Map<string, IPod>();
   private server?: Server;
   private readonly startedAt: number;
+  /** The podctl sandboxes the runtime held when last read: what a pod handed over must not collide with. */
+  private held: HeldPod[] = [];
+  /** namespace/name to the UID of the sandbox running it, for pods an older podctl started under a path-hashed UID. */
+  private readonly adopted = new Map<string, string>();
 
   constructor(private readonly opts: NodeOptions) {
     this.startedAt = opts.clock.now();
@@ -170,7 +178,7 @@ export class StandaloneNode {
     this.pleg = wired.pleg;
     this.loop = wired.loop;
     opts.trace?.attach(this.kubelet);
-    this.merger = new PodConfigMerger((u) => this.handleUpdate(u), (source, pod, owner) => hooks.onConflict?.(source, pod, owner));
+    this.merger = new PodConfigMerger((u) => this.handleUpdate(u), (source, pod, owner, why) => hooks.onConflict?.(source, pod, owner, why));
     this.kubelet.observe({
       onSynced: (pod) => this.observed.set(podMeta(pod).uid, pod.metadata?.generation ?? 1),
       onTerminated: (pod) => {
@@ -240,7 +248,28 @@ export class StandaloneNode {
 
   private snapshot(source: string, pods: IPod[], objects: SourceObjects): void {
     this.kubelet.objects.set(source, objects);
-    this.merger.merge(source, pods);
+    const keeper: Keeper = source === APPLIED_SOURCE ? 'applied' : source === RUN_SOURCE ? 'run' : source === 'http' ? 'http' : 'file';
+    this.merger.merge(
+      source,
+      pods.map((pod) => {
+        const adopted = hasDerivedUID(pod, this.opts.nodeName) ? this.adopted.get(podKey(pod)) : undefined;
+        return { ...pod, metadata: { ...pod.metadata, ...(adopted ? { uid: adopted } : {}), annotations: { ...pod.metadata?.annotations, [KEPT_BY_ANNOTATION]: keeper } } };
+      }),
+    );
+  }
+
+  /**
+   * Reads what the runtime holds. A pod this node made whose UID is not the one its namespace/name
+   * derives (an older podctl hashed the file's path into it) keeps its UID: its sandbox is adopted,
+   * not killed and started again.
+   */
+  private async readHeld(): Promise<void> {
+    this.held = await podsHeldByRuntime(this.opts.runtime).catch(() => this.held);
+    const agent = nodeAgentLabel(this.opts.rootDir);
+    for (const h of this.held) {
+      const key = podKey(h);
+      if (h.ready && h.agent === agent && !this.adopted.has(key) && !hasDerivedUID({ metadata: h }, this.opts.nodeName)) this.adopted.set(key, h.uid);
+    }
   }
 
   /** The config branch, with metadata.generation kept per UID (a copy: the merger's objects stay as read). */
@@ -271,6 +300,7 @@ export class StandaloneNode {
   }
 
   async start(): Promise<void> {
+    await this.readHeld();
     this.applied.start();
     if (this.opts.serve !== false) {
       mkdirSync(this.opts.rootDir, { recursive: true, mode: 0o700 });
@@ -356,7 +386,7 @@ export class StandaloneNode {
     }
     const pods = withKeptUIDs(req.pods as IPod[], this.pods());
     const cri = { runtime: this.opts.runtime, images: this.opts.images, statusReader: this.kubelet.runtimeManager.statusReader };
-    return { runtimeEndpoint: this.opts.runtime.endpoint, plan: await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now() }) };
+    return { runtimeEndpoint: this.opts.runtime.endpoint, plan: await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now(), nodeName: this.opts.nodeName }) };
   }
 
   /**
@@ -372,7 +402,7 @@ export class StandaloneNode {
       this.pods(),
     );
     const cri = { runtime: this.opts.runtime, images: this.opts.images, statusReader: this.kubelet.runtimeManager.statusReader };
-    const plan = await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now() });
+    const plan = await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now(), nodeName: this.opts.nodeName });
     return { runtimeEndpoint: this.opts.runtime.endpoint, plan, pods: set.pods.length, warnings: set.warnings };
   }
 
@@ -404,7 +434,8 @@ export class StandaloneNode {
     // at least, and no two of one namespace/name (readSet said so): what apply would refuse of them, it has.
     const texts = documents.map(({ entry, docs }) => ({ file: entry.kind === 'file' ? entry.path : '<stdin>', docs }));
     const files = [...texts.filter((t) => t.file === '<stdin>'), ...texts.filter((t) => t.file !== '<stdin>')];
-    return Promise.resolve({ apiVersion: 'v1', kind: 'Applied', pods: this.keepApplied(appliedPods(files)), warnings: set.warnings });
+    const uids = new Map(set.pods.map(({ pod }) => [podKey(pod), podMeta(pod).uid]));
+    return this.readHeld().then(() => ({ apiVersion: 'v1', kind: 'Applied', pods: this.keepApplied(appliedPods(files), uids), warnings: set.warnings }));
   }
 
   private withStatus(p: IPod): IPod {
@@ -506,18 +537,22 @@ export class StandaloneNode {
       throw new ApiError(400, split.problems.map(formatProblem).join('\n'), { problems: split.problems });
     }
     if (split.pods.length === 0) throw new ApiError(400, `no Pod found in ${files.map((f) => f.file).join(', ')}`);
-    return this.keepApplied(split.pods);
+    const uids = new Map(split.pods.map((p) => [`${p.namespace}/${p.name}`, podMeta(parseManifestText(p.text, { kind: 'file', path: p.name }, { nodeName: this.opts.nodeName }).pods[0]?.pod ?? {}).uid]));
+    return this.keepApplied(split.pods, uids);
   }
 
   /** The pods' applied files written, all or none: a pod another source keeps refuses the lot (409). */
-  private keepApplied(pods: AppliedPod[]): AppliedPodRef[] {
-    const refused = pods.map((p) => ({ p, owner: this.merger.sourceOfName(p.namespace, p.name) })).filter((x) => x.owner && x.owner !== APPLIED_SOURCE);
-    if (refused.length) {
-      const why = (owner: string) => (owner === RUN_SOURCE ? `the foreground podctl run on ${this.opts.rootDir} keeps this pod; stop it first` : `the watch on ${this.opts.rootDir} keeps this pod; change its manifest there, or stop that watch first`);
-      throw new ApiError(409, refused.map(({ p, owner }) => `${p.namespace}/${p.name}: rejected at admission: ${why(owner!)}`).join('\n'));
-    }
+  private keepApplied(pods: AppliedPod[], uids: Map<string, string>): AppliedPodRef[] {
+    const refused = pods.flatMap((p) => {
+      const kept = this.keptPod(p.namespace, p.name);
+      const owner = this.merger.sourceOfName(p.namespace, p.name);
+      if (kept && owner && owner !== APPLIED_SOURCE) return [`${p.namespace}/${p.name}: rejected at admission: ${keptByMessage(kept, this.opts.rootDir, this.opts)}`];
+      const conflict = this.uidConflict(p, uids.get(`${p.namespace}/${p.name}`) ?? '');
+      return conflict ? [`${p.namespace}/${p.name}: rejected at admission: ${conflict}`] : [];
+    });
+    if (refused.length) throw new ApiError(409, refused.join('\n'));
     // Written, then read back as the agent reads them at a restart or a resync: the pods take their
-    // UIDs (from the applied file's path), hashes and objects from the files, so nothing differs later.
+    // UIDs (their namespace/name's, or the sandbox's they adopt), hashes and objects from the files, so nothing differs later.
     this.applied.write(pods);
     return pods.map((p) => {
       const pod = [...this.kubelet.pods.values()].find((x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name);
@@ -525,6 +560,25 @@ export class StandaloneNode {
       const uid = pod?.metadata?.uid ?? pending?.metadata?.uid ?? '';
       return { namespace: p.namespace, name: p.name, uid, generation: this.generations.get(uid) ?? 1 };
     });
+  }
+
+  private keptPod(namespace: string, name: string): IPod | undefined {
+    return [...this.kubelet.pods.values()].find((x) => podMeta(x).namespace === namespace && podMeta(x).name === name) ?? this.merger.pods().find((x) => podMeta(x).namespace === namespace && podMeta(x).name === name);
+  }
+
+  /** A pod handed over whose UID another pod holds (one this node keeps, or one the runtime runs), or whose namespace/name runs under another explicit UID. */
+  private uidConflict(p: AppliedPod, uid: string): string | undefined {
+    const pod: IPod = { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: p.namespace, name: p.name, uid } };
+    const holder = this.merger.pods().find((x) => podMeta(x).uid === uid && podKey(x) !== podKey(pod));
+    if (holder) return `metadata.uid ${uid} is already the UID of pod ${podKey(holder)} (${keptByMessage(holder, this.opts.rootDir, this.opts)}); give this pod another metadata.uid, or none`;
+    // What this node keeps under that namespace/name is its own to update; what else runs is checked.
+    const kept = new Set(this.merger.pods().map((x) => podMeta(x).uid));
+    const settled = settleIdentities([pod], this.held.filter((h) => !kept.has(h.uid)), this.opts.nodeName);
+    if (settled.refused.length) return settled.refused[0]!.message;
+    const adopted = podMeta(settled.pods[0]!).uid;
+    // This node's own sandbox of it, when it has one, is the one kept (readHeld found it).
+    if (adopted !== uid && !this.adopted.has(podKey(pod))) this.adopted.set(podKey(pod), adopted);
+    return undefined;
   }
 
   /**
@@ -544,6 +598,7 @@ export class StandaloneNode {
     const uid = pod?.metadata?.uid;
     if (uid && gracePeriodSeconds !== undefined && gracePeriodSeconds >= 0) this.kubelet.removePod(uid, gracePeriodSeconds);
     const had = this.applied.remove(namespace, name);
+    this.adopted.delete(`${namespace}/${name}`);
     if (owner === RUN_SOURCE) this.merger.merge(RUN_SOURCE, this.merger.pods().filter((p) => this.merger.sourceOfName(podMeta(p).namespace!, podMeta(p).name) === RUN_SOURCE && podMeta(p).uid !== uid));
     if (!had && !uid) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
     return { apiVersion: 'v1', kind: 'Deleted', namespace, name, ...(uid ? { uid } : {}) };
@@ -578,10 +633,15 @@ export class StandaloneNode {
     const accepted = pods.filter((pod) => {
       const owner = this.merger.sourceOfName(podMeta(pod).namespace!, podMeta(pod).name);
       if (!owner || owner === RUN_SOURCE) return true;
-      refused.push({ pod, message: `the ${owner === APPLIED_SOURCE ? 'agent' : 'watch'} on ${this.opts.rootDir} keeps this pod; delete it there first` });
+      refused.push({ pod, message: keptByMessage(this.keptPod(podMeta(pod).namespace, podMeta(pod).name) ?? pod, this.opts.rootDir, this.opts) });
       return false;
     });
-    this.snapshot(RUN_SOURCE, accepted, objects);
+    // What else runs under the same namespace/name is that pod; a UID another pod holds is refused.
+    const kept = new Set(this.merger.pods().map((x) => podMeta(x).uid));
+    const settled = settleIdentities(accepted, this.held.filter((h) => !kept.has(h.uid)), this.opts.nodeName);
+    refused.push(...settled.refused);
+    for (const pod of settled.pods) if (!accepted.some((a) => podMeta(a).uid === podMeta(pod).uid)) this.adopted.set(podKey(pod), podMeta(pod).uid);
+    this.snapshot(RUN_SOURCE, accepted.filter((pod) => !settled.refused.some((r) => r.pod === pod)), objects);
     return refused;
   }
 

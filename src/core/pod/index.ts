@@ -1,6 +1,6 @@
 export * from './types.js';
 export { applyPodDefaults, defaultPullPolicy } from './defaults.js';
-export { staticPodUID } from './uid.js';
+export { hasDerivedUID, staticPodUID } from './uid.js';
 export { isDNS1123Label, isDNS1123Subdomain } from './names.js';
 export { isImageReference, unknownFields, validateDocument } from './validate.js';
 export {

@@ -381,7 +381,7 @@ function finishPod(raw: Pod, source: PodSource, nodeName: string, seen: Date): P
   const pod = applyPodDefaults(raw);
   // Loading is what gives a pod its UID: this writes the pod's own metadata.
   const meta = (pod.metadata ??= {});
-  meta.uid = raw.metadata?.uid || staticPodUID(nodeName, source, meta.namespace ?? 'default', meta.name ?? '');
+  meta.uid = raw.metadata?.uid || staticPodUID(nodeName, meta.namespace ?? 'default', meta.name ?? '');
   meta.annotations = {
     ...(meta.annotations ?? {}),
     [CONFIG_SOURCE_ANNOTATION]: source.kind === 'http' ? 'http' : 'file',
@@ -460,6 +460,22 @@ export function manifestSetWithDocuments(read: ReadManifests, opts: LoadOptions)
         severity: 'error',
       });
     } else byName.set(key, lp);
+  }
+  // Two pods with one metadata.uid would take over each other's sandbox.
+  const byUID = new Map<string, LoadedPod>();
+  for (const lp of set.pods) {
+    const prev = byUID.get(podMeta(lp.pod).uid);
+    if (prev && podKey(prev.pod) !== podKey(lp.pod)) {
+      problems.push({
+        file: lp.source.path,
+        index: lp.source.index,
+        kind: 'Pod',
+        name: podMeta(lp.pod).name,
+        field: 'metadata.uid',
+        message: `${podMeta(lp.pod).uid} is already the UID of pod ${podKey(prev.pod)} (${prev.source.path}, document ${prev.source.index + 1}); a UID names one pod on the node`,
+        severity: 'error',
+      });
+    } else if (!prev) byUID.set(podMeta(lp.pod).uid, lp);
   }
   // References no document of the set provides: the pod would wait for ever.
   const lookup = setLookup(set.configMaps, set.secrets, set.runtimeClasses);

@@ -1,14 +1,21 @@
 import { md5Hex } from '../util/md5.js';
-import type { PodSource } from './types.js';
 
 /**
  * A static pod's UID, as the kubelet derives one (config/common.go: md5 over
- * the node, the source and the pod) with one departure: the pod's content is
- * not hashed, only its namespace and name, so editing a container in the file
- * keeps the pod (and its sandbox) and replaces just that container.
+ * the node, the source and the pod) with two departures: neither the pod's
+ * content nor its source (the file's path, the URL) is hashed, only its
+ * namespace and name. The namespace/name is the pod's identity on the node:
+ * every command that runs it, from whichever file, reaches the same sandbox,
+ * and editing a container replaces just that container.
  */
-export function staticPodUID(nodeName: string, source: Pick<PodSource, 'kind' | 'path'>, namespace: string, name: string): string {
-  return md5Hex(`host:${nodeName}`, source.kind === 'http' ? `url:${source.path}` : `file:${source.path}`, `pod:${namespace}/${name}`);
+export function staticPodUID(nodeName: string, namespace: string, name: string): string {
+  return md5Hex(`host:${nodeName}`, `pod:${namespace}/${name}`);
+}
+
+/** Whether the pod's UID is the one its namespace/name derives (not an explicit metadata.uid). */
+export function hasDerivedUID(pod: { metadata?: { uid?: string; namespace?: string; name?: string } }, nodeName: string): boolean {
+  const m = pod.metadata ?? {};
+  return m.uid === staticPodUID(nodeName, m.namespace ?? 'default', m.name ?? '');
 }
 
 const RFC4122_UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
