@@ -256,17 +256,13 @@ export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResu
  */
 export function admitPods(
   pods: IPod[],
-  opts: { allowPrivileged?: boolean; keptByWatch?: { pods: Set<string>; rootDir: string }; node?: NodeInfo } = {},
+  opts: { allowPrivileged?: boolean; node?: NodeInfo } = {},
 ): { admitted: IPod[]; rejected: { pod: IPod; reason: string; message: string }[] } {
   const claimed = new Map<string, string>();
   const admitted: IPod[] = [];
   const rejected: { pod: IPod; reason: string; message: string }[] = [];
   for (const pod of pods) {
     const name = podKey(pod);
-    if (opts.keptByWatch?.pods.has(name)) {
-      rejected.push({ pod, reason: 'KeptByWatch', message: `the watch on ${opts.keptByWatch.rootDir} keeps this pod; change its manifest there, or stop that watch first` });
-      continue;
-    }
     const privileged = [...(pod.spec!.initContainers ?? []), ...pod.spec!.containers].find((c) => c.securityContext?.privileged);
     if (privileged && !opts.allowPrivileged) {
       rejected.push({ pod, reason: 'Forbidden', message: `container ${privileged.name} is privileged; pass --allow-privileged to run privileged containers` });

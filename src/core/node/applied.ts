@@ -134,8 +134,8 @@ export interface AppliedSourceOptions {
 /**
  * The agent's own config source: the pods handed to it, one file per pod under <root-dir>/applied.
  * Read synchronously (a handful of small files), so that a hand-over or a delete is in the loop by
- * the time the request is answered. A pod's UID comes from its applied file's path, so the same
- * namespace/name handed over from any file is the same pod (an update, never a second pod).
+ * the time the request is answered. A pod's UID comes from its namespace/name (pod/uid.ts), so the
+ * same namespace/name handed over from any file is the same pod (an update, never a second pod).
  * A file holds exactly the pod its name says, with the objects it names: anything else read there
  * is refused, as a parse error is, and the last good version is kept. A file that exists but gave
  * no good version yet (at start) still claims its pod (unreadable): the agent keeps it as it runs.
