@@ -74,10 +74,10 @@ test('shell completion: the bash function completes commands and flags', () => {
 
 test("every command's --help has examples", () => {
   const manifest = JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, { hidden?: boolean }> };
-  // The hidden ones are autocomplete's helpers (autocomplete script, create), which its setup runs;
-  // `help --help` is the root help, as oclif reads it.
-  const ids = Object.keys(manifest.commands).filter((id) => !manifest.commands[id]!.hidden && id !== 'help');
-  for (const id of ['get:pods', 'get:containers', 'get:images', 'logs', 'exec', 'delete', 'describe', 'events', 'inspect', 'stats', 'autocomplete']) assert.ok(ids.includes(id), id);
+  // podctl's own commands, from its manifest; help and autocomplete are oclif's plugins, with manifests of
+  // their own, so autocomplete is asked for by name (`help --help` is the root help, as oclif reads it).
+  const ids = [...Object.keys(manifest.commands).filter((id) => !manifest.commands[id]!.hidden), 'autocomplete'];
+  for (const id of ['get:pods', 'get:containers', 'get:images', 'logs', 'exec', 'delete', 'describe', 'events', 'inspect', 'stats']) assert.ok(ids.includes(id), id);
   for (const id of ids) {
     const h = podctl([...id.split(':'), '--help']);
     assert.equal(h.code, 0, id);
