@@ -1,10 +1,8 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { buildKubelet, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
+import { nodeFlags } from '../cli/node-flags.js';
 import { planFlags } from '../cli/plan-flags.js';
 import type { ResultRow } from '../cli/table.js';
-import { connect } from '../cli/runtime.js';
-import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/util/duration.js';
 import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
@@ -35,13 +33,16 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
   async run(): Promise<void> {
     const { argv, flags } = await this.withKubeletConfig(await this.parse(SyncOnce));
     // The manifests' validators, the planner and the renderers: loaded when sync-once runs, not with the command index.
-    const [{ default: ora }, { admitPods, loadPodsFromArgs, podsKeptByWatch }, { printPlan }, { podWithStatus, renderObjects }, { renderResultTable }, { missingReferences }] = await Promise.all([
+    const [{ default: ora }, { admitPods, loadPodsFromArgs, podsKeptByWatch }, { printPlan }, { podWithStatus, renderObjects }, { renderResultTable }, { missingReferences }, { buildKubelet, nodeInfoFromFlags }, { connect }, { realClock }] = await Promise.all([
       import('ora'),
       import('../cli/manifests.js'),
       import('../cli/plan.js'),
       import('../cli/render.js'),
       import('../cli/table.js'),
       import('../core/pod/index.js'),
+      import('../cli/node.js'),
+      import('../cli/runtime.js'),
+      import('../core/clock.js'),
     ]);
     const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
     const runTimeoutMs = parseDuration(flags.timeout, '--timeout');
