@@ -8,7 +8,7 @@ import { PodctlError } from '../core/errors.js';
 import type { WaitFor } from '../core/node/wait.js';
 import { podKey } from '../core/util/pod-key.js';
 
-// What a hand-over to a running agent needs is imported here; the foreground run (src/cli/run.ts),
+// What a hand-over to a running agent needs is imported first in run(); the foreground run (src/cli/run.ts),
 // the plan of --dry-run and the start of an agent are imported when that path is taken.
 
 export class Run extends PodctlCommand {
