@@ -1,13 +1,10 @@
-import { existsSync } from 'node:fs';
 import { Flags } from '@oclif/core';
-import { allocatable, hostCapacity, hostHasAppArmor, hostHasSELinux, nodeLabels, parseMapFlag, parseReserved, type NodeInfo } from '../core/admission.js';
-import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR } from '../core/node/paths.js';
+import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR } from '../core/node/defaults.js';
 import { nodeNameFlag } from './pod-flags.js';
 
 /**
- * The node flags and this node's admission info: what `run --detach` needs to hand pods to a running
- * agent. Its own module, so that the command loads none of what running a node needs (image GC, log
- * rotation, the kubelet's wiring: src/cli/node.ts) before it runs.
+ * The node flags: their own module, so that declaring them loads none of what running a node needs (image
+ * GC, log rotation, the kubelet's wiring: src/cli/node.ts) nor admission (src/cli/node-info.ts).
  */
 
 // The defaults of the kubelet's image GC and log rotation (src/core/kuberuntime/image-gc.ts and
@@ -90,15 +87,3 @@ export const nodeFlags = {
     helpGroup: 'LOGS',
   }),
 };
-
-/** This node for admission: its labels and allocatable (capacity minus what is reserved). */
-export function nodeInfoFromFlags(flags: { 'node-name': string; 'root-dir': string; 'node-labels'?: string; 'system-reserved'?: string; 'kube-reserved'?: string; 'max-pods': number }): NodeInfo {
-  const capacity = hostCapacity(existsSync(flags['root-dir']) ? flags['root-dir'] : '/', flags['max-pods']);
-  return {
-    name: flags['node-name'],
-    labels: nodeLabels(flags['node-name'], parseMapFlag(flags['node-labels'], '--node-labels')),
-    allocatable: allocatable(capacity, parseReserved(flags['system-reserved'], '--system-reserved'), parseReserved(flags['kube-reserved'], '--kube-reserved')),
-    appArmor: hostHasAppArmor(),
-    seLinux: hostHasSELinux(),
-  };
-}

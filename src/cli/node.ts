@@ -9,7 +9,8 @@ import { DEFAULT_CONTAINER_LOG_MAX_FILES } from '../core/logs/rotation.js';
 import { DEFAULT_IMAGE_GC_HIGH_THRESHOLD, DEFAULT_IMAGE_GC_LOW_THRESHOLD } from '../core/kuberuntime/image-gc.js';
 import { bytes } from '../core/util/quantity.js';
 import { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR, hostIP, nodeAgentLabel } from '../core/node/paths.js';
-import { nodeFlags, nodeInfoFromFlags } from './node-flags.js';
+import { nodeFlags } from './node-flags.js';
+import { nodeInfoFromFlags } from './node-info.js';
 
 export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
 

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Flags } from '@oclif/core';
-import { DEFAULT_ROOT_DIR } from '../core/node/paths.js';
+import { DEFAULT_ROOT_DIR } from '../core/node/defaults.js';
 
 /** Flags of the commands that find pods: the watch to ask first, and the namespace. */
 export const podViewFlags = {
@@ -11,3 +11,8 @@ export const namespaceFlag = Flags.string({ char: 'n', summary: 'Namespace.', de
 
 /** The node name of static pods' UIDs: its own module, so that plan and validate need none of the node's wiring. */
 export const nodeNameFlag = Flags.string({ summary: 'Node name recorded in pod specs and static pod UIDs.', default: hostname() });
+
+/** `pod/NAME` or `NAME`, as kubectl takes a pod argument. */
+export function podArg(arg: string): string {
+  return arg.replace(/^pods?\//, '');
+}

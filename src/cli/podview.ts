@@ -15,11 +15,6 @@ export async function openPodView(flags: GlobalFlags & { 'root-dir': string }): 
   return { view, client, statusSocket };
 }
 
-/** `pod/NAME` or `NAME`, as kubectl takes a pod argument. */
-export function podArg(arg: string): string {
-  return arg.replace(/^pods?\//, '');
-}
-
 /** The pod, or the one-line "not found" error (exit 1). */
 export async function requirePod(view: PodView, namespace: string, name: string): Promise<RuntimePod> {
   const pod = await findRuntimePod(view, namespace, name);

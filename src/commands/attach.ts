@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { chooseContainer, openPodView, podArg, requirePod, requireRunning } from '../cli/podview.js';
+import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { PodctlError } from '../core/errors.js';
 
 export class Attach extends PodctlCommand {
@@ -26,7 +25,7 @@ The same WebSocket protocol as exec -it (v4.channel.k8s.io).`;
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Attach);
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const { streamAttach } = await import('../cli/attach.js');
+    const [{ streamAttach }, { chooseContainer, openPodView, requirePod, requireRunning }] = await Promise.all([import('../cli/attach.js'), import('../cli/podview.js')]);
     const name = podArg(args.pod);
     const { view, client } = await openPodView(flags);
     try {

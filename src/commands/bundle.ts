@@ -1,16 +1,8 @@
 import { Args, Flags } from '@oclif/core';
-import { dump } from 'js-yaml';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { openPodView, podArg } from '../cli/podview.js';
-import { Bundle, BundleOutputError, specContainer } from '../core/bundle/index.js';
-import { redactEnv, secretEnvPredicate } from '../core/redact.js';
+import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { errorMessage, PodctlError } from '../core/errors.js';
-import { newerFirst } from '../core/container/types.js';
-import { readLogFileTail } from '../core/logs/index.js';
-import { eventsFromRuntime, fetchPodEvents, podTimeline, type DescribedEvent } from '../core/podview/describe.js';
-import { findRuntimePod } from '../core/podview/index.js';
-import { expandInfo } from '../cli/render.js';
+import type { DescribedEvent } from '../core/podview/describe.js';
 import { podMeta } from '../core/util/pod-key.js';
 
 const LOG_TAIL = 1000;
@@ -43,6 +35,9 @@ and command line. The container's own output (logs) is included as written.`;
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(BundleCommand);
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ dump }, { openPodView }, { Bundle, BundleOutputError, specContainer }, { redactEnv, secretEnvPredicate }, { newerFirst }, { readLogFileTail }, { eventsFromRuntime, fetchPodEvents, podTimeline }, { findRuntimePod }, { expandInfo }] =
+      await Promise.all([import('js-yaml'), import('../cli/podview.js'), import('../core/bundle/index.js'), import('../core/redact.js'), import('../core/container/types.js'), import('../core/logs/index.js'), import('../core/podview/describe.js'), import('../core/podview/index.js'), import('../cli/render.js')]);
     const name = podArg(args.pod);
     const { view, client, statusSocket } = await openPodView(flags);
     const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '');

@@ -1,9 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { podArg } from '../cli/podview.js';
+import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { PodctlError } from '../core/errors.js';
-import { AgentClient } from '../core/node/client.js';
 
 export class Condition extends PodctlCommand {
   static override summary = "Set a pod condition on the agent, as a controller sets a readiness gate's: Ready waits until every gate's condition is True.";
@@ -38,6 +36,7 @@ PodReadyToStartContainers) are refused. The condition lasts as long as the pod o
       throw new PodctlError(`condition ${JSON.stringify(args.condition)}: expected TYPE=True, TYPE=False or TYPE=Unknown`, { exitCode: 2 });
     }
     const name = podArg(args.pod);
+    const { AgentClient } = await import('../core/node/client.js');
     const agent = new AgentClient(flags['root-dir']);
     if (!(await agent.running())) {
       throw new PodctlError(`no agent answers on ${agent.socket}: pod conditions are kept by the agent that runs the pod`, { hint: 'pass the --root-dir of its `run --detach`, `agent` or `watch`' });

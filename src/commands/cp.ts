@@ -3,13 +3,10 @@ import { basename, dirname, resolve } from 'node:path';
 import { posix } from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { collectText as collect, parseLocation, type Location } from '../cli/cp.js';
+import type { Location } from '../cli/cp.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { chooseContainer, openPodView, requirePod, requireRunning } from '../cli/podview.js';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
-import { streamExec } from '../core/exec/stream.js';
-import { Extraction, packLocal, TarError } from '../core/exec/tar.js';
 
 export class Cp extends PodctlCommand {
   static override summary = 'Copy files and directories between a pod and this host (tar through exec, as kubectl cp).';
@@ -39,6 +36,7 @@ local to POD:PATH: podctl packs the file or directory and the container unpacks 
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Cp);
+    const [{ parseLocation }, { chooseContainer, openPodView, requirePod, requireRunning }] = await Promise.all([import('../cli/cp.js'), import('../cli/podview.js')]);
     const src = parseLocation(args.src);
     const dest = parseLocation(args.dest);
     if (!!src.pod === !!dest.pod) {
@@ -65,6 +63,7 @@ local to POD:PATH: podctl packs the file or directory and the container unpacks 
     const intoDir = existsSync(target) && statSync(target).isDirectory();
     const destDir = intoDir ? target : dirname(target);
     if (!existsSync(destDir)) throw new PodctlError(`cp: ${dirname(local)}: no such directory`);
+    const [{ collectText: collect }, { streamExec }, { Extraction, TarError }] = await Promise.all([import('../cli/cp.js'), import('../core/exec/stream.js'), import('../core/exec/tar.js')]);
     const url = (await client.exec({ containerId: id, cmd: ['tar', 'cf', '-', '-C', posix.dirname(clean), base], stdout: true, stderr: true })).url;
     const extraction = await Extraction.open(destDir, intoDir ? undefined : { from: base, to: basename(target) });
     try {
@@ -82,6 +81,7 @@ local to POD:PATH: podctl packs the file or directory and the container unpacks 
 
   private async toPod(client: CriClient, id: string, local: string, remotePath: string): Promise<void> {
     if (!existsSync(local)) throw new PodctlError(`cp: ${local}: no such file or directory`);
+    const [{ collectText: collect }, { streamExec }, { packLocal, TarError }] = await Promise.all([import('../cli/cp.js'), import('../core/exec/stream.js'), import('../core/exec/tar.js')]);
     const clean = posix.normalize(remotePath).replace(/(.)\/$/, '$1');
     const base = posix.basename(clean);
     if (!base || base === '..' || base === '.') throw new PodctlError(`${remotePath}: name the copy's path in the container`, { exitCode: 2 });

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { chooseContainer, openPodView, podArg, requirePod, requireRunning } from '../cli/podview.js';
+import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 
@@ -44,7 +43,7 @@ output and exits with its exit code. Without either: starts it and prints its na
     const cmd = dash < 0 ? [] : argv.slice(dash + 1);
     const { args, flags } = await this.parse(Debug, dash < 0 ? argv : argv.slice(0, dash));
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const { attachDebugContainer, copyDebugPod, createDebugContainer, printWhenDone } = await import('../cli/debug.js');
+    const [{ attachDebugContainer, copyDebugPod, createDebugContainer, printWhenDone }, { chooseContainer, openPodView, requirePod, requireRunning }] = await Promise.all([import('../cli/debug.js'), import('../cli/podview.js')]);
     const name = podArg(args.pod);
     const { view, client } = await openPodView(flags);
     let code = 0;

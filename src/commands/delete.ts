@@ -2,12 +2,7 @@ import { hostname } from 'node:os';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { openPodView } from '../cli/podview.js';
 import { PodctlError, errorMessage } from '../core/errors.js';
-import { AgentClient } from '../core/node/client.js';
-import { forgetApplied, namespaceProblem, podRefProblem } from '../core/node/paths.js';
-import { deleteThroughAgent } from '../cli/delete.js';
-import { findRuntimePod } from '../core/podview/index.js';
 import { podMeta } from '../core/util/pod-key.js';
 
 export class Delete extends PodctlCommand {
@@ -43,8 +38,9 @@ an error (exit 1) after the others are deleted.`;
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Delete);
-    // Reading manifests (-f) and deleting from the runtime: loaded when delete runs, not with the command index.
-    const [{ loadPodsFromArgs }, { deleteGracePeriod, deleteRuntimePod, watchSourceOf }] = await Promise.all([import('../cli/manifests.js'), import('../core/podview/delete.js')]);
+    // Reading manifests (-f), the agent's client and deleting from the runtime: loaded when delete runs, not with the command index.
+    const [{ loadPodsFromArgs }, { deleteGracePeriod, deleteRuntimePod, watchSourceOf }, { openPodView }, { AgentClient }, { forgetApplied, namespaceProblem, podRefProblem }, { deleteThroughAgent }, { findRuntimePod }] =
+      await Promise.all([import('../cli/manifests.js'), import('../core/podview/delete.js'), import('../cli/podview.js'), import('../core/node/client.js'), import('../core/node/paths.js'), import('../cli/delete.js'), import('../core/podview/index.js')]);
     const words = argv as string[];
     const targets: { namespace: string; name: string }[] = [];
     // A bad -l is refused before the runtime is read (the selector's code loads with -l only).

@@ -1,12 +1,7 @@
 import { Args } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { renderDescribe } from '../cli/describe.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { openPodView } from '../cli/podview.js';
 import { PodctlError } from '../core/errors.js';
-import { readLogFile } from '../core/logs/index.js';
-import { findRuntimePod, newestInstance } from '../core/podview/index.js';
-import { fetchPodEvents, podTimeline, whyNotRunning } from '../core/podview/describe.js';
 import { podMeta } from '../core/util/pod-key.js';
 
 export class Describe extends PodctlCommand {
@@ -27,7 +22,14 @@ records still give the timeline and the output says events need a watch.`;
     const slash = words.length === 1 ? /^pods?\/(.+)$/.exec(words[0]!) : null;
     const name = slash ? slash[1] : ['pod', 'pods', 'po'].includes(words[0] ?? '') && words.length === 2 ? words[1] : undefined;
     if (!name) throw new PodctlError('expected pod NAME or pod/NAME (podctl describes pods only)', { exitCode: 2 });
-
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ renderDescribe }, { openPodView }, { readLogFile }, { findRuntimePod, newestInstance }, { fetchPodEvents, podTimeline, whyNotRunning }] = await Promise.all([
+      import('../cli/describe.js'),
+      import('../cli/podview.js'),
+      import('../core/logs/index.js'),
+      import('../core/podview/index.js'),
+      import('../core/podview/describe.js'),
+    ]);
     const { view, client, statusSocket } = await openPodView(flags);
     try {
       const viewed = await view.get(flags.namespace, name);

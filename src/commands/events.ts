@@ -1,10 +1,8 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { openPodView } from '../cli/podview.js';
-import { age, plainTable } from '../cli/table.js';
 import type { PodView } from '../core/podview/index.js';
-import { eventsFromRuntime, fetchEvents, type PodEventRow } from '../core/podview/describe.js';
+import type { PodEventRow } from '../core/podview/describe.js';
 
 function v1(e: PodEventRow): Record<string, unknown> {
   return {
@@ -43,6 +41,8 @@ events until Ctrl-C; -o json prints a v1 EventList (with -w, one v1 Event per li
     const { flags } = await this.parse(Events);
     const podName = flags.for?.replace(/^pods?\//, '');
     const namespace = flags['all-namespaces'] ? undefined : flags.namespace;
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ openPodView }, { age, plainTable }, { fetchEvents }] = await Promise.all([import('../cli/podview.js'), import('../cli/table.js'), import('../core/podview/describe.js')]);
     const { view, client, statusSocket } = await openPodView(flags);
     try {
       const collect = async (): Promise<{ rows: PodEventRow[]; fromWatch: boolean }> => {
@@ -97,6 +97,7 @@ events until Ctrl-C; -o json prints a v1 EventList (with -w, one v1 Event per li
 
   private async runtimeEvents(view: PodView, namespace: string | undefined, pod: string | undefined): Promise<PodEventRow[]> {
     const byUid = await view.sandboxesByPod({ namespace, name: pod });
+    const { eventsFromRuntime } = await import('../core/podview/describe.js');
     const rows: PodEventRow[] = [];
     for (const list of byUid.values()) rows.push(...eventsFromRuntime(await view.runtimeStatus(list[0]!)));
     return rows;

@@ -1,11 +1,8 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { chooseContainer, openPodView, podArg, requirePod } from '../cli/podview.js';
+import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
-import { streamExec } from '../core/exec/stream.js';
-import { newestInstance } from '../core/podview/index.js';
 
 export class Exec extends PodctlCommand {
   static override summary = "Run a command in a pod's container; podctl exits with the command's exit code.";
@@ -47,6 +44,8 @@ code is the command's.`;
     const { args, flags } = await this.parse(Exec, dash < 0 ? argv : argv.slice(0, dash));
     if (cmd.length === 0) throw new PodctlError('no command given', { hint: `put it after --, e.g. \`podctl exec ${args.pod} -- sh\``, exitCode: 2 });
     const name = podArg(args.pod);
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ chooseContainer, openPodView, requirePod }, { newestInstance }] = await Promise.all([import('../cli/podview.js'), import('../core/podview/index.js')]);
     const { view, client } = await openPodView(flags);
     let code: number;
     try {
@@ -81,6 +80,7 @@ code is the command's.`;
   private async stream(url: string, stdin: boolean, tty: boolean): Promise<number> {
     const input = process.stdin;
     // stdin flows once the stream is open (its data listener resumes it): nothing typed before is lost.
+    const { streamExec } = await import('../core/exec/stream.js');
     if (tty) input.setRawMode(true);
     try {
       return await streamExec(url, {

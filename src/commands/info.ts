@@ -1,6 +1,5 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { connect } from '../cli/runtime.js';
 
 export class Info extends PodctlCommand {
   static override summary = 'Show the runtime endpoint, its versions and its conditions (RuntimeReady, NetworkReady).';
@@ -11,7 +10,7 @@ export class Info extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Info);
-    const { client, endpoints } = await connect(flags);
+    const { client, endpoints } = await (await import('../cli/runtime.js')).connect(flags);
     try {
       const [version, status] = await Promise.all([client.version(), client.status(false)]);
       const conditions = (status.status?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message }));

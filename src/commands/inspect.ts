@@ -2,14 +2,8 @@ import { Args, Flags } from '@oclif/core';
 import type { IContainer } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { connect } from '../cli/runtime.js';
 import type * as T from '../core/cri/types.js';
-import { recordedContainerSpec } from '../core/kuberuntime/spec-copy.js';
 import { PodctlError } from '../core/errors.js';
-import * as L from '../core/kuberuntime/labels.js';
-import { countRedacted, redactEnv, secretEnvPredicate } from '../core/redact.js';
-import { expandInfo } from '../cli/render.js';
-import { findContainer, resolveIdPrefix } from '../cli/inspect-target.js';
 
 /** The container spec podctl records on each container (env with its valueFrom references). */
 function parseContainerSpec(json: string | undefined): IContainer | undefined {
@@ -49,6 +43,15 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Inspect);
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ connect }, { recordedContainerSpec }, L, { countRedacted, redactEnv, secretEnvPredicate }, { expandInfo }, { findContainer, resolveIdPrefix }] = await Promise.all([
+      import('../cli/runtime.js'),
+      import('../core/kuberuntime/spec-copy.js'),
+      import('../core/kuberuntime/labels.js'),
+      import('../core/redact.js'),
+      import('../cli/render.js'),
+      import('../cli/inspect-target.js'),
+    ]);
     const { client } = await connect(flags);
     try {
       let doc: { status?: unknown; info?: Record<string, string> };

@@ -1,12 +1,10 @@
 import { once } from 'node:events';
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { chooseContainer, containerNames, openPodView, podArg, requirePod } from '../cli/podview.js';
+import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
-import { followContainerLog, readContainerLogTail, selectRecords, streamContainerLog, type LogRecord, type LogSelection } from '../core/logs/index.js';
-import { followStopper, logFileOf } from '../cli/logs.js';
+import type { LogRecord, LogSelection } from '../core/logs/index.js';
 
 export class Logs extends PodctlCommand {
   static override summary = 'Print the logs of a container in a pod, from the CRI log files.';
@@ -45,6 +43,12 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
       tail: flags.tail,
       sinceMs: flags.since ? Date.now() - parseDuration(flags.since, '--since') : undefined,
     };
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ chooseContainer, containerNames, openPodView, requirePod }, { followContainerLog, readContainerLogTail, selectRecords, streamContainerLog }, { followStopper, logFileOf }] = await Promise.all([
+      import('../cli/podview.js'),
+      import('../core/logs/index.js'),
+      import('../cli/logs.js'),
+    ]);
     const { view, client } = await openPodView(flags);
     try {
       const pod = await requirePod(view, flags.namespace, name);

@@ -1,6 +1,6 @@
 import { Args, Errors, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { asPlanError, planFlags, planManifestsAndPrint } from '../cli/plan.js';
+import { planFlags } from '../cli/plan-flags.js';
 import { nodeNameFlag, podViewFlags } from '../cli/pod-flags.js';
 
 export class Plan extends PodctlCommand {
@@ -30,6 +30,8 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
   };
 
   async run(): Promise<void> {
+    // The planner: loaded when plan runs, not with the command index.
+    const { asPlanError, planManifestsAndPrint } = await import('../cli/plan.js');
     const code = await asPlanError(async () => {
       const { argv, flags } = await this.parse(Plan);
       return planManifestsAndPrint(argv as string[], flags, { prune: flags.prune, output: flags.output, log: (t) => this.log(t) });

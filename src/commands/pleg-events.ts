@@ -1,9 +1,7 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { connect } from '../cli/runtime.js';
 import type { PodLifecycleEvent } from '../core/pleg/generic.js';
-import { PLEG_EVENTS_HEADER, formatPlegEvent, plegForEvents, printPlegEvents } from '../cli/pleg-events.js';
-import { PLEG_KINDS } from '../core/pleg/select.js';
+import { PLEG_KINDS } from '../core/pleg/kinds.js';
 
 export class PlegEvents extends PodctlCommand {
   static override summary = 'Print the pod lifecycle events the PLEG derives from the runtime (one relist, or --follow).';
@@ -34,6 +32,8 @@ relists. Works whether or not \`podctl watch\` runs.`;
 
   async run(): Promise<void> {
     const { flags } = await this.parse(PlegEvents);
+    // The PLEG and the runtime's client: loaded when the command runs, not with the command index.
+    const [{ connect }, { PLEG_EVENTS_HEADER, formatPlegEvent, plegForEvents, printPlegEvents }] = await Promise.all([import('../cli/runtime.js'), import('../cli/pleg-events.js')]);
     const { client } = await connect(flags);
     const say = (line: string) => process.stderr.write(`${line}\n`);
     const runtimeName = flags.follow ? (await client.version().catch(() => undefined))?.runtimeName : undefined;

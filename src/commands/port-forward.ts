@@ -2,8 +2,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { Args, Flags } from '@oclif/core';
 import type { PortSpec } from '../core/exec/portforward.js';
 import { PodctlCommand } from '../cli/base.js';
-import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { openPodView, podArg, requirePod } from '../cli/podview.js';
+import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { errorMessage, PodctlError } from '../core/errors.js';
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -34,7 +33,7 @@ namespace, so many may run at once. Runs until Ctrl-C; when the pod's sandbox st
   async run(): Promise<void> {
     const { args, flags, argv } = await this.parse(PortForward);
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const { forwardConnection, parsePortSpec } = await import('../core/exec/portforward.js');
+    const [{ forwardConnection, parsePortSpec }, { openPodView, requirePod }] = await Promise.all([import('../core/exec/portforward.js'), import('../cli/podview.js')]);
     const specs: PortSpec[] = [];
     for (const text of (argv as string[]).slice(1)) {
       try {

@@ -1,18 +1,14 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { awaitHandedOver } from '../cli/detach.js';
-import { handManifestsOver } from '../cli/handover.js';
-import { readManifestArgs, textsOf } from '../cli/manifest-args.js';
-import { nodeFlags, nodeInfoFromFlags } from '../cli/node-flags.js';
+import { nodeFlags } from '../cli/node-flags.js';
 import { planFlags } from '../cli/plan-flags.js';
 import { traceFlags } from '../cli/trace-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
-import { AgentClient } from '../core/node/client.js';
-import { type WaitFor } from '../core/node/wait.js';
+import type { WaitFor } from '../core/node/wait.js';
 import { podKey } from '../core/util/pod-key.js';
 
-// What a hand-over to a running agent needs is imported here; the foreground run (src/cli/run.ts),
+// What a hand-over to a running agent needs is imported first in run(); the foreground run (src/cli/run.ts),
 // the plan of --dry-run and the start of an agent are imported when that path is taken.
 
 export class Run extends PodctlCommand {
@@ -53,6 +49,13 @@ Manifests are validated first: an invalid one hands nothing over.`;
   async run(): Promise<void> {
     const { argv, flags, metadata } = await this.withKubeletConfig(await this.parse(Run));
     const paths = argv as string[];
+    const [{ awaitHandedOver }, { handManifestsOver }, { readManifestArgs, textsOf }, { nodeInfoFromFlags }, { AgentClient }] = await Promise.all([
+      import('../cli/detach.js'),
+      import('../cli/handover.js'),
+      import('../cli/manifest-args.js'),
+      import('../cli/node-info.js'),
+      import('../core/node/client.js'),
+    ]);
     const read = await readManifestArgs(paths);
     const agent = new AgentClient(flags['root-dir']);
     // An agent already on the root dir reads, validates and admits the manifests itself: this process loads no validator.

@@ -1,11 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
-import { connect } from '../cli/runtime.js';
-import { humanBytes, plainTable, shortId } from '../cli/table.js';
-import * as L from '../core/kuberuntime/labels.js';
-import { diskReport } from '../core/stats/disk.js';
-import { cpuPercent, renderDiskReport } from '../cli/stats.js';
 
 export class Stats extends PodctlCommand {
   static override summary = "Resource use of podctl's running containers (CRI ListContainerStats), as crictl stats shows it.";
@@ -23,6 +18,14 @@ export class Stats extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Stats);
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ connect }, { humanBytes, plainTable, shortId }, L, { diskReport }, { cpuPercent, renderDiskReport }] = await Promise.all([
+      import('../cli/runtime.js'),
+      import('../cli/table.js'),
+      import('../core/kuberuntime/labels.js'),
+      import('../core/stats/disk.js'),
+      import('../cli/stats.js'),
+    ]);
     const { client } = await connect(flags);
     try {
       const selector: Record<string, string> = { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };

@@ -1,16 +1,12 @@
 import { Args, Flags } from '@oclif/core';
 import type { IPod } from 'kubernetes-models/v1';
 import { PodctlCommand } from '../cli/base.js';
-import { buildKubelet, nodeFlags, nodeInfoFromFlags } from '../cli/node.js';
+import { nodeFlags } from '../cli/node-flags.js';
 import { planFlags } from '../cli/plan-flags.js';
 import type { ResultRow } from '../cli/table.js';
-import { connect } from '../cli/runtime.js';
-import { realClock } from '../core/clock.js';
 import { parseDuration } from '../core/util/duration.js';
 import { allContainersRunning, RUN_ONCE_MAX_RETRIES, runOnce } from '../core/runonce.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
-import { appliedWhileStopped, keptByMessage, podsKeptByAgent } from '../core/node/keeper.js';
-import { podsHeldByRuntime, settleIdentities } from '../core/pod-identity.js';
 
 export class SyncOnce extends PodctlCommand {
   static override summary = "Run every pod found once, as the kubelet's RunOnce: wait until each runs or fails, print a table.";
@@ -38,14 +34,21 @@ its containers run (or it Succeeded), retrying SyncPod up to --max-retries times
   async run(): Promise<void> {
     const { argv, flags } = await this.withKubeletConfig(await this.parse(SyncOnce));
     // The manifests' validators, the planner and the renderers: loaded when sync-once runs, not with the command index.
-    const [{ default: ora }, { admitPods, loadPodsFromArgs }, { printPlan }, { podWithStatus, renderObjects }, { renderResultTable }, { missingReferences }] = await Promise.all([
+    const [{ default: ora }, { admitPods, loadPodsFromArgs }, { printPlan }, { podWithStatus, renderObjects }, { renderResultTable }, { missingReferences }, { buildKubelet, nodeInfoFromFlags }, { connect }, { realClock }, keeper, identity] = await Promise.all([
       import('ora'),
       import('../cli/manifests.js'),
       import('../cli/plan.js'),
       import('../cli/render.js'),
       import('../cli/table.js'),
       import('../core/pod/index.js'),
+      import('../cli/node.js'),
+      import('../cli/runtime.js'),
+      import('../core/clock.js'),
+      import('../core/node/keeper.js'),
+      import('../core/pod-identity.js'),
     ]);
+    const { appliedWhileStopped, keptByMessage, podsKeptByAgent } = keeper;
+    const { podsHeldByRuntime, settleIdentities } = identity;
     const set = await loadPodsFromArgs(argv as string[], flags['node-name']);
     const runTimeoutMs = parseDuration(flags.timeout, '--timeout');
     const retryDelayMs = parseDuration(flags['retry-delay'], '--retry-delay');

@@ -1,6 +1,5 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
-import { connect } from '../cli/runtime.js';
 import { errorMessage } from '../core/errors.js';
 
 export class Version extends PodctlCommand {
@@ -15,7 +14,7 @@ export class Version extends PodctlCommand {
     const result: Record<string, unknown> = { client: { version: this.config.version } };
     let runtimeError: string | undefined;
     try {
-      const { client } = await connect(flags);
+      const { client } = await (await import('../cli/runtime.js')).connect(flags);
       try {
         const v = await client.version();
         result.runtime = { name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, endpoint: client.endpoint };

@@ -87,29 +87,41 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
   // Listing pods through the agent and validating need no runtime at all.
   assert.deepEqual(loadedAtStart('src/commands/validate.ts').filter((f) => /protobufjs|src\/core\/cri\/client|src\/core\/kubelet/.test(f)), []);
   // The command index, which oclif imports to run any command, loads no validator and no gRPC: validate imports its validators when it runs.
-  assert.deepEqual(loadedAtStart('src/commands.ts').filter((f) => /kubernetes-models\/_schemas|@grpc\/grpc-js|src\/core\/kubelet\.ts/.test(f)), []);
+  const index = loadedAtStart('src/commands.ts');
+  assert.deepEqual(index.filter((f) => /kubernetes-models\/_schemas|@grpc\/grpc-js|src\/core\/kubelet\.ts/.test(f)), []);
+  // Nor what any one command's path uses: each command declares its flags and args with the index and imports the rest when it runs.
+  const heavy = /node_modules\/(ws|js-yaml|tar-stream|streamx|ora|cli-table3)\/|src\/core\/(kuberuntime|embedded|logs|exec|podview|status)\/|src\/core\/pleg\/(?!kinds\.ts)|src\/cli\/(podview|runtime|table|plan|node|describe|pod-lister)\.ts/;
+  assert.deepEqual(index.filter((f) => heavy.test(f)), []);
+  assert.ok(index.includes('src/core/pleg/kinds.ts') && index.includes('src/cli/node-flags.ts'), 'the flags are declared with the index');
   assert.ok(loadedOnDemand('src/commands/validate.ts').some((f) => f.includes('kubernetes-models/_schemas/IoK8sApiCoreV1PodSpec')));
-  assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /kubernetes-models\/_schemas|js-yaml|src\/core\/kubelet|src\/core\/pod\/validate/.test(f)), []);
+  // get pods imports its lister when it runs: what that loads is the listing's path.
+  const lister = withStaticImports(['src/commands/get/pods.ts', 'src/cli/pod-lister.ts']);
+  assert.ok(loadedOnDemand('src/commands/get/pods.ts').includes('src/cli/pod-lister.ts'));
+  assert.deepEqual(lister.filter((f) => /kubernetes-models\/_schemas|js-yaml|src\/core\/kubelet|src\/core\/pod\/validate/.test(f)), []);
   // An agent answers the listing: building statuses from the runtime, the embedded runtime's set-up and
   // the table layout load only when needed (no agent, or rows to print).
-  assert.deepEqual(loadedAtStart('src/commands/get/pods.ts').filter((f) => /src\/core\/podview|src\/core\/kuberuntime|src\/core\/status\/generate|src\/core\/embedded\/(index|images|config|process)|cli-table3|src\/cli\/table/.test(f)), []);
-  assert.ok(loadedAtStart('src/commands/get/pods.ts').includes('src/core/embedded/probe.ts'));
+  assert.deepEqual(lister.filter((f) => /src\/core\/podview|src\/core\/kuberuntime|src\/core\/status\/generate|src\/core\/embedded\/(index|images|config|process)|cli-table3|src\/cli\/table/.test(f)), []);
+  assert.ok(lister.includes('src/core/embedded/probe.ts'));
   // plan asks the agent first: reading pod statuses from the runtime (and gRPC) loads only when none answers.
-  assert.deepEqual(loadedAtStart('src/commands/plan.ts').filter((f) => /src\/core\/kuberuntime\/(pod-status|config)|src\/core\/cri\/client|cli-table3/.test(f)), []);
-  // plan and run --detach hand the manifests to the agent as read, and it validates them: the API
-  // validators (and the YAML parser) load only when no agent answers.
-  for (const file of ['src/commands/plan.ts', 'src/commands/run.ts']) {
-    assert.deepEqual(loadedAtStart(file).filter((f) => /kubernetes-models\/_schemas|@kubernetes-models\/validate|js-yaml|src\/core\/pod\/(validate|load)\.ts/.test(f)), [], file);
-  }
+  const planner = withStaticImports(['src/commands/plan.ts', 'src/cli/plan.ts']);
+  assert.ok(loadedOnDemand('src/commands/plan.ts').includes('src/cli/plan.ts'));
+  assert.deepEqual(planner.filter((f) => /src\/core\/kuberuntime\/(pod-status|config)|src\/core\/cri\/client|cli-table3/.test(f)), []);
   // run --detach with an agent running hands the manifests over and waits for the pods: the foreground run (its log
   // streams, the runtime's connection, the state lock, log rotation), the planner of --dry-run, the tracer of --trace
   // and the node's wiring that starts an agent load only when their path is taken.
-  const handover = loadedAtStart('src/commands/run.ts');
+  const handoverPath = ['src/cli/handover.ts', 'src/cli/detach.ts', 'src/cli/manifest-args.ts', 'src/cli/node-info.ts', 'src/core/node/client.ts'];
+  for (const f of handoverPath) assert.ok(loadedOnDemand('src/commands/run.ts').includes(f), `${f} is imported when run runs`);
+  const handover = withStaticImports(['src/commands/run.ts', ...handoverPath]);
   assert.deepEqual(
     handover.filter((f) => /src\/cli\/(run|log-stream|runtime|plan|trace|node|render|manifests)\.ts|src\/core\/(cri\/|trace\.ts|lock\.ts|logs\/|kuberuntime\/|node\/spawn\.ts|embedded\/)/.test(f)),
     [],
   );
-  for (const f of ['src/cli/handover.ts', 'src/cli/detach.ts', 'src/cli/node-flags.ts', 'src/core/node/wait.ts']) assert.ok(handover.includes(f), f);
+  for (const f of ['src/cli/node-flags.ts', 'src/core/node/wait.ts']) assert.ok(handover.includes(f), f);
+  // plan and run --detach hand the manifests to the agent as read, and it validates them: the API
+  // validators (and the YAML parser) load only when no agent answers.
+  for (const [what, files] of [['plan', planner], ['run', handover]] as const) {
+    assert.deepEqual(files.filter((f) => /kubernetes-models\/_schemas|@kubernetes-models\/validate|js-yaml|src\/core\/pod\/(validate|load)\.ts/.test(f)), [], what);
+  }
   const onDemand = loadedOnDemand('src/commands/run.ts');
   for (const f of ['src/cli/run.ts', 'src/cli/plan.ts', 'src/cli/node.ts', 'src/cli/manifests.ts']) assert.ok(onDemand.includes(f), `${f} is imported when its path is taken`);
   // The runtime path is there when called: the CRI client is its own chunk, imported on first use, on

@@ -2,8 +2,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { agentArgs, nodeFlags } from '../../cli/node.js';
-import { openrcScript, systemdUnit } from '../../core/node/supervise.js';
+import { nodeFlags } from '../../cli/node-flags.js';
 
 export class AgentInstall extends PodctlCommand {
   static override summary = 'Write a systemd unit (or an OpenRC script) that starts the node agent at boot.';
@@ -19,6 +18,7 @@ export class AgentInstall extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags, metadata } = await this.parse(AgentInstall);
+    const [{ agentArgs }, { openrcScript, systemdUnit }] = await Promise.all([import('../../cli/node.js'), import('../../core/node/supervise.js')]);
     const unit = {
       exec: [process.execPath, process.argv[1]!],
       rootDir: flags['root-dir'],

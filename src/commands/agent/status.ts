@@ -2,9 +2,6 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { podViewFlags } from '../../cli/pod-flags.js';
 import { PodctlError } from '../../core/errors.js';
-import { AgentClient } from '../../core/node/client.js';
-import { agentLogFile } from '../../core/node/paths.js';
-import { agentProcess } from '../../core/node/supervise.js';
 
 export class AgentStatus extends PodctlCommand {
   static override summary = 'Whether the node agent runs on this --root-dir: its PID, since when, its socket, log and pods.';
@@ -17,6 +14,7 @@ export class AgentStatus extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(AgentStatus);
+    const [{ AgentClient }, { agentLogFile }, { agentProcess }] = await Promise.all([import('../../core/node/client.js'), import('../../core/node/paths.js'), import('../../core/node/supervise.js')]);
     const holder = agentProcess(flags['root-dir']);
     const client = new AgentClient(flags['root-dir']);
     const info = holder && (await client.running()) ? await client.info().catch(() => undefined) : undefined;

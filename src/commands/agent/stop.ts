@@ -2,7 +2,6 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { podViewFlags } from '../../cli/pod-flags.js';
 import { parseDuration } from '../../core/util/duration.js';
-import { stopAgent } from '../../core/node/supervise.js';
 
 export class AgentStop extends PodctlCommand {
   static override summary = 'Stop the node agent of this --root-dir (SIGTERM to the PID in its lock); its pods keep running.';
@@ -15,6 +14,7 @@ export class AgentStop extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(AgentStop);
+    const { stopAgent } = await import('../../core/node/supervise.js');
     const stopped = await stopAgent(flags['root-dir'], parseDuration(flags.timeout, '--timeout'));
     this.log(stopped ? `agent pid ${stopped.pid} stopped; its pods keep running` : `no agent runs on ${flags['root-dir']}`);
   }

@@ -1,10 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../../cli/pod-flags.js';
-import { connect } from '../../cli/runtime.js';
-import { age, plainTable, shortId } from '../../cli/table.js';
-import * as L from '../../core/kuberuntime/labels.js';
-import { toRuntimeContainerStatus } from '../../core/kuberuntime/pod-status.js';
 
 const STATE: Record<string, string> = { CONTAINER_CREATED: 'Created', CONTAINER_RUNNING: 'Running', CONTAINER_EXITED: 'Exited', CONTAINER_UNKNOWN: 'Unknown' };
 
@@ -27,6 +23,13 @@ export class GetContainers extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(GetContainers);
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ connect }, { age, plainTable, shortId }, L, { toRuntimeContainerStatus }] = await Promise.all([
+      import('../../cli/runtime.js'),
+      import('../../cli/table.js'),
+      import('../../core/kuberuntime/labels.js'),
+      import('../../core/kuberuntime/pod-status.js'),
+    ]);
     const { client } = await connect(flags);
     try {
       const selector: Record<string, string> = { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };

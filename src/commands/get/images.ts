@@ -1,7 +1,5 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { connect } from '../../cli/runtime.js';
-import { humanBytes, plainTable, shortId } from '../../cli/table.js';
 
 export class GetImages extends PodctlCommand {
   static override summary = "List the runtime's images, as crictl images does.";
@@ -16,6 +14,7 @@ export class GetImages extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(GetImages);
+    const [{ connect }, { humanBytes, plainTable, shortId }] = await Promise.all([import('../../cli/runtime.js'), import('../../cli/table.js')]);
     const { client } = await connect(flags);
     try {
       const images = (await client.listImages()).sort((a, b) => (a.repoTags[0] ?? a.id).localeCompare(b.repoTags[0] ?? b.id));

@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../../cli/pod-flags.js';
-import { followPods, openPodLister } from '../../cli/pod-lister.js';
 import type { PodOutput as Output, PodTableOptions } from '../../cli/table.js';
 import { yamlDumper } from '../../cli/yaml.js';
 import { PodctlError } from '../../core/errors.js';
@@ -43,6 +42,7 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     if (args.name && flags.selector !== undefined) throw new PodctlError('a pod name and --selector cannot both be given', { exitCode: 2 });
     // Loaded with -l only.
     const matches = flags.selector === undefined ? undefined : (await import('../../cli/selector.js')).labelFilter(flags.selector);
+    const { followPods, openPodLister } = await import('../../cli/pod-lister.js');
     const view = await openPodLister(flags);
     // js-yaml loads only for -o yaml.
     const dumpYaml = output === 'yaml' ? await yamlDumper() : undefined;

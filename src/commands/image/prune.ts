@@ -1,10 +1,6 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { connect } from '../../cli/runtime.js';
-import { humanBytes, plainTable, shortId } from '../../cli/table.js';
-import { realClock } from '../../core/clock.js';
 import { parseDuration } from '../../core/util/duration.js';
-import { ImageGCManager, imagesNamedByPods } from '../../core/kuberuntime/image-gc.js';
 
 export class ImagePrune extends PodctlCommand {
   static override summary = 'Remove unused images, as the kubelet\'s image GC does when the disk fills up.';
@@ -23,6 +19,13 @@ filesystem is fuller than --image-gc-high-threshold.`;
     const { flags } = await this.parse(ImagePrune);
     const age = flags['image-minimum-gc-age'];
     const minAgeMs = /^0+(ms|s|m|h)?$/.test(age) ? 0 : parseDuration(age, '--image-minimum-gc-age');
+    // What only this command's path uses: loaded when it runs, not with the command index.
+    const [{ connect }, { humanBytes, plainTable, shortId }, { realClock }, { ImageGCManager, imagesNamedByPods }] = await Promise.all([
+      import('../../cli/runtime.js'),
+      import('../../cli/table.js'),
+      import('../../core/clock.js'),
+      import('../../core/kuberuntime/image-gc.js'),
+    ]);
     const { client } = await connect(flags);
     try {
       const gc = new ImageGCManager({ runtime: client, images: client, clock: realClock });

@@ -1,6 +1,5 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
-import { embeddedStatus } from '../../core/embedded/index.js';
 
 export class RuntimeStatus extends PodctlCommand {
   static override summary = 'Show whether the embedded runtime runs, its endpoint and its registry.';
@@ -11,7 +10,7 @@ export class RuntimeStatus extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(RuntimeStatus);
-    const status = await embeddedStatus();
+    const status = await (await import('../../core/embedded/index.js')).embeddedStatus();
     if (flags.output === 'json') {
       this.log(JSON.stringify(status, null, 2));
       return;

@@ -4,9 +4,9 @@ import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain } from '../pod/names.js';
 import { safeJoin, UnsafePathError } from '../util/safe-path.js';
+import { DEFAULT_ROOT_DIR } from './defaults.js';
 
-export const DEFAULT_LOG_ROOT = '/var/log/podctl/pods';
-export const DEFAULT_ROOT_DIR = '/var/lib/podctl';
+export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR } from './defaults.js';
 
 /** The agent's API socket on a state dir. */
 export const agentSocket = (rootDir: string): string => join(rootDir, 'podctl.sock');

@@ -4,13 +4,9 @@ import type { ContainerdEventSource } from '../cri/containerd-events.js';
 import { ContainerdPleg } from './containerd.js';
 import { EventedPleg, type Pleg } from './evented.js';
 import type { GenericPleg } from './generic.js';
+import type { PlegKind } from './kinds.js';
 
-/**
- * generic: relist; evented: CRI GetContainerEvents; containerd: containerd's event service;
- * auto: CRI events, else (on containerd) containerd's events, else relist.
- */
-export type PlegKind = 'generic' | 'evented' | 'containerd' | 'auto';
-export const PLEG_KINDS: readonly PlegKind[] = ['generic', 'evented', 'containerd', 'auto'];
+export { PLEG_KINDS, type PlegKind } from './kinds.js';
 
 export interface PlegChoice {
   kind: PlegKind;
