@@ -98,12 +98,10 @@ local to POD:PATH: podctl packs the file or directory and the container unpacks 
     const stderr = collect();
     let exitCode: number;
     try {
-      exitCode = await streamExec(url, { stdin: archive.stream, stdout: collect().stream, stderr: stderr.stream });
+      exitCode = await streamExec(url, { stdinFrames: archive.frames(), stdout: collect().stream, stderr: stderr.stream });
     } catch (err) {
       if (err instanceof TarError) throw new PodctlError(`cp: ${err.message}`, { cause: err });
       throw err;
-    } finally {
-      archive.stream.destroy();
     }
     if (exitCode !== 0) throw new PodctlError(`cp: unpacking in the container exited ${exitCode}: ${stderr.text().trim() || 'no message'}`);
   }

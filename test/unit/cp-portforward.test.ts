@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
 import { parseLocation } from '../../src/cli/cp.js';
 import { forwardConnection, parsePortSpec, PORTFORWARD_PROTOCOL } from '../../src/core/exec/portforward.js';
-import { Extraction, packLocal, TarError } from '../../src/core/exec/tar.js';
+import { Extraction, FRAME_HEAD, packLocal, TarError } from '../../src/core/exec/tar.js';
 import { pack, type Pack } from 'tar-stream';
 
 function scratch(): { dir: string; done: () => void } {
@@ -43,9 +43,10 @@ async function unpack(archive: Buffer, dest: string, rename?: { from: string; to
   }
 }
 
-async function readAll(stream: AsyncIterable<Buffer>): Promise<Buffer> {
+/** packLocal's archive: each frame's bytes after its head, copied, since the next frame may reuse it. */
+async function readFrames(frames: AsyncIterable<Buffer>): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c);
+  for await (const f of frames) chunks.push(Buffer.from(f.subarray(FRAME_HEAD)));
   return Buffer.concat(chunks);
 }
 
@@ -65,7 +66,7 @@ test('tar: a local tree packed as cp sends it (its announced size exact) and unp
     const longTarget = `sub/${'../sub/'.repeat(20)}f.txt`;
     symlinkSync(longTarget, join(src, 'longlink'));
     const packed = await packLocal(src, 'top');
-    const archive = await readAll(packed.stream);
+    const archive = await readFrames(packed.frames());
     assert.equal(archive.length, packed.size, 'the size head -c is given is the archive\'s');
     // What GNU tar reads of it, as the container's tar would.
     const listed = spawnSync('tar', ['tf', '-'], { input: archive, encoding: 'utf8' });

@@ -27,6 +27,11 @@ export interface TerminalSize {
 
 export interface ExecStreams {
   stdin?: NodeJS.ReadableStream;
+  /**
+   * Stdin as frames instead (cp's archive): byte 0 of each is left for the channel, so that it is
+   * sent as it is; the next one is asked for once the previous one was sent, so they can be reused.
+   */
+  stdinFrames?: AsyncIterator<Buffer, void, undefined>;
   stdout: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream;
   /** The terminal's size now, and a way to hear when it changes (returns the unsubscribe). */
@@ -60,10 +65,30 @@ export function exitCodeFromStatus(text: string): number {
   throw new ExecStreamError(status.message || `exec failed: ${text}`);
 }
 
+const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
+
+/** Whether the streaming server's URL names this host's loopback (containerd's listens on 127.0.0.1). */
+function isLoopback(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return false;
+  }
+  return LOOPBACK_HOSTS.has(host) || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * Masking keeps a browser's script from steering what proxies and caches on the way see; on
+ * loopback there is nothing on the way, so the mask is all zero, and ws then sends each frame as
+ * it is instead of copying it to mask it (cp sends hundreds of MB).
+ */
+const zeroMask = (mask: Buffer) => mask.fill(0);
+
 /** Sends stdin and resizes, prints stdout and stderr, and resolves with the remote command's exit code. */
 export function streamExec(url: string, io: ExecStreams): Promise<number> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, [EXEC_PROTOCOL]);
+    const ws = new WebSocket(url, [EXEC_PROTOCOL], isLoopback(url) ? { generateMask: zeroMask } : {});
     let exitCode: number | undefined;
     let failure: Error | undefined;
     const cleanups: (() => void)[] = [];
@@ -81,6 +106,25 @@ export function streamExec(url: string, io: ExecStreams): Promise<number> {
       if (s) send(Channel.Resize, Buffer.from(JSON.stringify({ Width: s.width, Height: s.height })));
     };
 
+    // One frame in ws at a time: the socket takes it at once on loopback, and the frame is then reused.
+    const pumpFrames = async (frames: AsyncIterator<Buffer, void, undefined>) => {
+      try {
+        for (;;) {
+          const next = await frames.next();
+          if (next.done || ws.readyState !== WebSocket.OPEN) break;
+          next.value[0] = Channel.Stdin;
+          // A send that fails found the socket closed, which the close handler reports.
+          if (!(await new Promise<boolean>((resolve) => ws.send(next.value, (err) => resolve(!err))))) break;
+        }
+      } catch (err) {
+        // A local file that changed under cp ends the exec rather than leave it waiting for input.
+        failure ??= err as Error;
+        ws.terminate();
+      } finally {
+        await frames.return?.();
+      }
+    };
+
     ws.on('open', () => {
       if (ws.protocol !== EXEC_PROTOCOL) {
         failure = new ExecStreamError(`the runtime's streaming server answered protocol "${ws.protocol}", not ${EXEC_PROTOCOL}`);
@@ -89,6 +133,7 @@ export function streamExec(url: string, io: ExecStreams): Promise<number> {
       }
       sendSize();
       if (io.onResize) cleanups.push(io.onResize(sendSize));
+      if (io.stdinFrames) pumpFrames(io.stdinFrames).catch((err: Error) => (failure ??= err));
       if (io.stdin) {
         const stdin = io.stdin;
         // Backpressure: stdin waits while the socket holds more than a little unsent (cp's archives are large).

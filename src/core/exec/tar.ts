@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { constants } from 'node:fs';
 import { link, lstat, mkdir, mkdtemp, open, readdir, readlink, realpath, rename, rm, symlink, unlink } from 'node:fs/promises';
 import { isAbsolute, join, posix, relative, sep } from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { extract as tarExtract, pack as tarPack, type Header, type Pack } from 'tar-stream';
 
 /**
@@ -13,6 +13,8 @@ export class TarError extends Error {}
 
 const CHUNK = 64 * 1024;
 const BLOCK = 512;
+/** The bytes before each of packLocal's frames that are left to its caller. */
+export const FRAME_HEAD = 1;
 
 /** A local file, directory or symlink to pack, by the name it gets in the archive. */
 interface LocalEntry {
@@ -61,7 +63,43 @@ async function archiveSize(entries: LocalEntry[]): Promise<number> {
   return entries.reduce((n, e) => n + Math.ceil(e.size / BLOCK) * BLOCK, length);
 }
 
-async function feed(pack: Pack, entries: LocalEntry[]): Promise<void> {
+/**
+ * The frames a file's data is read into, reused: two, so that one is read while the other is sent.
+ * A frame goes back to the pool once the caller has asked for the next one (it was sent by then).
+ */
+class FramePool {
+  private readonly free: Buffer[] = [Buffer.allocUnsafe(FRAME_HEAD + CHUNK), Buffer.allocUnsafe(FRAME_HEAD + CHUNK)];
+  private waiter: ((frame: Buffer) => void) | undefined;
+  private closed = false;
+  private abandon: (() => void) | undefined;
+
+  /** A free frame (feed is the only taker); rejected once the pool is closed. */
+  take(): Promise<Buffer> {
+    const frame = this.free.pop();
+    if (frame) return Promise.resolve(frame);
+    if (this.closed) return Promise.reject(new TarError('the copy was abandoned'));
+    return new Promise((resolve, reject) => {
+      this.waiter = resolve;
+      this.abandon = () => reject(new TarError('the copy was abandoned'));
+    });
+  }
+
+  give(frame: Buffer): void {
+    const waiter = this.waiter;
+    this.waiter = this.abandon = undefined;
+    if (waiter) waiter(frame);
+    else this.free.push(frame);
+  }
+
+  close(): void {
+    this.closed = true;
+    const abandon = this.abandon;
+    this.waiter = this.abandon = undefined;
+    abandon?.();
+  }
+}
+
+async function feed(pack: Pack, entries: LocalEntry[], pool: FramePool, framed: WeakMap<Buffer, Buffer>): Promise<void> {
   for (const e of entries) {
     if (e.type !== 'file') {
       await new Promise<void>((resolve, reject) => pack.entry(headerOf(e), (err) => (err ? reject(err) : resolve())));
@@ -78,10 +116,14 @@ async function feed(pack: Pack, entries: LocalEntry[]): Promise<void> {
       done.catch(() => undefined);
       // The header announced this size: a file that shrank fails the copy rather than corrupting the archive.
       for (let left = e.size; left > 0; ) {
-        const { bytesRead, buffer } = await fh.read(Buffer.allocUnsafe(Math.min(CHUNK, left)), 0, Math.min(CHUNK, left), null);
+        const frame = await pool.take();
+        const { bytesRead } = await fh.read(frame, FRAME_HEAD, Math.min(CHUNK, left), null);
         if (bytesRead === 0) throw new TarError(`${e.path} became shorter while it was read`);
         left -= bytesRead;
-        if (!sink.write(buffer.subarray(0, bytesRead))) await once(sink, 'drain');
+        // tar-stream passes an entry's data through as the same Buffer, so the reader knows its frame.
+        const data = frame.subarray(FRAME_HEAD, FRAME_HEAD + bytesRead);
+        framed.set(data, frame);
+        if (!sink.write(data)) await once(sink, 'drain');
       }
       sink.end(undefined);
       await done;
@@ -93,24 +135,43 @@ async function feed(pack: Pack, entries: LocalEntry[]): Promise<void> {
 }
 
 /**
- * The local file or directory at `path` as a tar stream whose entries are named under `name`
- * (symlinks kept as symlinks), and the stream's length in bytes.
+ * The local file or directory at `path` as a tar archive whose entries are named under `name`
+ * (symlinks kept as symlinks), and the archive's length in bytes. The archive comes as frames
+ * whose first FRAME_HEAD bytes are the caller's (the exec stream's channel byte goes there) and
+ * the rest the archive's next bytes. A frame is the caller's only until it asks for the next one:
+ * a file's data is read into frames that are reused, so that sending it makes no garbage.
  */
-export async function packLocal(path: string, name: string): Promise<{ size: number; stream: Readable }> {
+export async function packLocal(path: string, name: string): Promise<{ size: number; frames: () => AsyncGenerator<Buffer, void, undefined> }> {
   const entries = await localEntries(path, name);
   const size = await archiveSize(entries);
-  async function* chunks(): AsyncGenerator<Buffer> {
+  async function* frames(): AsyncGenerator<Buffer, void, undefined> {
     const pack = tarPack();
-    const fed = feed(pack, entries).catch((err: Error) => pack.destroy(err));
+    const pool = new FramePool();
+    const framed = new WeakMap<Buffer, Buffer>();
+    const fed = feed(pack, entries, pool, framed).catch((err: Error) => pack.destroy(err));
     let sent = 0;
-    for await (const chunk of pack as AsyncIterable<Buffer>) {
-      sent += chunk.length;
-      yield chunk;
+    try {
+      for await (const chunk of pack as AsyncIterable<Buffer>) {
+        sent += chunk.length;
+        const frame = framed.get(chunk);
+        if (frame) {
+          yield frame.subarray(0, FRAME_HEAD + chunk.length);
+          pool.give(frame);
+        } else {
+          // tar-stream's own blocks (headers, padding, the end): small, copied behind a head.
+          const own = Buffer.allocUnsafe(FRAME_HEAD + chunk.length);
+          chunk.copy(own, FRAME_HEAD);
+          yield own;
+        }
+      }
+      await fed;
+    } finally {
+      pool.close();
+      pack.destroy();
     }
-    await fed;
     if (sent !== size) throw new TarError(`the archive came to ${sent} bytes, not the ${size} announced (did a file change while it was read?)`);
   }
-  return { size, stream: Readable.from(chunks(), { objectMode: false, highWaterMark: CHUNK }) };
+  return { size, frames };
 }
 
 function within(root: string, target: string): boolean {
