@@ -7,7 +7,7 @@ import { errorMessage } from '../src/core/errors.js';
 import { containerConfig, podLogDirectory, podSandboxConfig } from '../src/core/kuberuntime/config.js';
 import { CRUN_BINARY } from '../src/core/embedded/config.js';
 import { AgentClient } from '../src/core/node/client.js';
-import { BENCH_NAMESPACE, BUSYBOX, PODCTL_BIN, benchPod, machineInfo, ms, msStats, onCleanup, podYaml, runtimeClassYaml, stats, timeProcess, until, withoutExtraCaCerts, type BenchContext, type BenchResult, type Row } from './lib.js';
+import { BENCH_NAMESPACE, BUSYBOX, PODCTL_BIN, benchPod, machineInfo, ms, msStats, onCleanup, podYaml, runtimeClassYaml, stats, timeProcess, until, type BenchContext, type BenchResult, type Row } from './lib.js';
 import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods, sweepBenchPods } from './node.js';
 import { PodmanPeer } from './podman.js';
 
@@ -44,8 +44,6 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
     manifests.set(h, file);
   }
   const runEnv = { ...process.env, PODCTL_LOG_ROOT: join(scratch, 'logs') };
-  // Also without NODE_EXTRA_CA_CERTS when the environment has it: Node's start then parses certificates podman never reads.
-  const bareEnv = withoutExtraCaCerts(runEnv);
   // run --detach starts an agent on this root dir of its own, stopped by its PID (agent stop) at the end.
   const rootDir = join(scratch, 'root');
   const agent = new AgentClient(rootDir);
@@ -81,7 +79,7 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
   }
   const teardownPodman = onCleanup('podman peer', async () => podman?.teardown());
 
-  const perHandler = () => ({ run: [] as number[], runBare: [] as number[], inProcess: [] as number[], floor: [] as number[], podman: [] as number[] });
+  const perHandler = () => ({ run: [] as number[], inProcess: [] as number[], floor: [] as number[], podman: [] as number[] });
   const samples = { floorHost: [] as number[], ...Object.fromEntries(handlers.map((h) => [h, perHandler()])) } as { floorHost: number[] } & Record<Handler, ReturnType<typeof perHandler>>;
   const errors: string[] = [];
   // One untimed round first: the first sandbox after a quiet spell pays for cold caches.
@@ -90,11 +88,10 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
     const line: string[] = [];
     for (const h of handlers) {
       const into = samples[h];
-      // As the environment has it, then (when it has NODE_EXTRA_CA_CERTS) without it.
+      // In the environment as it is, as podman's rows.
       const runs_: { env: NodeJS.ProcessEnv; into: number[]; ms?: number }[] = [{ env: runEnv, into: into.run }];
-      if (bareEnv) runs_.push({ env: bareEnv, into: into.runBare });
       for (const v of runs_) {
-        // As a user runs it: the executable, through its launcher line.
+        // As a user runs it: the executable.
         const t = await timeProcess(PODCTL_BIN, ['run', manifests.get(h)!, '--detach', '--timeout', '60s', '--root-dir', rootDir], { env: v.env });
         if (t.code !== 0) errors.push(`podctl run --detach (${h}) exited ${t.code}: ${t.stderr.trim().split('\n').pop()}`);
         else if (keep) v.into.push((v.ms = t.ms));
@@ -136,8 +133,8 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
 
   const s = {
     floorHost: stats(samples.floorHost),
-    ...Object.fromEntries(handlers.map((h) => [h, { run: stats(samples[h].run), runBare: stats(samples[h].runBare), inProcess: stats(samples[h].inProcess), floor: stats(samples[h].floor), podman: stats(samples[h].podman) }])),
-  } as { floorHost: ReturnType<typeof stats> } & Record<Handler, { run: ReturnType<typeof stats>; runBare: ReturnType<typeof stats>; inProcess: ReturnType<typeof stats>; floor: ReturnType<typeof stats>; podman: ReturnType<typeof stats> }>;
+    ...Object.fromEntries(handlers.map((h) => [h, { run: stats(samples[h].run), inProcess: stats(samples[h].inProcess), floor: stats(samples[h].floor), podman: stats(samples[h].podman) }])),
+  } as { floorHost: ReturnType<typeof stats> } & Record<Handler, { run: ReturnType<typeof stats>; inProcess: ReturnType<typeof stats>; floor: ReturnType<typeof stats>; podman: ReturnType<typeof stats> }>;
   const rows: Row[] = [];
   const findings: string[] = [];
   for (const h of handlers) {
@@ -146,26 +143,14 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
     const runLimit = x.podman.median * 0.9;
     const runMet = podman && x.run.n && x.podman.n ? x.run.median <= runLimit : undefined;
     const inProcessMet = x.inProcess.n && x.floor.n ? x.inProcess.median <= inProcessLimit : undefined;
-    const runBareMet = podman && x.runBare.n && x.podman.n ? x.runBare.median <= runLimit : undefined;
     rows.push(
       {
         name: `[${h}] podctl run --detach (whole process)`,
         value: msStats(x.run),
         target: podman ? `<= 0.9 x podman (${h}) = ${ms(runLimit)}` : 'podman unavailable',
         met: runMet,
-        about: `From spawning \`bin/run.js run pod.yaml --detach\` as a user runs podctl, through its launcher line (a RuntimeClass with handler ${h} and a pod naming it), to its exit with the pod Running: Node start-up, oclif, manifest loading, the agent's socket, SyncPod, status${bareEnv ? "; in this environment, with NODE_EXTRA_CA_CERTS set, which the launcher line keeps from Node's start (see the CLI start-up benchmark)" : ''}.`,
+        about: `From spawning \`bin/run.js run pod.yaml --detach\` as a user runs podctl (a RuntimeClass with handler ${h} and a pod naming it), to its exit with the pod Running: Node start-up, oclif, manifest loading, the agent's socket, SyncPod, status.`,
       },
-      ...(bareEnv
-        ? [
-            {
-              name: `[${h}] podctl run --detach, without NODE_EXTRA_CA_CERTS`,
-              value: msStats(x.runBare),
-              target: podman ? `<= 0.9 x podman (${h}) = ${ms(runLimit)}` : 'podman unavailable',
-              met: runBareMet,
-              about: "The same, in the bench's environment less NODE_EXTRA_CA_CERTS, which podman's start does not read (see the CLI start-up benchmark).",
-            },
-          ]
-        : []),
       {
         name: `[${h}] in-process: ADD to Running observed`,
         value: msStats(x.inProcess),
@@ -186,11 +171,8 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
     );
     if (runMet === false) {
       findings.push(
-        `[${h}] podctl run --detach median ${ms(x.run.median)} is above 0.9 x podman kube play (${ms(runLimit)}). Of it, about ${ms(x.inProcess.median)} is the start itself (in-process row); the rest, about ${ms(x.run.median - x.inProcess.median)}, is the process around it (Node start-up, module loading, the agent's socket, shutdown): see the CLI start-up benchmark.${runBareMet === true ? ` Without NODE_EXTRA_CA_CERTS (the certificates Node parses at start when it is set, which podman never reads) the same run takes ${ms(x.runBare.median)}: met.` : ''}`,
+        `[${h}] podctl run --detach median ${ms(x.run.median)} is above 0.9 x podman kube play (${ms(runLimit)}). Of it, about ${ms(x.inProcess.median)} is the start itself (in-process row); the rest, about ${ms(x.run.median - x.inProcess.median)}, is the process around it (Node start-up, module loading, the agent's socket, shutdown): see the CLI start-up benchmark.`,
       );
-    }
-    if (runBareMet === false) {
-      findings.push(`[${h}] podctl run --detach without NODE_EXTRA_CA_CERTS: median ${ms(x.runBare.median)}, above 0.9 x podman kube play (${ms(runLimit)}).`);
     }
     if (inProcessMet === false) {
       findings.push(
