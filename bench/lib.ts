@@ -109,18 +109,6 @@ export function mb(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 }
 
-/**
- * With NODE_EXTRA_CA_CERTS set, Node 20 parses its bundled root certificates and the file's at every start,
- * before any JavaScript runs (OpenSSL 3 parses slowly: nodejs/node#40524): tens of ms of every Node process,
- * node -e 0 included, that no podctl code can avoid. Where the bench's environment has it, the process rows
- * are measured both ways; this is the environment without it.
- */
-export function withoutExtraCaCerts(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv | undefined {
-  if (env.NODE_EXTRA_CA_CERTS === undefined) return undefined;
-  const { NODE_EXTRA_CA_CERTS: _dropped, ...rest } = env;
-  return rest;
-}
-
 export function machineInfo(runtime?: string): MachineInfo {
   return {
     cores: cpus().length,
