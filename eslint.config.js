@@ -1,6 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
+import stylistic from '@stylistic/eslint-plugin';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'src/core/cri/generated/**', 'src/core/pod/generated/**', 'bin/**'] },
@@ -12,6 +13,24 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'off',
+    },
+  },
+  {
+    // Prettier wraps code at 140 columns; this holds comments and messages to the same width.
+    plugins: { '@stylistic': stylistic },
+    ignores: [
+      'src/commands/bundle.ts',
+      'src/commands/cp.ts',
+      'src/commands/delete.ts',
+      'src/commands/events.ts',
+      'src/commands/run.ts',
+      'src/commands/sync-once.ts',
+    ],
+    rules: {
+      '@stylistic/max-len': [
+        'error',
+        { code: 140, ignoreUrls: true, ignoreRegExpLiterals: true, ignoreStrings: true, ignoreTemplateLiterals: true },
+      ],
     },
   },
 );

@@ -5,7 +5,20 @@ import { join } from 'node:path';
 import { errorMessage } from '../src/core/errors.js';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../src/core/kuberuntime/labels.js';
 import { REAL_ENDPOINT, criClient } from './node.js';
-import { PODCTL_BIN, REPO_ROOT, machineInfo, ms, msStats, onCleanup, stats, timeProcess, until, type BenchContext, type BenchResult, type Row } from './lib.js';
+import {
+  PODCTL_BIN,
+  REPO_ROOT,
+  machineInfo,
+  ms,
+  msStats,
+  onCleanup,
+  stats,
+  timeProcess,
+  until,
+  type BenchContext,
+  type BenchResult,
+  type Row,
+} from './lib.js';
 
 /**
  * 5. CLI start-up: each command's fixed cost beside node -e 0 (--version, --help, validate, plan and get pods with
@@ -43,7 +56,8 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
     }
     rmSync(scratch, { recursive: true, force: true });
   });
-  if (!(await until(() => existsSync(join(rootDir, 'podctl.sock')), 30_000))) throw new Error('podctl watch did not open its status socket within 30 s');
+  if (!(await until(() => existsSync(join(rootDir, 'podctl.sock')), 30_000)))
+    throw new Error('podctl watch did not open its status socket within 30 s');
 
   const hello = join(REPO_ROOT, 'examples', 'hello.yaml');
   const variants = {
@@ -67,7 +81,8 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
   for (let i = -1; i < runs; i++) {
     for (const [name, [cmd, ...args]] of Object.entries(variants) as [Variant, string[]][]) {
       const r = await timeProcess(cmd!, args, { env });
-      if (r.code !== 0 && !okCodes[name]?.includes(r.code ?? -1)) errors.push(`${args.join(' ')} exited ${r.code}: ${r.stderr.trim().split('\n').pop()}`);
+      if (r.code !== 0 && !okCodes[name]?.includes(r.code ?? -1))
+        errors.push(`${args.join(' ')} exited ${r.code}: ${r.stderr.trim().split('\n').pop()}`);
       else if (i >= 0) samples[name].push(r.ms);
     }
   }
@@ -76,22 +91,61 @@ export async function cliStartup(ctx: BenchContext): Promise<BenchResult> {
   const s = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, stats(v)])) as Record<Variant, ReturnType<typeof stats>>;
   const extraCa = process.env.NODE_EXTRA_CA_CERTS !== undefined;
   const commands: { key: Variant; name: string; factor: number; about: string }[] = [
-    { key: 'version', name: 'podctl --version', factor: 2.5, about: 'oclif\'s execute: Config.load with the explicit command strategy and oclif\'s manifest; no command module is loaded.' },
+    {
+      key: 'version',
+      name: 'podctl --version',
+      factor: 2.5,
+      about: "oclif's execute: Config.load with the explicit command strategy and oclif's manifest; no command module is loaded.",
+    },
     { key: 'help', name: 'podctl --help', factor: 2.5, about: "oclif's help from the manifest; no command module is loaded." },
-    { key: 'validate', name: 'podctl validate examples/hello.yaml', factor: 2.5, about: 'Reads, defaults and validates one pod (the API validators); no gRPC.' },
-    { key: 'plan', name: 'podctl plan examples/hello.yaml', factor: 2.5, about: 'Hands the manifest to the agent on the root dir (POST on its socket, node:http), which reads, validates and plans it against the runtime; no gRPC in the command.' },
-    { key: 'getPods', name: 'podctl get pods -A (empty)', factor: 2.5, about: 'The agent (a `podctl watch` with no pods, on the embedded containerd) answers GET /v1/podview on its socket; no gRPC.' },
-    { key: 'planDirect', name: 'podctl plan examples/hello.yaml (no agent)', factor: 3, about: 'No agent on the root dir: the command validates the manifest itself and reads the runtime over the CRI (@grpc/grpc-js and the static CRI codecs).' },
-    { key: 'getPodsDirect', name: 'podctl get pods -A (no agent)', factor: 3, about: 'No agent on the root dir: the command lists podctl\'s pods from the runtime over the CRI (@grpc/grpc-js).' },
+    {
+      key: 'validate',
+      name: 'podctl validate examples/hello.yaml',
+      factor: 2.5,
+      about: 'Reads, defaults and validates one pod (the API validators); no gRPC.',
+    },
+    {
+      key: 'plan',
+      name: 'podctl plan examples/hello.yaml',
+      factor: 2.5,
+      about:
+        'Hands the manifest to the agent on the root dir (POST on its socket, node:http), which reads, validates and plans it ' +
+        'against the runtime; no gRPC in the command.',
+    },
+    {
+      key: 'getPods',
+      name: 'podctl get pods -A (empty)',
+      factor: 2.5,
+      about: 'The agent (a `podctl watch` with no pods, on the embedded containerd) answers GET /v1/podview on its socket; no gRPC.',
+    },
+    {
+      key: 'planDirect',
+      name: 'podctl plan examples/hello.yaml (no agent)',
+      factor: 3,
+      about:
+        'No agent on the root dir: the command validates the manifest itself and reads the runtime over the CRI (@grpc/grpc-js ' +
+        'and the static CRI codecs).',
+    },
+    {
+      key: 'getPodsDirect',
+      name: 'podctl get pods -A (no agent)',
+      factor: 3,
+      about: "No agent on the root dir: the command lists podctl's pods from the runtime over the CRI (@grpc/grpc-js).",
+    },
   ];
   const floor = s.node;
   const floorName = 'node -e 0';
   const rows: Row[] = [
-    { name: floorName, value: msStats(floor), about: `Node itself: the floor of any Node CLI, in this environment (NODE_EXTRA_CA_CERTS ${extraCa ? 'set' : 'not set'}).` },
+    {
+      name: floorName,
+      value: msStats(floor),
+      about: `Node itself: the floor of any Node CLI, in this environment (NODE_EXTRA_CA_CERTS ${extraCa ? 'set' : 'not set'}).`,
+    },
     {
       name: 'minimal oclif CLI, one command (unbundled)',
       value: `${msStats(s.miniOclif)} (${ratio(s.miniOclif.median, floor.median)} x ${floorName})`,
-      about: 'For scale: a package with @oclif/core and one command that prints a line, found by oclif\'s default pattern strategy, no manifest, no bundle.',
+      about:
+        "For scale: a package with @oclif/core and one command that prints a line, found by oclif's default pattern strategy, no manifest, no bundle.",
     },
   ];
   const findings: string[] = [];
@@ -133,7 +187,10 @@ function writeMinimalOclifCli(dir: string): string {
   mkdirSync(join(dir, 'commands'), { recursive: true });
   mkdirSync(join(dir, 'bin'));
   symlinkSync(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'mini', version: '1.0.0', type: 'module', oclif: { bin: 'mini', commands: './commands' } }));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: 'mini', version: '1.0.0', type: 'module', oclif: { bin: 'mini', commands: './commands' } }),
+  );
   writeFileSync(
     join(dir, 'commands', 'hello.js'),
     "import { Command } from '@oclif/core';\nexport default class Hello extends Command {\n  static description = 'say hello';\n  async run() {\n    this.log('hello');\n  }\n}\n",

@@ -6,7 +6,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeRuntime } from '../fakecri/index.js';
 import type { CriClient } from '../src/core/cri/client.js';
-import { BENCH_NAMESPACE, BUSYBOX, PODCTL_BIN, benchPod, machineInfo, ms, onCleanup, podYaml, sleep, stats, until, type BenchContext, type BenchResult, type Row, type Stats } from './lib.js';
+import {
+  BENCH_NAMESPACE,
+  BUSYBOX,
+  PODCTL_BIN,
+  benchPod,
+  machineInfo,
+  ms,
+  onCleanup,
+  podYaml,
+  sleep,
+  stats,
+  until,
+  type BenchContext,
+  type BenchResult,
+  type Row,
+  type Stats,
+} from './lib.js';
 import { agentSocket } from '../src/core/node/paths.js';
 import type { PlegKind } from '../src/core/pleg/select.js';
 import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods, sweepBenchPods } from './node.js';
@@ -35,7 +51,10 @@ function exitingPod(seconds: number) {
  * Pods whose containers exit at staggered times, so exits fall anywhere
  * within a relist period; the exit time is the runtime's own finishedAt.
  */
-async function measure(client: CriClient, opts: { plegKind: PlegKind; relistPeriodMs: number; batches: number; perBatch: number; minSeconds: number; spacingSeconds?: number }): Promise<Samples> {
+async function measure(
+  client: CriClient,
+  opts: { plegKind: PlegKind; relistPeriodMs: number; batches: number; perBatch: number; minSeconds: number; spacingSeconds?: number },
+): Promise<Samples> {
   const samples: Samples = { pleg: [], status: [], missed: 0, duringStarts: 0, source: '' };
   const finishedAt = new Map<string, number>();
   const statusSeen = new Set<string>();
@@ -69,7 +88,8 @@ async function measure(client: CriClient, opts: { plegKind: PlegKind; relistPeri
   const stop = onCleanup('detection node', () => node.stop());
   for (let b = 0; b < opts.batches; b++) {
     // At random within 2 s (so within any relist period), or one every spacingSeconds (a little jitter).
-    const exitAfter = (i: number) => opts.minSeconds + (opts.spacingSeconds === undefined ? Math.random() * 2 : i * opts.spacingSeconds + Math.random() * 0.2);
+    const exitAfter = (i: number) =>
+      opts.minSeconds + (opts.spacingSeconds === undefined ? Math.random() * 2 : i * opts.spacingSeconds + Math.random() * 0.2);
     const pods = Array.from({ length: opts.perBatch }, (_, i) => exitingPod(exitAfter(i)));
     const uids = pods.map((p) => p.metadata!.uid!);
     for (const u of uids) mine.add(u);
@@ -122,14 +142,37 @@ function cpuMs(pid: number): number {
  * source in turn (the generic one relisting every second, then auto, which on containerd is its
  * event service with a 300 s relist), measured over the same window once every pod runs.
  */
-async function idleCpu(client: CriClient, pleg: 'generic' | 'auto', pods: number, windowMs: number, log: (line: string) => void): Promise<{ percent: number; source: string }> {
+async function idleCpu(
+  client: CriClient,
+  pleg: 'generic' | 'auto',
+  pods: number,
+  windowMs: number,
+  log: (line: string) => void,
+): Promise<{ percent: number; source: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'podctl-bench-idle-'));
   const manifests = join(dir, 'manifests');
   const names = Array.from({ length: pods }, (_, i) => `bench-idle-${pleg}-${i}`);
   mkdirSync(manifests);
   for (const n of names) writeFileSync(join(manifests, `${n}.yaml`), podYaml(n, BUSYBOX, { namespace: BENCH_NAMESPACE }));
   const root = join(dir, 'root');
-  const child = spawn(process.execPath, [PODCTL_BIN, 'watch', manifests, '--root-dir', root, '--log-root', join(dir, 'logs'), '--pleg', pleg, '--pleg-relist-period', '1s', '--cleanup-on-exit'], { stdio: ['ignore', 'ignore', 'ignore'] });
+  const child = spawn(
+    process.execPath,
+    [
+      PODCTL_BIN,
+      'watch',
+      manifests,
+      '--root-dir',
+      root,
+      '--log-root',
+      join(dir, 'logs'),
+      '--pleg',
+      pleg,
+      '--pleg-relist-period',
+      '1s',
+      '--cleanup-on-exit',
+    ],
+    { stdio: ['ignore', 'ignore', 'ignore'] },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = onCleanup(`idle watch (${pleg})`, async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
@@ -139,10 +182,14 @@ async function idleCpu(client: CriClient, pleg: 'generic' | 'auto', pods: number
     rmSync(dir, { recursive: true, force: true });
   });
   try {
-    const running = await until(async () => {
-      const cs = await client.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': BENCH_NAMESPACE } });
-      return names.every((n) => cs.some((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === n));
-    }, 180_000, 250);
+    const running = await until(
+      async () => {
+        const cs = await client.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': BENCH_NAMESPACE } });
+        return names.every((n) => cs.some((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === n));
+      },
+      180_000,
+      250,
+    );
     if (!running) throw new Error(`idle CPU (${pleg}): the ${pods} pods were not all running within 180 s`);
     // Let the start-up syncs and the first housekeeping settle before the window.
     await sleep(5_000);
@@ -159,7 +206,10 @@ async function idleCpu(client: CriClient, pleg: 'generic' | 'auto', pods: number
   }
 }
 
-/** 2. Detection latency: real containerd with the generic PLEG at 1 s and 100 ms and with containerd's events, the fake with the evented PLEG. */
+/**
+ * 2. Detection latency: real containerd with the generic PLEG at 1 s and 100 ms and with containerd's events, the fake with the evented
+ * PLEG.
+ */
 export async function detection(ctx: BenchContext): Promise<BenchResult> {
   const began = Date.now();
   const client = criClient(REAL_ENDPOINT);
@@ -209,17 +259,38 @@ export async function detection(ctx: BenchContext): Promise<BenchResult> {
     genericFake: { pleg: stats(genericFake.pleg), status: stats(genericFake.status) },
   };
   const rows: Row[] = [
-    row('containerd, generic 1 s: ContainerDied', s.generic1s.pleg, 1100, 'From the container\'s exit (finishedAt as containerd reports it) to the generic PLEG emitting ContainerDied; includes containerd\'s own lag before ContainerStatus says EXITED.'),
-    row('containerd, generic 1 s: status shows it', s.generic1s.status, undefined, 'From the exit to the first v1 status with the container terminated (the sync the event triggers).'),
+    row(
+      'containerd, generic 1 s: ContainerDied',
+      s.generic1s.pleg,
+      1100,
+      "From the container's exit (finishedAt as containerd reports it) to the generic PLEG emitting ContainerDied; includes containerd's own lag before ContainerStatus says EXITED.",
+    ),
+    row(
+      'containerd, generic 1 s: status shows it',
+      s.generic1s.status,
+      undefined,
+      'From the exit to the first v1 status with the container terminated (the sync the event triggers).',
+    ),
     row('containerd, generic 100 ms: ContainerDied', s.generic100.pleg, 200, 'As above, relisting every 100 ms.'),
     row('containerd, generic 100 ms: status shows it', s.generic100.status, undefined, 'As above.'),
-    row('containerd, containerd events: ContainerDied', s.containerdEvents.pleg, { p50: 20, p99: 50 }, 'containerd\'s own event service (Events/Subscribe, TaskExit) into the containerd-events PLEG, which reads the pod\'s status once (again while the CRI lags the event); relists only every 300 s.'),
+    row(
+      'containerd, containerd events: ContainerDied',
+      s.containerdEvents.pleg,
+      { p50: 20, p99: 50 },
+      "containerd's own event service (Events/Subscribe, TaskExit) into the containerd-events PLEG, which reads the pod's status once (again while the CRI lags the event); relists only every 300 s.",
+    ),
     row('containerd, containerd events: status shows it', s.containerdEvents.status, undefined, 'As above, to the v1 status.'),
-    row(`containerd, containerd events, exits ${spaced.spacingSeconds} s apart: ContainerDied (diagnosis)`, s.containerdSpaced.pleg, undefined, `The same PLEG, with each batch's exits ${spaced.spacingSeconds} s apart instead of ten within 2 s: each restartPolicy Never pod's exit is followed by its sandbox's stop (runc, the CNI plugins' DEL), which with exits 200 ms apart on 2 cores overlaps the next exits. Not the judged row: it shows how much of the tail above is that overlap.`),
+    row(
+      `containerd, containerd events, exits ${spaced.spacingSeconds} s apart: ContainerDied (diagnosis)`,
+      s.containerdSpaced.pleg,
+      undefined,
+      `The same PLEG, with each batch's exits ${spaced.spacingSeconds} s apart instead of ten within 2 s: each restartPolicy Never pod's exit is followed by its sandbox's stop (runc, the CNI plugins' DEL), which with exits 200 ms apart on 2 cores overlaps the next exits. Not the judged row: it shows how much of the tail above is that overlap.`,
+    ),
     {
       name: `containerd, idle watch CPU, ${idle.pods} pods: generic 1 s`,
       value: `${idleGeneric.percent.toFixed(2)}% of one core over ${idle.windowMs / 1000} s`,
-      about: 'utime + stime of a real `podctl watch DIR --pleg generic` process (/proc/PID/stat) over the window, once every pod runs and the start has settled: relists every second, housekeeping, sync ticks.',
+      about:
+        'utime + stime of a real `podctl watch DIR --pleg generic` process (/proc/PID/stat) over the window, once every pod runs and the start has settled: relists every second, housekeeping, sync ticks.',
     },
     {
       name: `containerd, idle watch CPU, ${idle.pods} pods: auto (${idleAuto.source})`,
@@ -228,17 +299,30 @@ export async function detection(ctx: BenchContext): Promise<BenchResult> {
       met: idleAuto.source === 'containerd-events' && idleAuto.percent < idleGeneric.percent,
       about: 'The same with `--pleg auto`: on containerd 1.6 its event service, relisting only every 300 s as a safety net.',
     },
-    row('fake, evented: ContainerDied', s.evented.pleg, 50, 'The fake runtime\'s GetContainerEvents stream (the real gRPC client) into the evented PLEG; exit time is the fake\'s finishedAt.'),
+    row(
+      'fake, evented: ContainerDied',
+      s.evented.pleg,
+      50,
+      "The fake runtime's GetContainerEvents stream (the real gRPC client) into the evented PLEG; exit time is the fake's finishedAt.",
+    ),
     row('fake, evented: status shows it', s.evented.status, undefined, 'As above, to the v1 status.'),
-    row('fake, generic 1 s: ContainerDied (reference)', s.genericFake.pleg, undefined, 'The same fake pods under the generic PLEG at 1 s, to show what the events buy.'),
+    row(
+      'fake, generic 1 s: ContainerDied (reference)',
+      s.genericFake.pleg,
+      undefined,
+      'The same fake pods under the generic PLEG at 1 s, to show what the events buy.',
+    ),
   ];
   const findings: string[] = [];
   for (const r of rows) {
     if (r.met === false) findings.push(`${r.name}: ${r.value}, target ${r.target}.`);
   }
-  if (idleAuto.source !== 'containerd-events') findings.push(`The idle watch with --pleg auto ran on ${idleAuto.source}, not containerd's events.`);
-  if (containerdEvents.source !== 'containerd-events') findings.push(`The containerd-events PLEG fell back to relisting (source ${containerdEvents.source}): its rows measure relists.`);
-  const missed = generic1s.missed + generic100.missed + containerdEvents.missed + containerdSpaced.missed + evented.missed + genericFake.missed;
+  if (idleAuto.source !== 'containerd-events')
+    findings.push(`The idle watch with --pleg auto ran on ${idleAuto.source}, not containerd's events.`);
+  if (containerdEvents.source !== 'containerd-events')
+    findings.push(`The containerd-events PLEG fell back to relisting (source ${containerdEvents.source}): its rows measure relists.`);
+  const missed =
+    generic1s.missed + generic100.missed + containerdEvents.missed + containerdSpaced.missed + evented.missed + genericFake.missed;
   return {
     name: 'detection',
     title: 'Detection latency: container exit to ContainerDied and to status',
@@ -252,7 +336,11 @@ export async function detection(ctx: BenchContext): Promise<BenchResult> {
       'p99 is the nearest-rank percentile: with n samples below 100 it is the largest or second largest sample.',
       ...(missed ? [`${missed} exit(s) were not seen within 60 s and are not in the samples.`] : []),
     ],
-    data: { samples: { generic1s, generic100, containerdEvents, containerdSpaced, evented, genericFake }, stats: s, idle: { ...idle, generic: idleGeneric, auto: idleAuto } },
+    data: {
+      samples: { generic1s, generic100, containerdEvents, containerdSpaced, evented, genericFake },
+      stats: s,
+      idle: { ...idle, generic: idleGeneric, auto: idleAuto },
+    },
     durationS: (Date.now() - began) / 1000,
   };
 }

@@ -36,11 +36,11 @@ function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: bo
     else if (a === '--report-only') {
       console.log(`wrote ${writeReport()}`);
       process.exit(0);
-    }
-    else if (a === '--pods' || a.startsWith('--pods=')) {
+    } else if (a === '--pods' || a.startsWith('--pods=')) {
       const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
       const pods = (value ?? '').split(',').filter(Boolean).map(Number);
-      if (pods.length === 0 || pods.some((n) => ![100, 1000, 5000].includes(n))) throw new Error(`--pods: "${value}" is not a list of 100, 1000, 5000`);
+      if (pods.length === 0 || pods.some((n) => ![100, 1000, 5000].includes(n)))
+        throw new Error(`--pods: "${value}" is not a list of 100, 1000, 5000`);
       out.pods = pods;
     } else if (a === '--pleg' || a.startsWith('--pleg=')) {
       const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
@@ -50,7 +50,10 @@ function parseArgs(argv: string[]): { quick: boolean; only: string[]; report: bo
       const value = a.includes('=') ? a.slice(a.indexOf('=') + 1) : argv[++i];
       const names = (value ?? '').split(',').filter(Boolean);
       const unknown = names.filter((n) => !(n in BENCHMARKS));
-      if (names.length === 0 || unknown.length) throw new Error(`--only: unknown benchmark "${unknown.join(', ') || value}"; expected one or more of ${Object.keys(BENCHMARKS).join(', ')}`);
+      if (names.length === 0 || unknown.length)
+        throw new Error(
+          `--only: unknown benchmark "${unknown.join(', ') || value}"; expected one or more of ${Object.keys(BENCHMARKS).join(', ')}`,
+        );
       out.only = names;
     } else if (a === '--help' || a === '-h') {
       console.log(USAGE);

@@ -132,7 +132,12 @@ function readOsRelease(): string {
 
 export function renderRows(rows: Row[]): string {
   const plain = !process.stdout.isTTY;
-  const table = new Table({ head: ['measurement', 'value', 'target', 'met'], wordWrap: true, colWidths: [46, 44, 30, 8], style: plain ? { head: [], border: [] } : {} });
+  const table = new Table({
+    head: ['measurement', 'value', 'target', 'met'],
+    wordWrap: true,
+    colWidths: [46, 44, 30, 8],
+    style: plain ? { head: [], border: [] } : {},
+  });
   for (const r of rows) table.push([r.name, r.value, r.target ?? '', r.met === undefined ? '' : r.met ? 'met' : 'MISSED']);
   return table.toString();
 }
@@ -145,7 +150,17 @@ export function writeResult(result: BenchResult): string {
 }
 
 /** A defaulted pod in the bench namespace. */
-export function benchPod(name: string, uid: string, opts: { containers?: IContainer[]; hostNetwork?: boolean; restartPolicy?: 'Always' | 'Never'; namespace?: string; runtimeClassName?: string } = {}): IPod {
+export function benchPod(
+  name: string,
+  uid: string,
+  opts: {
+    containers?: IContainer[];
+    hostNetwork?: boolean;
+    restartPolicy?: 'Always' | 'Never';
+    namespace?: string;
+    runtimeClassName?: string;
+  } = {},
+): IPod {
   return applyPodDefaults({
     apiVersion: 'v1',
     kind: 'Pod',

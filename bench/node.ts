@@ -50,7 +50,10 @@ export async function removeBenchPods(client: CriClient, namespace = BENCH_NAMES
     await Promise.all([worker(), worker(), worker(), worker()]);
   }
   const left = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: namespace } });
-  if (left.length) throw new Error(`${left.length} sandbox(es) of namespace ${namespace} could not be removed: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+  if (left.length)
+    throw new Error(
+      `${left.length} sandbox(es) of namespace ${namespace} could not be removed: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+    );
   return removed;
 }
 

@@ -68,9 +68,20 @@ export class PodmanPeer {
     );
     writeFileSync(
       registriesConf,
-      ['unqualified-search-registries = []', 'short-name-mode = "disabled"', '', '[[registry]]', 'location = "127.0.0.1:5000"', 'insecure = true', ''].join('\n'),
+      [
+        'unqualified-search-registries = []',
+        'short-name-mode = "disabled"',
+        '',
+        '[[registry]]',
+        'location = "127.0.0.1:5000"',
+        'insecure = true',
+        '',
+      ].join('\n'),
     );
-    writeFileSync(storageConf, ['[storage]', 'driver = "overlay"', `runroot = "${d('runroot')}"`, `graphroot = "${d('graphroot')}"`, ''].join('\n'));
+    writeFileSync(
+      storageConf,
+      ['[storage]', 'driver = "overlay"', `runroot = "${d('runroot')}"`, `graphroot = "${d('graphroot')}"`, ''].join('\n'),
+    );
     this.env = {
       ...process.env,
       CONTAINERS_CONF: containersConf,
@@ -86,7 +97,10 @@ export class PodmanPeer {
     let version = await podmanVersion();
     if (!version) {
       log('podman is missing: apt-get install -y podman');
-      await run('apt-get', ['install', '-y', 'podman'], { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+      await run('apt-get', ['install', '-y', 'podman'], {
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      });
       version = await podmanVersion();
       if (!version) throw new Error('podman is still missing after apt-get install -y podman');
     }
@@ -95,7 +109,8 @@ export class PodmanPeer {
       for (const image of [PODMAN_IMAGE, PODMAN_INFRA_IMAGE]) await peer.podman(['pull', '--quiet', image]);
       await peer.podman(['network', 'create', '--subnet', PODMAN_SUBNET, PODMAN_NETWORK]);
       // podman 4.3 names the bridge itself (cni-podmanN); remember it to remove it.
-      peer.bridge = (await peer.podman(['network', 'inspect', '--format', '{{.NetworkInterface}}', PODMAN_NETWORK])).stdout.trim() || undefined;
+      peer.bridge =
+        (await peer.podman(['network', 'inspect', '--format', '{{.NetworkInterface}}', PODMAN_NETWORK])).stdout.trim() || undefined;
     } catch (err) {
       await peer.teardown();
       throw err;

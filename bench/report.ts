@@ -33,13 +33,17 @@ export function writeReport(): string {
       '',
     );
     out.push('| measurement | value | target | met |', '| --- | --- | --- | --- |');
-    for (const row of r.rows) out.push(`| ${cell(row.name)} | ${cell(row.value)} | ${cell(row.target ?? '')} | ${row.met === undefined ? '' : row.met ? 'met' : '**missed**'} |`);
+    for (const row of r.rows)
+      out.push(
+        `| ${cell(row.name)} | ${cell(row.value)} | ${cell(row.target ?? '')} | ${row.met === undefined ? '' : row.met ? 'met' : '**missed**'} |`,
+      );
     out.push('', 'What each row measures:', '');
     for (const row of r.rows) if (row.about) out.push(`- *${row.name}*: ${row.about}`);
     if (r.notes.length) out.push('', ...r.notes.map((n) => `- ${n}`));
     out.push('');
     for (const f of r.findings) allFindings.push(`**${r.name}**: ${f}`);
-    if (Object.keys((r.data.allAtOnce as Record<string, string> | undefined) ?? {}).length) allFindings.push(`**${r.name}, all at once** (diagnosis): ${ALL_AT_ONCE_DIAGNOSIS}`);
+    if (Object.keys((r.data.allAtOnce as Record<string, string> | undefined) ?? {}).length)
+      allFindings.push(`**${r.name}, all at once** (diagnosis): ${ALL_AT_ONCE_DIAGNOSIS}`);
     for (const row of r.rows) {
       const d = row.met === false ? DIAGNOSES[`${r.name}:${row.name.replace(/^(\d+ pods: |\[\w+\] )/, '')}`] : undefined;
       if (d) allFindings.push(`**${r.name}, ${row.name}** (diagnosis): ${d}`);

@@ -43,7 +43,9 @@ export function detailText(d: MemoryDetail | undefined): string {
 
 /** The convergence high-water marks, as a row says them. */
 function peakText(peak: ConvergePeak | undefined): string {
-  return peak ? `; high water while converging: RSS ${mb(peak.rss)}, V8 heap ${mb(peak.heapUsed)} used of ${mb(peak.heapTotal)}, array buffers ${mb(peak.arrayBuffers)}` : '';
+  return peak
+    ? `; high water while converging: RSS ${mb(peak.rss)}, V8 heap ${mb(peak.heapUsed)} used of ${mb(peak.heapTotal)}, array buffers ${mb(peak.arrayBuffers)}`
+    : '';
 }
 
 function sumCalls(samples: RelistSample[]): number[] {
@@ -58,7 +60,13 @@ function callsText(calls: Record<string, number>, per = 1): string {
 }
 
 /** One scale: a fresh fake runtime in this process, the watch worker in a child, from zero to all Running and on. */
-async function runScale(ctx: BenchContext, pods: number, steadySeconds: number, converge: { wave?: number; timeoutMs: number }, pleg: PlegKind = 'generic'): Promise<ScaleRun> {
+async function runScale(
+  ctx: BenchContext,
+  pods: number,
+  steadySeconds: number,
+  converge: { wave?: number; timeoutMs: number },
+  pleg: PlegKind = 'generic',
+): Promise<ScaleRun> {
   const fake = await FakeRuntime.start({ images: ['docker.io/library/busybox:1.36'] });
   const worker = await startWorker({ endpoint: fake.endpoint, relistPeriodMs: 1000, namespace: BENCH_NAMESPACE, pleg });
   const done = onCleanup(`scale-fake ${pods} ${pleg}`, async () => {
@@ -66,8 +74,16 @@ async function runScale(ctx: BenchContext, pods: number, steadySeconds: number, 
     await fake.stop();
   });
   try {
-    ctx.log(`  ${pods} pods x ${CONTAINERS_PER_POD} containers, --pleg ${pleg}: converging${converge.wave ? ` in waves of ${converge.wave}` : ''}`);
-    const converged = await worker.request<{ ms: number; settleMs: number; rssAfterSettle: number; settled: MemoryDetail; peak: ConvergePeak }>({ cmd: 'converge', pods, containersPerPod: CONTAINERS_PER_POD, ...converge });
+    ctx.log(
+      `  ${pods} pods x ${CONTAINERS_PER_POD} containers, --pleg ${pleg}: converging${converge.wave ? ` in waves of ${converge.wave}` : ''}`,
+    );
+    const converged = await worker.request<{
+      ms: number;
+      settleMs: number;
+      rssAfterSettle: number;
+      settled: MemoryDetail;
+      peak: ConvergePeak;
+    }>({ cmd: 'converge', pods, containersPerPod: CONTAINERS_PER_POD, ...converge });
     ctx.log(`  converged in ${ms(converged.ms)}, settled ${ms(converged.settleMs)} later; steady state for ${steadySeconds} s`);
     ctx.log(`  memory when settled: ${detailText(converged.settled)}`);
     const steady = await worker.request<SteadySample>({ cmd: 'steady', seconds: steadySeconds });
@@ -75,17 +91,46 @@ async function runScale(ctx: BenchContext, pods: number, steadySeconds: number, 
     const memory = await worker.request<MemorySample>({ cmd: 'memory' });
     ctx.log(`  memory after the steady window: ${detailText(memory.detailNoGc)}; after a forced GC: ${detailText(memory.detail)}`);
     // The relist rows are the generic PLEG's (an event-driven one relists every 5 minutes).
-    if (pleg !== 'generic') return { pods, pleg, wave: converge.wave, convergeMs: converged.ms, settleMs: converged.settleMs, rssAfterSettle: converged.rssAfterSettle, settled: converged.settled, peak: converged.peak, steady, memory, noChange: [], changed: [] };
+    if (pleg !== 'generic')
+      return {
+        pods,
+        pleg,
+        wave: converge.wave,
+        convergeMs: converged.ms,
+        settleMs: converged.settleMs,
+        rssAfterSettle: converged.rssAfterSettle,
+        settled: converged.settled,
+        peak: converged.peak,
+        steady,
+        memory,
+        noChange: [],
+        changed: [],
+      };
     const noChange = await worker.request<RelistSample[]>({ cmd: 'relists', count: 10 });
     const changed: RelistSample[] = [];
     for (let i = 0; i < 5; i++) {
       // 1% of the pods see one container exit, as from outside.
-      const running = fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels[POD_NAMESPACE_LABEL] === BENCH_NAMESPACE && c.metadata.name === 'c0');
+      const running = fake
+        .containers()
+        .filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels[POD_NAMESPACE_LABEL] === BENCH_NAMESPACE && c.metadata.name === 'c0');
       const victims = running.sort(() => Math.random() - 0.5).slice(0, Math.max(1, Math.round(pods / 100)));
       for (const c of victims) fake.exitContainer(c.id, 137);
       changed.push(...(await worker.request<RelistSample[]>({ cmd: 'relists', count: 1 })));
     }
-    return { pods, pleg, wave: converge.wave, convergeMs: converged.ms, settleMs: converged.settleMs, rssAfterSettle: converged.rssAfterSettle, settled: converged.settled, peak: converged.peak, steady, memory, noChange, changed };
+    return {
+      pods,
+      pleg,
+      wave: converge.wave,
+      convergeMs: converged.ms,
+      settleMs: converged.settleMs,
+      rssAfterSettle: converged.rssAfterSettle,
+      settled: converged.settled,
+      peak: converged.peak,
+      steady,
+      memory,
+      noChange,
+      changed,
+    };
   } finally {
     await done();
   }
@@ -131,14 +176,16 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
         {
           name: `${p}: converge from zero to all Running, ${kind}`,
           value: `${ms(r.convergeMs)} (then ${ms(r.settleMs)} until quiet)`,
-          about: 'As above, with the PLEG `podctl watch` picks by default: the runtime\'s GetContainerEvents stream, relisting every 300 s as a safety net. Quiet: 2 s with no PLEG event and no pod worker busy.',
+          about:
+            "As above, with the PLEG `podctl watch` picks by default: the runtime's GetContainerEvents stream, relisting every 300 s as a safety net. Quiet: 2 s with no PLEG event and no pod worker busy.",
         },
         {
           name: `${p}: steady-state CPU of the watch process, ${kind}`,
           value: `${(r.steady.cpu * 100).toFixed(1)}% of one core over ${r.steady.seconds.toFixed(0)} s (${r.steady.relistMs.length} relists${r.steady.relistMs.length ? `, median ${ms(steadyRelist.median)}` : ''}, ${r.steady.syncs} pod syncs; CRI calls ${callsText(r.steady.calls) || 'none'})`,
           target: big ? '< 5% of one core, as `podctl watch` runs by default' : undefined,
           met: big ? r.steady.cpu < 0.05 : undefined,
-          about: 'process.cpuUsage() of the worker over the window once the pods are quiet, with --pleg auto: the event stream, housekeeping every 2 s, sync ticks, log rotation checks every 10 s, and the pods\' 60 s periodic resync. The target is judged here, on what a user runs.',
+          about:
+            "process.cpuUsage() of the worker over the window once the pods are quiet, with --pleg auto: the event stream, housekeeping every 2 s, sync ticks, log rotation checks every 10 s, and the pods' 60 s periodic resync. The target is judged here, on what a user runs.",
         },
         {
           name: `${p}: memory of the watch process, ${kind}`,
@@ -147,7 +194,9 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
         },
       );
       if (big && r.steady.cpu >= 0.05) {
-        findings.push(`5,000 pods, --pleg auto: the watch process used ${(r.steady.cpu * 100).toFixed(1)}% of one core at steady state (target < 5%). In the window: ${r.steady.syncs} pod syncs, CRI calls ${callsText(r.steady.calls) || 'none'}.`);
+        findings.push(
+          `5,000 pods, --pleg auto: the watch process used ${(r.steady.cpu * 100).toFixed(1)}% of one core at steady state (target < 5%). In the window: ${r.steady.syncs} pod syncs, CRI calls ${callsText(r.steady.calls) || 'none'}.`,
+        );
       }
       continue;
     }
@@ -167,35 +216,44 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
         value: `${allAtOnce[r.pods] ? `all at once: not converged within 180 s (${allAtOnce[r.pods]}); in waves of ${r.wave}: ` : ''}${ms(r.convergeMs)} (then ${ms(r.settleMs)} until quiet)`,
         target: big ? 'all at once, every pod Running < 60 s' : undefined,
         met: big ? !allAtOnce[r.pods] && r.convergeMs < 60_000 : undefined,
-        about: 'From adding every pod to the SyncLoop to the last one\'s first status with both containers running; then until the PLEG has reported every start and the follow-up syncs are done (the steady window starts there).',
+        about:
+          "From adding every pod to the SyncLoop to the last one's first status with both containers running; then until the PLEG has reported every start and the follow-up syncs are done (the steady window starts there).",
       },
       {
         name: `${p}: relist, no change`,
         value: `median ${ms(nc.median)}, max ${ms(nc.max)}; calls/relist: ${callsText(ncCalls, r.noChange.length)}`,
         target: big ? '< 100 ms, no per-container status calls' : undefined,
         met: big ? nc.median < 100 && statusCalls === 0 : undefined,
-        about: 'GenericPleg.relist() called directly with the loop stopped and nothing changed (10 samples), CRI calls counted by the client.',
+        about:
+          'GenericPleg.relist() called directly with the loop stopped and nothing changed (10 samples), CRI calls counted by the client.',
       },
       {
         name: `${p}: relist, 1% of pods changed`,
         value: `median ${ms(ch.median)}, max ${ms(ch.max)}; calls/relist median ${chCalls.median}`,
-        about: 'One container of 1% of the pods exits (fake.exitContainer), then one relist: the lists plus a full status read of each changed pod (5 samples).',
+        about:
+          'One container of 1% of the pods exits (fake.exitContainer), then one relist: the lists plus a full status read of each ' +
+          'changed pod (5 samples).',
       },
       {
         name: `${p}: steady-state CPU of the watch process, generic PLEG`,
         value: `${(r.steady.cpu * 100).toFixed(1)}% of one core over ${r.steady.seconds.toFixed(0)} s (relists: median ${ms(steadyRelist.median)}, ${r.steady.syncs} pod syncs)`,
-        about: 'process.cpuUsage() of the worker over the window that starts once the pods are quiet after convergence, with --pleg generic: relists every 1 s, housekeeping every 2 s, sync ticks, log rotation checks every 10 s, and the pods\' 60 s periodic resync when the window is longer than 60 s. The < 5% target is judged on the default PLEG (the --pleg auto row).',
+        about:
+          "process.cpuUsage() of the worker over the window that starts once the pods are quiet after convergence, with --pleg generic: relists every 1 s, housekeeping every 2 s, sync ticks, log rotation checks every 10 s, and the pods' 60 s periodic resync when the window is longer than 60 s. The < 5% target is judged on the default PLEG (the --pleg auto row).",
       },
       {
         name: `${p}: memory of the watch process`,
         value: `RSS when settled ${mb(r.rssAfterSettle)} (no forced GC); after the steady window ${r.memory.rssNoGc === undefined ? '' : `${mb(r.memory.rssNoGc)}, `}after a forced GC ${mb(r.memory.rss)} (heap used ${mb(r.memory.heapUsed)})${peakText(r.peak)}`,
         target: big ? 'RSS when settled < 300 MB, no forced GC' : undefined,
         met: big ? r.rssAfterSettle < 300 * 1024 * 1024 : undefined,
-        about: 'process.memoryUsage() of the worker: once the pods are quiet after convergence, with no forced GC (what the target judges: the process as it runs); then at the end of the steady window, before and after a forced GC (the live heap).',
+        about:
+          'process.memoryUsage() of the worker: once the pods are quiet after convergence, with no forced GC (what the target ' +
+          'judges: the process as it runs); then at the end of the steady window, before and after a forced GC (the live heap).',
       },
     );
     if (allAtOnce[r.pods]) {
-      findings.push(`${r.pods} pods added at once did not converge: ${allAtOnce[r.pods]}. In waves of ${r.wave} they did, in ${ms(r.convergeMs)}; the other rows of this scale come from that run.`);
+      findings.push(
+        `${r.pods} pods added at once did not converge: ${allAtOnce[r.pods]}. In waves of ${r.wave} they did, in ${ms(r.convergeMs)}; the other rows of this scale come from that run.`,
+      );
     }
     if (big && nc.median >= 100) findings.push(`5,000 pods: a no-change relist takes ${ms(nc.median)} (target < 100 ms).`);
     if (big && statusCalls > 0) findings.push(`5,000 pods: no-change relists made ${statusCalls} status calls (target: none).`);
@@ -219,7 +277,7 @@ export async function scaleFake(ctx: BenchContext): Promise<BenchResult> {
     findings,
     notes: [
       'The fake runtime runs in the bench process and serves real gRPC on a unix socket; the watch (Kubelet, PLEG, SyncLoop, as `podctl watch` wires them) runs in a child process, so its CPU, RSS and heap exclude the fake. Rows without a PLEG named use the generic PLEG relisting every 1 s; at 5,000 pods the watch runs a second time with --pleg auto, the default (on the fake: its GetContainerEvents stream, relisting every 300 s).',
-      `Steady window: ${steadySeconds} s, from the moment the pods are quiet after convergence.${steadySeconds > 60 ? ' It includes the 60 s periodic resync of every pod (no jitter), which is the kubelet\'s steady state too.' : ''}`,
+      `Steady window: ${steadySeconds} s, from the moment the pods are quiet after convergence.${steadySeconds > 60 ? " It includes the 60 s periodic resync of every pod (no jitter), which is the kubelet's steady state too." : ''}`,
     ],
     data: { runs, allAtOnce },
     durationS: (Date.now() - began) / 1000,

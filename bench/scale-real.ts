@@ -17,10 +17,20 @@ export async function scaleReal(ctx: BenchContext): Promise<BenchResult> {
     const removed = await sweepBenchPods();
     ctx.log(`  removed ${removed} pod(s)`);
   });
-  let result: { converge: { ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }; steady: SteadySample; memory: MemorySample; noChange: RelistSample[] };
+  let result: {
+    converge: { ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number };
+    steady: SteadySample;
+    memory: MemorySample;
+    noChange: RelistSample[];
+  };
   try {
     ctx.log(`  ${pods} busybox pods on ${version.runtimeName} ${version.runtimeVersion}: converging`);
-    const converge = await worker.request<{ ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }>({ cmd: 'converge', pods, containersPerPod: 1, timeoutMs: 10 * 60_000 });
+    const converge = await worker.request<{ ms: number; perPod: number[]; settleMs: number; rssAfterSettle: number }>({
+      cmd: 'converge',
+      pods,
+      containersPerPod: 1,
+      timeoutMs: 10 * 60_000,
+    });
     ctx.log(`  converged in ${ms(converge.ms)}; steady state for ${steadySeconds} s`);
     const steady = await worker.request<SteadySample>({ cmd: 'steady', seconds: steadySeconds });
     const memory = await worker.request<MemorySample>({ cmd: 'memory' });
@@ -37,19 +47,23 @@ export async function scaleReal(ctx: BenchContext): Promise<BenchResult> {
     {
       name: `${pods} pods: converge from zero to all Running`,
       value: `${ms(result.converge.ms)} (per pod: median ${ms(perPod.median)}, p90 ${ms(perPod.p90)}); then ${ms(result.converge.settleMs)} until quiet`,
-      about: 'All pods added at once to the SyncLoop of the watch worker: to the last one\'s first status with its container running.',
+      about: "All pods added at once to the SyncLoop of the watch worker: to the last one's first status with its container running.",
     },
     {
       name: `${pods} pods: relist duration`,
       value: `steady: median ${ms(steadyRelist.median)}, max ${ms(steadyRelist.max)}; alone: median ${ms(nc.median)}`,
-      about: 'The PLEG\'s own timing of its relists during the steady window, and relists run alone with the loop stopped (10 samples).',
+      about: "The PLEG's own timing of its relists during the steady window, and relists run alone with the loop stopped (10 samples).",
     },
     {
       name: `${pods} pods: steady-state CPU of the watch process`,
       value: `${(result.steady.cpu * 100).toFixed(1)}% of one core over ${result.steady.seconds.toFixed(0)} s (${result.steady.syncs} pod syncs)`,
       about: 'process.cpuUsage() of the worker during the window after convergence (relist 1 s, housekeeping 2 s, 60 s periodic resync).',
     },
-    { name: `${pods} pods: memory of the watch process`, value: `RSS ${mb(result.memory.rss)}, heap used ${mb(result.memory.heapUsed)} (after GC)`, about: 'process.memoryUsage() of the worker after the window and a forced GC.' },
+    {
+      name: `${pods} pods: memory of the watch process`,
+      value: `RSS ${mb(result.memory.rss)}, heap used ${mb(result.memory.heapUsed)} (after GC)`,
+      about: 'process.memoryUsage() of the worker after the window and a forced GC.',
+    },
   ];
   return {
     name: 'scale-real',

@@ -7,7 +7,24 @@ import { errorMessage } from '../src/core/errors.js';
 import { containerConfig, podLogDirectory, podSandboxConfig } from '../src/core/kuberuntime/config.js';
 import { CRUN_BINARY } from '../src/core/embedded/config.js';
 import { AgentClient } from '../src/core/node/client.js';
-import { BENCH_NAMESPACE, BUSYBOX, PODCTL_BIN, benchPod, machineInfo, ms, msStats, onCleanup, podYaml, runtimeClassYaml, stats, timeProcess, until, type BenchContext, type BenchResult, type Row } from './lib.js';
+import {
+  BENCH_NAMESPACE,
+  BUSYBOX,
+  PODCTL_BIN,
+  benchPod,
+  machineInfo,
+  ms,
+  msStats,
+  onCleanup,
+  podYaml,
+  runtimeClassYaml,
+  stats,
+  timeProcess,
+  until,
+  type BenchContext,
+  type BenchResult,
+  type Row,
+} from './lib.js';
 import { InProcessNode, REAL_ENDPOINT, criClient, removeBenchPods, sweepBenchPods } from './node.js';
 import { PodmanPeer } from './podman.js';
 
@@ -80,7 +97,9 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
   const teardownPodman = onCleanup('podman peer', async () => podman?.teardown());
 
   const perHandler = () => ({ run: [] as number[], inProcess: [] as number[], floor: [] as number[], podman: [] as number[] });
-  const samples = { floorHost: [] as number[], ...Object.fromEntries(handlers.map((h) => [h, perHandler()])) } as { floorHost: number[] } & Record<Handler, ReturnType<typeof perHandler>>;
+  const samples = { floorHost: [] as number[], ...Object.fromEntries(handlers.map((h) => [h, perHandler()])) } as {
+    floorHost: number[];
+  } & Record<Handler, ReturnType<typeof perHandler>>;
   const errors: string[] = [];
   // One untimed round first: the first sandbox after a quiet spell pays for cold caches.
   for (let i = -1; i < runs; i++) {
@@ -92,7 +111,9 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
       const runs_: { env: NodeJS.ProcessEnv; into: number[]; ms?: number }[] = [{ env: runEnv, into: into.run }];
       for (const v of runs_) {
         // As a user runs it: the executable.
-        const t = await timeProcess(PODCTL_BIN, ['run', manifests.get(h)!, '--detach', '--timeout', '60s', '--root-dir', rootDir], { env: v.env });
+        const t = await timeProcess(PODCTL_BIN, ['run', manifests.get(h)!, '--detach', '--timeout', '60s', '--root-dir', rootDir], {
+          env: v.env,
+        });
         if (t.code !== 0) errors.push(`podctl run --detach (${h}) exited ${t.code}: ${t.stderr.trim().split('\n').pop()}`);
         else if (keep) v.into.push((v.ms = t.ms));
         // The agent keeps what run --detach handed it: it forgets the pod first, or it would start it again.
@@ -118,7 +139,9 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
         else if (keep) into.podman.push((pm = p.ms));
         await podman.down(h);
       }
-      line.push(`${h}: run --detach ${runs_.map((v) => (v.ms === undefined ? '-' : ms(v.ms))).join(' / ')}, in-process ${ms(t)}, floor ${ms(f)}${pm === undefined ? '' : `, podman ${ms(pm)}`}`);
+      line.push(
+        `${h}: run --detach ${runs_.map((v) => (v.ms === undefined ? '-' : ms(v.ms))).join(' / ')}, in-process ${ms(t)}, floor ${ms(f)}${pm === undefined ? '' : `, podman ${ms(pm)}`}`,
+      );
     }
     const fh = await floor(true, 'runc');
     if (keep) samples.floorHost.push(fh);
@@ -133,8 +156,26 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
 
   const s = {
     floorHost: stats(samples.floorHost),
-    ...Object.fromEntries(handlers.map((h) => [h, { run: stats(samples[h].run), inProcess: stats(samples[h].inProcess), floor: stats(samples[h].floor), podman: stats(samples[h].podman) }])),
-  } as { floorHost: ReturnType<typeof stats> } & Record<Handler, { run: ReturnType<typeof stats>; inProcess: ReturnType<typeof stats>; floor: ReturnType<typeof stats>; podman: ReturnType<typeof stats> }>;
+    ...Object.fromEntries(
+      handlers.map((h) => [
+        h,
+        {
+          run: stats(samples[h].run),
+          inProcess: stats(samples[h].inProcess),
+          floor: stats(samples[h].floor),
+          podman: stats(samples[h].podman),
+        },
+      ]),
+    ),
+  } as { floorHost: ReturnType<typeof stats> } & Record<
+    Handler,
+    {
+      run: ReturnType<typeof stats>;
+      inProcess: ReturnType<typeof stats>;
+      floor: ReturnType<typeof stats>;
+      podman: ReturnType<typeof stats>;
+    }
+  >;
   const rows: Row[] = [];
   const findings: string[] = [];
   for (const h of handlers) {
@@ -156,7 +197,8 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
         value: msStats(x.inProcess),
         target: `<= 1.1 x floor (${h}) = ${ms(inProcessLimit)}`,
         met: inProcessMet,
-        about: 'A Kubelet + generic PLEG + SyncLoop already running in the bench process (agent "bench"): from SyncLoop.addPods to the first status with every container running, as the kubelet\'s pod start SLI.',
+        about:
+          'A Kubelet + generic PLEG + SyncLoop already running in the bench process (agent "bench"): from SyncLoop.addPods to the first status with every container running, as the kubelet\'s pod start SLI.',
       },
       {
         name: `[${h}] floor: direct CRI, CNI bridge pod`,
@@ -180,8 +222,13 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
       );
     }
   }
-  rows.push({ name: '[runc] floor: direct CRI, hostNetwork pod', value: msStats(s.floorHost), about: 'The same three calls for a hostNetwork pod: no CNI ADD.' });
-  if (!handlers.includes('crun')) findings.push(`crun is not installed (${CRUN_BINARY}): only runc was measured; \`podctl runtime up\` installs it.`);
+  rows.push({
+    name: '[runc] floor: direct CRI, hostNetwork pod',
+    value: msStats(s.floorHost),
+    about: 'The same three calls for a hostNetwork pod: no CNI ADD.',
+  });
+  if (!handlers.includes('crun'))
+    findings.push(`crun is not installed (${CRUN_BINARY}): only runc was measured; \`podctl runtime up\` installs it.`);
   return {
     name: 'start-latency',
     title: 'Pod start latency on the embedded containerd (with the podman peer)',

@@ -74,7 +74,14 @@ export function memoryDetail(): MemoryDetail {
   const m = process.memoryUsage();
   const spaces: MemoryDetail['spaces'] = {};
   for (const s of getHeapSpaceStatistics()) spaces[s.space_name] = { size: s.space_size, used: s.space_used_size };
-  const out: MemoryDetail = { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, arrayBuffers: m.arrayBuffers, external: m.external, spaces };
+  const out: MemoryDetail = {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    arrayBuffers: m.arrayBuffers,
+    external: m.external,
+    spaces,
+  };
   try {
     const status = readFileSync('/proc/self/status', 'utf8');
     const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
@@ -104,10 +111,17 @@ const init = JSON.parse(process.argv[2] ?? '{}') as WorkerInit;
 const calls: Record<string, number> = {};
 const client = criClient(init.endpoint, (c) => void (calls[c.method] = (calls[c.method] ?? 0) + 1));
 let relists: number[] = [];
-const node = new InProcessNode({ client, plegKind: init.pleg, relistPeriodMs: init.relistPeriodMs, onRelist: (d) => {
+const node = new InProcessNode({
+  client,
+  plegKind: init.pleg,
+  relistPeriodMs: init.relistPeriodMs,
+  onRelist: (d) => {
     relists.push(d);
     relistsDone++;
-  }, logRoot: init.logRoot, rootDir: init.rootDir });
+  },
+  logRoot: init.logRoot,
+  rootDir: init.rootDir,
+});
 let syncs = 0;
 const syncErrors = new Map<string, number>();
 node.kubelet.observe({
@@ -120,7 +134,9 @@ node.kubelet.observe({
 if (process.env.PODCTL_BENCH_DEBUG) {
   setInterval(() => {
     const m = process.memoryUsage();
-    console.error(`worker: rss ${Math.round(m.rss / 1e6)} MB heap ${Math.round(m.heapUsed / 1e6)} MB, running statuses ${node.kubelet.statusManager.all().filter((st) => st.phase === 'Running').length}, relists ${relists.length}, sync errors ${JSON.stringify([...syncErrors])}`);
+    console.error(
+      `worker: rss ${Math.round(m.rss / 1e6)} MB heap ${Math.round(m.heapUsed / 1e6)} MB, running statuses ${node.kubelet.statusManager.all().filter((st) => st.phase === 'Running').length}, relists ${relists.length}, sync errors ${JSON.stringify([...syncErrors])}`,
+    );
   }, 5000).unref();
 }
 let eventsSeen = 0;
@@ -152,10 +168,15 @@ async function settle(deadline: number): Promise<number> {
     const target = relistsDone + 2;
     const until = performance.now() + 2000;
     while ((byRelist ? relistsDone < target : performance.now() < until) && performance.now() < deadline) await sleep(50);
-    const idle = await Promise.race([node.kubelet.workers.waitIdle().then(() => true), sleep(Math.max(0, deadline - performance.now())).then(() => false)]);
+    const idle = await Promise.race([
+      node.kubelet.workers.waitIdle().then(() => true),
+      sleep(Math.max(0, deadline - performance.now())).then(() => false),
+    ]);
     if (idle && (!byRelist || relistsDone >= target) && eventsSeen === events) return performance.now() - t0;
     if (performance.now() > deadline) {
-      throw new Error(`not quiet after ${Math.round(performance.now() - t0)} ms: ${relisting() ? `a relist under way since the last one completed ${Math.round(Date.now() - (generic.lastRelistAt ?? 0))} ms ago` : 'pod workers still busy'}`);
+      throw new Error(
+        `not quiet after ${Math.round(performance.now() - t0)} ms: ${relisting() ? `a relist under way since the last one completed ${Math.round(Date.now() - (generic.lastRelistAt ?? 0))} ms ago` : 'pod workers still busy'}`,
+      );
     }
     await sleep(200);
   }
@@ -174,14 +195,29 @@ function memory(): MemorySample {
   // PODCTL_BENCH_HEAP_SNAPSHOT_DIR: the live heap at the end of the steady window, for a heap-snapshot viewer.
   const snapshots = process.env.PODCTL_BENCH_HEAP_SNAPSHOT_DIR;
   if (snapshots) writeHeapSnapshot(join(snapshots, `steady-${init.pleg ?? 'generic'}.heapsnapshot`));
-  return { detailNoGc, detail: memoryDetail(), rssNoGc: detailNoGc.rss, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers };
+  return {
+    detailNoGc,
+    detail: memoryDetail(),
+    rssNoGc: detailNoGc.rss,
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+  };
 }
 
 async function handle(req: WorkerRequest): Promise<unknown> {
   switch (req.cmd) {
     case 'converge': {
-      const containers = Array.from({ length: req.containersPerPod }, (_, i) => ({ name: `c${i}`, image: BUSYBOX, command: SLEEP_COMMAND }));
-      const pods = Array.from({ length: req.pods }, (_, i) => benchPod(`scale-${i}`, randomUUID(), { containers, namespace: init.namespace }));
+      const containers = Array.from({ length: req.containersPerPod }, (_, i) => ({
+        name: `c${i}`,
+        image: BUSYBOX,
+        command: SLEEP_COMMAND,
+      }));
+      const pods = Array.from({ length: req.pods }, (_, i) =>
+        benchPod(`scale-${i}`, randomUUID(), { containers, namespace: init.namespace }),
+      );
       const started = performance.now();
       const deadline = started + req.timeoutMs;
       const wave = req.wave ?? req.pods;
@@ -190,7 +226,9 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       const peak: ConvergePeak = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
       const heap = heapProfiler();
       const snapshots = process.env.PODCTL_BENCH_HEAP_SNAPSHOT_DIR;
-      let snapshotAt = process.env.PODCTL_BENCH_HEAP_SNAPSHOT_AT_MB ? Number(process.env.PODCTL_BENCH_HEAP_SNAPSHOT_AT_MB) * 1024 * 1024 : undefined;
+      let snapshotAt = process.env.PODCTL_BENCH_HEAP_SNAPSHOT_AT_MB
+        ? Number(process.env.PODCTL_BENCH_HEAP_SNAPSHOT_AT_MB) * 1024 * 1024
+        : undefined;
       const sample = setInterval(() => {
         const m = process.memoryUsage();
         for (const k of Object.keys(peak) as (keyof typeof peak)[]) peak[k] = Math.max(peak[k], m[k]);
@@ -223,7 +261,13 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       await new Promise((r) => setTimeout(r, req.seconds * 1000));
       const cpu = process.cpuUsage(cpu0);
       const wall = (performance.now() - t0) / 1000;
-      return { seconds: wall, cpu: (cpu.user + cpu.system) / 1e6 / wall, relistMs: relists, calls: diff(calls, before), syncs } satisfies SteadySample;
+      return {
+        seconds: wall,
+        cpu: (cpu.user + cpu.system) / 1e6 / wall,
+        relistMs: relists,
+        calls: diff(calls, before),
+        syncs,
+      } satisfies SteadySample;
     }
     case 'relists': {
       // The loop stops so that nothing but these relists runs; pods are left as they are.
@@ -264,7 +308,12 @@ function heapProfiler(): { maybeTake(heapUsed: number): void; finish(): Promise<
   const session = new Session();
   session.connect();
   const oldGarbage = process.env.PODCTL_BENCH_HEAP_PROFILE_OLD_GARBAGE === '1';
-  const started = session.post('HeapProfiler.enable').then(() => session.post('HeapProfiler.startSampling', { samplingInterval: 32 * 1024, ...(oldGarbage ? { includeObjectsCollectedByMajorGC: true } : {}) }));
+  const started = session.post('HeapProfiler.enable').then(() =>
+    session.post('HeapProfiler.startSampling', {
+      samplingInterval: 32 * 1024,
+      ...(oldGarbage ? { includeObjectsCollectedByMajorGC: true } : {}),
+    }),
+  );
   let taken: Promise<void> | undefined;
   const take = async (name: string) => {
     await started;
@@ -312,4 +361,3 @@ process.on('disconnect', () => process.exit(0));
 // An orderly exit, so that --cpu-prof (PODCTL_BENCH_WORKER_NODE_OPTIONS) writes its profile.
 process.on('SIGTERM', () => process.exit(0));
 process.send!({ id: 0, result: 'ready' });
-

@@ -13,8 +13,15 @@ export interface WorkerHandle {
 
 /** Forks the watch worker (see watch-worker.ts) and waits until it is ready. */
 export async function startWorker(opts: Omit<WorkerInit, 'logRoot' | 'rootDir'>): Promise<WorkerHandle> {
-  const init: WorkerInit = { ...opts, logRoot: mkdtempSync(join(tmpdir(), 'podctl-bench-logs-')), rootDir: mkdtempSync(join(tmpdir(), 'podctl-bench-root-')) };
-  const child = fork(join(import.meta.dirname, 'watch-worker.js'), [JSON.stringify(init)], { execArgv: ['--expose-gc', ...(process.env.PODCTL_BENCH_WORKER_NODE_OPTIONS?.split(' ').filter(Boolean) ?? [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const init: WorkerInit = {
+    ...opts,
+    logRoot: mkdtempSync(join(tmpdir(), 'podctl-bench-logs-')),
+    rootDir: mkdtempSync(join(tmpdir(), 'podctl-bench-root-')),
+  };
+  const child = fork(join(import.meta.dirname, 'watch-worker.js'), [JSON.stringify(init)], {
+    execArgv: ['--expose-gc', ...(process.env.PODCTL_BENCH_WORKER_NODE_OPTIONS?.split(' ').filter(Boolean) ?? [])],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let next = 1;
   const exited = new Promise<void>((resolve) =>

@@ -30,7 +30,11 @@ export interface CriContractCase {
 const RUN_LABEL = 'contract.podctl.io/run';
 const GROUP_LABEL = 'contract.podctl.io/group';
 
-function sandboxConfig(ctx: CriContractContext, suffix: string, opts: { hostNetwork?: boolean; labels?: Record<string, string> } = {}): T.PodSandboxConfigInput {
+function sandboxConfig(
+  ctx: CriContractContext,
+  suffix: string,
+  opts: { hostNetwork?: boolean; labels?: Record<string, string> } = {},
+): T.PodSandboxConfigInput {
   const name = ctx.podName(suffix);
   const namespace = ctx.namespace ?? 'podctl-e2e';
   const uid = `${name}-uid`;
@@ -141,7 +145,7 @@ export function criContractCases(): CriContractCase[] {
           assert.ok(image.size > 0);
         }
         assert.ok((await client.listImages()).some((i) => i.id === ref));
-        assert.equal((await client.pullImage(ctx.image)), ref, 'pulling again gives the same id');
+        assert.equal(await client.pullImage(ctx.image), ref, 'pulling again gives the same id');
       },
     },
     {
@@ -262,8 +266,16 @@ export function criContractCases(): CriContractCase[] {
         const configA = sandboxConfig(ctx, 'filter-a', { labels: { [RUN_LABEL]: run, [GROUP_LABEL]: 'a' } });
         const configB = sandboxConfig(ctx, 'filter-b', { labels: { [RUN_LABEL]: run, [GROUP_LABEL]: 'b' } });
         await withSandboxes(client, [configA, configB], async ([a, b]) => {
-          const ca = await client.createContainer(a!, containerConfig('app', imageRef, ['sleep', '3600'], { [RUN_LABEL]: run, [GROUP_LABEL]: 'a' }), configA);
-          const cb = await client.createContainer(b!, containerConfig('app', imageRef, ['sleep', '3600'], { [RUN_LABEL]: run, [GROUP_LABEL]: 'b' }), configB);
+          const ca = await client.createContainer(
+            a!,
+            containerConfig('app', imageRef, ['sleep', '3600'], { [RUN_LABEL]: run, [GROUP_LABEL]: 'a' }),
+            configA,
+          );
+          const cb = await client.createContainer(
+            b!,
+            containerConfig('app', imageRef, ['sleep', '3600'], { [RUN_LABEL]: run, [GROUP_LABEL]: 'b' }),
+            configB,
+          );
           await client.startContainer(ca);
 
           assert.deepEqual(ids(await client.listPodSandbox({ labelSelector: { [RUN_LABEL]: run } })), [a, b].sort());
@@ -273,13 +285,22 @@ export function criContractCases(): CriContractCase[] {
 
           assert.deepEqual(ids(await client.listContainers({ labelSelector: { [RUN_LABEL]: run } })), [ca, cb].sort());
           assert.deepEqual(ids(await client.listContainers({ labelSelector: { [RUN_LABEL]: run, [GROUP_LABEL]: 'b' } })), [cb]);
-          assert.deepEqual(ids(await client.listContainers({ labelSelector: { [RUN_LABEL]: run }, state: { state: 'CONTAINER_RUNNING' } })), [ca]);
-          assert.deepEqual(ids(await client.listContainers({ labelSelector: { [RUN_LABEL]: run }, state: { state: 'CONTAINER_CREATED' } })), [cb]);
+          assert.deepEqual(
+            ids(await client.listContainers({ labelSelector: { [RUN_LABEL]: run }, state: { state: 'CONTAINER_RUNNING' } })),
+            [ca],
+          );
+          assert.deepEqual(
+            ids(await client.listContainers({ labelSelector: { [RUN_LABEL]: run }, state: { state: 'CONTAINER_CREATED' } })),
+            [cb],
+          );
           assert.deepEqual(ids(await client.listContainers({ podSandboxId: b })), [cb]);
           assert.deepEqual(ids(await client.listContainers({ id: ca })), [ca]);
           assert.deepEqual(ids(await client.listContainers({ id: ca, podSandboxId: b })), []);
           const stats = await client.listContainerStats({ id: ca });
-          assert.deepEqual(stats.map((s) => s.attributes?.id), [ca]);
+          assert.deepEqual(
+            stats.map((s) => s.attributes?.id),
+            [ca],
+          );
 
           await client.stopPodSandbox(b!);
           const selector = { [RUN_LABEL]: run };
@@ -328,7 +349,9 @@ export function criContractCases(): CriContractCase[] {
       async run(client, ctx) {
         const config = sandboxConfig(ctx, 'noimage');
         await withSandboxes(client, [config], async ([sandboxId]) => {
-          await assert.rejects(client.createContainer(sandboxId!, containerConfig('app', ctx.missingImage, ['true']), config), (err) => isNotFound(err));
+          await assert.rejects(client.createContainer(sandboxId!, containerConfig('app', ctx.missingImage, ['true']), config), (err) =>
+            isNotFound(err),
+          );
           assert.deepEqual(await client.listContainers({ podSandboxId: sandboxId }), []);
         });
       },
@@ -366,10 +389,14 @@ export function criContractCases(): CriContractCase[] {
             await client.startContainer(cid);
             await client.stopContainer(cid, 0);
             await client.removeContainer(cid);
-            const mine = await waitFor('four events', async () => {
-              const seen = events.filter((e) => e.containerId === cid);
-              return seen.length >= 4 ? seen : undefined;
-            }, 10_000);
+            const mine = await waitFor(
+              'four events',
+              async () => {
+                const seen = events.filter((e) => e.containerId === cid);
+                return seen.length >= 4 ? seen : undefined;
+              },
+              10_000,
+            );
             assert.deepEqual(
               mine.map((e) => e.containerEventType),
               ['CONTAINER_CREATED_EVENT', 'CONTAINER_STARTED_EVENT', 'CONTAINER_STOPPED_EVENT', 'CONTAINER_DELETED_EVENT'],
@@ -377,7 +404,10 @@ export function criContractCases(): CriContractCase[] {
             for (const e of mine.slice(0, 3)) {
               assert.equal(e.podSandboxStatus?.id, sandboxId);
               assert.ok(e.createdAt > 0);
-              assert.ok(e.containersStatuses.some((s) => s.id === cid), 'the event carries the container status');
+              assert.ok(
+                e.containersStatuses.some((s) => s.id === cid),
+                'the event carries the container status',
+              );
             }
             assert.equal(mine[1]!.containersStatuses.find((s) => s.id === cid)?.state, 'CONTAINER_RUNNING');
             assert.equal(mine[2]!.containersStatuses.find((s) => s.id === cid)?.state, 'CONTAINER_EXITED');

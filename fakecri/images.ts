@@ -130,5 +130,12 @@ export class ImageStore {
 
 /** The CRI Image message for an image (containerd leaves spec and uid unset for images without a USER). */
 export function toCriImage(image: FakeImage): Image {
-  return { id: image.id, repoTags: [...image.repoTags], repoDigests: [...image.repoDigests], size: image.size, username: '', pinned: false };
+  return {
+    id: image.id,
+    repoTags: [...image.repoTags],
+    repoDigests: [...image.repoDigests],
+    size: image.size,
+    username: '',
+    pinned: false,
+  };
 }

@@ -11,7 +11,15 @@ import type { ImageServiceHandlers } from '../src/core/cri/generated/runtime/v1/
 import type { RuntimeCondition } from '../src/core/cri/generated/runtime/v1/RuntimeCondition.js';
 import type { RuntimeServiceHandlers } from '../src/core/cri/generated/runtime/v1/RuntimeService.js';
 import { normalizeImageRef, toCriImage } from './images.js';
-import { FakeCriError, RuntimeState, type ContainerRecord, type ExecHandler, type FakeContainer, type FakeSandbox, type SandboxRecord } from './state.js';
+import {
+  FakeCriError,
+  RuntimeState,
+  type ContainerRecord,
+  type ExecHandler,
+  type FakeContainer,
+  type FakeSandbox,
+  type SandboxRecord,
+} from './state.js';
 
 export interface FakeRuntimeOptions {
   clock?: Clock;
@@ -23,7 +31,10 @@ export interface FakeRuntimeOptions {
   images?: string[];
   /** What PullImage can find; default any name containing 'busybox' or 'pause'. */
   registry?: string[];
-  /** Registry hosts that want credentials, e.g. {'127.0.0.1:5055': {username, password}}: a pull without them fails 401 as containerd words it. */
+  /**
+   * Registry hosts that want credentials, e.g. {'127.0.0.1:5055': {username, password}}: a pull without them fails 401 as containerd words
+   * it.
+   */
   registryAuth?: Record<string, { username: string; password: string }>;
   networkReady?: boolean;
   /** Pod IPs are `${ipPrefix}x.y`; default '10.99.'. */
@@ -144,7 +155,12 @@ export class FakeRuntime {
     this.conditions = [
       { type: 'RuntimeReady', status: true, reason: '', message: '' },
       opts.networkReady === false
-        ? { type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady', message: 'Network plugin returns error: cni plugin not initialized' }
+        ? {
+            type: 'NetworkReady',
+            status: false,
+            reason: 'NetworkPluginNotReady',
+            message: 'Network plugin returns error: cni plugin not initialized',
+          }
         : { type: 'NetworkReady', status: true, reason: '', message: '' },
     ];
     if (opts.registry) {
@@ -319,7 +335,12 @@ export class FakeRuntime {
   }
 
   /** Latency, then hang, then the caller's continuation; the fast path stays synchronous. */
-  private gate(method: string, call: { cancelled: boolean; on(event: 'cancelled', fn: () => void): unknown }, proceed: () => void, abort: Parked['abort']): void {
+  private gate(
+    method: string,
+    call: { cancelled: boolean; on(event: 'cancelled', fn: () => void): unknown },
+    proceed: () => void,
+    abort: Parked['abort'],
+  ): void {
     if (this.stopped) {
       abort(grpc.status.UNAVAILABLE, 'fake runtime stopped');
       return;
@@ -425,7 +446,10 @@ export class FakeRuntime {
         runtimeApiVersion: 'v1',
       })),
       // Verbose, containerd names its sandbox image in info.config, as here.
-      Status: this.unary('Status', (req) => ({ status: { conditions: this.conditions }, info: (req.verbose ? { config: JSON.stringify({ sandboxImage: 'registry.k8s.io/pause:3.6' }) } : {}) as Record<string, string> })),
+      Status: this.unary('Status', (req) => ({
+        status: { conditions: this.conditions },
+        info: (req.verbose ? { config: JSON.stringify({ sandboxImage: 'registry.k8s.io/pause:3.6' }) } : {}) as Record<string, string>,
+      })),
       UpdateRuntimeConfig: this.unary('UpdateRuntimeConfig', () => ({})),
       RunPodSandbox: this.unary('RunPodSandbox', (req) => ({ podSandboxId: s.runPodSandbox(req) })),
       StopPodSandbox: this.unary('StopPodSandbox', (req) => {
@@ -501,7 +525,9 @@ export class FakeRuntime {
         const host = normalized.split('/')[0]!;
         const wanted = this.opts.registryAuth?.[host];
         if (wanted) {
-          const given = req.auth?.auth ? Buffer.from(req.auth.auth, 'base64').toString('utf8') : `${req.auth?.username ?? ''}:${req.auth?.password ?? ''}`;
+          const given = req.auth?.auth
+            ? Buffer.from(req.auth.auth, 'base64').toString('utf8')
+            : `${req.auth?.username ?? ''}:${req.auth?.password ?? ''}`;
           if (given !== `${wanted.username}:${wanted.password}`) {
             const tag = normalized.slice(normalized.lastIndexOf(':') + 1);
             throw new FakeCriError(

@@ -133,7 +133,11 @@ export class ContainerRecord implements FakeContainer {
 }
 
 /** A test's say over ExecSync: the container's name and the command, or undefined for the default. */
-export type ExecHandler = (exec: { containerId: string; containerName: string; cmd: readonly string[] }) => { exitCode: number; stdout?: string } | undefined;
+export type ExecHandler = (exec: {
+  containerId: string;
+  containerName: string;
+  cmd: readonly string[];
+}) => { exitCode: number; stdout?: string } | undefined;
 
 export type ContainerBehaviour = (config: ContainerConfig__Output) => { exitCode: number; afterMs?: number } | undefined;
 
@@ -455,7 +459,10 @@ export class RuntimeState {
     return id;
   }
 
-  private getContainer(id: string, what: (id: string) => string = (i) => `an error occurred when try to find container "${i}": not found`): ContainerRecord {
+  private getContainer(
+    id: string,
+    what: (id: string) => string = (i) => `an error occurred when try to find container "${i}": not found`,
+  ): ContainerRecord {
     const c = this.containerMap.get(id);
     if (!c) throw new FakeCriError(Code.NOT_FOUND, what(id));
     return c;
@@ -464,7 +471,10 @@ export class RuntimeState {
   startContainer(id: string): void {
     const c = this.getContainer(id);
     if (c.state !== 'CONTAINER_CREATED') {
-      throw new FakeCriError(Code.FAILED_PRECONDITION, `failed to set starting state for container "${id}": container is in ${c.state} state`);
+      throw new FakeCriError(
+        Code.FAILED_PRECONDITION,
+        `failed to set starting state for container "${id}": container is in ${c.state} state`,
+      );
     }
     if (c.sandbox.state !== 'SANDBOX_READY') {
       throw new FakeCriError(Code.FAILED_PRECONDITION, `sandbox container "${c.sandbox.id}" is not running`);
@@ -603,14 +613,18 @@ export class RuntimeState {
       mounts: c.mounts as Mount[],
       logPath: c.logPath,
       imageId: c.imageId,
-      resources: c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED' ? { linux: c.resources ?? c.config?.linux?.resources ?? null } : null,
+      resources:
+        c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_CREATED'
+          ? { linux: c.resources ?? c.config?.linux?.resources ?? null }
+          : null,
     };
   }
 
   /** UpdateContainerResources, as containerd: a running or created container only. */
   updateContainerResources(id: string, linux: LinuxContainerResources__Output | null): void {
     const c = this.getContainer(id);
-    if (c.state !== 'CONTAINER_RUNNING' && c.state !== 'CONTAINER_CREATED') throw new FakeCriError(Code.UNKNOWN, `container "${id}" is in ${c.state} state`);
+    if (c.state !== 'CONTAINER_RUNNING' && c.state !== 'CONTAINER_CREATED')
+      throw new FakeCriError(Code.UNKNOWN, `container "${id}" is in ${c.state} state`);
     if (linux) c.resources = linux;
   }
 
@@ -713,7 +727,12 @@ export class RuntimeState {
             majorPageFaults: { value: 0 },
           }
         : null,
-      writableLayer: { timestamp: ts, fsId: { mountpoint: '/var/lib/fake/snapshots' }, usedBytes: { value: c.writableBytes ?? 4096 }, inodesUsed: { value: 4 } },
+      writableLayer: {
+        timestamp: ts,
+        fsId: { mountpoint: '/var/lib/fake/snapshots' },
+        usedBytes: { value: c.writableBytes ?? 4096 },
+        inodesUsed: { value: 4 },
+      },
     };
   }
 

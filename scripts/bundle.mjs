@@ -13,7 +13,12 @@ const outdir = join(root, 'dist/cli');
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { main: 'src/main.ts', commands: 'src/commands.ts', help: 'src/help.ts', 'command-not-found': 'src/hooks/command-not-found.ts' },
+  entryPoints: {
+    main: 'src/main.ts',
+    commands: 'src/commands.ts',
+    help: 'src/help.ts',
+    'command-not-found': 'src/hooks/command-not-found.ts',
+  },
   outdir,
   bundle: true,
   splitting: true,

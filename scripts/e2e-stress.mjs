@@ -12,7 +12,11 @@ const up = spawnSync(process.execPath, [join(root, 'bin', 'run.js'), 'runtime', 
 if (up.status !== 0) process.exit(up.status ?? 1);
 
 // A busy loop on one core that ends by itself after HOG_MAX_MS even if this script is killed.
-const hog = spawn(process.execPath, ['-e', `const end = Date.now() + ${HOG_MAX_MS}; let x = 0; while (Date.now() < end) x = (x * 31 + 7) % 1000003;`], { stdio: 'ignore' });
+const hog = spawn(
+  process.execPath,
+  ['-e', `const end = Date.now() + ${HOG_MAX_MS}; let x = 0; while (Date.now() < end) x = (x * 31 + 7) % 1000003;`],
+  { stdio: 'ignore' },
+);
 console.log(`stress: CPU hog on one core, pid ${hog.pid} (ends by itself after ${Math.round(HOG_MAX_MS / 60_000)} min)`);
 const stopHog = () => {
   if (hog.exitCode === null && hog.signalCode === null) process.kill(hog.pid, 'SIGKILL');
@@ -25,9 +29,14 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 const started = Date.now();
-const suite = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', join(root, 'dist', 'test', 'e2e')], { stdio: 'inherit', cwd: root });
+const suite = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', join(root, 'dist', 'test', 'e2e')], {
+  stdio: 'inherit',
+  cwd: root,
+});
 suite.on('close', (code) => {
   stopHog();
-  console.log(`stress: e2e suite exited ${code} after ${Math.round((Date.now() - started) / 1000)} s with the hog (pid ${hog.pid}) beside it`);
+  console.log(
+    `stress: e2e suite exited ${code} after ${Math.round((Date.now() - started) / 1000)} s with the hog (pid ${hog.pid}) beside it`,
+  );
   process.exit(code ?? 1);
 });

@@ -55,15 +55,27 @@ const staticModule = (proto, rootName, file) =>
     process.execPath,
     [
       pbjs,
-      '-t', 'static-module',
-      '-w', join(root, 'scripts/pbjs-esm.wrapper'),
+      '-t',
+      'static-module',
+      '-w',
+      join(root, 'scripts/pbjs-esm.wrapper'),
       '--es6',
-      '--dependency', 'protobufjs/minimal.js',
-      '--lint', '',
-      '-r', rootName,
-      '--no-comments', '--no-create', '--no-verify', '--no-delimited', '--no-typeurl', '--no-service',
-      '-p', join(root, 'proto'),
-      '-o', join(out, file),
+      '--dependency',
+      'protobufjs/minimal.js',
+      '--lint',
+      '',
+      '-r',
+      rootName,
+      '--no-comments',
+      '--no-create',
+      '--no-verify',
+      '--no-delimited',
+      '--no-typeurl',
+      '--no-service',
+      '-p',
+      join(root, 'proto'),
+      '-o',
+      join(out, file),
       join(root, 'proto', proto),
     ],
     { stdio: 'inherit' },
@@ -80,14 +92,32 @@ const name = (t) => t.fullName.slice(1);
 // Each service's methods: [request type, response type, client streaming, server streaming].
 const services = {};
 for (const s of cri.lookup('runtime.v1').nestedArray.filter((x) => x instanceof protobuf.Service)) {
-  services[s.name] = Object.fromEntries(s.methodsArray.map((m) => [m.name, [name(m.resolvedRequestType), name(m.resolvedResponseType), !!m.requestStream, !!m.responseStream]]));
+  services[s.name] = Object.fromEntries(
+    s.methodsArray.map((m) => [m.name, [name(m.resolvedRequestType), name(m.resolvedResponseType), !!m.requestStream, !!m.responseStream]]),
+  );
 }
 
 // The fields a relist reads, by message: each one's number and protobuf type, checked against what the decoder expects.
 const SUMMARY_FIELDS = {
-  PodSandbox: { id: 'string', metadata: 'PodSandboxMetadata', state: 'PodSandboxState', createdAt: 'int64', labels: 'map', runtimeHandler: 'string' },
+  PodSandbox: {
+    id: 'string',
+    metadata: 'PodSandboxMetadata',
+    state: 'PodSandboxState',
+    createdAt: 'int64',
+    labels: 'map',
+    runtimeHandler: 'string',
+  },
   PodSandboxMetadata: { name: 'string', uid: 'string', namespace: 'string', attempt: 'uint32' },
-  Container: { id: 'string', podSandboxId: 'string', metadata: 'ContainerMetadata', imageRef: 'string', state: 'ContainerState', createdAt: 'int64', labels: 'map', imageId: 'string' },
+  Container: {
+    id: 'string',
+    podSandboxId: 'string',
+    metadata: 'ContainerMetadata',
+    imageRef: 'string',
+    state: 'ContainerState',
+    createdAt: 'int64',
+    labels: 'map',
+    imageId: 'string',
+  },
   ContainerMetadata: { name: 'string', attempt: 'uint32' },
 };
 const summaryFields = {};
@@ -97,13 +127,20 @@ for (const [message, fields] of Object.entries(SUMMARY_FIELDS)) {
   for (const [field, expected] of Object.entries(fields)) {
     const f = type.fields[field];
     const actual = f ? (f.map ? 'map' : f.type) : undefined;
-    if (actual !== expected) throw new Error(`${CRI_PROTO}: ${message}.${field} is ${actual ?? 'missing'}; the summary decoder (src/core/cri/summaries.ts) reads it as ${expected}`);
-    if (f.map && (f.keyType !== 'string' || f.type !== 'string')) throw new Error(`${CRI_PROTO}: ${message}.${field} is not a map<string, string>`);
+    if (actual !== expected)
+      throw new Error(
+        `${CRI_PROTO}: ${message}.${field} is ${actual ?? 'missing'}; the summary decoder (src/core/cri/summaries.ts) reads it as ${expected}`,
+      );
+    if (f.map && (f.keyType !== 'string' || f.type !== 'string'))
+      throw new Error(`${CRI_PROTO}: ${message}.${field} is not a map<string, string>`);
     summaryFields[message][field] = f.id;
   }
 }
 // The list responses' repeated field.
-for (const [response, field] of [['ListPodSandboxResponse', 'items'], ['ListContainersResponse', 'containers']]) {
+for (const [response, field] of [
+  ['ListPodSandboxResponse', 'items'],
+  ['ListContainersResponse', 'containers'],
+]) {
   summaryFields[response] = { [field]: cri.lookupType(`runtime.v1.${response}`).fields[field].id };
 }
 // Enum names by number.

@@ -17,11 +17,21 @@ import type { PlegKind } from '../core/pleg/select.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
 
 type AgentFlags = GlobalFlags & {
-  [K in keyof typeof agentFlags]: K extends 'manifest-url-header' ? string[] | undefined : K extends 'manifest-url' | 'kubelet-config' | 'runtime-handler' | 'node-labels' | 'system-reserved' | 'kube-reserved' ? string | undefined : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'
-      ? boolean
-      : K extends 'maximum-dead-containers-per-container' | 'maximum-dead-containers' | 'image-gc-high-threshold' | 'image-gc-low-threshold' | 'container-log-max-files' | 'max-pods'
-        ? number
-        : string;
+  [K in keyof typeof agentFlags]: K extends 'manifest-url-header'
+    ? string[] | undefined
+    : K extends 'manifest-url' | 'kubelet-config' | 'runtime-handler' | 'node-labels' | 'system-reserved' | 'kube-reserved'
+      ? string | undefined
+      : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'
+        ? boolean
+        : K extends
+              | 'maximum-dead-containers-per-container'
+              | 'maximum-dead-containers'
+              | 'image-gc-high-threshold'
+              | 'image-gc-low-threshold'
+              | 'container-log-max-files'
+              | 'max-pods'
+          ? number
+          : string;
 };
 
 /**
@@ -36,7 +46,10 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
     headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
   }
   const maxBytes = bytes(flags['manifest-url-max-size']);
-  if (maxBytes === undefined || maxBytes <= 0) throw new PodctlError(`--manifest-url-max-size: expected a size such as 4Mi, got ${JSON.stringify(flags['manifest-url-max-size'])}`, { exitCode: 2 });
+  if (maxBytes === undefined || maxBytes <= 0)
+    throw new PodctlError(`--manifest-url-max-size: expected a size such as 4Mi, got ${JSON.stringify(flags['manifest-url-max-size'])}`, {
+      exitCode: 2,
+    });
   // One owner per state dir, before anything else is touched.
   const lock = acquireStateLock(flags['root-dir']);
   const metrics = new Metrics();
@@ -70,7 +83,9 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
         onPlegEvent: (e) => {
           if (tracer || e.type !== 'ContainerDied' || !e.containerName) return;
           const c = node!.pleg.cache.get(e.id)?.containers.find((x) => x.id === e.data);
-          log(`${stamp()} ${e.namespace}/${e.name}  ContainerDied ${e.containerName}${c?.exitCode === undefined ? '' : ` (exit ${c.exitCode})`}`);
+          log(
+            `${stamp()} ${e.namespace}/${e.name}  ContainerDied ${e.containerName}${c?.exitCode === undefined ? '' : ` (exit ${c.exitCode})`}`,
+          );
         },
         onRuntimeState: (up, detail) => say(`${stamp()} runtime ${up ? 'is back' : `is down: ${detail}`}`),
         onHousekeeping: (r) => {
@@ -96,7 +111,10 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   const what = [path, flags['manifest-url']].filter(Boolean).join(' and ');
   const live = flags.table && process.stdout.isTTY;
   if (flags.table && !live) process.stderr.write('--table needs a terminal; printing one line per change instead\n');
-  const redraw = () => process.stdout.write(`\x1b[2J\x1b[H${stamp()} ${what ? `watching ${what}` : 'agent'}\n\n${podTable(node!.pods(), { allNamespaces: true })}\n`);
+  const redraw = () =>
+    process.stdout.write(
+      `\x1b[2J\x1b[H${stamp()} ${what ? `watching ${what}` : 'agent'}\n\n${podTable(node!.pods(), { allNamespaces: true })}\n`,
+    );
   const lastError = new Map<string, string>();
   node.observe({
     onStatus: ({ pod, status }) => (tracer ? undefined : live ? redraw() : log(statusLine(pod, status))),
@@ -122,7 +140,15 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   // runtime up and down end them, and a host may run for weeks between the two.
   const paths = embeddedPaths();
   const sweeper = client.endpoint === embeddedEndpoint(paths) ? new LostShimSweeper(paths, (line) => say(`${stamp()} ${line}`)) : undefined;
-  const sweeps = sweeper && setInterval(() => void sweeper.sweep(Date.now()).catch((err: unknown) => process.stderr.write(`${stamp()} error: lost shims: ${errorMessage(err)}\n`)), 60_000);
+  const sweeps =
+    sweeper &&
+    setInterval(
+      () =>
+        void sweeper
+          .sweep(Date.now())
+          .catch((err: unknown) => process.stderr.write(`${stamp()} error: lost shims: ${errorMessage(err)}\n`)),
+      60_000,
+    );
   sweeps?.unref();
   // The source once it has settled: a CRI without GetContainerEvents says so within milliseconds
   // (then the fallback line names the source), so the first line waits a moment instead of naming one it leaves.

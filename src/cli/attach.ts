@@ -6,7 +6,11 @@ import { streamExec } from '../core/exec/stream.js';
  * CRI Attach to a container, this terminal's stdio on the other end: raw mode while a local
  * terminal is attached to a remote one, stdin let go afterwards so the process can exit.
  */
-export async function streamAttach(client: CriClient, containerId: string, opts: { stdin: boolean; tty: boolean; what: string }): Promise<void> {
+export async function streamAttach(
+  client: CriClient,
+  containerId: string,
+  opts: { stdin: boolean; tty: boolean; what: string },
+): Promise<void> {
   const url = await client.attach({ containerId, stdin: opts.stdin, tty: opts.tty, stdout: true, stderr: !opts.tty });
   const input = process.stdin;
   const raw = opts.tty && input.isTTY;

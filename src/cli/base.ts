@@ -39,7 +39,9 @@ export abstract class PodctlCommand extends Command {
   };
 
   /** A parse's output with the --kubelet-config file applied to every flag the command line left at its default. */
-  protected async withKubeletConfig<T extends { flags: object; metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> } }>(out: T): Promise<T> {
+  protected async withKubeletConfig<
+    T extends { flags: object; metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> } },
+  >(out: T): Promise<T> {
     const path = (out.flags as Record<string, unknown>)['kubelet-config'];
     if (typeof path === 'string') {
       // Loaded (with its YAML parser) only when a command is given a file: every command extends this class.
@@ -47,7 +49,10 @@ export abstract class PodctlCommand extends Command {
       const file = loadKubeletConfig(path);
       const own = new Set(Object.keys({ ...this.ctor.baseFlags, ...this.ctor.flags }));
       const unused = applyKubeletConfig(out.flags as Record<string, unknown>, out.metadata, own, file);
-      if (file.notImplemented.length) process.stderr.write(`podctl: ${path}: KubeletConfiguration fields podctl does not implement, ignored: ${file.notImplemented.join(', ')}\n`);
+      if (file.notImplemented.length)
+        process.stderr.write(
+          `podctl: ${path}: KubeletConfiguration fields podctl does not implement, ignored: ${file.notImplemented.join(', ')}\n`,
+        );
       if (unused.length) process.stderr.write(`podctl: ${path}: not used by \`${this.id ?? 'podctl'}\`: ${unused.join(', ')}\n`);
     }
     return out;
@@ -76,7 +81,9 @@ export abstract class PodctlCommand extends Command {
     // below it, some 150 lines for run, which pushed the error itself off the screen.
     if (err instanceof Errors.CLIError && ('parse' in err || usageErrors.has(err))) {
       const usage = `${this.config.bin} ${(this.id ?? '').replaceAll(':', ' ')}`.trim();
-      process.stderr.write(`Error: ${escapeControls(err.message.replace(/\nSee more help with --help$/, ''))}\nSee '${usage} --help' for usage.\n`);
+      process.stderr.write(
+        `Error: ${escapeControls(err.message.replace(/\nSee more help with --help$/, ''))}\nSee '${usage} --help' for usage.\n`,
+      );
       this.exit(err.oclif?.exit ?? 2);
     }
     if (err instanceof PodctlError) {
@@ -94,4 +101,3 @@ export abstract class PodctlCommand extends Command {
     return super.catch(err);
   }
 }
-

@@ -19,7 +19,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The v1 Pod a sandbox was made for, from its labels and its spec copy. */
 function podOf(rp: RuntimePod): IPod {
-  const own = Object.fromEntries(Object.entries(rp.sandbox.labels).filter(([k]) => !k.startsWith('io.kubernetes.') && !k.startsWith('io.podctl.')));
+  const own = Object.fromEntries(
+    Object.entries(rp.sandbox.labels).filter(([k]) => !k.startsWith('io.kubernetes.') && !k.startsWith('io.podctl.')),
+  );
   const annotations = { ...rp.sandbox.annotations };
   delete annotations[L.POD_SPEC_ANNOTATION];
   return {
@@ -38,13 +40,27 @@ type Doc = { kind?: string; metadata?: { name?: string; namespace?: string } };
  * to the agent) or the manifest the agent read it from (a watch's path). Without them the copy would
  * find the original's only for as long as the original stays.
  */
-export async function carriedObjects(spec: IPod['spec'] & object, namespace: string, name: string, rootDir: string): Promise<{ docs: Doc[]; from?: string; missing: string[] }> {
-  const [{ appliedFileName }, { CONFIG_FILE_ANNOTATION }] = await Promise.all([import('../core/node/applied.js'), import('../core/pod/load.js')]);
+export async function carriedObjects(
+  spec: IPod['spec'] & object,
+  namespace: string,
+  name: string,
+  rootDir: string,
+): Promise<{ docs: Doc[]; from?: string; missing: string[] }> {
+  const [{ appliedFileName }, { CONFIG_FILE_ANNOTATION }] = await Promise.all([
+    import('../core/node/applied.js'),
+    import('../core/pod/load.js'),
+  ]);
   const refs = referencedObjects(spec);
-  const wanted = [...[...refs.configMaps].map((n) => `ConfigMap ${n}`), ...[...refs.secrets].map((n) => `Secret ${n}`), ...(spec.runtimeClassName ? [`RuntimeClass ${spec.runtimeClassName}`] : [])];
+  const wanted = [
+    ...[...refs.configMaps].map((n) => `ConfigMap ${n}`),
+    ...[...refs.secrets].map((n) => `Secret ${n}`),
+    ...(spec.runtimeClassName ? [`RuntimeClass ${spec.runtimeClassName}`] : []),
+  ];
   if (!wanted.length) return { docs: [], missing: [] };
   const files = [join(rootDir, 'applied', appliedFileName(namespace, name))];
-  const recorded = (await new AgentClient(rootDir).pods().catch(() => [])).find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
+  const recorded = (await new AgentClient(rootDir).pods().catch(() => [])).find(
+    (p) => p.metadata?.namespace === namespace && p.metadata?.name === name,
+  );
   const file = recorded?.metadata?.annotations?.[CONFIG_FILE_ANNOTATION];
   if (file) files.push(file);
   for (const from of files) {
@@ -56,7 +72,9 @@ export async function carriedObjects(spec: IPod['spec'] & object, namespace: str
     }
     const docs = (loadAll(text) as Doc[]).filter((d): d is Doc => !!d && typeof d === 'object');
     const wantedDoc = (d: Doc) =>
-      ((d.kind === 'ConfigMap' || d.kind === 'Secret') && (d.metadata?.namespace || 'default') === namespace && wanted.includes(`${d.kind} ${d.metadata?.name}`)) ||
+      ((d.kind === 'ConfigMap' || d.kind === 'Secret') &&
+        (d.metadata?.namespace || 'default') === namespace &&
+        wanted.includes(`${d.kind} ${d.metadata?.name}`)) ||
       (d.kind === 'RuntimeClass' && wanted.includes(`RuntimeClass ${d.metadata?.name}`));
     const found = docs.filter(wantedDoc);
     return { docs: found, from, missing: wanted.filter((w) => !found.some((d) => `${d.kind} ${d.metadata?.name}` === w)) };
@@ -69,39 +87,79 @@ export async function carriedObjects(spec: IPod['spec'] & object, namespace: str
  * debug container appended, started as `run --detach` starts a file's pods, with
  * the ConfigMaps, Secrets and RuntimeClass it names from the original's file.
  */
-export async function copyDebugPod(client: CriClient, rp: RuntimePod, copyName: string, container: IContainer, flags: { namespace: string; 'root-dir': string; 'runtime-endpoint'?: string }): Promise<number> {
-  if (await client.listPodSandbox({ labelSelector: { [L.POD_NAME_LABEL]: copyName, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE } }).then((l) => l.length > 0)) {
+export async function copyDebugPod(
+  client: CriClient,
+  rp: RuntimePod,
+  copyName: string,
+  container: IContainer,
+  flags: { namespace: string; 'root-dir': string; 'runtime-endpoint'?: string },
+): Promise<number> {
+  if (
+    await client
+      .listPodSandbox({
+        labelSelector: { [L.POD_NAME_LABEL]: copyName, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE },
+      })
+      .then((l) => l.length > 0)
+  ) {
     throw new PodctlError(`--copy-to ${copyName}: a pod of that name already exists in namespace ${flags.namespace}`, { exitCode: 2 });
   }
   const source = podOf(rp);
   const spec = { ...rp.spec, containers: [...rp.spec.containers, container] };
   delete spec.nodeName;
-  const manifest = { apiVersion: 'v1', kind: 'Pod', metadata: { name: copyName, namespace: flags.namespace, labels: source.metadata?.labels }, spec };
+  const manifest = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: copyName, namespace: flags.namespace, labels: source.metadata?.labels },
+    spec,
+  };
   const carried = await carriedObjects(spec, flags.namespace, rp.runtime.name, flags['root-dir']);
   if (carried.missing.length) {
-    process.stderr.write(`warning: --copy-to ${copyName}: ${carried.missing.join(', ')} not found in ${carried.from ?? `the original's applied file or manifest`}: the copy uses what the agent holds\n`);
+    process.stderr.write(
+      `warning: --copy-to ${copyName}: ${carried.missing.join(', ')} not found in ${carried.from ?? `the original's applied file or manifest`}: the copy uses what the agent holds\n`,
+    );
   }
   const dir = mkdtempSync(join(tmpdir(), 'podctl-debug-copy-'));
   const file = join(dir, `${copyName}.yaml`);
   // Written only here, readable by root alone: it may hold Secrets.
   writeFileSync(file, [manifest, ...carried.docs].map((d) => dump(d, { noRefs: true, lineWidth: -1 })).join('---\n'), { mode: 0o600 });
   try {
-    const args = [process.argv[1]!, 'run', '--detach', file, '--root-dir', flags['root-dir'], ...(flags['runtime-endpoint'] ? ['--runtime-endpoint', flags['runtime-endpoint']] : [])];
+    const args = [
+      process.argv[1]!,
+      'run',
+      '--detach',
+      file,
+      '--root-dir',
+      flags['root-dir'],
+      ...(flags['runtime-endpoint'] ? ['--runtime-endpoint', flags['runtime-endpoint']] : []),
+    ];
     const res = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
     if (res.status !== 0) throw new PodctlError(`--copy-to ${copyName}: starting the copy failed (exit ${res.status ?? res.signal})`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const withObjects = carried.docs.length ? ` (with ${carried.docs.map((d) => `${d.kind} ${d.metadata?.name}`).join(', ')} from ${carried.from})` : '';
+  const withObjects = carried.docs.length
+    ? ` (with ${carried.docs.map((d) => `${d.kind} ${d.metadata?.name}`).join(', ')} from ${carried.from})`
+    : '';
   process.stderr.write(`Created pod ${copyName}, a copy of ${rp.runtime.name} with debug container ${container.name}${withObjects}\n`);
   if (!container.stdin) return 0;
-  const copy = await client.listContainers({ labelSelector: { [L.POD_NAME_LABEL]: copyName, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.CONTAINER_NAME_LABEL]: container.name } });
+  const copy = await client.listContainers({
+    labelSelector: { [L.POD_NAME_LABEL]: copyName, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.CONTAINER_NAME_LABEL]: container.name },
+  });
   const newest = copy.sort((a, b) => b.createdAt - a.createdAt)[0];
   if (!newest) throw new PodctlError(`--copy-to ${copyName}: container ${container.name} was not created`);
   return attachDebugContainer(client, newest.id, true, container.tty === true);
 }
 
-export async function createDebugContainer(client: CriClient, rp: RuntimePod, name: string, image: string, cmd: string[], targetId: string | undefined, stdin: boolean, tty: boolean): Promise<string> {
+export async function createDebugContainer(
+  client: CriClient,
+  rp: RuntimePod,
+  name: string,
+  image: string,
+  cmd: string[],
+  targetId: string | undefined,
+  stdin: boolean,
+  tty: boolean,
+): Promise<string> {
   const pod = podOf(rp);
   // The pod's log directory, as its containers were given it (<logRoot>/<ns>_<name>_<uid>/<container>/<n>.log).
   const logPath = rp.runtime.containers.find((c) => c.logPath)?.logPath;
@@ -133,7 +191,10 @@ async function exited(client: CriClient, id: string, timeoutMs: number) {
 
 export async function printWhenDone(client: CriClient, id: string, timeoutMs: number): Promise<number> {
   const status = await exited(client, id, timeoutMs);
-  if (!status) throw new PodctlError(`debug: the command still runs after ${timeoutMs / 1000}s`, { hint: 'see its output with `podctl logs`, or use -it' });
+  if (!status)
+    throw new PodctlError(`debug: the command still runs after ${timeoutMs / 1000}s`, {
+      hint: 'see its output with `podctl logs`, or use -it',
+    });
   // The runtime may report the exit a moment before the last output reaches the log file.
   let records = await readLogFile(status.logPath);
   for (let i = 0; i < 10; i++) {

@@ -17,7 +17,11 @@ export interface AgentPodRef {
  * resolves once none of them is on the agent, without reading the list of every pod again and
  * again; the list is still read every pollMs, for a watch that breaks (or an agent without one).
  */
-export function watchForRemoval(agent: Pick<AgentClient, 'pods' | 'watchPods'>, refs: AgentPodRef[], opts: { pollMs?: number } = {}): { untilGone(deadline?: { at: number; error: () => Error }): Promise<void>; cancel(): void } {
+export function watchForRemoval(
+  agent: Pick<AgentClient, 'pods' | 'watchPods'>,
+  refs: AgentPodRef[],
+  opts: { pollMs?: number } = {},
+): { untilGone(deadline?: { at: number; error: () => Error }): Promise<void>; cancel(): void } {
   const removed = new Set<AgentPodRef>();
   let wake: (() => void) | undefined;
   const watch = agent.watchPods(
@@ -36,7 +40,8 @@ export function watchForRemoval(agent: Pick<AgentClient, 'pods' | 'watchPods'>, 
       for (;;) {
         if (refs.every((r) => removed.has(r))) return;
         const listed = await agent.pods();
-        if (!refs.some((r) => !removed.has(r) && listed.some((p) => p.metadata?.namespace === r.namespace && p.metadata?.name === r.name))) return;
+        if (!refs.some((r) => !removed.has(r) && listed.some((p) => p.metadata?.namespace === r.namespace && p.metadata?.name === r.name)))
+          return;
         if (deadline && Date.now() > deadline.at) throw deadline.error();
         let timer: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
@@ -55,7 +60,13 @@ export function watchForRemoval(agent: Pick<AgentClient, 'pods' | 'watchPods'>, 
  * Asks the agent to forget the pod and waits until it has terminated and removed it (its grace
  * period, then some); false when the agent does not keep this pod, or keeps it from a watch source.
  */
-export async function deleteThroughAgent(agent: Pick<AgentClient, 'pods' | 'delete' | 'watchPods'>, namespace: string, name: string, grace: number, opts: { pollMs?: number } = {}): Promise<boolean> {
+export async function deleteThroughAgent(
+  agent: Pick<AgentClient, 'pods' | 'delete' | 'watchPods'>,
+  namespace: string,
+  name: string,
+  grace: number,
+  opts: { pollMs?: number } = {},
+): Promise<boolean> {
   const kept = (await agent.pods()).find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name);
   const removal = watchForRemoval(agent, [{ namespace, name, uid: kept?.metadata?.uid }], opts);
   try {
@@ -68,7 +79,10 @@ export async function deleteThroughAgent(agent: Pick<AgentClient, 'pods' | 'dele
       throw err;
     }
     const seconds = grace >= 0 ? grace : (kept?.spec?.terminationGracePeriodSeconds ?? 30);
-    await removal.untilGone({ at: Date.now() + (seconds + 60) * 1000, error: () => new PodctlError(`the agent still terminates pod "${name}" after ${seconds + 60} s`) });
+    await removal.untilGone({
+      at: Date.now() + (seconds + 60) * 1000,
+      error: () => new PodctlError(`the agent still terminates pod "${name}" after ${seconds + 60} s`),
+    });
     return true;
   } finally {
     removal.cancel();

@@ -19,7 +19,7 @@ function kv(lines: string[], indent: string, width: number, label: string, value
 export function tabulate(rows: string[][]): string[] {
   const widths = rows.map((r) => r.map(() => 0));
   for (let j = 0; rows.some((r) => r.length - 1 > j); j++) {
-    for (let i = 0; i < rows.length; ) {
+    for (let i = 0; i < rows.length;) {
       if (rows[i]!.length - 1 <= j) {
         i++;
         continue;
@@ -58,7 +58,8 @@ function mapLines(m: Record<string, string> | undefined, indent: string): string
 export function probeLine(p: IProbe): string {
   let how = 'unknown';
   if (p.exec) how = `exec [${(p.exec.command ?? []).join(' ')}]`;
-  else if (p.httpGet) how = `http-get ${p.httpGet.scheme === 'HTTPS' ? 'https' : 'http'}://${p.httpGet.host ?? ''}:${p.httpGet.port}${p.httpGet.path ?? '/'}`;
+  else if (p.httpGet)
+    how = `http-get ${p.httpGet.scheme === 'HTTPS' ? 'https' : 'http'}://${p.httpGet.host ?? ''}:${p.httpGet.port}${p.httpGet.path ?? '/'}`;
   else if (p.tcpSocket) how = `tcp-socket ${p.tcpSocket.host ?? ''}:${p.tcpSocket.port}`;
   else if (p.grpc) how = `grpc <pod>:${p.grpc.port} ${p.grpc.service ?? ''}`.trimEnd();
   return `${how} delay=${p.initialDelaySeconds ?? 0}s timeout=${p.timeoutSeconds ?? 1}s period=${p.periodSeconds ?? 10}s #success=${p.successThreshold ?? 1} #failure=${p.failureThreshold ?? 3}`;
@@ -72,7 +73,11 @@ function stateLines(lines: string[], label: string, state: IContainerState | und
     const t = state.terminated;
     lines.push(`    ${pad(label, 14)}Terminated`, `${i}${pad('Reason', 12)}${t.reason ?? ''}`);
     if (t.message) lines.push(`${i}${pad('Message', 12)}${t.message}`);
-    lines.push(`${i}${pad('Exit Code', 12)}${t.exitCode}`, `${i}${pad('Started', 12)}${describeTime(t.startedAt) ?? ''}`, `${i}${pad('Finished', 12)}${describeTime(t.finishedAt) ?? ''}`);
+    lines.push(
+      `${i}${pad('Exit Code', 12)}${t.exitCode}`,
+      `${i}${pad('Started', 12)}${describeTime(t.startedAt) ?? ''}`,
+      `${i}${pad('Finished', 12)}${describeTime(t.finishedAt) ?? ''}`,
+    );
   } else if (state?.waiting) {
     lines.push(`    ${pad(label, 14)}Waiting`, `${i}${pad('Reason', 12)}${state.waiting.reason ?? ''}`);
     if (state.waiting.message) lines.push(`${i}${pad('Message', 12)}${state.waiting.message}`);
@@ -87,12 +92,16 @@ function containerSection(lines: string[], pod: IPod, c: IContainer, s: IContain
   kvc('Container ID', s?.containerID);
   kvc('Image', c.image);
   kvc('Image ID', s?.imageID || undefined);
-  if (c.ports?.length) kvc('Ports', c.ports.map((p) => `${p.containerPort}/${p.protocol ?? 'TCP'}${p.hostPort ? ` (host ${p.hostPort})` : ''}`).join(', '));
+  if (c.ports?.length)
+    kvc('Ports', c.ports.map((p) => `${p.containerPort}/${p.protocol ?? 'TCP'}${p.hostPort ? ` (host ${p.hostPort})` : ''}`).join(', '));
   if (c.command?.length) lines.push('    Command:', ...c.command.map((a) => `      ${a}`));
   if (c.args?.length) lines.push('    Args:', ...c.args.map((a) => `      ${a}`));
   stateLines(lines, 'State', s?.state);
   if (s?.lastState && Object.keys(s.lastState).length) stateLines(lines, 'Last State', s.lastState);
-  kvc('Ready', s ? `${s.ready ? 'True' : 'False'}${readinessUnknown ? ' (readiness probe result unknown: no running watch)' : ''}` : 'False');
+  kvc(
+    'Ready',
+    s ? `${s.ready ? 'True' : 'False'}${readinessUnknown ? ' (readiness probe result unknown: no running watch)' : ''}` : 'False',
+  );
   kvc('Restart Count', String(s?.restartCount ?? 0));
   if (c.livenessProbe) kvc('Liveness', probeLine(c.livenessProbe));
   if (c.readinessProbe) kvc('Readiness', probeLine(c.readinessProbe));
@@ -101,7 +110,9 @@ function containerSection(lines: string[], pod: IPod, c: IContainer, s: IContain
   const env = envLines(pod, c);
   if (env.length) lines.push('    Environment:', ...env);
   else kvc('Environment', '<none>');
-  const mounts = (c.volumeMounts ?? []).map((m) => `      ${m.mountPath} from ${m.name} (${m.readOnly ? 'ro' : 'rw'}${m.subPath ? `, path "${m.subPath}"` : ''})`);
+  const mounts = (c.volumeMounts ?? []).map(
+    (m) => `      ${m.mountPath} from ${m.name} (${m.readOnly ? 'ro' : 'rw'}${m.subPath ? `, path "${m.subPath}"` : ''})`,
+  );
   if (mounts.length) lines.push('    Mounts:', ...mounts);
   else kvc('Mounts', '<none>');
 }
@@ -127,16 +138,28 @@ export function envLines(pod: IPod, c: IContainer): string[] {
       let value = '';
       try {
         // The container's own resources only, as kubectl: an unset limit reads 0, i.e. the node's allocatable.
-        value = resourceFieldValue(pod, { ...ref, containerName: ref.containerName || c.name }, { cpuCores: 0, memoryBytes: 0, ephemeralStorageBytes: 0 });
+        value = resourceFieldValue(
+          pod,
+          { ...ref, containerName: ref.containerName || c.name },
+          { cpuCores: 0, memoryBytes: 0, ephemeralStorageBytes: 0 },
+        );
       } catch {
         value = '';
       }
       if (value === '0' && (ref.resource === 'limits.cpu' || ref.resource === 'limits.memory')) value = 'node allocatable';
       out.push(`${e.name}:`, `${value} (${ref.resource})`);
     } else if (from.secretKeyRef) {
-      out.push(`${e.name}:`, `<set to the key '${from.secretKeyRef.key}' in secret '${from.secretKeyRef.name ?? ''}'>`, `Optional: ${from.secretKeyRef.optional === true}`);
+      out.push(
+        `${e.name}:`,
+        `<set to the key '${from.secretKeyRef.key}' in secret '${from.secretKeyRef.name ?? ''}'>`,
+        `Optional: ${from.secretKeyRef.optional === true}`,
+      );
     } else if (from.configMapKeyRef) {
-      out.push(`${e.name}:`, `<set to the key '${from.configMapKeyRef.key}' of config map '${from.configMapKeyRef.name ?? ''}'>`, `Optional: ${from.configMapKeyRef.optional === true}`);
+      out.push(
+        `${e.name}:`,
+        `<set to the key '${from.configMapKeyRef.key}' of config map '${from.configMapKeyRef.name ?? ''}'>`,
+        `Optional: ${from.configMapKeyRef.optional === true}`,
+      );
     }
   }
   return tabulate(rows);
@@ -157,9 +180,16 @@ function clock(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
 }
 
-
 /** kubectl describe's sections, plus Seen By, Why and the Timeline. */
-export function renderDescribe(pod: IPod, source: string, readinessUnknown: string[], timeline: TimelineEntry[], events: DescribedEvent[] | undefined, why: string | undefined, now: number): string {
+export function renderDescribe(
+  pod: IPod,
+  source: string,
+  readinessUnknown: string[],
+  timeline: TimelineEntry[],
+  events: DescribedEvent[] | undefined,
+  why: string | undefined,
+  now: number,
+): string {
   const m = podMeta(pod);
   const s = pod.status;
   const lines: string[] = [];
@@ -180,10 +210,24 @@ export function renderDescribe(pod: IPod, source: string, readinessUnknown: stri
   const inits = pod.spec?.initContainers ?? [];
   if (inits.length) {
     lines.push('Init Containers:');
-    for (const c of inits) containerSection(lines, pod, c, s?.initContainerStatuses?.find((x) => x.name === c.name), readinessUnknown.includes(c.name));
+    for (const c of inits)
+      containerSection(
+        lines,
+        pod,
+        c,
+        s?.initContainerStatuses?.find((x) => x.name === c.name),
+        readinessUnknown.includes(c.name),
+      );
   }
   lines.push('Containers:');
-  for (const c of pod.spec?.containers ?? []) containerSection(lines, pod, c, s?.containerStatuses?.find((x) => x.name === c.name), readinessUnknown.includes(c.name));
+  for (const c of pod.spec?.containers ?? [])
+    containerSection(
+      lines,
+      pod,
+      c,
+      s?.containerStatuses?.find((x) => x.name === c.name),
+      readinessUnknown.includes(c.name),
+    );
   if (s?.ephemeralContainerStatuses?.length) {
     lines.push('Ephemeral Containers:');
     for (const e of s.ephemeralContainerStatuses) {
@@ -201,7 +245,15 @@ export function renderDescribe(pod: IPod, source: string, readinessUnknown: stri
       .map((l) => `  ${l}`),
   );
   const volumes = pod.spec?.volumes ?? [];
-  lines.push(`Volumes:${volumes.length ? '' : '          <none>'}`, ...volumes.map((v) => `  ${v.name}: ${Object.keys(v).filter((k) => k !== 'name').join(', ')}`));
+  lines.push(
+    `Volumes:${volumes.length ? '' : '          <none>'}`,
+    ...volumes.map(
+      (v) =>
+        `  ${v.name}: ${Object.keys(v)
+          .filter((k) => k !== 'name')
+          .join(', ')}`,
+    ),
+  );
   lines.push('Timeline:');
   if (!timeline.length) lines.push('  <none>');
   for (const t of timeline) {
@@ -214,7 +266,13 @@ export function renderDescribe(pod: IPod, source: string, readinessUnknown: stri
     lines.push('Events:           <none>');
   } else {
     lines.push('Events:');
-    const rows = events.map((e) => [e.type, e.reason, e.count > 1 ? `${age(e.last, now)} (x${e.count} over ${age(e.first, now)})` : age(e.last, now), 'kubelet', `${e.container ? `[${e.container}] ` : ''}${e.message}`]);
+    const rows = events.map((e) => [
+      e.type,
+      e.reason,
+      e.count > 1 ? `${age(e.last, now)} (x${e.count} over ${age(e.first, now)})` : age(e.last, now),
+      'kubelet',
+      `${e.container ? `[${e.container}] ` : ''}${e.message}`,
+    ]);
     const table = plainTable(['Type', 'Reason', 'Age', 'From', 'Message'], [['----', '------', '----', '----', '-------'], ...rows]);
     lines.push(...table.split('\n').map((l) => `  ${l}`));
   }

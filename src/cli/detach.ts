@@ -12,7 +12,15 @@ import { statusLine } from './status-line.js';
  */
 
 /** --detach once the agent keeps the pods: wait for them as asked, then say where the agent is; `started` says it was started here. */
-export async function awaitHandedOver(log: (line: string) => void, agent: AgentClient, refs: AppliedPodRef[], started: string, flags: { 'root-dir': string }, waitFor: WaitFor, timeoutMs: number): Promise<void> {
+export async function awaitHandedOver(
+  log: (line: string) => void,
+  agent: AgentClient,
+  refs: AppliedPodRef[],
+  started: string,
+  flags: { 'root-dir': string },
+  waitFor: WaitFor,
+  timeoutMs: number,
+): Promise<void> {
   // The agent's pid and log for the last line, asked while the pods start rather than after.
   const agentInfo = agent.info().catch(() => undefined);
   const results = await waitForPods(agent, refs, { waitFor, timeoutMs, clock: realClock });

@@ -33,10 +33,19 @@ export function manifestRefusal(err: unknown, paths: string[]): unknown {
  * the route): the command then reads them itself. Refusals throw as the command would have: the
  * manifests' problems, or each pod rejected at admission on stderr and nothing handed over.
  */
-export async function handManifestsOver(agent: AgentClient, read: ReadManifests, paths: string[], admission: { nodeName: string; allowPrivileged: boolean; node: NodeInfo }): Promise<AppliedPodRef[] | undefined> {
+export async function handManifestsOver(
+  agent: AgentClient,
+  read: ReadManifests,
+  paths: string[],
+  admission: { nodeName: string; allowPrivileged: boolean; node: NodeInfo },
+): Promise<AppliedPodRef[] | undefined> {
   let answer: Awaited<ReturnType<AgentClient['applyManifests']>>;
   try {
-    answer = await agent.applyManifests({ manifests: read, nodeName: admission.nodeName, admission: { allowPrivileged: admission.allowPrivileged, node: admission.node } });
+    answer = await agent.applyManifests({
+      manifests: read,
+      nodeName: admission.nodeName,
+      admission: { allowPrivileged: admission.allowPrivileged, node: admission.node },
+    });
   } catch (err) {
     // No agent there (no socket, nobody listening): not an answer.
     if (!(err instanceof AgentRequestError)) return undefined;

@@ -86,7 +86,8 @@ export function loadKubeletConfig(path: string, read: (p: string) => string = (p
   }
   const fail = (field: string, expected: string, got?: unknown) =>
     new PodctlError(`${path}: ${field}: expected ${expected}${got === undefined ? '' : `, got ${JSON.stringify(got)}`}`, { exitCode: 2 });
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw fail('(document)', `a KubeletConfiguration mapping (apiVersion: ${KUBELET_CONFIG_API_VERSION})`);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+    throw fail('(document)', `a KubeletConfiguration mapping (apiVersion: ${KUBELET_CONFIG_API_VERSION})`);
   const { apiVersion, kind, ...fields } = doc as Record<string, unknown>;
   if (apiVersion !== KUBELET_CONFIG_API_VERSION) throw fail('apiVersion', JSON.stringify(KUBELET_CONFIG_API_VERSION), apiVersion);
   if (kind !== 'KubeletConfiguration') throw fail('kind', '"KubeletConfiguration"', kind);
@@ -98,7 +99,10 @@ export function loadKubeletConfig(path: string, read: (p: string) => string = (p
         out.notImplemented.push(field);
         continue;
       }
-      throw new PodctlError(`${path}: ${field}: not a KubeletConfiguration field podctl knows; it reads ${Object.keys(FIELDS).join(', ')}`, { exitCode: 2 });
+      throw new PodctlError(
+        `${path}: ${field}: not a KubeletConfiguration field podctl knows; it reads ${Object.keys(FIELDS).join(', ')}`,
+        { exitCode: 2 },
+      );
     }
     out.flags[known.flag] = checked(field, known, value, fail);
     out.fieldOf[known.flag] = field;
@@ -106,7 +110,12 @@ export function loadKubeletConfig(path: string, read: (p: string) => string = (p
   return out;
 }
 
-function checked(field: string, spec: { kind: Kind; min?: number }, value: unknown, fail: (field: string, expected: string, got?: unknown) => PodctlError): string | number | string[] {
+function checked(
+  field: string,
+  spec: { kind: Kind; min?: number },
+  value: unknown,
+  fail: (field: string, expected: string, got?: unknown) => PodctlError,
+): string | number | string[] {
   switch (spec.kind) {
     case 'count': {
       const min = spec.min ?? 0;
@@ -114,10 +123,12 @@ function checked(field: string, spec: { kind: Kind; min?: number }, value: unkno
       return value as number;
     }
     case 'percent':
-      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 100) throw fail(field, 'a whole number from 0 to 100', value);
+      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 100)
+        throw fail(field, 'a whole number from 0 to 100', value);
       return value as number;
     case 'quantity':
-      if ((typeof value !== 'string' && typeof value !== 'number') || (bytes(value) ?? -1) < 0) throw fail(field, 'a size such as 10Mi', value);
+      if ((typeof value !== 'string' && typeof value !== 'number') || (bytes(value) ?? -1) < 0)
+        throw fail(field, 'a size such as 10Mi', value);
       return String(value);
     case 'duration': {
       const ms = goDurationMs(value);
@@ -125,15 +136,27 @@ function checked(field: string, spec: { kind: Kind; min?: number }, value: unkno
       return `${ms}ms`;
     }
     case 'reserved':
-      if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.values(value).every((v) => typeof v === 'string' || typeof v === 'number')) {
+      if (
+        typeof value !== 'object' ||
+        value === null ||
+        Array.isArray(value) ||
+        !Object.values(value).every((v) => typeof v === 'string' || typeof v === 'number')
+      ) {
         throw fail(field, 'a map of resource to quantity, such as {cpu: 100m, memory: 100Mi}', value);
       }
-      return Object.entries(value as Record<string, string | number>).map(([k, v]) => `${k}=${v}`).join(',');
+      return Object.entries(value as Record<string, string | number>)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',');
     case 'string':
       if (typeof value !== 'string' || value === '') throw fail(field, 'a non-empty string', value);
       return value;
     case 'headers':
-      if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.values(value).every((v) => Array.isArray(v) && v.every((x) => typeof x === 'string'))) {
+      if (
+        typeof value !== 'object' ||
+        value === null ||
+        Array.isArray(value) ||
+        !Object.values(value).every((v) => Array.isArray(v) && v.every((x) => typeof x === 'string'))
+      ) {
         throw fail(field, 'a map of header name to a list of values, such as {Authorization: ["Bearer t"]}', value);
       }
       return Object.entries(value as Record<string, string[]>).flatMap(([name, values]) => values.map((v) => `${name}: ${v}`));

@@ -24,7 +24,9 @@ export function streamPodLogs(logRoot: string, pods: () => IPod[], write: (line:
       for (const c of containers) {
         let logs: string[];
         try {
-          logs = readdirSync(join(dir, c)).filter((f) => /^\d+\.log$/.test(f)).sort((a, b) => parseInt(a) - parseInt(b));
+          logs = readdirSync(join(dir, c))
+            .filter((f) => /^\d+\.log$/.test(f))
+            .sort((a, b) => parseInt(a) - parseInt(b));
         } catch {
           continue;
         }

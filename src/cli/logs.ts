@@ -23,7 +23,13 @@ export function logFileOf(pod: RuntimePod, container: string, previous: boolean,
  * exited and its restartPolicy will not start it again. The runtime is asked
  * at most once a second, whichever container asks.
  */
-export function followStopper(view: PodView, namespace: string, name: string, uid: string, interrupted: () => boolean): (container: string) => Promise<boolean> {
+export function followStopper(
+  view: PodView,
+  namespace: string,
+  name: string,
+  uid: string,
+  interrupted: () => boolean,
+): (container: string) => Promise<boolean> {
   let checkedAt = 0;
   let current: RuntimePod | undefined;
   return async (container) => {

@@ -29,7 +29,10 @@ export function printWarnings(warnings: ManifestProblem[]): void {
 
 /** A set without a pod: nothing to run or plan. */
 export function noPodFound(paths: string[]): PodctlError {
-  return new PodctlError(`no Pod found in ${paths.join(', ')}`, { hint: 'expected at least one document with apiVersion: v1 and kind: Pod', exitCode: 2 });
+  return new PodctlError(`no Pod found in ${paths.join(', ')}`, {
+    hint: 'expected at least one document with apiVersion: v1 and kind: Pod',
+    exitCode: 2,
+  });
 }
 
 /** Each text as handed to the agent's POST /v1/pods: stdin first, as it was read, then the files by absolute path. */

@@ -18,4 +18,3 @@ export function podsFromManifests(read: ReadManifests, paths: string[], nodeName
 
 // Commands that read stdin import it from here.
 export { readStdin } from './manifest-args.js';
-

@@ -17,19 +17,35 @@ export { DEFAULT_LOG_ROOT, DEFAULT_ROOT_DIR };
 export { nodeFlags, nodeInfoFromFlags };
 
 /** The image GC policy the flags ask for; a usage error names the flag. */
-export function imageGCPolicy(flags: { 'image-gc-high-threshold'?: number; 'image-gc-low-threshold'?: number; 'image-minimum-gc-age'?: string }): NonNullable<KubeletOptions['imageGC']> {
+export function imageGCPolicy(flags: {
+  'image-gc-high-threshold'?: number;
+  'image-gc-low-threshold'?: number;
+  'image-minimum-gc-age'?: string;
+}): NonNullable<KubeletOptions['imageGC']> {
   const high = flags['image-gc-high-threshold'] ?? DEFAULT_IMAGE_GC_HIGH_THRESHOLD;
   const low = flags['image-gc-low-threshold'] ?? DEFAULT_IMAGE_GC_LOW_THRESHOLD;
-  if (low > high) throw new PodctlError(`--image-gc-low-threshold (${low}) must not be above --image-gc-high-threshold (${high})`, { exitCode: 2 });
+  if (low > high)
+    throw new PodctlError(`--image-gc-low-threshold (${low}) must not be above --image-gc-high-threshold (${high})`, { exitCode: 2 });
   const age = flags['image-minimum-gc-age'] ?? '2m';
-  return { highThresholdPercent: high, lowThresholdPercent: low, minAgeMs: /^0+(s|m|h|ms)?$/.test(age) ? 0 : parseDuration(age, '--image-minimum-gc-age') };
+  return {
+    highThresholdPercent: high,
+    lowThresholdPercent: low,
+    minAgeMs: /^0+(s|m|h|ms)?$/.test(age) ? 0 : parseDuration(age, '--image-minimum-gc-age'),
+  };
 }
 
 /** The container log rotation policy the flags ask for; a usage error names the flag. */
-export function containerLogPolicy(flags: { 'container-log-max-size'?: string; 'container-log-max-files'?: number; 'container-log-monitor-interval'?: string }): NonNullable<KubeletOptions['containerLogs']> {
+export function containerLogPolicy(flags: {
+  'container-log-max-size'?: string;
+  'container-log-max-files'?: number;
+  'container-log-monitor-interval'?: string;
+}): NonNullable<KubeletOptions['containerLogs']> {
   const size = bytes(flags['container-log-max-size'] ?? '10Mi');
   if (size === undefined || size < 0) {
-    throw new PodctlError(`--container-log-max-size: expected a size such as 10Mi or 0 (no rotation), got ${JSON.stringify(flags['container-log-max-size'])}`, { exitCode: 2 });
+    throw new PodctlError(
+      `--container-log-max-size: expected a size such as 10Mi or 0 (no rotation), got ${JSON.stringify(flags['container-log-max-size'])}`,
+      { exitCode: 2 },
+    );
   }
   return {
     maxSizeBytes: size,
@@ -54,13 +70,22 @@ export function hygienePolicies(flags: HygieneFlags): Pick<KubeletOptions, 'cont
   return {
     containerLogs: containerLogPolicy(flags),
     imageGC: imageGCPolicy(flags),
-    containerGC: { maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? 1, maxContainers: flags['maximum-dead-containers'] ?? -1 },
+    containerGC: {
+      maxPerPodContainer: flags['maximum-dead-containers-per-container'] ?? 1,
+      maxContainers: flags['maximum-dead-containers'] ?? -1,
+    },
   };
 }
 
 export async function buildKubelet(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'runtime-handler'?: string } & HygieneFlags,
+  flags: {
+    'log-root': string;
+    'node-name': string;
+    'root-dir': string;
+    'allow-privileged'?: boolean;
+    'runtime-handler'?: string;
+  } & HygieneFlags,
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
 ): Promise<Kubelet> {
@@ -84,9 +109,32 @@ export async function buildKubelet(
 /** What every node a command runs (agent, watch, foreground run) takes from the shared flags. */
 export function nodeOptionsFromFlags(
   client: CriClient,
-  flags: { 'log-root': string; 'node-name': string; 'root-dir': string; 'allow-privileged'?: boolean; 'runtime-handler'?: string; 'pleg-relist-period': string } & HygieneFlags & Parameters<typeof nodeInfoFromFlags>[0],
+  flags: {
+    'log-root': string;
+    'node-name': string;
+    'root-dir': string;
+    'allow-privileged'?: boolean;
+    'runtime-handler'?: string;
+    'pleg-relist-period': string;
+  } & HygieneFlags &
+    Parameters<typeof nodeInfoFromFlags>[0],
   runtimeName: string | undefined,
-): Pick<NodeOptions, 'runtime' | 'images' | 'clock' | 'rootDir' | 'logRoot' | 'nodeName' | 'hostIP' | 'runtimeName' | 'allowPrivileged' | 'runtimeHandler' | 'hygiene' | 'relistPeriodMs' | 'admission'> {
+): Pick<
+  NodeOptions,
+  | 'runtime'
+  | 'images'
+  | 'clock'
+  | 'rootDir'
+  | 'logRoot'
+  | 'nodeName'
+  | 'hostIP'
+  | 'runtimeName'
+  | 'allowPrivileged'
+  | 'runtimeHandler'
+  | 'hygiene'
+  | 'relistPeriodMs'
+  | 'admission'
+> {
   return {
     runtime: client,
     images: client,

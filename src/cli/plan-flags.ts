@@ -4,6 +4,7 @@ import { Flags } from '@oclif/core';
 export const planFlags = {
   prune: Flags.boolean({
     summary: 'Also plan the removal of every pod podctl made that the given files do not describe.',
-    description: 'Without it, a plan over one file says nothing about other pods: `plan pod.yaml` must not threaten every other pod on the host.',
+    description:
+      'Without it, a plan over one file says nothing about other pods: `plan pod.yaml` must not threaten every other pod on the host.',
   }),
 };

@@ -17,11 +17,23 @@ export { planFlags } from './plan-flags.js';
  * Plans the pods against the runtime and prints the plan; returns the exit
  * code: 0 when nothing would change, 2 when something would.
  */
-export async function printPlan(client: CriClient, pods: IPod[], opts: { prune: boolean; output: string; log: (text: string) => void; nodeName?: string }): Promise<number> {
+export async function printPlan(
+  client: CriClient,
+  pods: IPod[],
+  opts: { prune: boolean; output: string; log: (text: string) => void; nodeName?: string },
+): Promise<number> {
   // Plan only reads: GetPodStatus, ImageStatus, ListPodSandbox. The status reader loads with the runtime's path only.
-  const [{ PodStatusReader }, { planPods }, { realClock }] = await Promise.all([import('../core/kuberuntime/pod-status.js'), import('../core/plan.js'), import('../core/clock.js')]);
+  const [{ PodStatusReader }, { planPods }, { realClock }] = await Promise.all([
+    import('../core/kuberuntime/pod-status.js'),
+    import('../core/plan.js'),
+    import('../core/clock.js'),
+  ]);
   const statusReader = new PodStatusReader({ runtime: client, clock: realClock });
-  const plan: Plan = await planPods({ runtime: client, images: client, statusReader }, pods, { prune: opts.prune, now: realClock.now(), nodeName: opts.nodeName });
+  const plan: Plan = await planPods({ runtime: client, images: client, statusReader }, pods, {
+    prune: opts.prune,
+    now: realClock.now(),
+    nodeName: opts.nodeName,
+  });
   return printPlanAnswer(plan, opts);
 }
 
@@ -30,7 +42,8 @@ export async function asPlanError<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof PodctlError && err.exitCode !== 1) throw new PodctlError(err.message, { hint: err.hint, exitCode: 1, cause: err.cause });
+    if (err instanceof PodctlError && err.exitCode !== 1)
+      throw new PodctlError(err.message, { hint: err.hint, exitCode: 1, cause: err.cause });
     throw err;
   }
 }
@@ -66,16 +79,22 @@ export async function planByAgent(pods: IPod[], rootDir: string, runtimeEndpoint
  * plans them, and this process loads neither the API validators nor gRPC. Else they are read and
  * validated here, and planned by planAndPrint. The exit code.
  */
-export async function planManifestsAndPrint(paths: string[], flags: GlobalFlags & { 'root-dir': string; 'node-name': string }, opts: { prune: boolean; output: string; log: (text: string) => void }): Promise<number> {
+export async function planManifestsAndPrint(
+  paths: string[],
+  flags: GlobalFlags & { 'root-dir': string; 'node-name': string },
+  opts: { prune: boolean; output: string; log: (text: string) => void },
+): Promise<number> {
   const read = await readManifestArgs(paths);
   const endpoints = await resolveFromFlags(flags);
   let agentAnswers = true;
-  const answer = await new AgentClient(flags['root-dir']).planManifests({ manifests: read, nodeName: flags['node-name'], prune: opts.prune }).catch((err: unknown) => {
-    if (err instanceof AgentRequestError && err.status === 400) throw manifestRefusal(err, paths);
-    // No agent (no socket, nobody listening) or one that failed: the runtime is read here.
-    agentAnswers = err instanceof AgentRequestError;
-    return undefined;
-  });
+  const answer = await new AgentClient(flags['root-dir'])
+    .planManifests({ manifests: read, nodeName: flags['node-name'], prune: opts.prune })
+    .catch((err: unknown) => {
+      if (err instanceof AgentRequestError && err.status === 400) throw manifestRefusal(err, paths);
+      // No agent (no socket, nobody listening) or one that failed: the runtime is read here.
+      agentAnswers = err instanceof AgentRequestError;
+      return undefined;
+    });
   if (answer?.runtimeEndpoint === endpoints.runtime.endpoint) {
     printWarnings(answer.warnings);
     if (answer.pods === 0) throw noPodFound(paths);
@@ -96,13 +115,20 @@ export async function planManifestsAndPrint(paths: string[], flags: GlobalFlags 
  * runtime plans them (it reads the runtime already, and this process loads no gRPC); else the
  * runtime is read here, with the UIDs of the pods the agent keeps.
  */
-export async function planAndPrint(pods: IPod[], flags: GlobalFlags & { 'root-dir': string }, opts: { prune: boolean; output: string; log: (text: string) => void; askAgent?: boolean }): Promise<number> {
+export async function planAndPrint(
+  pods: IPod[],
+  flags: GlobalFlags & { 'root-dir': string },
+  opts: { prune: boolean; output: string; log: (text: string) => void; askAgent?: boolean },
+): Promise<number> {
   const endpoints = await resolveFromFlags(flags);
   const byAgent = opts.askAgent === false ? undefined : await planByAgent(pods, flags['root-dir'], endpoints.runtime.endpoint, opts.prune);
   if (byAgent) return printPlanAnswer(byAgent, opts);
   const { client } = await clientFor(endpoints);
   try {
-    return await printPlan(client, await withAgentUIDs(pods, flags['root-dir']), { ...opts, nodeName: (flags as { 'node-name'?: string })['node-name'] });
+    return await printPlan(client, await withAgentUIDs(pods, flags['root-dir']), {
+      ...opts,
+      nodeName: (flags as { 'node-name'?: string })['node-name'],
+    });
   } finally {
     client.close();
   }

@@ -23,7 +23,11 @@ export interface EventSource {
  * Prints what the PLEG derives: one relist against an empty past, or (follow) every event until
  * `stopped` resolves. The first relist runs before start() so that a missing runtime fails at once.
  */
-export async function printPlegEvents(source: EventSource, print: (e: PodLifecycleEvent) => void, opts: { follow: boolean; stopped?: Promise<unknown> }): Promise<void> {
+export async function printPlegEvents(
+  source: EventSource,
+  print: (e: PodLifecycleEvent) => void,
+  opts: { follow: boolean; stopped?: Promise<unknown> },
+): Promise<void> {
   if (!opts.follow) {
     (await source.relist()).forEach(print);
     return;
@@ -76,16 +80,32 @@ export function plegForEvents(
 export function formatPlegEvent(e: PodLifecycleEvent, cache: PodCache, json: boolean): string {
   const c = cache.get(e.id)?.containers.find((x) => x.id === e.data);
   let detail = '';
-  if (e.type === 'ContainerDied') detail = c?.exitCode !== undefined ? `exited with code ${c.exitCode}${c.reason ? ` (${c.reason})` : ''}` : 'exited';
+  if (e.type === 'ContainerDied')
+    detail = c?.exitCode !== undefined ? `exited with code ${c.exitCode}${c.reason ? ` (${c.reason})` : ''}` : 'exited';
   else if (e.type === 'ContainerStarted') detail = e.containerName ? `running ${c?.image ?? ''}`.trim() : 'sandbox ready';
   else if (e.type === 'ContainerRemoved') detail = 'removed';
   else if (e.type === 'ContainerChanged') detail = `state ${c?.state ?? 'unknown'}`;
   else if (e.type === 'PodSync') detail = 'the runtime recorded more than its event said';
   const time = new Date(e.time).toISOString();
   if (json) {
-    return JSON.stringify({ time, namespace: e.namespace, pod: e.name, podUID: e.id, container: e.containerName ?? null, id: e.data, event: e.type, detail });
+    return JSON.stringify({
+      time,
+      namespace: e.namespace,
+      pod: e.name,
+      podUID: e.id,
+      container: e.containerName ?? null,
+      id: e.data,
+      event: e.type,
+      detail,
+    });
   }
-  return [time.slice(11, 23).padEnd(12), podKey(e).padEnd(32), (e.containerName ?? '(sandbox)').padEnd(16), e.type.padEnd(17), `${detail} ${e.data.slice(0, 13)}`].join(' ');
+  return [
+    time.slice(11, 23).padEnd(12),
+    podKey(e).padEnd(32),
+    (e.containerName ?? '(sandbox)').padEnd(16),
+    e.type.padEnd(17),
+    `${detail} ${e.data.slice(0, 13)}`,
+  ].join(' ');
 }
 
 export const PLEG_EVENTS_HEADER = ['TIME'.padEnd(12), 'POD'.padEnd(32), 'CONTAINER'.padEnd(16), 'EVENT'.padEnd(17), 'DETAIL'].join(' ');

@@ -48,7 +48,11 @@ export async function openPodLister(flags: GlobalFlags & { 'root-dir': string })
       // No agent, or its watch breaks: the listing is still read every second.
       import('../core/node/client.js')
         .then(({ AgentClient }) => {
-          if (!done) cancel = new AgentClient(flags['root-dir']).watchPods(() => wake(), () => undefined).cancel;
+          if (!done)
+            cancel = new AgentClient(flags['root-dir']).watchPods(
+              () => wake(),
+              () => undefined,
+            ).cancel;
         })
         .catch(() => undefined);
       return () => {
@@ -75,11 +79,25 @@ export interface FollowOptions {
  * loop sets it, so a short-lived state such as Error before CrashLoopBackOff is seen) and at least
  * every pollMs, and prints a pod again when its row (or object) changes.
  */
-export async function followPods(list: () => Promise<ViewedPod[]>, first: ViewedPod[], output: PodOutput, opts: PodTableOptions, log: (text: string) => void, follow: FollowOptions = {}): Promise<void> {
+export async function followPods(
+  list: () => Promise<ViewedPod[]>,
+  first: ViewedPod[],
+  output: PodOutput,
+  opts: PodTableOptions,
+  log: (text: string) => void,
+  follow: FollowOptions = {},
+): Promise<void> {
   const { podRow, podTableHead, renderOnePod } = await import('./table.js');
   const key = (p: IPod) => podMeta(p).uid;
   // The row without AGE (and the restart's "ago"): what changes by itself is not a change.
-  const fingerprint = (p: IPod) => (output === 'table' || output === 'wide' ? JSON.stringify(podRow(p, { ...opts, now: 0 }).filter((_, i) => podTableHead(opts)[i] !== 'AGE').map((c) => c.replace(/ \(.* ago\)$/, ''))) : JSON.stringify(p.status));
+  const fingerprint = (p: IPod) =>
+    output === 'table' || output === 'wide'
+      ? JSON.stringify(
+          podRow(p, { ...opts, now: 0 })
+            .filter((_, i) => podTableHead(opts)[i] !== 'AGE')
+            .map((c) => c.replace(/ \(.* ago\)$/, '')),
+        )
+      : JSON.stringify(p.status);
   const last = new Map(first.map((v) => [key(v.pod), { pod: v.pod, print: fingerprint(v.pod) }]));
   // After "No resources found", the first row comes with the header, as kubectl's.
   let headed = first.length > 0;
@@ -142,7 +160,11 @@ export async function followPods(list: () => Promise<ViewedPod[]>, first: Viewed
         // Gone from the runtime: one last row saying so (STATUS shows the phase when no container has a reason).
         // Its deletionTimestamp goes with it: the row says Deleted, not Terminating.
         const { deletionTimestamp: _deleted, ...metadata } = pod.metadata ?? {};
-        const gone: IPod = { ...pod, metadata, status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] } };
+        const gone: IPod = {
+          ...pod,
+          metadata,
+          status: { ...pod.status, phase: 'Deleted' as 'Unknown', containerStatuses: [], initContainerStatuses: [] },
+        };
         log(render(gone));
       }
     }

@@ -8,7 +8,9 @@ import { hostIP } from '../core/node/paths.js';
 import { connect, type GlobalFlags } from './runtime.js';
 
 /** A PodView on the resolved runtime, preferring the watch under --root-dir. */
-export async function openPodView(flags: GlobalFlags & { 'root-dir': string }): Promise<{ view: PodView; client: CriClient; statusSocket: string }> {
+export async function openPodView(
+  flags: GlobalFlags & { 'root-dir': string },
+): Promise<{ view: PodView; client: CriClient; statusSocket: string }> {
   const { client } = await connect(flags);
   const statusSocket = join(flags['root-dir'], 'podctl.sock');
   const view = new PodView({ runtime: client, images: client, clock: realClock, statusSocket, hostIP: hostIP() });
@@ -34,7 +36,9 @@ export function chooseContainer(pod: RuntimePod, name: string | undefined, flag 
   const names = containerNames(pod);
   if (name !== undefined) {
     if (!names.includes(name)) {
-      throw new PodctlError(`${flag} ${quoteName(name)}: no such container in pod "${pod.runtime.name}"; choose one of: ${names.join(', ')}`);
+      throw new PodctlError(
+        `${flag} ${quoteName(name)}: no such container in pod "${pod.runtime.name}"; choose one of: ${names.join(', ')}`,
+      );
     }
     return name;
   }
@@ -48,8 +52,12 @@ export function chooseContainer(pod: RuntimePod, name: string | undefined, flag 
 export function requireRunning(pod: RuntimePod, container: string): RuntimeContainerStatus {
   const instance = newestInstance(pod, container);
   if (instance?.state !== 'running') {
-    const state = instance ? `${instance.state}${instance.exitCode === undefined ? '' : ` (exit ${instance.exitCode})`}` : 'not created yet';
-    throw new PodctlError(`container "${container}" in pod "${pod.runtime.name}" is not running: ${state}`, { hint: `see \`podctl logs ${pod.runtime.name} -c ${container}\`` });
+    const state = instance
+      ? `${instance.state}${instance.exitCode === undefined ? '' : ` (exit ${instance.exitCode})`}`
+      : 'not created yet';
+    throw new PodctlError(`container "${container}" in pod "${pod.runtime.name}" is not running: ${state}`, {
+      hint: `see \`podctl logs ${pod.runtime.name} -c ${container}\``,
+    });
   }
   return instance;
 }

@@ -19,7 +19,6 @@ export async function renderObjects(items: IPod[], format: 'json' | 'yaml'): Pro
   return (await yamlDumper())(doc);
 }
 
-
 /**
  * The events run and watch print as lines: a warning the first time it
  * happens (repeats only bump its count), and a kill that restarts a
@@ -51,7 +50,10 @@ export function renderPlan(plan: Plan): string {
     }
   }
   const changed = plan.pods.filter((p) => !p.inDesiredState).length;
-  lines.push('', changed ? `${changed} of ${plan.pods.length} pod(s) would change.` : `No changes: ${plan.pods.length} pod(s) in desired state.`);
+  lines.push(
+    '',
+    changed ? `${changed} of ${plan.pods.length} pod(s) would change.` : `No changes: ${plan.pods.length} pod(s) in desired state.`,
+  );
   return lines.join('\n');
 }
 

@@ -23,23 +23,43 @@ import { podKey, podMeta } from '../core/util/pod-key.js';
 const stamp = () => new Date().toISOString().slice(11, 19);
 
 /** --detach: the agent keeps the pods; wait for them as asked. */
-export async function detachPods(log: (line: string) => void, agent: AgentClient, texts: { file: string; text: string }[], flags: { 'root-dir': string }, waitFor: WaitFor, timeoutMs: number, nodeArgs: string[]): Promise<void> {
+export async function detachPods(
+  log: (line: string) => void,
+  agent: AgentClient,
+  texts: { file: string; text: string }[],
+  flags: { 'root-dir': string },
+  waitFor: WaitFor,
+  timeoutMs: number,
+  nodeArgs: string[],
+): Promise<void> {
   let started = '';
   if (!(await agent.running())) {
     // The agent's own default PLEG (auto: on containerd 1.6, its event service), as `podctl agent` started by hand.
     const args = [process.argv[1]!, 'agent', ...nodeArgs];
     const log = agentLogFile(flags['root-dir']);
-    const a = await startAgentInBackground({ rootDir: flags['root-dir'], command: process.execPath, args, env: { ...process.env, PODCTL_AGENT_LOG: log } });
+    const a = await startAgentInBackground({
+      rootDir: flags['root-dir'],
+      command: process.execPath,
+      args,
+      env: { ...process.env, PODCTL_AGENT_LOG: log },
+    });
     started = `started the agent (pid ${a.pid}) on ${flags['root-dir']}`;
   }
   return awaitHandedOver(log, agent, await agent.apply(texts), started, flags, waitFor, timeoutMs);
 }
 
 /** Foreground with an agent already on the root dir: hand the pods over, follow them, take them back at exit. */
-export async function handOverUntilSignal(log: (line: string) => void, agent: AgentClient, texts: { file: string; text: string }[], flags: { 'root-dir': string; 'log-root': string; quiet: boolean }): Promise<void> {
+export async function handOverUntilSignal(
+  log: (line: string) => void,
+  agent: AgentClient,
+  texts: { file: string; text: string }[],
+  flags: { 'root-dir': string; 'log-root': string; quiet: boolean },
+): Promise<void> {
   const refs = await agent.apply(texts);
   const info = await agent.info().catch(() => undefined);
-  process.stderr.write(`${stamp()} handed ${refs.length} pod(s) to the agent (pid ${info?.pid ?? '?'}) on ${flags['root-dir']}; Ctrl-C takes them back\n`);
+  process.stderr.write(
+    `${stamp()} handed ${refs.length} pod(s) to the agent (pid ${info?.pid ?? '?'}) on ${flags['root-dir']}; Ctrl-C takes them back\n`,
+  );
   const mine = (p: IPod) => refs.some((r) => r.namespace === p.metadata?.namespace && r.name === p.metadata?.name);
   let pods: IPod[] = [];
   const last = new Map<string, string>();
@@ -56,11 +76,18 @@ export async function handOverUntilSignal(log: (line: string) => void, agent: Ag
       })
       .catch(() => undefined);
   }, 500);
-  const stopLogs = flags.quiet ? undefined : streamPodLogs(flags['log-root'], () => pods, (line) => log(line));
+  const stopLogs = flags.quiet
+    ? undefined
+    : streamPodLogs(
+        flags['log-root'],
+        () => pods,
+        (line) => log(line),
+      );
   await untilSignal();
   log(`${stamp()} stopping: terminating ${refs.length} pod(s) gracefully (Ctrl-C again to stop waiting)`);
   const removal = watchForRemoval(agent, refs);
-  for (const r of refs) await agent.delete(r.namespace, r.name).catch((err) => process.stderr.write(`${r.namespace}/${r.name}: ${errorMessage(err)}\n`));
+  for (const r of refs)
+    await agent.delete(r.namespace, r.name).catch((err) => process.stderr.write(`${r.namespace}/${r.name}: ${errorMessage(err)}\n`));
   // An agent that stops answering keeps nothing more to wait for.
   await Promise.race([removal.untilGone().catch(() => undefined), untilSignal()]);
   removal.cancel();
@@ -74,12 +101,26 @@ export async function runUntilSignal(
   log: (line: string) => void,
   admitted: IPod[],
   objects: SourceObjects,
-  flags: { 'root-dir': string; 'log-root': string; 'node-name': string; 'allow-privileged': boolean; 'pleg-relist-period': string; quiet: boolean; trace: boolean; output: string } & Parameters<typeof connect>[0] &
-    Parameters<typeof hygienePolicies>[0] & Parameters<typeof nodeInfoFromFlags>[0],
+  flags: {
+    'root-dir': string;
+    'log-root': string;
+    'node-name': string;
+    'allow-privileged': boolean;
+    'pleg-relist-period': string;
+    quiet: boolean;
+    trace: boolean;
+    output: string;
+  } & Parameters<typeof connect>[0] &
+    Parameters<typeof hygienePolicies>[0] &
+    Parameters<typeof nodeInfoFromFlags>[0],
 ): Promise<void> {
   const lock = acquireStateLock(flags['root-dir']);
   // --trace: the trace is stdout; the status lines are left out (the workers' lines say the same).
-  const tracer = tracerFor(flags, () => node?.pleg, (line) => log(line));
+  const tracer = tracerFor(
+    flags,
+    () => node?.pleg,
+    (line) => log(line),
+  );
   let node: StandaloneNode | undefined;
   const { client } = await connect(flags, tracer?.observeCall);
   try {
@@ -119,7 +160,14 @@ export async function runUntilSignal(
   for (const r of refused) process.stderr.write(`${podKey(r.pod)}: rejected at admission: ${r.message}\n`);
   // By namespace/name: a pod may run under the UID of the sandbox already there (adopted).
   const keys = new Set(admitted.filter((p) => !refused.some((r) => r.pod === p)).map((p) => podKey(p)));
-  const stopLogs = flags.quiet || flags.trace ? undefined : streamPodLogs(flags['log-root'], () => node!.pods().filter((p) => keys.has(podKey(p))), (line) => log(line));
+  const stopLogs =
+    flags.quiet || flags.trace
+      ? undefined
+      : streamPodLogs(
+          flags['log-root'],
+          () => node!.pods().filter((p) => keys.has(podKey(p))),
+          (line) => log(line),
+        );
 
   await untilSignal();
   const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : log(line));

@@ -35,7 +35,10 @@ export async function connect(flags: GlobalFlags, observer?: CallObserver): Prom
 }
 
 /** A CRI client on resolved endpoints. */
-export async function clientFor(endpoints: ResolvedEndpoints, observer?: CallObserver): Promise<{ client: CriClient; endpoints: ResolvedEndpoints }> {
+export async function clientFor(
+  endpoints: ResolvedEndpoints,
+  observer?: CallObserver,
+): Promise<{ client: CriClient; endpoints: ResolvedEndpoints }> {
   // gRPC and the CRI's definitions load here, when a command first talks to the runtime, not at start.
   const { CriClient } = await import('../core/cri/client.js');
   const client = new CriClient({

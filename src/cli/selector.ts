@@ -35,7 +35,11 @@ function split(text: string): string[] {
  * `key`, `!key`, `key=value` (or ==), `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key>1`, `key<1`.
  */
 export function parseSelector(text: string): Requirement[] {
-  const bad = (why: string) => new PodctlError(`invalid --selector ${JSON.stringify(text)}: ${why}`, { exitCode: 2, hint: "e.g. -l app=web, -l 'tier in (front,back),!canary'" });
+  const bad = (why: string) =>
+    new PodctlError(`invalid --selector ${JSON.stringify(text)}: ${why}`, {
+      exitCode: 2,
+      hint: "e.g. -l app=web, -l 'tier in (front,back),!canary'",
+    });
   if (text.trim() === '') return [];
   return split(text).map((part): Requirement => {
     let req: Requirement | undefined;
@@ -48,7 +52,8 @@ export function parseSelector(text: string): Requirement[] {
     if (!req) throw bad('an empty requirement');
     const keyProblem = qualifiedNameProblem(req.key);
     if (keyProblem) throw bad(`${JSON.stringify(req.key)} is not a label key: ${keyProblem}`);
-    if ((req.op === 'in' || req.op === 'notin') && req.values.every((v) => v === '')) throw bad(`${req.key} ${req.op} (): the set of values is empty`);
+    if ((req.op === 'in' || req.op === 'notin') && req.values.every((v) => v === ''))
+      throw bad(`${req.key} ${req.op} (): the set of values is empty`);
     if (req.op === 'gt' || req.op === 'lt') {
       if (!/^-?\d+$/.test(req.values[0]!)) throw bad(`${req.key}${req.op === 'gt' ? '>' : '<'}${req.values[0]}: expected an integer`);
     } else {

@@ -13,10 +13,14 @@ export function renderDiskReport(report: DiskReport, opts: { noHeaders?: boolean
     humanBytes(p.logs.bytes + p.emptyDirs.bytes + p.writableLayers.bytes),
     String(p.logs.inodes + p.emptyDirs.inodes + p.writableLayers.inodes),
   ]);
-  const lines = rows.length ? [plainTable(['POD', 'LOGS', 'EMPTYDIR', 'WRITABLE', 'TOTAL', 'INODES'], rows, { noHeaders: opts.noHeaders })] : [];
+  const lines = rows.length
+    ? [plainTable(['POD', 'LOGS', 'EMPTYDIR', 'WRITABLE', 'TOTAL', 'INODES'], rows, { noHeaders: opts.noHeaders })]
+    : [];
   const fs = report.imageFilesystem;
   if (fs) {
-    const of = fs.capacityBytes ? ` of ${humanBytes(fs.capacityBytes)} (${(100 - ((fs.availableBytes ?? 0) * 100) / fs.capacityBytes).toFixed(0)}% of the disk in use)` : '';
+    const of = fs.capacityBytes
+      ? ` of ${humanBytes(fs.capacityBytes)} (${(100 - ((fs.availableBytes ?? 0) * 100) / fs.capacityBytes).toFixed(0)}% of the disk in use)`
+      : '';
     lines.push(`Image filesystem ${fs.mountpoint}: images ${humanBytes(fs.usedBytes)}, ${fs.inodesUsed} inodes${of}`);
   }
   return lines.join('\n');

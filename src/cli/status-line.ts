@@ -32,7 +32,8 @@ function containerReason(pod: IPod, status: IPodStatus | undefined): string {
     const s = inits[i]!;
     if (s.state?.terminated?.exitCode === 0) continue;
     if (pod.spec?.initContainers?.[i]?.restartPolicy === 'Always' && s.started) continue;
-    if (s.state?.terminated) return s.state.terminated.reason ? `Init:${s.state.terminated.reason}` : `Init:ExitCode:${s.state.terminated.exitCode}`;
+    if (s.state?.terminated)
+      return s.state.terminated.reason ? `Init:${s.state.terminated.reason}` : `Init:ExitCode:${s.state.terminated.exitCode}`;
     if (s.state?.waiting?.reason && s.state.waiting.reason !== 'PodInitializing') return `Init:${s.state.waiting.reason}`;
     return `Init:${i}/${total}`;
   }
@@ -49,7 +50,11 @@ function containerReason(pod: IPod, status: IPodStatus | undefined): string {
 export function statusLine(pod: IPod, status: IPodStatus, now = new Date()): string {
   const containers = (status.containerStatuses ?? [])
     .map((c) => {
-      const state = c.state?.running ? 'running' : c.state?.terminated ? `exited(${c.state.terminated.exitCode})` : (c.state?.waiting?.reason ?? 'waiting');
+      const state = c.state?.running
+        ? 'running'
+        : c.state?.terminated
+          ? `exited(${c.state.terminated.exitCode})`
+          : (c.state?.waiting?.reason ?? 'waiting');
       return `${c.name}=${state}${c.restartCount ? ` restarts=${c.restartCount}` : ''}`;
     })
     .join(' ');

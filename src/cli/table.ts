@@ -47,7 +47,23 @@ export interface PlainTableOptions {
 export function plainTable(head: string[], rows: string[][], opts: PlainTableOptions = {}): string {
   const table = new Table({
     head: opts.noHeaders ? [] : head,
-    chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '   ' },
+    chars: {
+      top: '',
+      'top-mid': '',
+      'top-left': '',
+      'top-right': '',
+      bottom: '',
+      'bottom-mid': '',
+      'bottom-left': '',
+      'bottom-right': '',
+      left: '',
+      'left-mid': '',
+      mid: '',
+      'mid-mid': '',
+      right: '',
+      'right-mid': '',
+      middle: '   ',
+    },
     style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
   });
   for (const r of rows) table.push(r);
@@ -70,7 +86,16 @@ export interface PodTableOptions extends PlainTableOptions {
 }
 
 export function podTableHead(opts: PodTableOptions): string[] {
-  return [...(opts.allNamespaces ? ['NAMESPACE'] : []), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(opts.wide ? ['IP', 'NODE', 'CONTAINERS'] : []), ...(opts.showLabels ? ['LABELS'] : [])];
+  return [
+    ...(opts.allNamespaces ? ['NAMESPACE'] : []),
+    'NAME',
+    'READY',
+    'STATUS',
+    'RESTARTS',
+    'AGE',
+    ...(opts.wide ? ['IP', 'NODE', 'CONTAINERS'] : []),
+    ...(opts.showLabels ? ['LABELS'] : []),
+  ];
 }
 
 /** kubectl's LABELS cell: key=value pairs sorted by key, joined by commas, or <none>. */

@@ -25,7 +25,10 @@ The same WebSocket protocol as exec -it (v4.channel.k8s.io).`;
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Attach);
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const [{ streamAttach }, { chooseContainer, openPodView, requirePod, requireRunning }] = await Promise.all([import('../cli/attach.js'), import('../cli/podview.js')]);
+    const [{ streamAttach }, { chooseContainer, openPodView, requirePod, requireRunning }] = await Promise.all([
+      import('../cli/attach.js'),
+      import('../cli/podview.js'),
+    ]);
     const name = podArg(args.pod);
     const { view, client } = await openPodView(flags);
     try {
@@ -36,7 +39,8 @@ The same WebSocket protocol as exec -it (v4.channel.k8s.io).`;
       // The runtime attaches to the stdio the container was created with: a terminal only if it has one.
       const tty = flags.tty && spec?.tty === true;
       if (flags.tty && !tty) process.stderr.write(`Unable to use a TTY: container ${container} did not allocate one\n`);
-      if (flags.stdin && !spec?.stdin) throw new PodctlError(`container "${container}" was not created with stdin: true, so -i has nothing to attach to`, { exitCode: 2 });
+      if (flags.stdin && !spec?.stdin)
+        throw new PodctlError(`container "${container}" was not created with stdin: true, so -i has nothing to attach to`, { exitCode: 2 });
       await streamAttach(client, id, { stdin: flags.stdin, tty, what: 'attach' });
     } finally {
       client.close();

@@ -4,7 +4,8 @@ import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { PodctlError } from '../core/errors.js';
 
 export class Condition extends PodctlCommand {
-  static override summary = "Set a pod condition on the agent, as a controller sets a readiness gate's: Ready waits until every gate's condition is True.";
+  static override summary =
+    "Set a pod condition on the agent, as a controller sets a readiness gate's: Ready waits until every gate's condition is True.";
   static override description = `The pod's spec.readinessGates name condition types; until each is present and True the pod's Ready
 condition is False (reason ReadinessGatesNotReady), however ready its containers are. This sets one on the agent
 that keeps the pod (run --detach, agent, watch, a foreground run: --root-dir), as kubectl patches a pod's status
@@ -24,7 +25,12 @@ PodReadyToStartContainers) are refused. The condition lasts as long as the pod o
     namespace: namespaceFlag,
     reason: Flags.string({ summary: "The condition's reason (one CamelCase word)." }),
     message: Flags.string({ summary: "The condition's message." }),
-    output: Flags.string({ char: 'o', summary: 'Output format: a line, or the pod as the agent now has it.', options: ['text', 'json'], default: 'text' }),
+    output: Flags.string({
+      char: 'o',
+      summary: 'Output format: a line, or the pod as the agent now has it.',
+      options: ['text', 'json'],
+      default: 'text',
+    }),
   };
 
   async run(): Promise<void> {
@@ -39,7 +45,9 @@ PodReadyToStartContainers) are refused. The condition lasts as long as the pod o
     const { AgentClient } = await import('../core/node/client.js');
     const agent = new AgentClient(flags['root-dir']);
     if (!(await agent.running())) {
-      throw new PodctlError(`no agent answers on ${agent.socket}: pod conditions are kept by the agent that runs the pod`, { hint: 'pass the --root-dir of its `run --detach`, `agent` or `watch`' });
+      throw new PodctlError(`no agent answers on ${agent.socket}: pod conditions are kept by the agent that runs the pod`, {
+        hint: 'pass the --root-dir of its `run --detach`, `agent` or `watch`',
+      });
     }
     const pod = await agent.setCondition(flags.namespace, name, { type, status, reason: flags.reason, message: flags.message });
     if (flags.output === 'json') {

@@ -34,7 +34,9 @@ output and exits with its exit code. Without either: starts it and prints its na
     stdin: Flags.boolean({ char: 'i', summary: "Keep the container's stdin open and attach to it." }),
     tty: Flags.boolean({ char: 't', summary: 'Give the container a terminal.' }),
     timeout: Flags.string({ summary: 'With a command and no -i/-t: how long to wait for it to end.', default: '5m' }),
-    'copy-to': Flags.string({ summary: 'Start a copy of the pod under this name with the debug container added, and leave the original alone.' }),
+    'copy-to': Flags.string({
+      summary: 'Start a copy of the pod under this name with the debug container added, and leave the original alone.',
+    }),
   };
 
   async run(): Promise<void> {
@@ -43,7 +45,10 @@ output and exits with its exit code. Without either: starts it and prints its na
     const cmd = dash < 0 ? [] : argv.slice(dash + 1);
     const { args, flags } = await this.parse(Debug, dash < 0 ? argv : argv.slice(0, dash));
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const [{ attachDebugContainer, copyDebugPod, createDebugContainer, printWhenDone }, { chooseContainer, openPodView, requirePod, requireRunning }] = await Promise.all([import('../cli/debug.js'), import('../cli/podview.js')]);
+    const [
+      { attachDebugContainer, copyDebugPod, createDebugContainer, printWhenDone },
+      { chooseContainer, openPodView, requirePod, requireRunning },
+    ] = await Promise.all([import('../cli/debug.js'), import('../cli/podview.js')]);
     const name = podArg(args.pod);
     const { view, client } = await openPodView(flags);
     let code = 0;
@@ -57,7 +62,13 @@ output and exits with its exit code. Without either: starts it and prints its na
         throw new PodctlError(`-c ${debugName}: pod "${name}" already has a container of that name`, { exitCode: 2 });
       }
       if (flags['copy-to']) {
-        code = await copyDebugPod(client, rp, flags['copy-to'], { name: debugName, image: flags.image, ...(cmd.length ? { command: cmd } : {}), stdin: flags.stdin || flags.tty, tty: flags.tty }, flags);
+        code = await copyDebugPod(
+          client,
+          rp,
+          flags['copy-to'],
+          { name: debugName, image: flags.image, ...(cmd.length ? { command: cmd } : {}), stdin: flags.stdin || flags.tty, tty: flags.tty },
+          flags,
+        );
         return;
       }
       const id = await createDebugContainer(client, rp, debugName, flags.image, cmd, targetId, flags.stdin, flags.tty);

@@ -5,7 +5,8 @@ import { PodctlError } from '../core/errors.js';
 import { podMeta } from '../core/util/pod-key.js';
 
 export class Describe extends PodctlCommand {
-  static override summary = 'Show a pod in detail: containers, states, probes, mounts, conditions, a lifecycle timeline, events, and why it is not running.';
+  static override summary =
+    'Show a pod in detail: containers, states, probes, mounts, conditions, a lifecycle timeline, events, and why it is not running.';
   static override description = `kubectl describe's sections, plus a Timeline (sandbox and every container instance created, started
 and exited, as the runtime and the log files record them; kills, backoffs and probe failures from the events; the
 next start a backoff waits for) and, for a pod that is not running or not ready, one line saying why and what
@@ -23,7 +24,13 @@ records still give the timeline and the output says events need a watch.`;
     const name = slash ? slash[1] : ['pod', 'pods', 'po'].includes(words[0] ?? '') && words.length === 2 ? words[1] : undefined;
     if (!name) throw new PodctlError('expected pod NAME or pod/NAME (podctl describes pods only)', { exitCode: 2 });
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const [{ renderDescribe }, { openPodView }, { readLogFile }, { findRuntimePod, newestInstance }, { fetchPodEvents, podTimeline, whyNotRunning }] = await Promise.all([
+    const [
+      { renderDescribe },
+      { openPodView },
+      { readLogFile },
+      { findRuntimePod, newestInstance },
+      { fetchPodEvents, podTimeline, whyNotRunning },
+    ] = await Promise.all([
       import('../cli/describe.js'),
       import('../cli/podview.js'),
       import('../core/logs/index.js'),

@@ -42,10 +42,14 @@ code is the command's.`;
     const dash = argv.indexOf('--');
     const cmd = dash < 0 ? [] : argv.slice(dash + 1);
     const { args, flags } = await this.parse(Exec, dash < 0 ? argv : argv.slice(0, dash));
-    if (cmd.length === 0) throw new PodctlError('no command given', { hint: `put it after --, e.g. \`podctl exec ${args.pod} -- sh\``, exitCode: 2 });
+    if (cmd.length === 0)
+      throw new PodctlError('no command given', { hint: `put it after --, e.g. \`podctl exec ${args.pod} -- sh\``, exitCode: 2 });
     const name = podArg(args.pod);
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const [{ chooseContainer, openPodView, requirePod }, { newestInstance }] = await Promise.all([import('../cli/podview.js'), import('../core/podview/index.js')]);
+    const [{ chooseContainer, openPodView, requirePod }, { newestInstance }] = await Promise.all([
+      import('../cli/podview.js'),
+      import('../core/podview/index.js'),
+    ]);
     const { view, client } = await openPodView(flags);
     let code: number;
     try {
@@ -53,8 +57,12 @@ code is the command's.`;
       const container = chooseContainer(pod, flags.container);
       const instance = newestInstance(pod, container);
       if (instance?.state !== 'running') {
-        const state = instance ? `${instance.state}${instance.exitCode === undefined ? '' : ` (exit ${instance.exitCode})`}` : 'not created yet';
-        throw new PodctlError(`container "${container}" in pod "${name}" is not running: ${state}`, { hint: `see \`podctl logs ${name} -c ${container}\`` });
+        const state = instance
+          ? `${instance.state}${instance.exitCode === undefined ? '' : ` (exit ${instance.exitCode})`}`
+          : 'not created yet';
+        throw new PodctlError(`container "${container}" in pod "${name}" is not running: ${state}`, {
+          hint: `see \`podctl logs ${name} -c ${container}\``,
+        });
       }
       let tty = flags.tty;
       if (tty && !process.stdin.isTTY) {

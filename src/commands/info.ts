@@ -3,7 +3,11 @@ import { PodctlCommand } from '../cli/base.js';
 
 export class Info extends PodctlCommand {
   static override summary = 'Show the runtime endpoint, its versions and its conditions (RuntimeReady, NetworkReady).';
-  static override examples = ['<%= config.bin %> info', '<%= config.bin %> info -o json', '<%= config.bin %> info --runtime-endpoint unix:///run/containerd/containerd.sock'];
+  static override examples = [
+    '<%= config.bin %> info',
+    '<%= config.bin %> info -o json',
+    '<%= config.bin %> info --runtime-endpoint unix:///run/containerd/containerd.sock',
+  ];
   static override flags = {
     output: Flags.string({ char: 'o', summary: 'Output format.', options: ['text', 'json'], default: 'text' }),
   };
@@ -13,7 +17,12 @@ export class Info extends PodctlCommand {
     const { client, endpoints } = await (await import('../cli/runtime.js')).connect(flags);
     try {
       const [version, status] = await Promise.all([client.version(), client.status(false)]);
-      const conditions = (status.status?.conditions ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message }));
+      const conditions = (status.status?.conditions ?? []).map((c) => ({
+        type: c.type,
+        status: c.status,
+        reason: c.reason,
+        message: c.message,
+      }));
       const info = {
         endpoint: endpoints.runtime.endpoint,
         endpointSource: endpoints.runtime.source,

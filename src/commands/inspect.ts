@@ -32,7 +32,11 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
   ];
   static override args = {
     kind: Args.string({ description: 'pod or container.', required: true, options: ['pod', 'container'], ignoreStdin: true }),
-    id: Args.string({ description: 'ID, unique ID prefix, or name (a container: NAME, POD/NAME, or NAME with --pod).', required: true, ignoreStdin: true }),
+    id: Args.string({
+      description: 'ID, unique ID prefix, or name (a container: NAME, POD/NAME, or NAME with --pod).',
+      required: true,
+      ignoreStdin: true,
+    }),
   };
   static override flags = {
     ...podViewFlags,
@@ -44,7 +48,14 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Inspect);
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const [{ connect }, { recordedContainerSpec }, L, { countRedacted, redactEnv, secretEnvPredicate }, { expandInfo }, { findContainer, resolveIdPrefix }] = await Promise.all([
+    const [
+      { connect },
+      { recordedContainerSpec },
+      L,
+      { countRedacted, redactEnv, secretEnvPredicate },
+      { expandInfo },
+      { findContainer, resolveIdPrefix },
+    ] = await Promise.all([
       import('../cli/runtime.js'),
       import('../core/kuberuntime/spec-copy.js'),
       import('../core/kuberuntime/labels.js'),
@@ -58,9 +69,24 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
       let container: T.Container | undefined;
       if (args.kind === 'pod') {
         if (flags.pod !== undefined) throw new PodctlError('--pod is for inspect container; a pod is named by ID itself', { exitCode: 2 });
-        const byName = await client.listPodSandbox({ labelSelector: { [L.POD_NAME_LABEL]: args.id, [L.POD_NAMESPACE_LABEL]: flags.namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE } });
-        const id = byName.length ? byName.sort((a, b) => b.createdAt - a.createdAt)[0]!.id : resolveIdPrefix('pod sandbox', args.id, (await client.listPodSandbox()).map((s) => s.id));
-        if (!id) throw new PodctlError(`pod "${args.id}" not found: no sandbox ID starts with it, and no pod of that name in namespace ${flags.namespace}`);
+        const byName = await client.listPodSandbox({
+          labelSelector: {
+            [L.POD_NAME_LABEL]: args.id,
+            [L.POD_NAMESPACE_LABEL]: flags.namespace,
+            [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE,
+          },
+        });
+        const id = byName.length
+          ? byName.sort((a, b) => b.createdAt - a.createdAt)[0]!.id
+          : resolveIdPrefix(
+              'pod sandbox',
+              args.id,
+              (await client.listPodSandbox()).map((s) => s.id),
+            );
+        if (!id)
+          throw new PodctlError(
+            `pod "${args.id}" not found: no sandbox ID starts with it, and no pod of that name in namespace ${flags.namespace}`,
+          );
         doc = await client.podSandboxStatus(id, true);
       } else {
         container = await findContainer(client, args.id, { namespace: flags.namespace, pod: flags.pod });
@@ -77,8 +103,14 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
         const unknown = !spec && container.labels[L.MANAGED_BY_LABEL] === L.MANAGED_BY_VALUE;
         out = redactEnv(out, unknown ? () => true : secretEnvPredicate(spec));
         const n = countRedacted(out);
-        if (unknown && n) process.stderr.write(`the container's spec copy${path ? ` (${path})` : ''} could not be read: all ${n} environment value(s) are redacted; --show-secrets prints them\n`);
-        else if (n) process.stderr.write(`${n} environment value(s) or argument(s) that come from a Secret are redacted; --show-secrets prints them\n`);
+        if (unknown && n)
+          process.stderr.write(
+            `the container's spec copy${path ? ` (${path})` : ''} could not be read: all ${n} environment value(s) are redacted; --show-secrets prints them\n`,
+          );
+        else if (n)
+          process.stderr.write(
+            `${n} environment value(s) or argument(s) that come from a Secret are redacted; --show-secrets prints them\n`,
+          );
       }
       this.log(JSON.stringify(out, null, 2));
     } finally {

@@ -24,7 +24,7 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
   static override flags = {
     ...podViewFlags,
     namespace: namespaceFlag,
-    container: Flags.string({ char: 'c', summary: 'Container (default: the pod\'s default container).' }),
+    container: Flags.string({ char: 'c', summary: "Container (default: the pod's default container)." }),
     follow: Flags.boolean({ char: 'f', summary: 'Keep printing lines as they are written, across restarts and rotation.' }),
     previous: Flags.boolean({ char: 'p', summary: 'The previous instance of the container (before its last restart).' }),
     timestamps: Flags.boolean({ summary: "Prefix each line with the runtime's timestamp (RFC3339Nano)." }),
@@ -36,19 +36,21 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(Logs);
-    if (flags.previous && flags.follow) throw new PodctlError('--previous and --follow cannot be combined: a previous instance writes no more', { exitCode: 2 });
-    if (flags['all-containers'] && flags.container) throw new PodctlError('--all-containers and --container cannot be combined', { exitCode: 2 });
+    if (flags.previous && flags.follow)
+      throw new PodctlError('--previous and --follow cannot be combined: a previous instance writes no more', { exitCode: 2 });
+    if (flags['all-containers'] && flags.container)
+      throw new PodctlError('--all-containers and --container cannot be combined', { exitCode: 2 });
     const name = podArg(args.pod);
     const sel: LogSelection = {
       tail: flags.tail,
       sinceMs: flags.since ? Date.now() - parseDuration(flags.since, '--since') : undefined,
     };
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const [{ chooseContainer, containerNames, openPodView, requirePod }, { followContainerLog, readContainerLogTail, selectRecords, streamContainerLog }, { followStopper, logFileOf }] = await Promise.all([
-      import('../cli/podview.js'),
-      import('../core/logs/index.js'),
-      import('../cli/logs.js'),
-    ]);
+    const [
+      { chooseContainer, containerNames, openPodView, requirePod },
+      { followContainerLog, readContainerLogTail, selectRecords, streamContainerLog },
+      { followStopper, logFileOf },
+    ] = await Promise.all([import('../cli/podview.js'), import('../core/logs/index.js'), import('../cli/logs.js')]);
     const { view, client } = await openPodView(flags);
     try {
       const pod = await requirePod(view, flags.namespace, name);
@@ -66,7 +68,12 @@ prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
           if (!f.path) continue;
           // --tail reads from the end; the whole log is streamed, never held at once.
           if (sel.tail !== undefined && sel.tail >= 0) write(f.container, await readContainerLogTail(f.path, sel));
-          else await streamContainerLog(f.path, async (records) => write(f.container, selectRecords(records, { sinceMs: sel.sinceMs })) || (await once(process.stdout, 'drain')));
+          else
+            await streamContainerLog(
+              f.path,
+              async (records) =>
+                write(f.container, selectRecords(records, { sinceMs: sel.sinceMs })) || (await once(process.stdout, 'drain')),
+            );
         }
         return;
       }

@@ -17,16 +17,23 @@ Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 some
   static override examples = [
     '<%= config.bin %> plan pod.yaml',
     '<%= config.bin %> plan manifests/ --prune',
-    '<%= config.bin %> plan pod.yaml -o json | jq \'.pods[].actions[].action\'',
+    "<%= config.bin %> plan pod.yaml -o json | jq '.pods[].actions[].action'",
     '<%= config.bin %> plan pod.yaml >/dev/null; echo $?   # 0 in desired state, 2 would change',
   ];
   static override strict = false;
-  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true, ignoreStdin: true }) };
+  static override args = {
+    paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true, ignoreStdin: true }),
+  };
   static override flags = {
     'node-name': nodeNameFlag,
     ...podViewFlags,
     ...planFlags,
-    output: Flags.string({ char: 'o', summary: 'Output format (json: {apiVersion: podctl/v1, kind: Plan, changes, pods[].actions[]}).', options: ['text', 'json'], default: 'text' }),
+    output: Flags.string({
+      char: 'o',
+      summary: 'Output format (json: {apiVersion: podctl/v1, kind: Plan, changes, pods[].actions[]}).',
+      options: ['text', 'json'],
+      default: 'text',
+    }),
   };
 
   async run(): Promise<void> {

@@ -21,9 +21,14 @@ relists. Works whether or not \`podctl watch\` runs.`;
   static override flags = {
     follow: Flags.boolean({ char: 'f', summary: 'Keep relisting and stream events until Ctrl-C.' }),
     output: Flags.string({ char: 'o', summary: 'Output format.', options: ['text', 'json'], default: 'text' }),
-    'relist-period': Flags.string({ summary: 'How often to relist with --follow (the generic PLEG\'s period; an event-driven PLEG relists every 300 s, and at this period once it falls back).', default: '1s' }),
+    'relist-period': Flags.string({
+      summary:
+        "How often to relist with --follow (the generic PLEG's period; an event-driven PLEG relists every 300 s, and at this period once it falls back).",
+      default: '1s',
+    }),
     pleg: Flags.string({
-      summary: 'With --follow, where events come from: as the agent\'s --pleg (auto: CRI events, else containerd\'s event service on containerd, else relist).',
+      summary:
+        "With --follow, where events come from: as the agent's --pleg (auto: CRI events, else containerd's event service on containerd, else relist).",
       options: [...PLEG_KINDS],
       default: 'auto',
     }),
@@ -33,7 +38,10 @@ relists. Works whether or not \`podctl watch\` runs.`;
   async run(): Promise<void> {
     const { flags } = await this.parse(PlegEvents);
     // The PLEG and the runtime's client: loaded when the command runs, not with the command index.
-    const [{ connect }, { PLEG_EVENTS_HEADER, formatPlegEvent, plegForEvents, printPlegEvents }] = await Promise.all([import('../cli/runtime.js'), import('../cli/pleg-events.js')]);
+    const [{ connect }, { PLEG_EVENTS_HEADER, formatPlegEvent, plegForEvents, printPlegEvents }] = await Promise.all([
+      import('../cli/runtime.js'),
+      import('../cli/pleg-events.js'),
+    ]);
     const { client } = await connect(flags);
     const say = (line: string) => process.stderr.write(`${line}\n`);
     const runtimeName = flags.follow ? (await client.version().catch(() => undefined))?.runtimeName : undefined;

@@ -33,7 +33,10 @@ namespace, so many may run at once. Runs until Ctrl-C; when the pod's sandbox st
   async run(): Promise<void> {
     const { args, flags, argv } = await this.parse(PortForward);
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const [{ forwardConnection, parsePortSpec }, { openPodView, requirePod }] = await Promise.all([import('../core/exec/portforward.js'), import('../cli/podview.js')]);
+    const [{ forwardConnection, parsePortSpec }, { openPodView, requirePod }] = await Promise.all([
+      import('../core/exec/portforward.js'),
+      import('../cli/podview.js'),
+    ]);
     const specs: PortSpec[] = [];
     for (const text of (argv as string[]).slice(1)) {
       try {
@@ -42,9 +45,13 @@ namespace, so many may run at once. Runs until Ctrl-C; when the pod's sandbox st
         throw new PodctlError(`port-forward: ${(err as Error).message}`, { exitCode: 2 });
       }
     }
-    const addresses = flags.address.split(',').map((a) => a.trim()).filter(Boolean);
+    const addresses = flags.address
+      .split(',')
+      .map((a) => a.trim())
+      .filter(Boolean);
     const wide = addresses.filter((a) => !LOOPBACK.has(a));
-    if (wide.length) process.stderr.write(`Warning: listening on ${wide.join(', ')}: anyone who can reach this host there can connect into the pod\n`);
+    if (wide.length)
+      process.stderr.write(`Warning: listening on ${wide.join(', ')}: anyone who can reach this host there can connect into the pod\n`);
     const name = podArg(args.pod);
     const { view, client } = await openPodView(flags);
     const servers: Server[] = [];
@@ -71,7 +78,11 @@ namespace, so many may run at once. Runs until Ctrl-C; when the pod's sandbox st
           });
           await new Promise<void>((resolve, reject) => {
             server.once('error', (err: NodeJS.ErrnoException) =>
-              reject(new PodctlError(`port-forward: cannot listen on ${address}:${local}: ${err.code === 'EADDRINUSE' ? 'the port is in use' : err.message}`)),
+              reject(
+                new PodctlError(
+                  `port-forward: cannot listen on ${address}:${local}: ${err.code === 'EADDRINUSE' ? 'the port is in use' : err.message}`,
+                ),
+              ),
             );
             server.listen(local, address, () => resolve());
           });

@@ -4,7 +4,10 @@ import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 
 export class Stats extends PodctlCommand {
   static override summary = "Resource use of podctl's running containers (CRI ListContainerStats), as crictl stats shows it.";
-  static override description = 'Samples twice, --interval apart, for CPU %; memory is the working set; DISK and INODES are the writable layer. Then per pod the disk its logs, emptyDirs and writable layers use, and the image filesystem. -o json prints the CRI stats of the second sample, with pods and imageFilesystem.';
+  static override description =
+    'Samples twice, --interval apart, for CPU %; memory is the working set; DISK and INODES are the writable layer. Then per pod ' +
+    'the disk its logs, emptyDirs and writable layers use, and the image filesystem. -o json prints the CRI stats of the second ' +
+    'sample, with pods and imageFilesystem.';
   static override examples = ['<%= config.bin %> stats', '<%= config.bin %> stats -A', '<%= config.bin %> stats --pod web -o json'];
   static override flags = {
     ...podViewFlags,
@@ -33,7 +36,8 @@ export class Stats extends PodctlCommand {
       if (flags.pod) selector[L.POD_NAME_LABEL] = flags.pod;
       const running = await client.listContainers({ labelSelector: selector, state: { state: 'CONTAINER_RUNNING' } });
       const ids = new Set(running.map((c) => c.id));
-      const sample = async () => (await client.listContainerStats({ labelSelector: selector })).filter((s) => ids.has(s.attributes?.id ?? ''));
+      const sample = async () =>
+        (await client.listContainerStats({ labelSelector: selector })).filter((s) => ids.has(s.attributes?.id ?? ''));
       const first = new Map((await sample()).map((s) => [s.attributes!.id, s]));
       await new Promise((r) => setTimeout(r, flags.interval));
       const second = await sample();

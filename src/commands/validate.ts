@@ -26,7 +26,9 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
     'cat pod.yaml | <%= config.bin %> validate -',
   ];
   static override strict = false;
-  static override args = { paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true, ignoreStdin: true }) };
+  static override args = {
+    paths: Args.string({ description: 'Manifest files or directories (- for stdin).', required: true, ignoreStdin: true }),
+  };
   static override flags = {
     output: Flags.string({ char: 'o', summary: 'Output format.', options: ['text', 'json'], default: 'text' }),
   };
@@ -34,29 +36,67 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Validate);
     // The validators and the admission checks: loaded when validate runs, not with the command index.
-    const [{ readStdin }, { formatProblem, loadManifests, ManifestError }, { admitPod, hostCapacity, hostHasAppArmor, hostHasSELinux }] = await Promise.all([import('../cli/manifests.js'), import('../core/pod/index.js'), import('../core/admission.js')]);
+    const [{ readStdin }, { formatProblem, loadManifests, ManifestError }, { admitPod, hostCapacity, hostHasAppArmor, hostHasSELinux }] =
+      await Promise.all([import('../cli/manifests.js'), import('../core/pod/index.js'), import('../core/admission.js')]);
     let findings: ManifestProblem[];
     let counts = { pods: 0, configMaps: 0, secrets: 0, runtimeClasses: 0 };
     try {
       const set = await loadManifests(argv as string[], { nodeName: hostname(), readStdin });
       findings = [...set.warnings];
       // A pod larger than this whole host would be refused at admission (OutOfcpu, OutOfmemory, …) wherever it runs here.
-      const host = { name: hostname(), labels: {}, allocatable: hostCapacity('/', 110), appArmor: hostHasAppArmor(), seLinux: hostHasSELinux() };
+      const host = {
+        name: hostname(),
+        labels: {},
+        allocatable: hostCapacity('/', 110),
+        appArmor: hostHasAppArmor(),
+        seLinux: hostHasSELinux(),
+      };
       for (const lp of set.pods) {
         const r = admitPod({ ...lp.pod, spec: { ...lp.pod.spec!, nodeSelector: undefined, affinity: undefined } }, [], host);
         if (r.admit) continue;
         const file = lp.source.kind === 'file' ? relative(process.cwd(), lp.source.path) || lp.source.path : '<stdin>';
         const refusal = REFUSALS[r.reason] ?? { field: 'spec.containers[].resources.requests', says: 'never fits this host' };
-        findings.push({ file, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field: refusal.field, message: `${refusal.says}: ${r.reason}: ${r.message}`, severity: 'warning' });
+        findings.push({
+          file,
+          index: lp.source.index,
+          kind: 'Pod',
+          name: podMeta(lp.pod).name,
+          field: refusal.field,
+          message: `${refusal.says}: ${r.reason}: ${r.message}`,
+          severity: 'warning',
+        });
       }
-      counts = { pods: set.pods.length, configMaps: set.configMaps.length, secrets: set.secrets.length, runtimeClasses: set.runtimeClasses.length };
+      counts = {
+        pods: set.pods.length,
+        configMaps: set.configMaps.length,
+        secrets: set.secrets.length,
+        runtimeClasses: set.runtimeClasses.length,
+      };
     } catch (err) {
       if (!(err instanceof ManifestError)) throw err;
       findings = [...err.problems, ...err.warnings].sort((a, b) => a.file.localeCompare(b.file) || a.index - b.index);
     }
     const errors = findings.filter((f) => f.severity === 'error').length;
     if (flags.output === 'json') {
-      this.log(JSON.stringify({ valid: errors === 0, ...counts, findings: findings.map((f) => ({ severity: f.severity, file: f.file, document: f.index + 1, kind: f.kind, name: f.name, field: f.field, message: f.message })) }, null, 2));
+      this.log(
+        JSON.stringify(
+          {
+            valid: errors === 0,
+            ...counts,
+            findings: findings.map((f) => ({
+              severity: f.severity,
+              file: f.file,
+              document: f.index + 1,
+              kind: f.kind,
+              name: f.name,
+              field: f.field,
+              message: f.message,
+            })),
+          },
+          null,
+          2,
+        ),
+      );
     } else {
       for (const f of findings) this.log(`${f.severity === 'error' ? 'error' : 'warning'}: ${formatProblem(f)}`);
       const warnings = findings.length - errors;

@@ -27,7 +27,10 @@ While it runs, its API answers on <root-dir>/podctl.sock (mode 0600): GET /v1/he
   async run(): Promise<void> {
     const { args, flags } = await this.withKubeletConfig(await this.parse(Watch));
     if (!args.path && !flags['manifest-url']) {
-      throw new PodctlError('nothing to watch', { hint: 'give a manifests path, --manifest-url, or both (`podctl agent` runs the agent with neither)', exitCode: 2 });
+      throw new PodctlError('nothing to watch', {
+        hint: 'give a manifests path, --manifest-url, or both (`podctl agent` runs the agent with neither)',
+        exitCode: 2,
+      });
     }
     await (await import('../cli/agent.js')).serveAgent(flags, args.path, (line) => this.log(line));
   }

@@ -31,7 +31,10 @@ export function hostHasSELinux(exists: (path: string) => boolean = existsSync): 
 
 type SELinuxOptions = { user?: string; role?: string; type?: string; level?: string };
 const seLinuxLabel = (o: SELinuxOptions | undefined) =>
-  (['user', 'role', 'type', 'level'] as const).filter((k) => o?.[k]).map((k) => `${k} ${o![k]}`).join(', ');
+  (['user', 'role', 'type', 'level'] as const)
+    .filter((k) => o?.[k])
+    .map((k) => `${k} ${o![k]}`)
+    .join(', ');
 
 /**
  * The first place that asks for an SELinux label. On a host without SELinux containerd applies none:
@@ -52,7 +55,10 @@ function seLinuxRequired(pod: IPod): string | undefined {
  * (the node's status.features). The CRI podctl speaks (containerd 1.6's) has no field for the policy,
  * so the image's /etc/group memberships would be merged (Merge): a pod asking Strict is refused.
  */
-export const SUPPLEMENTAL_GROUPS_POLICY_REFUSAL = { reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Strict is not supported in this node' } as const;
+export const SUPPLEMENTAL_GROUPS_POLICY_REFUSAL = {
+  reason: 'SupplementalGroupsPolicyNotSupported',
+  message: 'SupplementalGroupsPolicy=Strict is not supported in this node',
+} as const;
 
 /** The kubelet's AppArmor check: the module loaded and enabled. */
 export function hostHasAppArmor(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): boolean {
@@ -87,7 +93,15 @@ function appArmorRequired(pod: IPod): string | undefined {
 export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
 
 /** Go's GOARCH for Node's arch(), for the kubernetes.io/arch label. */
-const GOARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ia32: '386', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+const GOARCH: Record<string, string> = {
+  x64: 'amd64',
+  arm64: 'arm64',
+  arm: 'arm',
+  ia32: '386',
+  ppc64: 'ppc64le',
+  s390x: 's390x',
+  riscv64: 'riscv64',
+};
 
 /** The kubelet's default node labels, then --node-labels over them. */
 export function nodeLabels(nodeName: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -97,9 +111,16 @@ export function nodeLabels(nodeName: string, extra: Record<string, string> = {})
 /** Parses the kubelet's map flags: `key=value,key2=value2` (--node-labels, --system-reserved). */
 export function parseMapFlag(value: string | undefined, flag: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const part of (value ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of (value ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const i = part.indexOf('=');
-    if (i <= 0) throw new PodctlError(`${flag}: "${part}" is not key=value; expected e.g. ${flag === '--node-labels' ? 'disktype=ssd,zone=a' : 'cpu=100m,memory=100Mi'}`, { exitCode: 2 });
+    if (i <= 0)
+      throw new PodctlError(
+        `${flag}: "${part}" is not key=value; expected e.g. ${flag === '--node-labels' ? 'disktype=ssd,zone=a' : 'cpu=100m,memory=100Mi'}`,
+        { exitCode: 2 },
+      );
     out[part.slice(0, i)] = part.slice(i + 1);
   }
   return out;
@@ -114,7 +135,8 @@ export function parseReserved(value: string | undefined, flag: string): Partial<
     }
     if (k === 'pid') continue;
     const n = k === 'cpu' ? milliCPU(v) : bytes(v);
-    if (n === undefined || n < 0) throw new PodctlError(`${flag}: ${k}=${v} is not a quantity; expected e.g. ${k === 'cpu' ? '100m' : '100Mi'}`, { exitCode: 2 });
+    if (n === undefined || n < 0)
+      throw new PodctlError(`${flag}: ${k}=${v} is not a quantity; expected e.g. ${k === 'cpu' ? '100m' : '100Mi'}`, { exitCode: 2 });
     out[k] = n;
   }
   return out;
@@ -176,13 +198,20 @@ export function podRequests(pod: IPod): Record<(typeof RESOURCES)[number], numbe
 function requirementMatches(r: INodeSelectorRequirement, value: string | undefined): boolean {
   const values = r.values ?? [];
   switch (r.operator) {
-    case 'In': return value !== undefined && values.includes(value);
-    case 'NotIn': return value === undefined || !values.includes(value);
-    case 'Exists': return value !== undefined;
-    case 'DoesNotExist': return value === undefined;
-    case 'Gt': return value !== undefined && /^-?\d+$/.test(value) && Number(value) > Number(values[0]);
-    case 'Lt': return value !== undefined && /^-?\d+$/.test(value) && Number(value) < Number(values[0]);
-    default: return false;
+    case 'In':
+      return value !== undefined && values.includes(value);
+    case 'NotIn':
+      return value === undefined || !values.includes(value);
+    case 'Exists':
+      return value !== undefined;
+    case 'DoesNotExist':
+      return value === undefined;
+    case 'Gt':
+      return value !== undefined && /^-?\d+$/.test(value) && Number(value) > Number(values[0]);
+    case 'Lt':
+      return value !== undefined && /^-?\d+$/.test(value) && Number(value) < Number(values[0]);
+    default:
+      return false;
   }
 }
 
@@ -191,11 +220,16 @@ function termMatches(term: INodeSelectorTerm, node: NodeInfo): boolean {
   const fields = term.matchFields ?? [];
   // A term with no requirement matches nothing.
   if (exprs.length === 0 && fields.length === 0) return false;
-  return exprs.every((r) => requirementMatches(r, node.labels[r.key])) && fields.every((r) => requirementMatches(r, r.key === 'metadata.name' ? node.name : undefined));
+  return (
+    exprs.every((r) => requirementMatches(r, node.labels[r.key])) &&
+    fields.every((r) => requirementMatches(r, r.key === 'metadata.name' ? node.name : undefined))
+  );
 }
 
 const describeTerm = (t: INodeSelectorTerm) =>
-  [...(t.matchExpressions ?? []), ...(t.matchFields ?? [])].map((r) => `${r.key} ${r.operator}${r.values?.length ? ` [${r.values.join(', ')}]` : ''}`).join(', ') || '{}';
+  [...(t.matchExpressions ?? []), ...(t.matchFields ?? [])]
+    .map((r) => `${r.key} ${r.operator}${r.values?.length ? ` [${r.values.join(', ')}]` : ''}`)
+    .join(', ') || '{}';
 
 /** nodeSelector and the required node affinity against the node's labels (the kubelet's NodeAffinity predicate). */
 function nodeAffinityFailure(pod: IPod, node: NodeInfo): string | undefined {
@@ -209,7 +243,9 @@ function nodeAffinityFailure(pod: IPod, node: NodeInfo): string | undefined {
 }
 
 const hostPorts = (pod: IPod) =>
-  [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].flatMap((c) => (c.ports ?? []).filter((p) => p.hostPort).map((p) => ({ protocol: p.protocol ?? 'TCP', ip: p.hostIP || '0.0.0.0', port: p.hostPort! })));
+  [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].flatMap((c) =>
+    (c.ports ?? []).filter((p) => p.hostPort).map((p) => ({ protocol: p.protocol ?? 'TCP', ip: p.hostIP || '0.0.0.0', port: p.hostPort! })),
+  );
 
 /**
  * The kubelet's GeneralPredicates for one pod against those already admitted:
@@ -221,17 +257,39 @@ export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResu
   if (pod.spec?.securityContext?.supplementalGroupsPolicy === 'Strict') return { admit: false, ...SUPPLEMENTAL_GROUPS_POLICY_REFUSAL };
   // Only Unconfined (or no profile: the runtime's default) runs on a host without AppArmor.
   const apparmor = node.appArmor === false ? appArmorRequired(pod) : undefined;
-  if (apparmor) return { admit: false, reason: 'AppArmor', message: `Cannot enforce AppArmor: AppArmor is not enabled on the host (${apparmor})` };
+  if (apparmor)
+    return { admit: false, reason: 'AppArmor', message: `Cannot enforce AppArmor: AppArmor is not enabled on the host (${apparmor})` };
   const selinux = node.seLinux === false ? seLinuxRequired(pod) : undefined;
-  if (selinux) return { admit: false, reason: 'SELinux', message: `Cannot enforce SELinux: SELinux is not enabled on the host (${selinux})` };
+  if (selinux)
+    return { admit: false, reason: 'SELinux', message: `Cannot enforce SELinux: SELinux is not enabled on the host (${selinux})` };
   const affinity = nodeAffinityFailure(pod, node);
-  if (affinity) return { admit: false, reason: 'NodeAffinity', message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector (${affinity}; node labels: ${Object.entries(node.labels).map(([k, v]) => `${k}=${v}`).join(', ')})` };
+  if (affinity)
+    return {
+      admit: false,
+      reason: 'NodeAffinity',
+      message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector (${affinity}; node labels: ${Object.entries(
+        node.labels,
+      )
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ')})`,
+    };
   const taken = admitted.flatMap(hostPorts);
-  const clash = hostPorts(pod).find((p) => taken.some((t) => t.port === p.port && t.protocol === p.protocol && (t.ip === p.ip || t.ip === '0.0.0.0' || p.ip === '0.0.0.0')));
-  if (clash) return { admit: false, reason: 'NodePorts', message: `Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (${clash.protocol} ${clash.ip}:${clash.port})` };
+  const clash = hostPorts(pod).find((p) =>
+    taken.some((t) => t.port === p.port && t.protocol === p.protocol && (t.ip === p.ip || t.ip === '0.0.0.0' || p.ip === '0.0.0.0')),
+  );
+  if (clash)
+    return {
+      admit: false,
+      reason: 'NodePorts',
+      message: `Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (${clash.protocol} ${clash.ip}:${clash.port})`,
+    };
   const alloc = node.allocatable;
   if (admitted.length + 1 > alloc.pods) {
-    return { admit: false, reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${admitted.length}, capacity: ${alloc.pods}` };
+    return {
+      admit: false,
+      reason: 'OutOfpods',
+      message: `Node didn't have enough resource: pods, requested: 1, used: ${admitted.length}, capacity: ${alloc.pods}`,
+    };
   }
   const want = podRequests(pod);
   const used = { cpu: 0, memory: 0, 'ephemeral-storage': 0 };
@@ -241,7 +299,11 @@ export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResu
   }
   for (const k of RESOURCES) {
     if (want[k] > 0 && used[k] + want[k] > alloc[k]) {
-      return { admit: false, reason: `OutOf${k}`, message: `Node didn't have enough resource: ${k}, requested: ${want[k]}, used: ${used[k]}, capacity: ${alloc[k]}` };
+      return {
+        admit: false,
+        reason: `OutOf${k}`,
+        message: `Node didn't have enough resource: ${k}, requested: ${want[k]}, used: ${used[k]}, capacity: ${alloc[k]}`,
+      };
     }
   }
   return { admit: true };
@@ -265,7 +327,11 @@ export function admitPods(
     const name = podKey(pod);
     const privileged = [...(pod.spec!.initContainers ?? []), ...pod.spec!.containers].find((c) => c.securityContext?.privileged);
     if (privileged && !opts.allowPrivileged) {
-      rejected.push({ pod, reason: 'Forbidden', message: `container ${privileged.name} is privileged; pass --allow-privileged to run privileged containers` });
+      rejected.push({
+        pod,
+        reason: 'Forbidden',
+        message: `container ${privileged.name} is privileged; pass --allow-privileged to run privileged containers`,
+      });
       continue;
     }
     if (opts.node) {
@@ -277,7 +343,9 @@ export function admitPods(
       admitted.push(pod);
       continue;
     }
-    const ports = pod.spec!.containers.flatMap((c) => (c.ports ?? []).filter((p) => p.hostPort).map((p) => `${p.protocol ?? 'TCP'}/${p.hostIP ?? '0.0.0.0'}:${p.hostPort}`));
+    const ports = pod.spec!.containers.flatMap((c) =>
+      (c.ports ?? []).filter((p) => p.hostPort).map((p) => `${p.protocol ?? 'TCP'}/${p.hostIP ?? '0.0.0.0'}:${p.hostPort}`),
+    );
     const conflict = ports.find((p) => claimed.has(p));
     if (conflict) {
       rejected.push({ pod, reason: 'NodePorts', message: `host port ${conflict} is already claimed by pod ${claimed.get(conflict)}` });

@@ -12,7 +12,11 @@ const SYNC_ONCE_AGENT = 'run';
  * by full name, so housekeeping removes these with the orphans. Only this node's own sandboxes and
  * sync-once's are taken: another root dir's node keeps its own.
  */
-export function duplicateSandboxes(sandboxes: readonly { labels?: Record<string, string> }[], desired: Iterable<IPod>, agent: string): Map<string, PodIdentity> {
+export function duplicateSandboxes(
+  sandboxes: readonly { labels?: Record<string, string> }[],
+  desired: Iterable<IPod>,
+  agent: string,
+): Map<string, PodIdentity> {
   const kept = new Map<string, string>();
   for (const pod of desired) kept.set(podKey(pod), podMeta(pod).uid);
   const out = new Map<string, PodIdentity>();

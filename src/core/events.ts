@@ -91,7 +91,9 @@ export class EventRecorder {
       if (typeof e?.uid !== 'string' || typeof e.reason !== 'string' || typeof e.firstTimestamp !== 'number') continue;
       let list = this.byPod.get(e.uid);
       if (!list) this.byPod.set(e.uid, (list = []));
-      const i = list.findIndex((x) => x.firstTimestamp === e.firstTimestamp && x.reason === e.reason && x.message === e.message && x.container === e.container);
+      const i = list.findIndex(
+        (x) => x.firstTimestamp === e.firstTimestamp && x.reason === e.reason && x.message === e.message && x.container === e.container,
+      );
       if (i >= 0) list[i] = e;
       else list.push(e);
       this.trim(list);
@@ -130,7 +132,9 @@ export class EventRecorder {
   /** The journal again, from memory only (what is bounded), through a rename so a crash leaves one whole file. */
   private rewrite(path: string): void {
     mkdirSync(dirname(path), { recursive: true });
-    const text = this.all().map((e) => `${JSON.stringify(e)}\n`).join('');
+    const text = this.all()
+      .map((e) => `${JSON.stringify(e)}\n`)
+      .join('');
     writeFileSync(`${path}.tmp`, text, { mode: 0o600 });
     renameSync(`${path}.tmp`, path);
     this.journalBytes = statSync(path).size;
@@ -149,7 +153,18 @@ export class EventRecorder {
       event = same;
     } else {
       // Most messages recur across pods (Created container app): one copy of each.
-      event = { uid: pod.uid, namespace: pod.namespace, name: pod.name, container, type, reason, message: intern(message), count: 1, firstTimestamp: now, lastTimestamp: now };
+      event = {
+        uid: pod.uid,
+        namespace: pod.namespace,
+        name: pod.name,
+        container,
+        type,
+        reason,
+        message: intern(message),
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+      };
       list.push(event);
       this.trim(list);
     }
@@ -191,7 +206,14 @@ export function toV1Event(e: PodEvent, host?: string): Record<string, unknown> {
     apiVersion: 'v1',
     kind: 'Event',
     metadata: { name: `${e.name}.${e.firstTimestamp.toString(16)}.${e.reason}`, namespace: e.namespace },
-    involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: e.namespace, name: e.name, uid: e.uid, ...(e.container ? { fieldPath: containerFieldPath(e.container) } : {}) },
+    involvedObject: {
+      kind: 'Pod',
+      apiVersion: 'v1',
+      namespace: e.namespace,
+      name: e.name,
+      uid: e.uid,
+      ...(e.container ? { fieldPath: containerFieldPath(e.container) } : {}),
+    },
     reason: e.reason,
     message: e.message,
     type: e.type,

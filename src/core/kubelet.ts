@@ -15,7 +15,13 @@ import { isTerminalPhase, statusSummary } from './status/phase.js';
 import { EventRecorder } from './events.js';
 import { ObjectStore } from './objects.js';
 import { PLUGIN_DIRS, VolumeManager } from './volumes/index.js';
-import { EVICTION_MONITORING_PERIOD_MS, hasLocalStorageLimits, localStorageEviction, measurePodStorage, type PodStorageUsage } from './eviction/local-storage.js';
+import {
+  EVICTION_MONITORING_PERIOD_MS,
+  hasLocalStorageLimits,
+  localStorageEviction,
+  measurePodStorage,
+  type PodStorageUsage,
+} from './eviction/local-storage.js';
 import { containerLogPath, podLogDirectory } from './kuberuntime/config.js';
 import { cpus, totalmem } from 'node:os';
 import type { Metrics } from './metrics.js';
@@ -26,7 +32,14 @@ import { ProberManager, type ProbeResultUpdate } from './prober/index.js';
 import { GenericPleg } from './pleg/generic.js';
 import { RuntimeCache, type RuntimeSnapshot } from './container/runtime-cache.js';
 import type { PodCache } from './pleg/cache.js';
-import { AGENT_LABEL, CONTAINER_NAME_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE, POD_UID_LABEL, podIdentityFromLabels } from './kuberuntime/labels.js';
+import {
+  AGENT_LABEL,
+  CONTAINER_NAME_LABEL,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  POD_UID_LABEL,
+  podIdentityFromLabels,
+} from './kuberuntime/labels.js';
 import { ContainerLogManager, DEFAULT_CONTAINER_LOG_MONITOR_INTERVAL_MS, type ContainerLogPolicy } from './logs/rotation.js';
 import { ImageGCManager, type ImageGCPolicy, type ImageGCResult } from './kuberuntime/image-gc.js';
 import { PodWorkers, type UpdateType } from './workers/pod-workers.js';
@@ -49,7 +62,9 @@ export interface KubeletOptions {
   resyncIntervalMs?: number;
   /** 'watch' or 'run': recorded on sandboxes; housekeeping touches only its own agent's. */
   agent?: string;
-  /** Per-pod state on the host (volumes, termination-message files, /etc/hosts): <rootDir>/pods/<uid>. None: no such files and no volumes. */
+  /**
+   * Per-pod state on the host (volumes, termination-message files, /etc/hosts): <rootDir>/pods/<uid>. None: no such files and no volumes.
+   */
   rootDir?: string;
   /** Privileged containers run only when set (the kubelet's old --allow-privileged). */
   allowPrivileged?: boolean;
@@ -194,7 +209,10 @@ export class Kubelet {
     this.terminations = new TerminationRecords((uid) => {
       if (!opts.rootDir) return undefined;
       try {
-        return safeJoin(opts.rootDir, [['pods', 'pods'], ['pod UID', uid]]);
+        return safeJoin(opts.rootDir, [
+          ['pods', 'pods'],
+          ['pod UID', uid],
+        ]);
       } catch {
         return undefined;
       }
@@ -210,7 +228,9 @@ export class Kubelet {
         // event stream keeps them a minute) would miss a container that started since, whose log must rotate.
         listContainerSummaries: async (filter) =>
           filter?.state?.state === 'CONTAINER_RUNNING' && !filter.id && !filter.podSandboxId && !filter.labelSelector
-            ? (await this.runtimeCache.get(() => this.listForRuntimeCache(), true, logMonitorIntervalMs)).containers.filter((c) => c.state === 'CONTAINER_RUNNING')
+            ? (await this.runtimeCache.get(() => this.listForRuntimeCache(), true, logMonitorIntervalMs)).containers.filter(
+                (c) => c.state === 'CONTAINER_RUNNING',
+              )
             : opts.runtime.listContainerSummaries(filter),
         containerStatus: (id, verbose) => opts.runtime.containerStatus(id, verbose),
         reopenContainerLog: (id) => opts.runtime.reopenContainerLog(id),
@@ -267,7 +287,9 @@ export class Kubelet {
   }
 
   /** A generic PLEG over this kubelet's runtime, inspecting changed pods as SyncPod does. */
-  createPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void; onRelist?: (durationMs: number, intervalMs?: number) => void } = {}): GenericPleg {
+  createPleg(
+    opts: { relistPeriodMs?: number; onError?: (err: unknown) => void; onRelist?: (durationMs: number, intervalMs?: number) => void } = {},
+  ): GenericPleg {
     const pleg = new GenericPleg({
       runtime: this.opts.runtime,
       clock: this.clock,
@@ -289,17 +311,36 @@ export class Kubelet {
   }
 
   /** An evented PLEG over the generic one (the generic relists as a safety net, and takes over on UNIMPLEMENTED). */
-  createEventedPleg(opts: { relistPeriodMs?: number; onError?: (err: unknown) => void; onFallback?: (reason: string) => void; onRelist?: (durationMs: number, intervalMs?: number) => void } = {}): EventedPleg {
+  createEventedPleg(
+    opts: {
+      relistPeriodMs?: number;
+      onError?: (err: unknown) => void;
+      onFallback?: (reason: string) => void;
+      onRelist?: (durationMs: number, intervalMs?: number) => void;
+    } = {},
+  ): EventedPleg {
     return new EventedPleg({
       runtime: this.opts.runtime,
       clock: this.clock,
-      generic: this.createPleg({ relistPeriodMs: opts.relistPeriodMs, onError: opts.onError, ...(opts.onRelist ? { onRelist: opts.onRelist } : {}) }),
+      generic: this.createPleg({
+        relistPeriodMs: opts.relistPeriodMs,
+        onError: opts.onError,
+        ...(opts.onRelist ? { onRelist: opts.onRelist } : {}),
+      }),
       onFallback: opts.onFallback,
     });
   }
 
   /** The PLEG of that kind over a generic one of this kubelet (see choosePleg). */
-  choosePleg(kind: PlegKind, opts: { relistPeriodMs?: number; onRelist?: (durationMs: number, intervalMs?: number) => void; onFallback?: (reason: string) => void; containerdEvents: () => ContainerdEventSource }): Pleg {
+  choosePleg(
+    kind: PlegKind,
+    opts: {
+      relistPeriodMs?: number;
+      onRelist?: (durationMs: number, intervalMs?: number) => void;
+      onFallback?: (reason: string) => void;
+      containerdEvents: () => ContainerdEventSource;
+    },
+  ): Pleg {
     const generic = this.createPleg({ relistPeriodMs: opts.relistPeriodMs, ...(opts.onRelist ? { onRelist: opts.onRelist } : {}) });
     return choosePleg({
       kind,
@@ -321,7 +362,9 @@ export class Kubelet {
     const wasRejected = this.rejected.has(uid);
     const known = this.pods.has(uid) && !wasRejected;
     if (!known && this.opts.admission) {
-      const active = [...this.desired].filter(([u]) => u !== uid && !this.rejected.has(u) && !isTerminalPhase(this.statusManager.get(u)?.phase)).map(([, p]) => p);
+      const active = [...this.desired]
+        .filter(([u]) => u !== uid && !this.rejected.has(u) && !isTerminalPhase(this.statusManager.get(u)?.phase))
+        .map(([, p]) => p);
       const result = admitPod(pod, active, this.opts.admission);
       if (!result.admit) {
         this.rejectPod(pod, result.reason, result.message);
@@ -355,17 +398,31 @@ export class Kubelet {
     const want = podRequests(pod);
     const now = podRequests(podAsCreated(pod, status.containers));
     const uid = podMeta(pod).uid;
-    const others = [...this.desired].filter(([u]) => u !== uid && !this.rejected.has(u) && !isTerminalPhase(this.statusManager.get(u)?.phase)).map(([, p]) => podRequests(p));
+    const others = [...this.desired]
+      .filter(([u]) => u !== uid && !this.rejected.has(u) && !isTerminalPhase(this.statusManager.get(u)?.phase))
+      .map(([, p]) => podRequests(p));
     for (const k of ['cpu', 'memory'] as const) {
       if (want[k] <= now[k]) continue;
-      if (want[k] > node.allocatable[k]) return { reason: 'Infeasible', message: `Node didn't have enough capacity: ${k}, requested: ${want[k]}, capacity: ${node.allocatable[k]}` };
+      if (want[k] > node.allocatable[k])
+        return {
+          reason: 'Infeasible',
+          message: `Node didn't have enough capacity: ${k}, requested: ${want[k]}, capacity: ${node.allocatable[k]}`,
+        };
       const used = others.reduce((sum, r) => sum + r[k], 0);
-      if (used + want[k] > node.allocatable[k]) return { reason: 'Deferred', message: `Node didn't have enough resource: ${k}, requested: ${want[k]}, used: ${used}, capacity: ${node.allocatable[k]}` };
+      if (used + want[k] > node.allocatable[k])
+        return {
+          reason: 'Deferred',
+          message: `Node didn't have enough resource: ${k}, requested: ${want[k]}, used: ${used}, capacity: ${node.allocatable[k]}`,
+        };
     }
     return undefined;
   }
 
-  private setResizeCondition(uid: string, type: 'PodResizePending' | 'PodResizeInProgress', c: { reason: string; message: string } | undefined): void {
+  private setResizeCondition(
+    uid: string,
+    type: 'PodResizePending' | 'PodResizeInProgress',
+    c: { reason: string; message: string } | undefined,
+  ): void {
     if (c) this.statusManager.setCondition(uid, { type, status: 'True', ...c }, this.clock.now());
     else this.statusManager.clearCondition(uid, type);
   }
@@ -412,14 +469,23 @@ export class Kubelet {
   removePod(uid: string, gracePeriodSeconds?: number): void {
     const pod = this.pods.get(uid);
     if (!pod) return;
-    if (!this.deletions.has(uid)) this.deletions.set(uid, { at: this.clock.now(), grace: gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30 });
+    if (!this.deletions.has(uid))
+      this.deletions.set(uid, { at: this.clock.now(), grace: gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30 });
     this.workers.updatePod({ type: 'kill', pod, gracePeriodSeconds });
   }
 
-  /** A pod being deleted: its metadata's deletionTimestamp and deletionGracePeriodSeconds as the API server sets them (kubectl's Terminating). */
+  /**
+   * A pod being deleted: its metadata's deletionTimestamp and deletionGracePeriodSeconds as the API server sets them (kubectl's
+   * Terminating).
+   */
   deletionOf(uid: string): { deletionTimestamp: string; deletionGracePeriodSeconds: number } | undefined {
     const d = this.deletions.get(uid);
-    return d && { deletionTimestamp: new Date(d.at + d.grace * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'), deletionGracePeriodSeconds: d.grace };
+    return (
+      d && {
+        deletionTimestamp: new Date(d.at + d.grace * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        deletionGracePeriodSeconds: d.grace,
+      }
+    );
   }
 
   /**
@@ -541,7 +607,10 @@ export class Kubelet {
   /** podctl's sandboxes and containers, as a relist lists them: what the runtime cache holds. */
   private async listForRuntimeCache(): Promise<Omit<RuntimeSnapshot, 'at'>> {
     const selector = { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE };
-    const [sandboxes, containers] = await Promise.all([this.opts.runtime.listPodSandboxSummaries({ labelSelector: selector }), this.opts.runtime.listContainerSummaries({ labelSelector: selector })]);
+    const [sandboxes, containers] = await Promise.all([
+      this.opts.runtime.listPodSandboxSummaries({ labelSelector: selector }),
+      this.opts.runtime.listContainerSummaries({ labelSelector: selector }),
+    ]);
     return { sandboxes, containers };
   }
 
@@ -571,14 +640,17 @@ export class Kubelet {
       const claim = this.opts.sourceClaim?.(id.namespace, id.name);
       if (claim !== undefined) {
         claimed.add(id.uid);
-        if (this.claimedSaid.get(id.uid) !== claim) this.events.record({ uid: id.uid, namespace: id.namespace, name: id.name }, 'Warning', 'FailedValidation', claim);
+        if (this.claimedSaid.get(id.uid) !== claim)
+          this.events.record({ uid: id.uid, namespace: id.namespace, name: id.name }, 'Warning', 'FailedValidation', claim);
         this.claimedSaid.set(id.uid, claim);
         continue;
       }
       orphans.set(id.uid, id);
     }
     if (fresh) for (const uid of [...this.claimedSaid.keys()]) if (!claimed.has(uid)) this.claimedSaid.delete(uid);
-    if (removeOrphans) for (const [uid, id] of duplicateSandboxes(sandboxes, this.pods.values(), agent)) if (!this.workers.isWorking(uid)) orphans.set(uid, id);
+    if (removeOrphans)
+      for (const [uid, id] of duplicateSandboxes(sandboxes, this.pods.values(), agent))
+        if (!this.workers.isWorking(uid)) orphans.set(uid, id);
     for (const [uid, id] of orphans) {
       const failedAt = this.orphanFailedAt.get(uid);
       if (failedAt !== undefined && this.orphanBackoff.isInBackOffSince(uid, failedAt)) continue;
@@ -756,11 +828,11 @@ export class Kubelet {
     this.prober.removePod(uid);
     // Room freed: a resize deferred for want of it is tried again now (the kubelet's retry of pending resizes).
     for (const other of this.pods.keys()) {
-      if (this.statusManager.conditions(other).some((c) => c.type === 'PodResizePending' && c.reason === 'Deferred')) this.workers.requeueAfter(other, 0);
+      if (this.statusManager.conditions(other).some((c) => c.type === 'PodResizePending' && c.reason === 'Deferred'))
+        this.workers.requeueAfter(other, 0);
     }
     this.observers.forEach((o) => o.onTerminated?.(pod));
   }
-
 }
 
 const OOM_SETTLE_MS = 500;
@@ -784,6 +856,7 @@ function pastActiveDeadline(pod: IPod, status: IPodStatus, now: number): boolean
 
 /** A SIGKILL exit the runtime may still relabel OOMKilled (within 2 s of it). */
 function oomMayStillShow(status: RuntimePodStatus, now: number): boolean {
-  return status.containers.some((c) => c.state === 'exited' && c.exitCode === 137 && c.reason === 'Error' && c.finishedAt !== undefined && now - c.finishedAt < 2000);
+  return status.containers.some(
+    (c) => c.state === 'exited' && c.exitCode === 137 && c.reason === 'Error' && c.finishedAt !== undefined && now - c.finishedAt < 2000,
+  );
 }
-

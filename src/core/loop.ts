@@ -168,7 +168,13 @@ export class SyncLoop {
   private handleProbeResult(u: ProbeResultUpdate): void {
     this.opts.onProbeResult?.(u);
     const dispatched = this.runtimeUp && this.opts.kubelet.workers.state(u.uid) === 'syncing';
-    this.opts.trace?.probeResult?.({ uid: u.uid, container: u.containerName, probe: u.type, result: u.result === 'Success' ? 'success' : u.result === 'Failure' ? 'failure' : 'unknown', dispatched });
+    this.opts.trace?.probeResult?.({
+      uid: u.uid,
+      container: u.containerName,
+      probe: u.type,
+      result: u.result === 'Success' ? 'success' : u.result === 'Failure' ? 'failure' : 'unknown',
+      dispatched,
+    });
     if (!this.runtimeUp) return;
     this.opts.kubelet.handleProbeResult(u);
   }

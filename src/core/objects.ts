@@ -22,10 +22,14 @@ export const NO_OBJECTS: SourceObjects = Object.freeze({ configMaps: [], secrets
  * source, and the latest snapshot of each source replaces its previous one.
  */
 export class ObjectStore {
-  private readonly bySource = new Map<string, { configMaps: Map<string, IConfigMap>; secrets: Map<string, ISecret>; runtimeClasses: Map<string, RuntimeClassRef> }>();
+  private readonly bySource = new Map<
+    string,
+    { configMaps: Map<string, IConfigMap>; secrets: Map<string, ISecret>; runtimeClasses: Map<string, RuntimeClassRef> }
+  >();
 
   set(source: string, objects: SourceObjects): void {
-    const key = (o: { metadata?: { namespace?: string; name?: string } }) => `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
+    const key = (o: { metadata?: { namespace?: string; name?: string } }) =>
+      `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
     this.bySource.set(source, {
       configMaps: new Map(objects.configMaps.map((c) => [key(c), c])),
       secrets: new Map(objects.secrets.map((s) => [key(s), s])),

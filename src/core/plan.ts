@@ -87,7 +87,13 @@ export function planPod({ pod, status, now, imagePresent, probes = noProbeFailur
   return { namespace: m.namespace ?? 'default', name: m.name!, uid: m.uid!, inDesiredState: planned.length === 0, actions: planned };
 }
 
-function describeActions(pod: IPod, status: RuntimePodStatus, actions: PodActions, now: number, imagePresent: (image: string) => boolean): PlannedAction[] {
+function describeActions(
+  pod: IPod,
+  status: RuntimePodStatus,
+  actions: PodActions,
+  now: number,
+  imagePresent: (image: string) => boolean,
+): PlannedAction[] {
   const out: PlannedAction[] = [];
   if (actions.killPod && hasSomethingToStop(status)) {
     const running = status.containers.filter((c) => c.state === 'running').map((c) => c.name);
@@ -110,7 +116,15 @@ function describeActions(pod: IPod, status: RuntimePodStatus, actions: PodAction
       out.push(item);
     }
     for (const r of actions.containersToResize) {
-      out.push({ action: 'Resize', container: r.name, kind: r.kind, resources: r.changes, reason: r.refused ? `refused: ${formatResourceChanges(r.changes)}: ${r.refused}` : `${formatResourceChanges(r.changes)} (no restart)` });
+      out.push({
+        action: 'Resize',
+        container: r.name,
+        kind: r.kind,
+        resources: r.changes,
+        reason: r.refused
+          ? `refused: ${formatResourceChanges(r.changes)}: ${r.refused}`
+          : `${formatResourceChanges(r.changes)} (no restart)`,
+      });
     }
   }
   if (actions.createSandbox) {
@@ -125,7 +139,14 @@ function describeActions(pod: IPod, status: RuntimePodStatus, actions: PodAction
     const present = imagePresent(image);
     const decision = pullDecision(policy, present);
     if (decision === 'pull') {
-      out.push({ action: 'PullImage', container: item.name, image, pullPolicy: policy, imagePresent: present, reason: policy === 'Always' ? 'pull policy Always' : `not present (pull policy ${policy})` });
+      out.push({
+        action: 'PullImage',
+        container: item.name,
+        image,
+        pullPolicy: policy,
+        imagePresent: present,
+        reason: policy === 'Always' ? 'pull policy Always' : `not present (pull policy ${policy})`,
+      });
     }
     const planned: PlannedAction = { action: 'StartContainer', container: item.name, kind: item.kind, reason: item.reason };
     if (decision === 'never') planned.reason += `; cannot start: image "${image}" is not present with pull policy of Never`;
@@ -136,7 +157,10 @@ function describeActions(pod: IPod, status: RuntimePodStatus, actions: PodAction
       if (b.delayMs > 0) {
         const remainingSeconds = Math.ceil(b.remainingMs / 1000);
         planned.backoff = { delaySeconds: b.delayMs / 1000, remainingSeconds };
-        planned.reason += remainingSeconds > 0 ? `; back-off ${b.delayMs / 1000}s expires in ${remainingSeconds}s` : `; back-off ${b.delayMs / 1000}s has expired`;
+        planned.reason +=
+          remainingSeconds > 0
+            ? `; back-off ${b.delayMs / 1000}s expires in ${remainingSeconds}s`
+            : `; back-off ${b.delayMs / 1000}s has expired`;
       }
     }
     out.push(planned);
@@ -176,10 +200,16 @@ export interface PlanOptions {
  * Plans every pod against the runtime without changing it: the kubelet's
  * GetPodStatus (the status reader SyncPod uses too), then planPod. Only List/Status calls are made.
  */
-export async function planPods(cri: { runtime: RuntimeService; images: ImageService; statusReader: PodStatusReader }, given: IPod[], opts: PlanOptions): Promise<Plan> {
+export async function planPods(
+  cri: { runtime: RuntimeService; images: ImageService; statusReader: PodStatusReader },
+  given: IPod[],
+  opts: PlanOptions,
+): Promise<Plan> {
   const held = opts.nodeName === undefined ? undefined : await podsHeldByRuntime(cri.runtime);
   const pods = held ? given.map((pod) => settleIdentities([pod], held, opts.nodeName!).pods[0] ?? pod) : given;
-  const imageNames = [...new Set(pods.flatMap((pod) => [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.image ?? '')))];
+  const imageNames = [
+    ...new Set(pods.flatMap((pod) => [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.image ?? ''))),
+  ];
   // The reads are independent: made at once, a plan waits for the slowest instead of their sum (the CRI client bounds how many run).
   const [present, statuses, sandboxes] = await Promise.all([
     Promise.all(imageNames.map(async (image) => [image, (await cri.images.imageStatus(image)) !== undefined] as const)),
@@ -192,7 +222,9 @@ export async function planPods(cri: { runtime: RuntimeService; images: ImageServ
     opts.prune ? cri.runtime.listPodSandbox({}) : [],
   ]);
   const images = new Map(present);
-  const plans: PodPlan[] = pods.map((pod, i) => planPod({ pod, status: statuses[i]!, now: opts.now, imagePresent: (image) => images.get(image) ?? false }));
+  const plans: PodPlan[] = pods.map((pod, i) =>
+    planPod({ pod, status: statuses[i]!, now: opts.now, imagePresent: (image) => images.get(image) ?? false }),
+  );
   if (opts.prune) {
     const wanted = new Set(pods.map((p) => podMeta(p).uid));
     const seen = new Set<string>();

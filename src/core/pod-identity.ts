@@ -27,7 +27,9 @@ export async function podsHeldByRuntime(runtime: Pick<RuntimeService, 'listPodSa
   return heldFromSandboxes(sandboxes);
 }
 
-export function heldFromSandboxes(sandboxes: readonly { labels?: Record<string, string>; state?: string; createdAt?: string | number | { toString(): string } }[]): HeldPod[] {
+export function heldFromSandboxes(
+  sandboxes: readonly { labels?: Record<string, string>; state?: string; createdAt?: string | number | { toString(): string } }[],
+): HeldPod[] {
   const held: HeldPod[] = [];
   for (const s of sandboxes) {
     if (!isManagedByPodctl(s.labels)) continue;
@@ -57,7 +59,10 @@ export function settleIdentities(pods: IPod[], held: HeldPod[], nodeName: string
     const key = podKey(pod);
     const other = held.find((h) => h.uid === m.uid && podKey(h) !== key);
     if (other) {
-      out.refused.push({ pod, message: `metadata.uid ${m.uid} is already the UID of pod ${podKey(other)} on this node; give this pod another metadata.uid, or none` });
+      out.refused.push({
+        pod,
+        message: `metadata.uid ${m.uid} is already the UID of pod ${podKey(other)} on this node; give this pod another metadata.uid, or none`,
+      });
       continue;
     }
     const running = held.find((h) => h.ready && podKey(h) === key && h.uid !== m.uid);
@@ -66,7 +71,10 @@ export function settleIdentities(pods: IPod[], held: HeldPod[], nodeName: string
     } else if (hasDerivedUID(pod, nodeName)) {
       out.pods.push({ ...pod, metadata: { ...pod.metadata, uid: running.uid } });
     } else {
-      out.refused.push({ pod, message: `pod ${key} already runs on this node with UID ${running.uid}; delete it first (podctl delete pod ${m.name} -n ${m.namespace}) to run it with metadata.uid ${m.uid}` });
+      out.refused.push({
+        pod,
+        message: `pod ${key} already runs on this node with UID ${running.uid}; delete it first (podctl delete pod ${m.name} -n ${m.namespace}) to run it with metadata.uid ${m.uid}`,
+      });
     }
   }
   return out;

@@ -46,7 +46,8 @@ function secretValues(doc: unknown, isSecret: (name: string) => boolean): string
     for (const [k, v] of Object.entries(d as Record<string, unknown>)) {
       if (k === 'envs' && Array.isArray(v)) {
         criSeen = true;
-        for (const e of v as { key?: unknown; value?: unknown }[]) if (e && typeof e.key === 'string' && typeof e.value === 'string' && isSecret(e.key)) cri.push(e.value);
+        for (const e of v as { key?: unknown; value?: unknown }[])
+          if (e && typeof e.key === 'string' && typeof e.value === 'string' && isSecret(e.key)) cri.push(e.value);
       } else if (k === 'env' && Array.isArray(v) && v.every((e) => typeof e === 'string')) {
         for (const e of v as string[]) {
           const kv = splitEnv(e);
@@ -70,14 +71,17 @@ function secretValues(doc: unknown, isSecret: (name: string) => boolean): string
  */
 export function redactEnv(doc: unknown, isSecret: (name: string) => boolean): unknown {
   const secrets = secretValues(doc, isSecret);
-  const holdsSecret = (v: unknown) => typeof v === 'string' && secrets.some((s) => v === s || (s.length >= MIN_SUBSTRING_SECRET && v.includes(s)));
+  const holdsSecret = (v: unknown) =>
+    typeof v === 'string' && secrets.some((s) => v === s || (s.length >= MIN_SUBSTRING_SECRET && v.includes(s)));
   const walk = (d: unknown): unknown => {
     if (Array.isArray(d)) return d.map(walk);
     if (!d || typeof d !== 'object') return d;
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(d as Record<string, unknown>)) {
       if (k === 'envs' && Array.isArray(v)) {
-        out[k] = v.map((e: { key?: string; value?: string }) => (e && typeof e.key === 'string' && (isSecret(e.key) || holdsSecret(e.value)) ? { ...e, value: REDACTED } : e));
+        out[k] = v.map((e: { key?: string; value?: string }) =>
+          e && typeof e.key === 'string' && (isSecret(e.key) || holdsSecret(e.value)) ? { ...e, value: REDACTED } : e,
+        );
       } else if (k === 'env' && Array.isArray(v) && v.every((e) => typeof e === 'string')) {
         out[k] = (v as string[]).map((e) => {
           const kv = splitEnv(e);

@@ -89,12 +89,20 @@ export async function runOnce(kubelet: Kubelet, pods: IPod[], opts: RunOnceOptio
       status = kubelet.updateStatus(pod, runtime);
       opts.onProgress?.(pod, status, attempt);
       // Running, and as this spec says: run before from another file with another spec, its containers are that version's.
-      if (status.phase === 'Succeeded' || (allContainersRunning(pod, status) && !specChanged(pod, runtime))) return { pod, status, ok: true, attempts: attempt };
+      if (status.phase === 'Succeeded' || (allContainersRunning(pod, status) && !specChanged(pod, runtime)))
+        return { pod, status, ok: true, attempts: attempt };
       if (status.phase === 'Failed') return { pod, status, ok: false, ...failure(status, 'pod failed'), attempts: attempt };
       const blocked = attempt > 0 ? opts.neverStarts?.(pod) : undefined;
-      if (blocked) return { pod, status, ok: false, reason: blocked.reason, message: `can never start: ${blocked.message}`, attempts: attempt };
+      if (blocked)
+        return { pod, status, ok: false, reason: blocked.reason, message: `can never start: ${blocked.message}`, attempts: attempt };
       if (attempt >= maxRetries) {
-        return { pod, status, ok: false, ...failure(status, `containers not running after ${maxRetries} retries`, lastError), attempts: attempt };
+        return {
+          pod,
+          status,
+          ok: false,
+          ...failure(status, `containers not running after ${maxRetries} retries`, lastError),
+          attempts: attempt,
+        };
       }
       if (opts.clock.now() >= deadline) return { pod, status, ok: false, ...failure(status, 'timed out', lastError), attempts: attempt };
       try {

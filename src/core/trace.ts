@@ -24,10 +24,26 @@ export interface CriCallTrace {
 /** One line of `--trace -o json`; `type` says which branch or which worker. */
 export type TraceEvent =
   | { time: string; type: 'config'; op: PodUpdate['op']; source: string; pods: PodTraceRef[] }
-  | { time: string; type: 'pleg'; event: PodLifecycleEventType; pod: PodTraceRef; container?: string; exitCode?: number; dispatched: boolean }
+  | {
+      time: string;
+      type: 'pleg';
+      event: PodLifecycleEventType;
+      pod: PodTraceRef;
+      container?: string;
+      exitCode?: number;
+      dispatched: boolean;
+    }
   | { time: string; type: 'sync'; due: PodTraceRef[] }
   | { time: string; type: 'pleg-source'; source: string; reason?: string }
-  | { time: string; type: 'housekeeping'; removedPods: string[]; removedContainers: number; durationMs: number; error?: string; calls: CriCallTrace[] }
+  | {
+      time: string;
+      type: 'housekeeping';
+      removedPods: string[];
+      removedContainers: number;
+      durationMs: number;
+      error?: string;
+      calls: CriCallTrace[];
+    }
   | ({ time: string; type: 'probe'; pod: PodTraceRef } & Omit<ProbeResultTrace, 'uid'>)
   | {
       time: string;
@@ -82,7 +98,11 @@ export class Tracer implements LoopTrace, WorkerTrace {
   observeCall = (call: { method: string; durationMs: number; error?: unknown }): void => {
     const span = this.spans.getStore();
     if (!span) return;
-    span.calls.push({ method: call.method, durationMs: Math.round(call.durationMs * 10) / 10, ...(call.error ? { error: errorMessage(call.error) } : {}) });
+    span.calls.push({
+      method: call.method,
+      durationMs: Math.round(call.durationMs * 10) / 10,
+      ...(call.error ? { error: errorMessage(call.error) } : {}),
+    });
   };
 
   configUpdate(u: PodUpdate): void {
@@ -119,11 +139,26 @@ export class Tracer implements LoopTrace, WorkerTrace {
     try {
       const r = await this.spans.run(span, run);
       if (!this.opts.quiet || r.removedPods.length || r.removedContainers) {
-        this.opts.emit({ time: this.time(), type: 'housekeeping', removedPods: r.removedPods, removedContainers: r.removedContainers, durationMs: r.durationMs, calls: span.calls });
+        this.opts.emit({
+          time: this.time(),
+          type: 'housekeeping',
+          removedPods: r.removedPods,
+          removedContainers: r.removedContainers,
+          durationMs: r.durationMs,
+          calls: span.calls,
+        });
       }
       return r;
     } catch (err) {
-      this.opts.emit({ time: this.time(), type: 'housekeeping', removedPods: [], removedContainers: 0, durationMs: this.opts.clock.now() - started, error: errorMessage(err), calls: span.calls });
+      this.opts.emit({
+        time: this.time(),
+        type: 'housekeeping',
+        removedPods: [],
+        removedContainers: 0,
+        durationMs: this.opts.clock.now() - started,
+        error: errorMessage(err),
+        calls: span.calls,
+      });
       throw err;
     }
   }
@@ -187,7 +222,10 @@ export function formatCalls(calls: CriCallTrace[]): string {
     groups.set(c.method, g);
   }
   return [...groups]
-    .map(([m, g]) => `${m}${g.n > 1 ? `×${g.n}` : ''} ${g.ms < 10 ? g.ms.toFixed(1) : Math.round(g.ms)}ms${g.errors ? ` (${g.errors} failed)` : ''}`)
+    .map(
+      ([m, g]) =>
+        `${m}${g.n > 1 ? `×${g.n}` : ''} ${g.ms < 10 ? g.ms.toFixed(1) : Math.round(g.ms)}ms${g.errors ? ` (${g.errors} failed)` : ''}`,
+    )
     .join(', ');
 }
 
@@ -206,7 +244,10 @@ export function formatTraceEvent(e: TraceEvent): string {
     case 'probe':
       return `${t} probe ${e.probe} ${podName(e.pod)} ${e.container}: ${e.result}${e.dispatched ? ` → sync ${podName(e.pod)}` : ''}`;
     case 'housekeeping': {
-      const cleaned = [...e.removedPods.map((p) => `removed pod ${p}`), ...(e.removedContainers ? [`removed ${e.removedContainers} dead container(s)`] : [])];
+      const cleaned = [
+        ...e.removedPods.map((p) => `removed pod ${p}`),
+        ...(e.removedContainers ? [`removed ${e.removedContainers} dead container(s)`] : []),
+      ];
       const calls = e.calls.length ? ` | ${formatCalls(e.calls)}` : '';
       return `${t} housekeeping ${e.error ? `error: ${e.error}` : cleaned.join(', ') || 'nothing to clean'} ${e.durationMs}ms${calls}`;
     }

@@ -51,7 +51,9 @@ const hook: Hook.CommandNotFound = async function (opts) {
   const rest = [...words.slice(n), ...(opts.argv ?? [])];
   process.stderr.write(`${opts.config.bin}: "${words.slice(0, n).join(' ')}" is not a ${opts.config.bin} command.\n`);
   if (!suggestion && inTopic.length) {
-    const subcommands = opts.config.commands.filter((c) => !c.hidden && !c.aliases.includes(c.id) && c.id.startsWith(`${words[0]}:`)).map((c) => c.id.slice(words[0]!.length + 1));
+    const subcommands = opts.config.commands
+      .filter((c) => !c.hidden && !c.aliases.includes(c.id) && c.id.startsWith(`${words[0]}:`))
+      .map((c) => c.id.slice(words[0]!.length + 1));
     process.stderr.write(`"${opts.config.bin} ${words[0]}" takes one of: ${subcommands.join(', ')}.\n`);
   }
   const didYouMean = suggestion && `Did you mean "${[opts.config.bin, show(suggestion), ...rest].join(' ')}"?`;

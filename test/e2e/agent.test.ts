@@ -60,32 +60,45 @@ const isReady = (p: IPod | undefined) => (p?.status?.conditions ?? []).some((c) 
 
 async function runtimeView(name: string) {
   const selector = { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE };
-  return { sandboxes: await client.listPodSandbox({ labelSelector: selector }), containers: await client.listContainers({ labelSelector: selector }) };
+  return {
+    sandboxes: await client.listPodSandbox({ labelSelector: selector }),
+    containers: await client.listContainers({ labelSelector: selector }),
+  };
 }
 
 test('run --detach returns, and the agent restarts a crashing container with backoff (restartCount >= 2 within 40 s)', async (t) => {
   const { dir, root, args } = setup(t, 'crash');
   const file = join(dir, 'crash.yaml');
-  writeFileSync(file, manifest('crasher', '  - {name: app, image: busybox:1.36, command: [sh, -c, "sleep 2; exit 1"]}\n', '  restartPolicy: Always\n'));
+  writeFileSync(
+    file,
+    manifest('crasher', '  - {name: app, image: busybox:1.36, command: [sh, -c, "sleep 2; exit 1"]}\n', '  restartPolicy: Always\n'),
+  );
   const r = podctl(['run', '--detach', file, ...args]);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, new RegExp(`agent pid \\d+, log ${join(root, 'agent.log').replaceAll('/', '\\/')}`));
-  const restarted = await eventually('restartCount >= 2', async () => {
-    const p = await getPod(root, 'crasher');
-    const c = p?.status?.containerStatuses?.[0];
-    return c && c.restartCount >= 2 ? c : undefined;
-  }, 40_000);
+  const restarted = await eventually(
+    'restartCount >= 2',
+    async () => {
+      const p = await getPod(root, 'crasher');
+      const c = p?.status?.containerStatuses?.[0];
+      return c && c.restartCount >= 2 ? c : undefined;
+    },
+    40_000,
+  );
   assert.ok(restarted.restartCount >= 2);
   const { containers } = await runtimeView('crasher');
   assert.ok(Math.max(...containers.map((c) => c.metadata?.attempt ?? 0)) >= 2, 'the runtime holds the third instance');
 });
 
-test('run --detach --wait=ready returns once the httpGet readiness probe passes; get pods shows Ready, events lists the pod\'s', async (t) => {
+test("run --detach --wait=ready returns once the httpGet readiness probe passes; get pods shows Ready, events lists the pod's", async (t) => {
   const { dir, root, args } = setup(t, 'ready');
   const file = join(dir, 'web.yaml');
   writeFileSync(
     file,
-    manifest('web', '  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "sleep 4; mkdir -p /www; echo ok > /www/index.html; httpd -f -p 8080 -h /www"]\n    readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 1}\n'),
+    manifest(
+      'web',
+      '  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "sleep 4; mkdir -p /www; echo ok > /www/index.html; httpd -f -p 8080 -h /www"]\n    readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 1}\n',
+    ),
   );
   const r = podctl(['run', '--detach', '--wait=ready', file, ...args]);
   assert.equal(r.code, 0, r.stderr);
@@ -97,31 +110,41 @@ test('run --detach --wait=ready returns once the httpGet readiness probe passes;
   assert.doesNotMatch(events.stderr, /no watch answers/);
 });
 
-test('SIGKILL the agent: pods keep running; get pods falls back to the runtime; run --detach brings it back, adopting the pods without a restart, probes resumed', async (t) => {
-  const { dir, root, args } = setup(t, 'kill');
-  const file = join(dir, 'kept.yaml');
-  writeFileSync(file, manifest('kept', '  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "touch /tmp/ready; sleep 3600"]\n    readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1}\n'));
-  assert.equal(podctl(['run', '--detach', '--wait=ready', file, ...args]).code, 0);
-  const before = (await runtimeView('kept')).containers.map((c) => c.id).sort();
-  const holder = readStateLock(root)!;
-  process.kill(holder.pid, 'SIGKILL');
-  await eventually('the agent gone', async () => (readStateLock(root) ? undefined : true));
-  const running = (await runtimeView('kept')).containers.filter((c) => c.state === 'CONTAINER_RUNNING');
-  assert.equal(running.length, 1, 'the pod keeps running without its agent');
-  const fallback = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '--root-dir', root]);
-  assert.equal(fallback.code, 0, fallback.stderr);
-  assert.match(fallback.stdout, /kept\s+0\/1\s+Running/);
-  assert.match(fallback.stderr, /no running watch knows the readiness probes of kept/);
+test(
+  'SIGKILL the agent: pods keep running; get pods falls back to the runtime; run --detach brings it back, adopting the pods ' +
+    'without a restart, probes resumed',
+  async (t) => {
+    const { dir, root, args } = setup(t, 'kill');
+    const file = join(dir, 'kept.yaml');
+    writeFileSync(
+      file,
+      manifest(
+        'kept',
+        '  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "touch /tmp/ready; sleep 3600"]\n    readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 1}\n',
+      ),
+    );
+    assert.equal(podctl(['run', '--detach', '--wait=ready', file, ...args]).code, 0);
+    const before = (await runtimeView('kept')).containers.map((c) => c.id).sort();
+    const holder = readStateLock(root)!;
+    process.kill(holder.pid, 'SIGKILL');
+    await eventually('the agent gone', async () => (readStateLock(root) ? undefined : true));
+    const running = (await runtimeView('kept')).containers.filter((c) => c.state === 'CONTAINER_RUNNING');
+    assert.equal(running.length, 1, 'the pod keeps running without its agent');
+    const fallback = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '--root-dir', root]);
+    assert.equal(fallback.code, 0, fallback.stderr);
+    assert.match(fallback.stdout, /kept\s+0\/1\s+Running/);
+    assert.match(fallback.stderr, /no running watch knows the readiness probes of kept/);
 
-  const again = podctl(['run', '--detach', '--wait=ready', file, ...args]);
-  assert.equal(again.code, 0, again.stderr);
-  assert.match(again.stderr, /started the agent \(pid \d+\)/);
-  assert.notEqual(readStateLock(root)?.pid, holder.pid);
-  assert.ok(isReady(await getPod(root, 'kept')), 'readiness probes run again');
-  assert.deepEqual((await runtimeView('kept')).containers.map((c) => c.id).sort(), before, 'no container restarted');
-});
+    const again = podctl(['run', '--detach', '--wait=ready', file, ...args]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /started the agent \(pid \d+\)/);
+    assert.notEqual(readStateLock(root)?.pid, holder.pid);
+    assert.ok(isReady(await getPod(root, 'kept')), 'readiness probes run again');
+    assert.deepEqual((await runtimeView('kept')).containers.map((c) => c.id).sort(), before, 'no container restarted');
+  },
+);
 
-test('run --detach of two files with the same namespace/name: one sandbox, running the second file\'s spec', async (t) => {
+test("run --detach of two files with the same namespace/name: one sandbox, running the second file's spec", async (t) => {
   const { dir, root, args } = setup(t, 'same');
   const a = join(dir, 'a.yaml');
   const b = join(dir, 'b.yaml');
@@ -144,34 +167,42 @@ test('run --detach of two files with the same namespace/name: one sandbox, runni
   assert.equal(pods.items.filter((p) => p.metadata?.name === 'same').length, 1, 'get pods lists it once');
 });
 
-test('get pods -o yaml is a manifest: its PodList runs again; with the agent stopped, delete forgets the pod, and the agent started again leaves it gone', async (t) => {
-  const { dir, root, args } = setup(t, 'roundtrip');
-  const file = join(dir, 'rt.yaml');
-  writeFileSync(file, manifest('rt', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n'));
-  assert.equal(podctl(['run', '--detach', file, ...args]).code, 0);
-  const listed = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'yaml', '--root-dir', root]);
-  assert.equal(listed.code, 0, listed.stderr);
-  assert.match(listed.stdout, /^apiVersion: v1\nkind: PodList\n/);
-  const dumped = join(dir, 'listed.yaml');
-  writeFileSync(dumped, listed.stdout);
-  assert.equal(podctl(['delete', 'pod', 'rt', '-n', E2E_NAMESPACE, '--root-dir', root]).code, 0);
-  assert.equal((await runtimeView('rt')).sandboxes.length, 0, 'deleted');
-  const again = podctl(['run', '--detach', dumped, ...args]);
-  assert.equal(again.code, 0, again.stderr);
-  assert.equal((await runtimeView('rt')).containers.filter((c) => c.state === 'CONTAINER_RUNNING').length, 1, 'running again from the listing');
+test(
+  'get pods -o yaml is a manifest: its PodList runs again; with the agent stopped, delete forgets the pod, and the agent ' +
+    'started again leaves it gone',
+  async (t) => {
+    const { dir, root, args } = setup(t, 'roundtrip');
+    const file = join(dir, 'rt.yaml');
+    writeFileSync(file, manifest('rt', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n'));
+    assert.equal(podctl(['run', '--detach', file, ...args]).code, 0);
+    const listed = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'yaml', '--root-dir', root]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^apiVersion: v1\nkind: PodList\n/);
+    const dumped = join(dir, 'listed.yaml');
+    writeFileSync(dumped, listed.stdout);
+    assert.equal(podctl(['delete', 'pod', 'rt', '-n', E2E_NAMESPACE, '--root-dir', root]).code, 0);
+    assert.equal((await runtimeView('rt')).sandboxes.length, 0, 'deleted');
+    const again = podctl(['run', '--detach', dumped, ...args]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(
+      (await runtimeView('rt')).containers.filter((c) => c.state === 'CONTAINER_RUNNING').length,
+      1,
+      'running again from the listing',
+    );
 
-  const stopped = podctl(['agent', 'stop', '--root-dir', root]);
-  assert.equal(stopped.code, 0, stopped.stderr);
-  const del = podctl(['delete', 'pod', 'rt', '-n', E2E_NAMESPACE, '--root-dir', root]);
-  assert.equal(del.code, 0, del.stderr);
-  assert.equal(existsSync(join(root, 'applied', `${E2E_NAMESPACE}_rt.yaml`)), false, 'the agent no longer keeps it');
-  // Another pod starts the agent again, which reads what it keeps before it answers: rt is not among its pods.
-  const other = join(dir, 'other.yaml');
-  writeFileSync(other, manifest('rt-other', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n'));
-  assert.equal(podctl(['run', '--detach', other, ...args]).code, 0);
-  assert.equal(await getPod(root, 'rt'), undefined);
-  assert.equal((await runtimeView('rt')).sandboxes.length, 0);
-});
+    const stopped = podctl(['agent', 'stop', '--root-dir', root]);
+    assert.equal(stopped.code, 0, stopped.stderr);
+    const del = podctl(['delete', 'pod', 'rt', '-n', E2E_NAMESPACE, '--root-dir', root]);
+    assert.equal(del.code, 0, del.stderr);
+    assert.equal(existsSync(join(root, 'applied', `${E2E_NAMESPACE}_rt.yaml`)), false, 'the agent no longer keeps it');
+    // Another pod starts the agent again, which reads what it keeps before it answers: rt is not among its pods.
+    const other = join(dir, 'other.yaml');
+    writeFileSync(other, manifest('rt-other', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n'));
+    assert.equal(podctl(['run', '--detach', other, ...args]).code, 0);
+    assert.equal(await getPod(root, 'rt'), undefined);
+    assert.equal((await runtimeView('rt')).sandboxes.length, 0);
+  },
+);
 
 test('delete pod: gone within its grace period, and it stays gone for 30 s', async (t) => {
   const { dir, root, args } = setup(t, 'delete');
@@ -190,48 +221,67 @@ test('delete pod: gone within its grace period, and it stays gone for 30 s', asy
   }
 });
 
-test('a foreground run with an agent on the root dir hands its pods over, and takes them back at Ctrl-C: terminated and removed before it exits, the agent still running', async (t) => {
-  const { dir, root, args } = setup(t, 'handover');
-  const sleeper = (name: string) => manifest(name, '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
-  const keeper = join(dir, 'keeper.yaml');
-  writeFileSync(keeper, sleeper('keeper'));
-  const detached = podctl(['run', '--detach', keeper, ...args]);
-  assert.equal(detached.code, 0, detached.stderr);
-  const file = join(dir, 'handed.yaml');
-  writeFileSync(file, sleeper('handed'));
-  const run = startPodctl(['run', '--quiet', file, ...args]);
-  t.after(async () => {
+test(
+  'a foreground run with an agent on the root dir hands its pods over, and takes them back at Ctrl-C: terminated and removed ' +
+    'before it exits, the agent still running',
+  async (t) => {
+    const { dir, root, args } = setup(t, 'handover');
+    const sleeper = (name: string) => manifest(name, '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+    const keeper = join(dir, 'keeper.yaml');
+    writeFileSync(keeper, sleeper('keeper'));
+    const detached = podctl(['run', '--detach', keeper, ...args]);
+    assert.equal(detached.code, 0, detached.stderr);
+    const file = join(dir, 'handed.yaml');
+    writeFileSync(file, sleeper('handed'));
+    const run = startPodctl(['run', '--quiet', file, ...args]);
+    t.after(async () => {
+      run.interrupt();
+      await run.done;
+    });
+    // The agent keeps it: get pods answers from the agent.
+    await eventually(
+      'the handed pod to run on the agent',
+      async () => ((await getPod(root, 'handed'))?.status?.phase === 'Running' ? true : undefined),
+      60_000,
+    );
     run.interrupt();
-    await run.done;
-  });
-  // The agent keeps it: get pods answers from the agent.
-  await eventually('the handed pod to run on the agent', async () => ((await getPod(root, 'handed'))?.status?.phase === 'Running' ? true : undefined), 60_000);
-  run.interrupt();
-  const done = await run.done;
-  assert.equal(done.code, 0, done.stderr);
-  // The run ends only once the agent has terminated and removed the pod.
-  assert.equal(await getPod(root, 'handed'), undefined);
-  assert.deepEqual(await runtimeView('handed'), { sandboxes: [], containers: [] });
-  assert.equal((await getPod(root, 'keeper'))?.status?.phase, 'Running', 'the agent and its own pod are untouched');
-});
+    const done = await run.done;
+    assert.equal(done.code, 0, done.stderr);
+    // The run ends only once the agent has terminated and removed the pod.
+    assert.equal(await getPod(root, 'handed'), undefined);
+    assert.deepEqual(await runtimeView('handed'), { sandboxes: [], containers: [] });
+    assert.equal((await getPod(root, 'keeper'))?.status?.phase, 'Running', 'the agent and its own pod are untouched');
+  },
+);
 
-test('under a foreground run, get pods sees the tcpSocket readiness probe pass (Ready True), and the output streams as pod/container | line', async (t) => {
-  const { dir, root, args } = setup(t, 'fg');
-  const file = join(dir, 'tcp.yaml');
-  writeFileSync(
-    file,
-    manifest('tcp', '  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "echo serving; mkdir -p /www; httpd -f -p 8080 -h /www"]\n    readinessProbe: {tcpSocket: {port: 8080}, initialDelaySeconds: 15, periodSeconds: 10}\n'),
-  );
-  const run = startPodctl(['run', file, ...args]);
-  t.after(async () => {
+test(
+  'under a foreground run, get pods sees the tcpSocket readiness probe pass (Ready True), and the output streams as ' +
+    'pod/container | line',
+  async (t) => {
+    const { dir, root, args } = setup(t, 'fg');
+    const file = join(dir, 'tcp.yaml');
+    writeFileSync(
+      file,
+      manifest(
+        'tcp',
+        '  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "echo serving; mkdir -p /www; httpd -f -p 8080 -h /www"]\n    readinessProbe: {tcpSocket: {port: 8080}, initialDelaySeconds: 15, periodSeconds: 10}\n',
+      ),
+    );
+    const run = startPodctl(['run', file, ...args]);
+    t.after(async () => {
+      run.interrupt();
+      await run.done;
+    });
+    await eventually('the container output, prefixed', async () => (/tcp\/app \| serving/.test(run.stdout()) ? true : undefined), 40_000);
+    const ready = await eventually(
+      'Ready True in get pods',
+      async () => ((await isReady(await getPod(root, 'tcp'))) ? true : undefined),
+      40_000,
+    );
+    assert.ok(ready);
     run.interrupt();
-    await run.done;
-  });
-  await eventually('the container output, prefixed', async () => (/tcp\/app \| serving/.test(run.stdout()) ? true : undefined), 40_000);
-  const ready = await eventually('Ready True in get pods', async () => ((await isReady(await getPod(root, 'tcp'))) ? true : undefined), 40_000);
-  assert.ok(ready);
-  run.interrupt();
-  const done = await run.done;
-  assert.equal(done.code, 0, done.stderr);
-  assert.equal((await runtimeView('tcp')).sandboxes.length, 0, 'removed at exit');
-});
+    const done = await run.done;
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal((await runtimeView('tcp')).sandboxes.length, 0, 'removed at exit');
+  },
+);

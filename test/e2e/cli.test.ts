@@ -12,7 +12,9 @@ test('podctl info on the embedded runtime shows RuntimeReady and NetworkReady tr
   const json = JSON.parse(podctl(['info', '-o', 'json']).stdout);
   assert.equal(json.runtimeName, 'containerd');
   assert.deepEqual(
-    json.conditions.filter((c: { type: string }) => ['RuntimeReady', 'NetworkReady'].includes(c.type)).map((c: { status: boolean }) => c.status),
+    json.conditions
+      .filter((c: { type: string }) => ['RuntimeReady', 'NetworkReady'].includes(c.type))
+      .map((c: { status: boolean }) => c.status),
     [true, true],
   );
 });
@@ -31,7 +33,10 @@ test('no runtime at the endpoint: one line naming it and what to do, non-zero, n
   assert.notEqual(r.code, 0);
   const lines = r.stderr.trim().split('\n');
   assert.equal(lines.length, 1, r.stderr);
-  assert.equal(lines[0], 'Error: no CRI runtime at unix:///nonexistent.sock; start one with `podctl runtime up` or pass --runtime-endpoint');
+  assert.equal(
+    lines[0],
+    'Error: no CRI runtime at unix:///nonexistent.sock; start one with `podctl runtime up` or pass --runtime-endpoint',
+  );
 });
 
 test('a malformed endpoint is named with what is expected', () => {

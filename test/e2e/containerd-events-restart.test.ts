@@ -40,23 +40,51 @@ const jsonLines = <T>(out: string): T[] =>
     .map((l) => JSON.parse(l) as T);
 
 test(
-  'containerd restarted under --pleg auto (60 s relists): a container killed while it was down shows one ContainerDied, and deaths after it are seen from the stream again (or the PLEG says it fell back)',
+  'containerd restarted under --pleg auto (60 s relists): a container killed while it was down shows one ContainerDied, and ' +
+    'deaths after it are seen from the stream again (or the PLEG says it fell back)',
   { skip: E2E_ENDPOINT !== embeddedEndpoint() && 'needs the embedded runtime' },
   async () => {
-    const watch = startPodctl(['watch', manifests, '--root-dir', root, '--log-root', join(dir.dir, 'logs'), '--file-check-frequency', '1s', '--pleg-relist-period', '60s', '--trace', '-o', 'json'], { timeoutMs: 600_000 });
+    const watch = startPodctl(
+      [
+        'watch',
+        manifests,
+        '--root-dir',
+        root,
+        '--log-root',
+        join(dir.dir, 'logs'),
+        '--file-check-frequency',
+        '1s',
+        '--pleg-relist-period',
+        '60s',
+        '--trace',
+        '-o',
+        'json',
+      ],
+      { timeoutMs: 600_000 },
+    );
     const events = startPodctl(['pleg-events', '--follow', '-o', 'json', '--relist-period', '60s'], { timeoutMs: 600_000 });
-    const containers = async () => client.listContainers({ labelSelector: { [POD_NAME_LABEL]: 'survivor', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
-    const runningApp = async (not?: string) => (await containers()).find((c) => c.state === 'CONTAINER_RUNNING' && c.metadata?.name === 'app' && c.id !== not);
+    const containers = async () =>
+      client.listContainers({ labelSelector: { [POD_NAME_LABEL]: 'survivor', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
+    const runningApp = async (not?: string) =>
+      (await containers()).find((c) => c.state === 'CONTAINER_RUNNING' && c.metadata?.name === 'app' && c.id !== not);
     const pidOf = async (id: string) => (JSON.parse((await client.containerStatus(id, true)).info.info ?? '{}') as { pid?: number }).pid;
     const died = (id: string) => jsonLines<JsonEvent>(events.stdout()).filter((e) => e.event === 'ContainerDied' && e.id === id);
     try {
-      await eventually('pleg-events on containerd\'s events', async () => (/using containerd's event service/.test(events.stderr()) ? true : undefined), 60_000);
+      await eventually(
+        "pleg-events on containerd's events",
+        async () => (/using containerd's event service/.test(events.stderr()) ? true : undefined),
+        60_000,
+      );
       writeFileSync(
         join(manifests, 'survivor.yaml'),
         `apiVersion: v1\nkind: Pod\nmetadata: {name: survivor, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`,
       );
       const first = await eventually('survivor to run', () => runningApp(), 120_000);
-      await eventually('its ContainerStarted', async () => jsonLines<JsonEvent>(events.stdout()).find((e) => e.event === 'ContainerStarted' && e.id === first.id), 60_000);
+      await eventually(
+        'its ContainerStarted',
+        async () => jsonLines<JsonEvent>(events.stdout()).find((e) => e.event === 'ContainerStarted' && e.id === first.id),
+        60_000,
+      );
       const pid = await pidOf(first.id);
       assert.ok(pid && pid > 1);
 
@@ -71,9 +99,17 @@ test(
       // Back, and fully: RuntimeReady and NetworkReady.
       await embeddedUp({ install: false, waitReady: (endpoint, signal) => waitRuntimeReady(endpoint, signal), timeoutMs: 120_000 });
 
-      await eventually('the ContainerDied of the container killed while containerd was down', async () => (died(first.id).length ? true : undefined), 180_000);
+      await eventually(
+        'the ContainerDied of the container killed while containerd was down',
+        async () => (died(first.id).length ? true : undefined),
+        180_000,
+      );
       const second = await eventually('app to run again', () => runningApp(first.id), 180_000);
-      await eventually('the restarted app\'s ContainerStarted', async () => jsonLines<JsonEvent>(events.stdout()).find((e) => e.event === 'ContainerStarted' && e.id === second.id), 120_000);
+      await eventually(
+        "the restarted app's ContainerStarted",
+        async () => jsonLines<JsonEvent>(events.stdout()).find((e) => e.event === 'ContainerStarted' && e.id === second.id),
+        120_000,
+      );
       assert.equal(died(first.id).length, 1, events.stdout());
 
       // A death after the restart: from the reopened stream, or from relists if the PLEG said it fell back.
@@ -85,7 +121,9 @@ test(
       const metrics = (await get(join(root, 'podctl.sock'), '/metrics')).body;
       const live = /^podctl_pleg_source\{source="([a-z-]+)"\} 1$/m.exec(metrics)?.[1];
       assert.ok(live === 'containerd-events' || live === 'relist', metrics);
-      process.stderr.write(`after the restart: pleg-events ${fellBack ? 'fell back to relisting' : 'kept containerd\'s events'}; the agent's PLEG source is ${live}\n`);
+      process.stderr.write(
+        `after the restart: pleg-events ${fellBack ? 'fell back to relisting' : "kept containerd's events"}; the agent's PLEG source is ${live}\n`,
+      );
       // Everything printed so far, once more: each death exactly once.
       await new Promise((r) => setTimeout(r, 2000));
       assert.equal(died(first.id).length, 1);
@@ -100,7 +138,9 @@ test(
       events.interrupt();
       await events.done;
       rmSync(join(manifests, 'survivor.yaml'), { force: true });
-      await eventually('survivor to be removed', async () => ((await containers()).length === 0 ? true : undefined), 60_000).catch(() => undefined);
+      await eventually('survivor to be removed', async () => ((await containers()).length === 0 ? true : undefined), 60_000).catch(
+        () => undefined,
+      );
       watch.interrupt();
       await watch.done;
     }

@@ -9,7 +9,13 @@ const ROOT = join(import.meta.dirname, '..', '..', '..');
 const BIN = join(ROOT, 'bin', 'run.js');
 
 /** Runs podctl under a pseudo-terminal (script), answering `answer` once `prompt` shows. */
-function underPty(args: string[], prompt: RegExp, answer: string, env: NodeJS.ProcessEnv = {}, base: NodeJS.ProcessEnv = process.env): Promise<{ code: number; out: string }> {
+function underPty(
+  args: string[],
+  prompt: RegExp,
+  answer: string,
+  env: NodeJS.ProcessEnv = {},
+  base: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; out: string }> {
   const command = [process.execPath, BIN, ...args].map((a) => `'${a}'`).join(' ');
   const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...base, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
@@ -31,7 +37,11 @@ function underPty(args: string[], prompt: RegExp, answer: string, env: NodeJS.Pr
 }
 
 test('a mistyped command: "did you mean" on a terminal, and the suggestion runs when accepted; declined or without a terminal, exit 2', async () => {
-  const yes = await underPty(['gett', 'pods', '-n', 'podctl-nowhere', '--root-dir', '/nonexistent'], /Did you mean "podctl get pods -n podctl-nowhere --root-dir \/nonexistent"\? \[y\/N\]/, 'y\r');
+  const yes = await underPty(
+    ['gett', 'pods', '-n', 'podctl-nowhere', '--root-dir', '/nonexistent'],
+    /Did you mean "podctl get pods -n podctl-nowhere --root-dir \/nonexistent"\? \[y\/N\]/,
+    'y\r',
+  );
   assert.match(yes.out, /"gett pods" is not a podctl command/);
   assert.match(yes.out, /No resources found in podctl-nowhere namespace\./, 'the suggested command ran with the same arguments');
   assert.equal(yes.code, 0);
@@ -40,7 +50,10 @@ test('a mistyped command: "did you mean" on a terminal, and the suggestion runs 
   assert.match(no.out, /Run "podctl help" for the list of commands\./);
   const piped = podctl(['lgos']);
   assert.equal(piped.code, 2);
-  assert.equal(piped.stderr, 'podctl: "lgos" is not a podctl command.\nDid you mean "podctl logs"?\nRun "podctl help" for the list of commands.\n');
+  assert.equal(
+    piped.stderr,
+    'podctl: "lgos" is not a podctl command.\nDid you mean "podctl logs"?\nRun "podctl help" for the list of commands.\n',
+  );
 });
 
 test('NO_COLOR: no colour codes even on a terminal, where help has them otherwise', async () => {
@@ -63,7 +76,16 @@ test('shell completion: the bash function completes commands and flags', () => {
     assert.equal(setup.status, 0, setup.stderr);
     const fn = join(cache.dir, 'podctl', 'autocomplete', 'functions', 'bash', 'podctl.bash');
     const complete = (words: string[]) =>
-      spawnSync('bash', ['-c', `source '${fn}'; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _podctl_autocomplete; echo "\${COMPREPLY[@]}"`], { env, encoding: 'utf8' }).stdout.trim().split(/\s+/);
+      spawnSync(
+        'bash',
+        [
+          '-c',
+          `source '${fn}'; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _podctl_autocomplete; echo "\${COMPREPLY[@]}"`,
+        ],
+        { env, encoding: 'utf8' },
+      )
+        .stdout.trim()
+        .split(/\s+/);
     assert.ok(complete(['podctl', 'lo']).includes('logs'));
     assert.ok(complete(['podctl', 'des']).includes('describe'));
     assert.ok(complete(['podctl', 'logs', '--ta']).includes('--tail'));
@@ -73,11 +95,14 @@ test('shell completion: the bash function completes commands and flags', () => {
 });
 
 test("every command's --help has examples", () => {
-  const manifest = JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as { commands: Record<string, { hidden?: boolean }> };
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'oclif.manifest.json'), 'utf8')) as {
+    commands: Record<string, { hidden?: boolean }>;
+  };
   // podctl's own commands, from its manifest; help and autocomplete are oclif's plugins, with manifests of
   // their own, so autocomplete is asked for by name (`help --help` is the root help, as oclif reads it).
   const ids = [...Object.keys(manifest.commands).filter((id) => !manifest.commands[id]!.hidden), 'autocomplete'];
-  for (const id of ['get:pods', 'get:containers', 'get:images', 'logs', 'exec', 'delete', 'describe', 'events', 'inspect', 'stats']) assert.ok(ids.includes(id), id);
+  for (const id of ['get:pods', 'get:containers', 'get:images', 'logs', 'exec', 'delete', 'describe', 'events', 'inspect', 'stats'])
+    assert.ok(ids.includes(id), id);
   for (const id of ids) {
     const h = podctl([...id.split(':'), '--help']);
     assert.equal(h.code, 0, id);

@@ -36,7 +36,10 @@ function busybox(name: string): IPod {
 /** podctl with these arguments, and its peak resident set (Node's own maxRSS, written by a preload as it exits). */
 function podctlPeak(args: string[]): Promise<{ code: number; stderr: string; peakKiB: number }> {
   const preload = `data:text/javascript,process.on('exit', () => process.stderr.write('\\nmaxRSS=' + process.resourceUsage().maxRSS + '\\n'))`;
-  const child = spawn(process.execPath, ['--import', preload, BIN, ...withFlags(args)], { env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', preload, BIN, ...withFlags(args)], {
+    env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => {
@@ -71,73 +74,87 @@ after(async () => {
 // index, grpc-js with the CRI codecs), and the rest Node's socket reads and ws's frames awaiting a GC.
 const CP_PEAK_BOUND_KIB = 160 * 1024;
 
-test('cp of a 200 MB file to the pod and back keeps its sha256, streamed both ways: podctl stays within a bound far below the file', async (t) => {
-  const box = busybox('cpbig');
-  node.loop.addPods([box]);
-  await waitForStatus(node.kubelet, box, running, 60_000);
-  const src = join(work.dir, 'big.bin');
-  const out = createWriteStream(src);
-  for (let i = 0; i < 200; i++) if (!out.write(randomBytes(1024 * 1024))) await once(out, 'drain');
-  out.end();
-  await once(out, 'finish');
+test(
+  'cp of a 200 MB file to the pod and back keeps its sha256, streamed both ways: podctl stays within a bound far ' + 'below the file',
+  async (t) => {
+    const box = busybox('cpbig');
+    node.loop.addPods([box]);
+    await waitForStatus(node.kubelet, box, running, 60_000);
+    const src = join(work.dir, 'big.bin');
+    const out = createWriteStream(src);
+    for (let i = 0; i < 200; i++) if (!out.write(randomBytes(1024 * 1024))) await once(out, 'drain');
+    out.end();
+    await once(out, 'finish');
 
-  const up = await podctlPeak(['cp', src, 'cpbig:/tmp/in/big.bin']);
-  assert.equal(up.code, 0, up.stderr);
-  assert.ok(up.peakKiB < CP_PEAK_BOUND_KIB, `to the pod: peak RSS ${up.peakKiB} KiB`);
-  const back = join(work.dir, 'back.bin');
-  const down = await podctlPeak(['cp', 'cpbig:/tmp/in/big.bin', back]);
-  assert.equal(down.code, 0, down.stderr);
-  assert.ok(down.peakKiB < CP_PEAK_BOUND_KIB, `from the pod: peak RSS ${down.peakKiB} KiB`);
-  t.diagnostic(`peak RSS: ${up.peakKiB} KiB to the pod, ${down.peakKiB} KiB from it`);
-  assert.equal(statSync(back).size, 200 * 1024 * 1024);
-  assert.equal(await sha256(back), await sha256(src));
-  assert.deepEqual(readdirSync(work.dir).sort(), ['back.bin', 'big.bin'], 'no staging directory left');
-  await node.remove(box);
-});
+    const up = await podctlPeak(['cp', src, 'cpbig:/tmp/in/big.bin']);
+    assert.equal(up.code, 0, up.stderr);
+    assert.ok(up.peakKiB < CP_PEAK_BOUND_KIB, `to the pod: peak RSS ${up.peakKiB} KiB`);
+    const back = join(work.dir, 'back.bin');
+    const down = await podctlPeak(['cp', 'cpbig:/tmp/in/big.bin', back]);
+    assert.equal(down.code, 0, down.stderr);
+    assert.ok(down.peakKiB < CP_PEAK_BOUND_KIB, `from the pod: peak RSS ${down.peakKiB} KiB`);
+    t.diagnostic(`peak RSS: ${up.peakKiB} KiB to the pod, ${down.peakKiB} KiB from it`);
+    assert.equal(statSync(back).size, 200 * 1024 * 1024);
+    assert.equal(await sha256(back), await sha256(src));
+    assert.deepEqual(readdirSync(work.dir).sort(), ['back.bin', 'big.bin'], 'no staging directory left');
+    await node.remove(box);
+  },
+);
 
-test('cp from a pod drops setuid, setgid and sticky bits and gives the files to the user who ran it; a device node or FIFO in the archive is refused and nothing is written', async () => {
-  const box = busybox('cpmodes');
-  node.loop.addPods([box]);
-  await waitForStatus(node.kubelet, box, running, 60_000);
-  const tool = join(work.dir, 'tool');
-  writeFileSync(tool, '#!/bin/sh\nid\n', { mode: 0o755 });
-  const push = await cli(['cp', tool, 'cpmodes:/d/bash']);
-  assert.equal(push.code, 0, push.stderr);
-  const arm = await cli(['exec', 'cpmodes', '--', 'sh', '-c', 'mkdir /d/shared /d/tmp && chown -R 1234:1234 /d && chmod 4755 /d/bash && chmod 2775 /d/shared && chmod 1777 /d/tmp && ls -ln /d']);
-  assert.equal(arm.code, 0, arm.stderr);
-  assert.match(arm.stdout, /-rwsr-xr-x\s+1 1234\s+1234/);
+test(
+  'cp from a pod drops setuid, setgid and sticky bits and gives the files to the user who ran it; a device node or FIFO in the ' +
+    'archive is refused and nothing is written',
+  async () => {
+    const box = busybox('cpmodes');
+    node.loop.addPods([box]);
+    await waitForStatus(node.kubelet, box, running, 60_000);
+    const tool = join(work.dir, 'tool');
+    writeFileSync(tool, '#!/bin/sh\nid\n', { mode: 0o755 });
+    const push = await cli(['cp', tool, 'cpmodes:/d/bash']);
+    assert.equal(push.code, 0, push.stderr);
+    const arm = await cli([
+      'exec',
+      'cpmodes',
+      '--',
+      'sh',
+      '-c',
+      'mkdir /d/shared /d/tmp && chown -R 1234:1234 /d && chmod 4755 /d/bash && chmod 2775 /d/shared && chmod 1777 /d/tmp && ls -ln /d',
+    ]);
+    assert.equal(arm.code, 0, arm.stderr);
+    assert.match(arm.stdout, /-rwsr-xr-x\s+1 1234\s+1234/);
 
-  const outDir = join(work.dir, 'out');
-  mkdirSync(outDir);
-  const r = await cli(['cp', 'cpmodes:/d', outDir]);
-  assert.equal(r.code, 0, r.stderr);
-  const bash = statSync(join(outDir, 'd', 'bash'));
-  const umask = process.umask();
-  assert.equal(bash.mode & 0o7777, 0o755 & ~umask, `mode ${(bash.mode & 0o7777).toString(8)}`);
-  assert.equal(bash.uid, process.getuid!());
-  assert.equal(bash.gid, process.getgid!());
-  assert.equal(readFileSync(join(outDir, 'd', 'bash'), 'utf8'), '#!/bin/sh\nid\n');
-  for (const d of ['shared', 'tmp']) {
-    const st = statSync(join(outDir, 'd', d));
-    assert.equal(st.mode & 0o7000, 0, `${d}: mode ${(st.mode & 0o7777).toString(8)}`);
-    assert.equal(st.uid, process.getuid!());
-  }
+    const outDir = join(work.dir, 'out');
+    mkdirSync(outDir);
+    const r = await cli(['cp', 'cpmodes:/d', outDir]);
+    assert.equal(r.code, 0, r.stderr);
+    const bash = statSync(join(outDir, 'd', 'bash'));
+    const umask = process.umask();
+    assert.equal(bash.mode & 0o7777, 0o755 & ~umask, `mode ${(bash.mode & 0o7777).toString(8)}`);
+    assert.equal(bash.uid, process.getuid!());
+    assert.equal(bash.gid, process.getgid!());
+    assert.equal(readFileSync(join(outDir, 'd', 'bash'), 'utf8'), '#!/bin/sh\nid\n');
+    for (const d of ['shared', 'tmp']) {
+      const st = statSync(join(outDir, 'd', d));
+      assert.equal(st.mode & 0o7000, 0, `${d}: mode ${(st.mode & 0o7777).toString(8)}`);
+      assert.equal(st.uid, process.getuid!());
+    }
 
-  // A FIFO is something any container can make; a device node needs CAP_MKNOD, which the default set has.
-  const fifo = await cli(['exec', 'cpmodes', '--', 'sh', '-c', 'mkdir -p /f/sub && echo ok > /f/sub/ok && mkfifo /f/sub/pipe']);
-  assert.equal(fifo.code, 0, fifo.stderr);
-  const dev = await cli(['exec', 'cpmodes', '--', 'sh', '-c', 'mkdir -p /v && echo ok > /v/ok && mknod /v/null c 1 3']);
-  assert.equal(dev.code, 0, `mknod in the container: ${dev.stderr}`);
-  for (const [remote, pattern] of [
-    ['cpmodes:/f', /cp: archive entry "f\/sub\/pipe" is a FIFO, which podctl cp does not copy/],
-    ['cpmodes:/v', /cp: archive entry "v\/null" is a character device, which podctl cp does not copy/],
-  ] as const) {
-    const dest = join(work.dir, `refused-${remote.slice(-1)}`);
-    mkdirSync(dest);
-    const refused = await cli(['cp', remote, dest]);
-    assert.equal(refused.code, 1, refused.stdout);
-    assert.match(refused.stderr, pattern);
-    assert.deepEqual(readdirSync(dest), [], `nothing written for ${remote}`);
-  }
-  await node.remove(box);
-});
+    // A FIFO is something any container can make; a device node needs CAP_MKNOD, which the default set has.
+    const fifo = await cli(['exec', 'cpmodes', '--', 'sh', '-c', 'mkdir -p /f/sub && echo ok > /f/sub/ok && mkfifo /f/sub/pipe']);
+    assert.equal(fifo.code, 0, fifo.stderr);
+    const dev = await cli(['exec', 'cpmodes', '--', 'sh', '-c', 'mkdir -p /v && echo ok > /v/ok && mknod /v/null c 1 3']);
+    assert.equal(dev.code, 0, `mknod in the container: ${dev.stderr}`);
+    for (const [remote, pattern] of [
+      ['cpmodes:/f', /cp: archive entry "f\/sub\/pipe" is a FIFO, which podctl cp does not copy/],
+      ['cpmodes:/v', /cp: archive entry "v\/null" is a character device, which podctl cp does not copy/],
+    ] as const) {
+      const dest = join(work.dir, `refused-${remote.slice(-1)}`);
+      mkdirSync(dest);
+      const refused = await cli(['cp', remote, dest]);
+      assert.equal(refused.code, 1, refused.stdout);
+      assert.match(refused.stderr, pattern);
+      assert.deepEqual(readdirSync(dest), [], `nothing written for ${remote}`);
+    }
+    await node.remove(box);
+  },
+);

@@ -72,12 +72,17 @@ test('a sandbox with a container runs, writes its log, and is cleaned up', async
   const imageRef = await client.pullImage('busybox:1.36');
   const containerId = await client.createContainer(
     sandboxId,
-    { metadata: { name: 'hello', attempt: 0 }, image: { image: imageRef }, command: ['sh', '-c', 'echo hello from podctl; echo oops >&2'], logPath: 'hello/0.log' },
+    {
+      metadata: { name: 'hello', attempt: 0 },
+      image: { image: imageRef },
+      command: ['sh', '-c', 'echo hello from podctl; echo oops >&2'],
+      logPath: 'hello/0.log',
+    },
     sandboxConfig,
   );
   await client.startContainer(containerId);
   let state = '';
-  for (const deadline = Date.now() + 60_000; state !== 'CONTAINER_EXITED' && Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 60_000; state !== 'CONTAINER_EXITED' && Date.now() < deadline;) {
     state = (await client.containerStatus(containerId)).status?.state ?? '';
     if (state !== 'CONTAINER_EXITED') await new Promise((r) => setTimeout(r, 100));
   }
@@ -89,8 +94,14 @@ test('a sandbox with a container runs, writes its log, and is cleaned up', async
   assert.ok(existsSync(logFile));
   const lines = readFileSync(logFile, 'utf8').trim().split('\n');
   // CRI log format: <RFC3339Nano> <stream> <F|P> <text>
-  assert.ok(lines.some((l) => /^\S+ stdout F hello from podctl$/.test(l)), lines.join('\n'));
-  assert.ok(lines.some((l) => /^\S+ stderr F oops$/.test(l)), lines.join('\n'));
+  assert.ok(
+    lines.some((l) => /^\S+ stdout F hello from podctl$/.test(l)),
+    lines.join('\n'),
+  );
+  assert.ok(
+    lines.some((l) => /^\S+ stderr F oops$/.test(l)),
+    lines.join('\n'),
+  );
 
   await client.stopPodSandbox(sandboxId);
   await client.removePodSandbox(sandboxId);

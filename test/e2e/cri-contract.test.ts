@@ -18,12 +18,21 @@ describe('the CRI contract cases against the real runtime', () => {
     client.close();
   });
 
-  const ctx = { image: 'busybox:1.36', missingImage: 'docker.io/library/nosuchimage:1', podName: (s: string) => `contract-${s}-${run}`, namespace: E2E_NAMESPACE };
+  const ctx = {
+    image: 'busybox:1.36',
+    missingImage: 'docker.io/library/nosuchimage:1',
+    podName: (s: string) => `contract-${s}-${run}`,
+    namespace: E2E_NAMESPACE,
+  };
   for (const c of criContractCases()) {
     test(c.name, async () => {
       await c.run(client, ctx);
       const left = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
-      assert.deepEqual(left.map((s) => s.metadata?.name), [], 'the case removed every sandbox it made');
+      assert.deepEqual(
+        left.map((s) => s.metadata?.name),
+        [],
+        'the case removed every sandbox it made',
+      );
     });
   }
 });

@@ -8,7 +8,16 @@ import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { pack } from 'tar-stream';
-import { E2E_NAMESPACE, eventually, podctlAsync, scratchDir, startE2ENode, startPodctl, waitForStatus, type E2ENode } from '../support/e2e.js';
+import {
+  E2E_NAMESPACE,
+  eventually,
+  podctlAsync,
+  scratchDir,
+  startE2ENode,
+  startPodctl,
+  waitForStatus,
+  type E2ENode,
+} from '../support/e2e.js';
 
 /**
  * cp and port-forward against pods an in-process kubelet keeps (agent
@@ -99,7 +108,14 @@ test('cp: a hostile container whose tar sends "../x" is refused, and nothing is 
   writeFileSync(crafted, Buffer.concat(chunks));
   const push = await cli(['cp', crafted, 'cpevil:/evil/archive.tar']);
   assert.equal(push.code, 0, push.stderr);
-  const arm = await cli(['exec', 'cpevil', '--', 'sh', '-c', 'printf "#!/bin/sh\\ncat /evil/archive.tar\\n" > /evil/tar && chmod +x /evil/tar']);
+  const arm = await cli([
+    'exec',
+    'cpevil',
+    '--',
+    'sh',
+    '-c',
+    'printf "#!/bin/sh\\ncat /evil/archive.tar\\n" > /evil/tar && chmod +x /evil/tar',
+  ]);
   assert.equal(arm.code, 0, arm.stderr);
 
   const base = join(work.dir, 'hostile');
@@ -127,37 +143,44 @@ function get(port: number): Promise<{ status: number; body: string }> {
   });
 }
 
-test('port-forward pod/web: busybox httpd answers on 127.0.0.1, 20 parallel requests all succeed; the pod stopping ends it with a message', async () => {
-  const token = `served-${randomBytes(6).toString('hex')}`;
-  const web = pod('web', `  - {name: app, image: busybox:1.36, command: [sh, -c, "mkdir -p /www && echo ${token} > /www/index.html && exec httpd -f -p 8080 -h /www"]}\n`);
-  node.loop.addPods([web]);
-  await waitForStatus(node.kubelet, web, running, 60_000);
-
-  const pf = start(['port-forward', 'pod/web', '0:8080']);
-  try {
-    const line = await pf.waitFor(/Forwarding from 127\.0\.0\.1:\d+ -> 8080/, 60_000);
-    const port = Number(/:(\d+) ->/.exec(line)![1]);
-    // httpd may still be binding right after the container started: the first request is retried.
-    let first: { status: number; body: string } | undefined;
-    for (let i = 0; i < 50 && first?.status !== 200; i++) {
-      first = await get(port).catch(() => undefined);
-      if (first?.status !== 200) await new Promise((r) => setTimeout(r, 200));
-    }
-    assert.equal(first?.body.trim(), token);
-    const all = await Promise.all(Array.from({ length: 20 }, () => get(port)));
-    assert.deepEqual(
-      all.map((r) => [r.status, r.body.trim()]),
-      Array.from({ length: 20 }, () => [200, token]),
+test(
+  'port-forward pod/web: busybox httpd answers on 127.0.0.1, 20 parallel requests all succeed; the pod stopping ends it with ' +
+    'a message',
+  async () => {
+    const token = `served-${randomBytes(6).toString('hex')}`;
+    const web = pod(
+      'web',
+      `  - {name: app, image: busybox:1.36, command: [sh, -c, "mkdir -p /www && echo ${token} > /www/index.html && exec httpd -f -p 8080 -h /www"]}\n`,
     );
+    node.loop.addPods([web]);
+    await waitForStatus(node.kubelet, web, running, 60_000);
 
-    await node.remove(web);
-    const done = await pf.done;
-    assert.equal(done.code, 1);
-    assert.match(done.stderr, /port-forward: pod "web" (stopped|is gone)/);
-  } finally {
-    pf.kill('SIGKILL');
-  }
-});
+    const pf = start(['port-forward', 'pod/web', '0:8080']);
+    try {
+      const line = await pf.waitFor(/Forwarding from 127\.0\.0\.1:\d+ -> 8080/, 60_000);
+      const port = Number(/:(\d+) ->/.exec(line)![1]);
+      // httpd may still be binding right after the container started: the first request is retried.
+      let first: { status: number; body: string } | undefined;
+      for (let i = 0; i < 50 && first?.status !== 200; i++) {
+        first = await get(port).catch(() => undefined);
+        if (first?.status !== 200) await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.equal(first?.body.trim(), token);
+      const all = await Promise.all(Array.from({ length: 20 }, () => get(port)));
+      assert.deepEqual(
+        all.map((r) => [r.status, r.body.trim()]),
+        Array.from({ length: 20 }, () => [200, token]),
+      );
+
+      await node.remove(web);
+      const done = await pf.done;
+      assert.equal(done.code, 1);
+      assert.match(done.stderr, /port-forward: pod "web" (stopped|is gone)/);
+    } finally {
+      pf.kill('SIGKILL');
+    }
+  },
+);
 
 test('port-forward: --address beyond loopback warns; a bad port spec is a usage error (exit 2)', async () => {
   const bad = await cli(['port-forward', 'pod/nothing', 'http']);
@@ -169,7 +192,7 @@ test('port-forward: --address beyond loopback warns; a bad port spec is a usage 
   assert.match(missing.stderr, /pod "nothing" not found/);
 });
 
-test('debug --target app -- ps ax: lists the app\'s sleep 3600; the ephemeral container shows in get -o json and describe, never moves restarts or Ready, survives housekeeping, and goes with the pod', async () => {
+test("debug --target app -- ps ax: lists the app's sleep 3600; the ephemeral container shows in get -o json and describe, never moves restarts or Ready, survives housekeeping, and goes with the pod", async () => {
   const target = pod('dbg', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
   node.loop.addPods([target]);
   await waitForStatus(node.kubelet, target, (s) => running(s) && s.conditions?.find((c) => c.type === 'Ready')?.status === 'True', 60_000);
@@ -190,7 +213,10 @@ test('debug --target app -- ps ax: lists the app\'s sleep 3600; the ephemeral co
     assert.equal(json.code, 0, json.stderr);
     const p = JSON.parse(json.stdout) as IPod;
     const eph = p.status!.ephemeralContainerStatuses ?? [];
-    assert.deepEqual(eph.map((e) => [e.name, e.state?.terminated?.exitCode]).sort(), [['dbgshell', 0], ['fails', 3]]);
+    assert.deepEqual(eph.map((e) => [e.name, e.state?.terminated?.exitCode]).sort(), [
+      ['dbgshell', 0],
+      ['fails', 3],
+    ]);
     assert.deepEqual(p.spec!.ephemeralContainers?.map((e) => e.name).sort(), ['dbgshell', 'fails']);
     assert.equal(p.status!.containerStatuses![0]!.restartCount, 0);
     assert.equal(p.status!.conditions!.find((c) => c.type === 'Ready')?.status, 'True');
@@ -202,7 +228,10 @@ test('debug --target app -- ps ax: lists the app\'s sleep 3600; the ephemeral co
     await node.kubelet.workers.waitIdle();
     const uid = target.metadata!.uid!;
     const left = await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': uid, 'io.podctl.ephemeral': 'true' } });
-    assert.deepEqual(left.map((c) => [c.metadata?.name, c.state]).sort(), [['dbgshell', 'CONTAINER_EXITED'], ['fails', 'CONTAINER_EXITED']]);
+    assert.deepEqual(left.map((c) => [c.metadata?.name, c.state]).sort(), [
+      ['dbgshell', 'CONTAINER_EXITED'],
+      ['fails', 'CONTAINER_EXITED'],
+    ]);
     const agentStatus = await eventually('the agent reporting both debug containers as ended', async () => {
       const s = node.kubelet.statusManager.get(uid);
       return (s?.ephemeralContainerStatuses ?? []).filter((e) => e.state?.terminated).length === 2 ? s : undefined;
@@ -222,7 +251,10 @@ test('debug --target app -- ps ax: lists the app\'s sleep 3600; the ephemeral co
 });
 
 test('attach to a container printing a counter every 0.5 s shows new lines as they come', async () => {
-  const counter = pod('counter', '  - {name: app, image: busybox:1.36, command: [sh, -c, "i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.5; done"]}\n');
+  const counter = pod(
+    'counter',
+    '  - {name: app, image: busybox:1.36, command: [sh, -c, "i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.5; done"]}\n',
+  );
   node.loop.addPods([counter]);
   await waitForStatus(node.kubelet, counter, running, 60_000);
   const att = start(['attach', 'counter']);
@@ -240,59 +272,99 @@ test('attach to a container printing a counter every 0.5 s shows new lines as th
   await node.remove(counter);
 });
 
-test('bundle of a pod with a Secret env var: every listed part is in the archive, and the secret value is in none of its files', async () => {
-  const secret = `s3cr3t-${randomBytes(8).toString('hex')}`;
-  const text = `apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: ${NS}}\nstringData: {PASSWORD: ${secret}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bundled, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "echo run-$((RANDOM)); sleep 3600"]\n    args: [sh, "--password=$(PASS)"]\n    env:\n    - {name: PASS, valueFrom: {secretKeyRef: {name: creds, key: PASSWORD}}}\n    - {name: EXPANDED, value: "pre-$(PASS)-post"}\n    - {name: PLAIN, value: plain-value}\n`;
-  const parsed = parseManifestText(text, { kind: 'file', path: '/e2e/bundled.yaml' }, { nodeName: 'e2e' });
-  assert.deepEqual(parsed.problems.filter((p) => p.severity === 'error'), []);
-  node.kubelet.objects.set('bundled', { configMaps: parsed.configMaps, secrets: parsed.secrets });
-  const p = parsed.pods[0]!.pod;
-  node.loop.addPods([p]);
-  await waitForStatus(node.kubelet, p, running, 60_000);
-  // The spec copy that says which values come from a Secret is in the kubelet's pod directory, not on the container.
-  const [listed] = await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': p.metadata!.uid! } });
-  assert.equal(listed!.annotations['io.podctl.container.spec'], undefined);
-  assert.ok(existsSync(join(nodeRoot.dir, 'pods', p.metadata!.uid!, 'containers', 'app', `${listed!.annotations['io.kubernetes.container.hash']}.spec.json`)));
-  // The runtime does hold the value (the container's environment), so the redaction is what keeps it out.
-  const raw = await cli(['inspect', 'container', 'bundled/app', '--show-secrets']);
-  assert.ok(raw.stdout.includes(secret), 'the runtime repeats the secret in its inspect output');
-  // Also where the kubelet expanded $(PASS): another variable's value and an argument.
-  assert.ok(raw.stdout.includes(`pre-${secret}-post`) && raw.stdout.includes(`--password=${secret}`), 'expanded into EXPANDED and the args');
-  // inspect itself redacts it unless asked, and says so; the literal value stays.
-  const redacted = await cli(['inspect', 'container', 'bundled/app']);
-  assert.equal(redacted.code, 0, redacted.stderr);
-  assert.ok(!redacted.stdout.includes(secret), 'inspect does not print the secret by default');
-  assert.ok(redacted.stdout.includes('plain-value'));
-  assert.match(redacted.stderr, /come from a Secret are redacted; --show-secrets prints them/);
+test(
+  'bundle of a pod with a Secret env var: every listed part is in the archive, and the secret value is in none of ' + 'its files',
+  async () => {
+    const secret = `s3cr3t-${randomBytes(8).toString('hex')}`;
+    const text = `apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: ${NS}}\nstringData: {PASSWORD: ${secret}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bundled, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: busybox:1.36\n    command: [sh, -c, "echo run-$((RANDOM)); sleep 3600"]\n    args: [sh, "--password=$(PASS)"]\n    env:\n    - {name: PASS, valueFrom: {secretKeyRef: {name: creds, key: PASSWORD}}}\n    - {name: EXPANDED, value: "pre-$(PASS)-post"}\n    - {name: PLAIN, value: plain-value}\n`;
+    const parsed = parseManifestText(text, { kind: 'file', path: '/e2e/bundled.yaml' }, { nodeName: 'e2e' });
+    assert.deepEqual(
+      parsed.problems.filter((p) => p.severity === 'error'),
+      [],
+    );
+    node.kubelet.objects.set('bundled', { configMaps: parsed.configMaps, secrets: parsed.secrets });
+    const p = parsed.pods[0]!.pod;
+    node.loop.addPods([p]);
+    await waitForStatus(node.kubelet, p, running, 60_000);
+    // The spec copy that says which values come from a Secret is in the kubelet's pod directory, not on the container.
+    const [listed] = await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': p.metadata!.uid! } });
+    assert.equal(listed!.annotations['io.podctl.container.spec'], undefined);
+    assert.ok(
+      existsSync(
+        join(
+          nodeRoot.dir,
+          'pods',
+          p.metadata!.uid!,
+          'containers',
+          'app',
+          `${listed!.annotations['io.kubernetes.container.hash']}.spec.json`,
+        ),
+      ),
+    );
+    // The runtime does hold the value (the container's environment), so the redaction is what keeps it out.
+    const raw = await cli(['inspect', 'container', 'bundled/app', '--show-secrets']);
+    assert.ok(raw.stdout.includes(secret), 'the runtime repeats the secret in its inspect output');
+    // Also where the kubelet expanded $(PASS): another variable's value and an argument.
+    assert.ok(
+      raw.stdout.includes(`pre-${secret}-post`) && raw.stdout.includes(`--password=${secret}`),
+      'expanded into EXPANDED and the args',
+    );
+    // inspect itself redacts it unless asked, and says so; the literal value stays.
+    const redacted = await cli(['inspect', 'container', 'bundled/app']);
+    assert.equal(redacted.code, 0, redacted.stderr);
+    assert.ok(!redacted.stdout.includes(secret), 'inspect does not print the secret by default');
+    assert.ok(redacted.stdout.includes('plain-value'));
+    assert.match(redacted.stderr, /come from a Secret are redacted; --show-secrets prints them/);
 
-  // The container prints its run- line on its own time after it starts: the bundle is made once the log has it.
-  await eventually('the run- line in the log', async () => ((await cli(['logs', 'bundled'])).stdout.includes('run-') ? true : undefined), 60_000);
-  const out = join(work.dir, 'bundled.tar.gz');
-  const r = await cli(['bundle', 'bundled', '-o', out]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /Wrote .*bundled\.tar\.gz/);
-  const dest = join(work.dir, 'bundle-x');
-  mkdirSync(dest);
-  const tar = spawnSync('tar', ['xzf', out, '-C', dest]);
-  assert.equal(tar.status, 0, String(tar.stderr));
-  const files = listFiles(join(dest, 'bundled-bundle'));
-  for (const part of ['manifest.yaml', 'status.json', 'events.json', 'timeline.txt', 'logs/app/current.log', 'trace.txt', 'versions.json']) {
-    assert.ok(files.includes(part), `${part} in ${files.join(', ')}`);
-  }
-  assert.ok(files.some((f) => /^inspect\/sandbox-[0-9a-f]{12}\.json$/.test(f)));
-  assert.ok(files.some((f) => /^inspect\/container-app-[0-9a-f]{12}\.json$/.test(f)));
-  const contents = Object.fromEntries(files.map((f) => [f, readFileSync(join(dest, 'bundled-bundle', f), 'utf8')]));
-  assert.deepEqual(files.filter((f) => contents[f]!.includes(secret)), []);
-  assert.match(contents['manifest.yaml']!, /secretKeyRef:\s+key: PASSWORD\s+name: creds/);
-  assert.match(contents['logs/app/current.log']!, /stdout run-\d+/);
-  assert.equal((JSON.parse(contents['status.json']!) as IPodStatus).phase, 'Running');
-  assert.match(contents['versions.json']!, /"runtime":/);
-  assert.ok(Object.entries(contents).some(([f, c]) => f.startsWith('inspect/container-') && c.includes('plain-value')), 'literal values are kept');
-  await node.remove(p);
-});
+    // The container prints its run- line on its own time after it starts: the bundle is made once the log has it.
+    await eventually(
+      'the run- line in the log',
+      async () => ((await cli(['logs', 'bundled'])).stdout.includes('run-') ? true : undefined),
+      60_000,
+    );
+    const out = join(work.dir, 'bundled.tar.gz');
+    const r = await cli(['bundle', 'bundled', '-o', out]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Wrote .*bundled\.tar\.gz/);
+    const dest = join(work.dir, 'bundle-x');
+    mkdirSync(dest);
+    const tar = spawnSync('tar', ['xzf', out, '-C', dest]);
+    assert.equal(tar.status, 0, String(tar.stderr));
+    const files = listFiles(join(dest, 'bundled-bundle'));
+    for (const part of [
+      'manifest.yaml',
+      'status.json',
+      'events.json',
+      'timeline.txt',
+      'logs/app/current.log',
+      'trace.txt',
+      'versions.json',
+    ]) {
+      assert.ok(files.includes(part), `${part} in ${files.join(', ')}`);
+    }
+    assert.ok(files.some((f) => /^inspect\/sandbox-[0-9a-f]{12}\.json$/.test(f)));
+    assert.ok(files.some((f) => /^inspect\/container-app-[0-9a-f]{12}\.json$/.test(f)));
+    const contents = Object.fromEntries(files.map((f) => [f, readFileSync(join(dest, 'bundled-bundle', f), 'utf8')]));
+    assert.deepEqual(
+      files.filter((f) => contents[f]!.includes(secret)),
+      [],
+    );
+    assert.match(contents['manifest.yaml']!, /secretKeyRef:\s+key: PASSWORD\s+name: creds/);
+    assert.match(contents['logs/app/current.log']!, /stdout run-\d+/);
+    assert.equal((JSON.parse(contents['status.json']!) as IPodStatus).phase, 'Running');
+    assert.match(contents['versions.json']!, /"runtime":/);
+    assert.ok(
+      Object.entries(contents).some(([f, c]) => f.startsWith('inspect/container-') && c.includes('plain-value')),
+      'literal values are kept',
+    );
+    await node.remove(p);
+  },
+);
 
 function listFiles(dir: string, prefix = ''): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`]));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? listFiles(join(dir, e.name), `${prefix}${e.name}/`) : [`${prefix}${e.name}`],
+  );
 }
 
 test('debug --copy-to starts a copy of the pod with the debug container added, and leaves the original as it was', async () => {
@@ -308,9 +380,18 @@ test('debug --copy-to starts a copy of the pod with the debug container added, a
     const p = JSON.parse(g.stdout) as IPod;
     return p.status?.containerStatuses?.length === 2 && p.status.containerStatuses.every((c) => c.state?.running) ? p : undefined;
   });
-  assert.deepEqual(copy.spec!.containers.map((c) => [c.name, c.command?.join(' ')]), [['app', 'sleep 3600'], ['dbgc', 'sleep 3600']]);
+  assert.deepEqual(
+    copy.spec!.containers.map((c) => [c.name, c.command?.join(' ')]),
+    [
+      ['app', 'sleep 3600'],
+      ['dbgc', 'sleep 3600'],
+    ],
+  );
   const orig = JSON.parse((await cli(['get', 'pods', 'orig', '-o', 'json'])).stdout) as IPod;
-  assert.deepEqual(orig.spec!.containers.map((c) => c.name), ['app']);
+  assert.deepEqual(
+    orig.spec!.containers.map((c) => c.name),
+    ['app'],
+  );
   assert.equal(orig.status!.ephemeralContainerStatuses, undefined);
   const del = await cli(['delete', 'pod', 'orig-copy', '--force']);
   assert.equal(del.code, 0, del.stderr);
@@ -339,21 +420,47 @@ test('debug --copy-to takes the ConfigMap and Secret the pod names: the copy res
     // The original is handed to an agent of its own (run --detach), which keeps its applied file.
     const run = await podctlAsync(['run', '--detach', file, '--root-dir', copyRoot.dir, '--log-root', logRoot.dir]);
     assert.equal(run.code, 0, run.stderr);
-    const r = await podctlAsync(['debug', 'withcfg', ...flags, '--copy-to', 'withcfg-copy', '--image', 'busybox:1.36', '-c', 'dbgc', '--', 'sleep', '3600']);
+    const r = await podctlAsync([
+      'debug',
+      'withcfg',
+      ...flags,
+      '--copy-to',
+      'withcfg-copy',
+      '--image',
+      'busybox:1.36',
+      '-c',
+      'dbgc',
+      '--',
+      'sleep',
+      '3600',
+    ]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /Created pod withcfg-copy, a copy of withcfg with debug container dbgc \(with ConfigMap cfg, Secret tok from \S+\)/);
-    await eventually('the copy running both containers', async () => ((await copyStatus())?.containerStatuses?.filter((c) => c.state?.running).length === 2 ? true : undefined), 60_000);
+    assert.match(
+      r.stderr,
+      /Created pod withcfg-copy, a copy of withcfg with debug container dbgc \(with ConfigMap cfg, Secret tok from \S+\)/,
+    );
+    await eventually(
+      'the copy running both containers',
+      async () => ((await copyStatus())?.containerStatuses?.filter((c) => c.state?.running).length === 2 ? true : undefined),
+      60_000,
+    );
     const del = await podctlAsync(['delete', 'pod', 'withcfg', ...flags, '--grace-period', '0']);
     assert.equal(del.code, 0, del.stderr);
     // The copy's app stops; the agent starts it again, which needs the ConfigMap and the Secret now that the original is gone.
-    const [app] = await node.client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': 'withcfg-copy', 'io.kubernetes.pod.namespace': NS, 'io.kubernetes.container.name': 'app' } });
+    const [app] = await node.client.listContainers({
+      labelSelector: { 'io.kubernetes.pod.name': 'withcfg-copy', 'io.kubernetes.pod.namespace': NS, 'io.kubernetes.container.name': 'app' },
+    });
     assert.ok(app, 'the copy has an app container');
     await node.client.stopContainer(app.id, 0);
     const restarted = await eventually(
       "the copy's app running again",
       async () => {
         const s = (await copyStatus())?.containerStatuses?.find((c) => c.name === 'app');
-        return s && s.restartCount >= 1 && s.state?.running ? s : s?.state?.waiting?.reason === 'CreateContainerConfigError' ? s : undefined;
+        return s && s.restartCount >= 1 && s.state?.running
+          ? s
+          : s?.state?.waiting?.reason === 'CreateContainerConfigError'
+            ? s
+            : undefined;
       },
       60_000,
     );

@@ -12,7 +12,17 @@ import { SyncLoop } from '../../src/core/loop.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { startStatusServer } from '../../src/core/status/server.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { E2E_ENDPOINT, E2E_NAMESPACE, eventually, podctlAsync, scratchDir, startE2ENode, startPodctl, waitForStatus, type E2ENode } from '../support/e2e.js';
+import {
+  E2E_ENDPOINT,
+  E2E_NAMESPACE,
+  eventually,
+  podctlAsync,
+  scratchDir,
+  startE2ENode,
+  startPodctl,
+  waitForStatus,
+  type E2ENode,
+} from '../support/e2e.js';
 
 /**
  * The debugging commands against pods an in-process kubelet keeps (agent
@@ -35,7 +45,13 @@ const start = (args: string[]) => startPodctl([...args, '--root-dir', rootDir.di
  * comes and goes (CrashLoopBackOff between restarts) or a line a container prints on its own time
  * is asserted on the output that shows it, not on one read at a moment chosen by the test.
  */
-const cliUntil = (what: string, args: string[], matches: (r: { code: number; stdout: string; stderr: string }) => boolean, timeoutMs = 60_000, run: (args: string[]) => ReturnType<typeof cli> = cli) =>
+const cliUntil = (
+  what: string,
+  args: string[],
+  matches: (r: { code: number; stdout: string; stderr: string }) => boolean,
+  timeoutMs = 60_000,
+  run: (args: string[]) => ReturnType<typeof cli> = cli,
+) =>
   eventually(
     what,
     async () => {
@@ -55,7 +71,8 @@ function pod(name: string, yamlContainers: string, restartPolicy = 'Always'): IP
 const shPod = (name: string, script: string, restartPolicy = 'Always') =>
   pod(name, `  - {name: app, image: busybox:1.36, command: [sh, -c, ${JSON.stringify(script)}]}\n`, restartPolicy);
 
-const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<IPodStatus> => waitForStatus(kubelet, p, cond, timeoutMs);
+const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs: number): Promise<IPodStatus> =>
+  waitForStatus(kubelet, p, cond, timeoutMs);
 
 const app = (s: IPodStatus) => s.containerStatuses![0]!;
 const running = (s: IPodStatus) => s.phase === 'Running' && s.containerStatuses!.every((c) => c.state?.running);
@@ -80,13 +97,18 @@ after(async () => {
 
 test('get pods without watch: CrashLoopBackOff with restarts "(Xs ago)", --no-headers, -o name, -o wide, -o json as a v1 PodList', async () => {
   const crashy = shPod('crashy', 'echo crashing; exit 1');
-  const steady = pod('steady', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n  - {name: side, image: busybox:1.36, command: [sleep, "3600"]}\n');
+  const steady = pod(
+    'steady',
+    '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n  - {name: side, image: busybox:1.36, command: [sleep, "3600"]}\n',
+  );
   loop.addPods([crashy, steady]);
   await waitFor(steady, running, 30_000);
   await waitFor(crashy, (s) => app(s).state?.waiting?.reason === 'CrashLoopBackOff' && app(s).restartCount >= 1, 30_000);
 
   // The container comes back for a moment after each back-off: the table is read until it shows the back-off.
-  const table = await cliUntil('get pods showing crashy in CrashLoopBackOff', ['get', 'pods', '-n', NS], (r) => /^crashy\s+\S+\s+CrashLoopBackOff\s/m.test(r.stdout));
+  const table = await cliUntil('get pods showing crashy in CrashLoopBackOff', ['get', 'pods', '-n', NS], (r) =>
+    /^crashy\s+\S+\s+CrashLoopBackOff\s/m.test(r.stdout),
+  );
   assert.equal(table.code, 0, table.stderr);
   const lines = table.stdout.trimEnd().split('\n');
   assert.match(lines[0]!, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/);
@@ -96,7 +118,10 @@ test('get pods without watch: CrashLoopBackOff with restarts "(Xs ago)", --no-he
 
   const bare = await cli(['get', 'pods', '-n', NS, '--no-headers']);
   assert.deepEqual(
-    bare.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/)[0]),
+    bare.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.split(/\s+/)[0]),
     ['crashy', 'steady'],
   );
 
@@ -158,11 +183,18 @@ test('logs -p prints the previous instance; logs the current one; a pod with no 
   // Only the first instance fails: its marker is in /dev/shm, the pod's shared memory, which the
   // sandbox keeps across container restarts (this node has no rootDir, so no emptyDir). The second
   // instance stays, so "current" and "previous" name the same two instances however long the commands take.
-  const p = shPod('flappy', 'read u _ < /proc/uptime; echo "out $u"; echo "err line" >&2; [ -f /dev/shm/ran ] && exec sleep 3600; touch /dev/shm/ran; exit 1');
+  const p = shPod(
+    'flappy',
+    'read u _ < /proc/uptime; echo "out $u"; echo "err line" >&2; [ -f /dev/shm/ran ] && exec sleep 3600; touch /dev/shm/ran; exit 1',
+  );
   loop.addPods([p]);
   await waitFor(p, (s) => app(s).restartCount === 1 && running(s), 60_000);
   // The second instance writes its lines on its own time: read until both are there.
-  const current = await cliUntil('the second instance\'s two lines', ['logs', 'flappy', '-n', NS], (r) => r.code !== 0 || r.stdout.trimEnd().split('\n').length >= 2);
+  const current = await cliUntil(
+    "the second instance's two lines",
+    ['logs', 'flappy', '-n', NS],
+    (r) => r.code !== 0 || r.stdout.trimEnd().split('\n').length >= 2,
+  );
   const previous = await cli(['logs', 'flappy', '-n', NS, '-p']);
   assert.equal(current.code, 0, current.stderr);
   assert.equal(previous.code, 0, previous.stderr);
@@ -173,7 +205,11 @@ test('logs -p prints the previous instance; logs the current one; a pod with no 
   const prev = previous.stdout.trimEnd().split('\n').sort()[1]!;
   assert.match(prev, /^out \d+\.\d+$/);
   assert.ok(Number(prev.slice(4)) < Number(cur!.slice(4)), `previous (${prev}) ran before current (${cur})`);
-  assert.equal(app(kubelet.statusManager.get(p.metadata!.uid!)!).restartCount, 1, 'the marker outlived the first instance: the second one stays');
+  assert.equal(
+    app(kubelet.statusManager.get(p.metadata!.uid!)!).restartCount,
+    1,
+    'the marker outlived the first instance: the second one stays',
+  );
   await removePod(p);
 
   const fresh = shPod('fresh', 'echo hi; sleep 3600');
@@ -193,7 +229,8 @@ test('logs -p prints the previous instance; logs the current one; a pod with no 
 
 test('logs --tail 2, --since 10s, --timestamps (the CRI times), a long line joined from partial records', async () => {
   // The late lines come when the test creates /go, not after a sleep: the checks before it see only the early lines however slow they are.
-  const script = 'for i in 1 2 3 4 5; do echo line $i; done; head -c 40000 /dev/zero | tr "\\\\0" x; echo; while [ ! -f /go ]; do sleep .1; done; echo late 1; echo late 2; sleep 3600';
+  const script =
+    'for i in 1 2 3 4 5; do echo line $i; done; head -c 40000 /dev/zero | tr "\\\\0" x; echo; while [ ! -f /go ]; do sleep .1; done; echo late 1; echo late 2; sleep 3600';
   const p = shPod('chatty', script);
   loop.addPods([p]);
   await waitFor(p, running, 30_000);
@@ -211,9 +248,13 @@ test('logs --tail 2, --since 10s, --timestamps (the CRI times), a long line join
   assert.deepEqual(tail.stdout.split('\n'), ['line 5', 'x'.repeat(40000), '']);
 
   const stamped = await cli(['logs', 'chatty', '-n', NS, '--timestamps', '--tail', '5']);
-  const id = (await client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': 'chatty', 'io.kubernetes.pod.namespace': NS } }))[0]!.id;
+  const id = (await client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': 'chatty', 'io.kubernetes.pod.namespace': NS } }))[0]!
+    .id;
   const status = await client.containerStatus(id);
-  const fileTimes = readFileSync(status.status!.logPath, 'utf8').split('\n').filter((l) => / F line \d$/.test(l)).map((l) => l.split(' ')[0]);
+  const fileTimes = readFileSync(status.status!.logPath, 'utf8')
+    .split('\n')
+    .filter((l) => / F line \d$/.test(l))
+    .map((l) => l.split(' ')[0]);
   const printed = stamped.stdout.trimEnd().split('\n').slice(0, 4);
   assert.deepEqual(
     printed.map((l) => l.split(' ')[0]),
@@ -224,12 +265,21 @@ test('logs --tail 2, --since 10s, --timestamps (the CRI times), a long line join
 
   // --since 10s: once 10 s have passed since the runtime stamped the last early line, the late
   // lines are written; the first --since output that has them must have nothing else.
-  const lastEarly = Math.max(...readFileSync(status.status!.logPath, 'utf8').split('\n').filter(Boolean).map((l) => Date.parse(l.split(' ')[0]!.replace(/(\.\d{3})\d*/, '$1'))));
+  const lastEarly = Math.max(
+    ...readFileSync(status.status!.logPath, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => Date.parse(l.split(' ')[0]!.replace(/(\.\d{3})\d*/, '$1'))),
+  );
   assert.ok(Number.isFinite(lastEarly), 'the log file has timestamps');
   while (Date.now() < lastEarly + 10_500) await new Promise((r) => setTimeout(r, lastEarly + 10_500 - Date.now()));
   const go = await podctlAsync(['exec', 'chatty', '-n', NS, '--root-dir', rootDir.dir, '--', 'touch', '/go']);
   assert.equal(go.code, 0, go.stderr);
-  const since = await cliUntil('--since 10s showing the late lines', ['logs', 'chatty', '-n', NS, '--since', '10s'], (r) => r.code !== 0 || r.stdout.includes('late 2'));
+  const since = await cliUntil(
+    '--since 10s showing the late lines',
+    ['logs', 'chatty', '-n', NS, '--since', '10s'],
+    (r) => r.code !== 0 || r.stdout.includes('late 2'),
+  );
   assert.equal(since.code, 0, since.stderr);
   assert.equal(since.stdout, 'late 1\nlate 2\n', 'the lines older than 10 s are left out');
   await removePod(p);
@@ -264,20 +314,30 @@ test('logs -f follows the container across a restart, and ends when the pod is g
 });
 
 test('logs --all-containers prefixes each line with its container', async () => {
-  const p = pod('duo', '  - {name: one, image: busybox:1.36, command: [sh, -c, "echo from one; sleep 3600"]}\n  - {name: two, image: busybox:1.36, command: [sh, -c, "echo from two; sleep 3600"]}\n');
+  const p = pod(
+    'duo',
+    '  - {name: one, image: busybox:1.36, command: [sh, -c, "echo from one; sleep 3600"]}\n  - {name: two, image: busybox:1.36, command: [sh, -c, "echo from two; sleep 3600"]}\n',
+  );
   loop.addPods([p]);
   await waitFor(p, running, 30_000);
   // Each container prints its line on its own time: read until both are there, then the whole output must be exactly them.
-  const r = await cliUntil('both containers\' lines', ['logs', 'duo', '-n', NS, '--all-containers'], (o) => o.stdout.includes('from one') && o.stdout.includes('from two'));
+  const r = await cliUntil(
+    "both containers' lines",
+    ['logs', 'duo', '-n', NS, '--all-containers'],
+    (o) => o.stdout.includes('from one') && o.stdout.includes('from two'),
+  );
   assert.equal(r.stdout, '[pod/duo/one] from one\n[pod/duo/two] from two\n');
-  const d = await cliUntil('the default container\'s line', ['logs', 'duo', '-n', NS], (o) => o.stdout.includes('from'));
+  const d = await cliUntil("the default container's line", ['logs', 'duo', '-n', NS], (o) => o.stdout.includes('from'));
   assert.equal(d.stdout, 'from one\n');
   assert.equal(d.stderr, 'Defaulted container "one" out of: one, two\n');
   await removePod(p);
 });
 
 test("exec: ExecSync's exit code is podctl's, stdout and stderr apart; -i streams stdin; a stopped container is one line", async () => {
-  const p = pod('shell', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n  - {name: side, image: busybox:1.36, command: [sleep, "3600"]}\n');
+  const p = pod(
+    'shell',
+    '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n  - {name: side, image: busybox:1.36, command: [sleep, "3600"]}\n',
+  );
   loop.addPods([p]);
   await waitFor(p, running, 30_000);
 
@@ -308,14 +368,20 @@ test("exec: ExecSync's exit code is podctl's, stdout and stderr apart; -i stream
   await waitFor(done, (s) => s.phase === 'Succeeded', 30_000);
   const stopped = await cli(['exec', 'finished', '-n', NS, '--', 'true']);
   assert.equal(stopped.code, 1);
-  assert.equal(stopped.stderr, 'Error: container "app" in pod "finished" is not running: exited (exit 0); see `podctl logs finished -c app`\n');
+  assert.equal(
+    stopped.stderr,
+    'Error: container "app" in pod "finished" is not running: exited (exit 0); see `podctl logs finished -c app`\n',
+  );
   await removePod(done);
 });
 
 /** podctl with stdin written and kept open until it exits (the remote command ends the session, not EOF). */
 function podctlWithInput(args: string[], input: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, args[0]!, '--root-dir', rootDir.dir, ...args.slice(1)], { env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, args[0]!, '--root-dir', rootDir.dir, ...args.slice(1)], {
+      env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -333,9 +399,14 @@ test('exec -it under a pseudo-terminal (script): a shell with a tty, its exit co
   const p = shPod('interactive', 'sleep 3600');
   loop.addPods([p]);
   await waitFor(p, running, 30_000);
-  const command = [process.execPath, BIN, 'exec', '-it', 'interactive', '-n', NS, '--root-dir', rootDir.dir, '--', 'sh'].map((a) => `'${a}'`).join(' ');
+  const command = [process.execPath, BIN, 'exec', '-it', 'interactive', '-n', NS, '--root-dir', rootDir.dir, '--', 'sh']
+    .map((a) => `'${a}'`)
+    .join(' ');
   // script gives podctl a pty as its stdin and stdout; -e returns the child's exit code.
-  const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const until = async (re: RegExp) => {
@@ -362,13 +433,22 @@ test('exec -it under a pseudo-terminal (script): a shell with a tty, its exit co
 /** Pods made by a kubelet with no sync loop: nothing restarts them, as when no agent keeps them. */
 let staticKubelet: Kubelet | undefined;
 async function startUnmanaged(p: IPod): Promise<void> {
-  staticKubelet ??= new Kubelet({ runtime: client, images: client, clock: realClock, logRoot: logRoot.dir, rootDir: join(rootDir.dir, 'static'), nodeName: 'e2e', agent: 'debug-e2e-static' });
+  staticKubelet ??= new Kubelet({
+    runtime: client,
+    images: client,
+    clock: realClock,
+    logRoot: logRoot.dir,
+    rootDir: join(rootDir.dir, 'static'),
+    nodeName: 'e2e',
+    agent: 'debug-e2e-static',
+  });
   await staticKubelet.syncPod(p, 'create');
 }
 
 // On SIGTERM it says so, takes 3 s (or cleanUpSeconds) to clean up, then says it exited cleanly; all of it into /out/log
 // (stdout of PID 1 too), since the pod's log directory goes with the pod.
-const slowStop = (cleanUpSeconds: number) => `exec >>/out/log 2>&1; trap 'echo got TERM; sleep ${cleanUpSeconds}; echo clean exit; exit 0' TERM; echo ready; sleep 3600 & wait`;
+const slowStop = (cleanUpSeconds: number) =>
+  `exec >>/out/log 2>&1; trap 'echo got TERM; sleep ${cleanUpSeconds}; echo clean exit; exit 0' TERM; echo ready; sleep 3600 & wait`;
 const SLOW_STOP = slowStop(3);
 
 /** Mounts a host directory at /out, which outlives the pod; returns the host path of /out/log. */
@@ -380,7 +460,7 @@ function withHostOut(p: IPod): string {
   return join(host, 'log');
 }
 
-test('delete pod honours the grace period: the pod\'s own gives time to clean up; --force ends it with SIGKILL after the 2 s minimum', async () => {
+test("delete pod honours the grace period: the pod's own gives time to clean up; --force ends it with SIGKILL after the 2 s minimum", async () => {
   const slow = shPod('slow-stop', SLOW_STOP);
   // hasty's clean-up takes 20 s, far past the SIGKILL --force sends 2 s after SIGTERM (so load cannot
   // let it finish first), and well within its own 60 s grace period (so only --force keeps it from finishing).
@@ -405,10 +485,23 @@ test('delete pod honours the grace period: the pod\'s own gives time to clean up
   assert.doesNotMatch(read(hasty), /clean exit/, 'killed before its clean-up could finish');
 
   for (const name of ['slow-stop', 'hasty-stop']) {
-    assert.deepEqual(await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': NS } }), [], `${name} has no sandbox left`);
-    assert.deepEqual(await client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': NS } }), [], `${name} has no container left`);
+    assert.deepEqual(
+      await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': NS } }),
+      [],
+      `${name} has no sandbox left`,
+    );
+    assert.deepEqual(
+      await client.listContainers({ labelSelector: { 'io.kubernetes.pod.name': name, 'io.kubernetes.pod.namespace': NS } }),
+      [],
+      `${name} has no container left`,
+    );
   }
-  for (const p of [slow, hasty]) assert.equal(existsSync(join(logRoot.dir, `${NS}_${p.metadata!.name}_${p.metadata!.uid}`)), false, 'the log directory went with the pod');
+  for (const p of [slow, hasty])
+    assert.equal(
+      existsSync(join(logRoot.dir, `${NS}_${p.metadata!.name}_${p.metadata!.uid}`)),
+      false,
+      'the log directory went with the pod',
+    );
 });
 
 test('delete pod runs the preStop hook before SIGTERM, also from a process that only knows the pod from the runtime', async () => {
@@ -422,29 +515,38 @@ test('delete pod runs the preStop hook before SIGTERM, also from a process that 
   const r = await cli(['delete', 'pod', 'with-prestop', '-n', NS]);
   assert.equal(r.code, 0, r.stderr);
   assert.match(read(), /^prestop ran\ngot TERM\nclean exit\n/m, 'preStop, then SIGTERM, then the clean-up within the grace period');
-  assert.deepEqual(await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': 'with-prestop', 'io.kubernetes.pod.namespace': NS } }), []);
+  assert.deepEqual(
+    await client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': 'with-prestop', 'io.kubernetes.pod.namespace': NS } }),
+    [],
+  );
 });
 
-test('delete: a pod that does not exist is one line and exit 1 (after the others are deleted); -f FILE deletes what the file defines', async () => {
-  const a = shPod('del-a', 'sleep 3600');
-  await startUnmanaged(a);
-  const r = await cli(['delete', 'pod', 'no-such-pod', 'del-a', '-n', NS, '--grace-period', '1']);
-  assert.equal(r.code, 1);
-  assert.equal(r.stdout, 'pod "del-a" deleted\n');
-  assert.equal(r.stderr, `Error: pod "no-such-pod" not found in namespace ${NS}\n`);
+test(
+  'delete: a pod that does not exist is one line and exit 1 (after the others are deleted); -f FILE deletes what the ' + 'file defines',
+  async () => {
+    const a = shPod('del-a', 'sleep 3600');
+    await startUnmanaged(a);
+    const r = await cli(['delete', 'pod', 'no-such-pod', 'del-a', '-n', NS, '--grace-period', '1']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, 'pod "del-a" deleted\n');
+    assert.equal(r.stderr, `Error: pod "no-such-pod" not found in namespace ${NS}\n`);
 
-  const b = shPod('del-b', 'sleep 3600');
-  await startUnmanaged(b);
-  const file = join(rootDir.dir, 'del-b.yaml');
-  writeFileSync(file, `apiVersion: v1\nkind: Pod\nmetadata: {name: del-b, namespace: ${NS}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`);
-  const byFile = await cli(['delete', '-f', file, '--grace-period', '1']);
-  assert.equal(byFile.code, 0, byFile.stderr);
-  assert.equal(byFile.stdout, 'pod "del-b" deleted\n');
-  assert.equal((await cli(['get', 'pods', 'del-b', '-n', NS])).code, 1, 'gone');
-  const usage = await cli(['delete', 'deployment', 'x']);
-  assert.equal(usage.code, 2);
-  assert.match(usage.stderr, /"deployment": expected pod NAME… or pod\/NAME/);
-});
+    const b = shPod('del-b', 'sleep 3600');
+    await startUnmanaged(b);
+    const file = join(rootDir.dir, 'del-b.yaml');
+    writeFileSync(
+      file,
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: del-b, namespace: ${NS}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`,
+    );
+    const byFile = await cli(['delete', '-f', file, '--grace-period', '1']);
+    assert.equal(byFile.code, 0, byFile.stderr);
+    assert.equal(byFile.stdout, 'pod "del-b" deleted\n');
+    assert.equal((await cli(['get', 'pods', 'del-b', '-n', NS])).code, 1, 'gone');
+    const usage = await cli(['delete', 'deployment', 'x']);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /"deployment": expected pod NAME… or pod\/NAME/);
+  },
+);
 
 test('delete a pod the running watch keeps from a file: deleted, with a warning that the file brings it back (and it does)', async () => {
   const p = shPod('kept', 'sleep 3600');
@@ -461,7 +563,10 @@ test('delete a pod the running watch keeps from a file: deleted, with a warning 
     const r = await cli(['delete', 'pod', 'kept', '-n', NS, '--grace-period', '1']);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, 'pod "kept" deleted\n');
-    assert.equal(r.stderr, 'Warning: the running watch keeps pod "kept" from /e2e/kept.yaml and will start it again; remove it from /e2e/kept.yaml (or the file) to delete it for good\n');
+    assert.equal(
+      r.stderr,
+      'Warning: the running watch keeps pod "kept" from /e2e/kept.yaml and will start it again; remove it from /e2e/kept.yaml (or the file) to delete it for good\n',
+    );
     await waitFor(p, (s) => running(s) && app(s).containerID !== first, 30_000);
   } finally {
     server.close();
@@ -469,92 +574,119 @@ test('delete a pod the running watch keeps from a file: deleted, with a warning 
   await removePod(p);
 });
 
-test('describe pod in CrashLoopBackOff: events, the timeline and the one-line reason with the last log line; without a watch, the timeline and a note', async () => {
-  const p = shPod('crashloop', 'echo starting; echo crashing now; exit 1');
-  loop.addPods([p]);
-  await waitFor(p, (s) => app(s).state?.waiting?.reason === 'CrashLoopBackOff' && app(s).restartCount >= 2, 40_000);
-  const watchDir = scratchDir('e2e-debug-watch');
-  const server = await startStatusServer(join(watchDir.dir, 'podctl.sock'), {
-    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statusManager.get(q.metadata!.uid!) })),
-    health: () => ({ ok: true, checks: [] }),
-    metrics: new Metrics(),
-    events: () => kubelet.events.all(),
-  });
-  try {
-    // Each back-off ends in a short run: describe is read until it shows the back-off again, and
-    // (the kubelet prunes the first instance's container on its own time) that instance gone.
-    const r = await cliUntil(
-      'describe (the watch) showing CrashLoopBackOff, instance 0 pruned',
-      ['describe', 'pod', 'crashloop', '-n', NS, '--root-dir', watchDir.dir],
-      (o) => /^Status:\s+Running \(CrashLoopBackOff\)$/m.test(o.stdout) && /app: instance 0 \(no longer in the runtime\)/.test(o.stdout),
-      60_000,
-      (a) => podctlAsync(a),
-    );
+test(
+  'describe pod in CrashLoopBackOff: events, the timeline and the one-line reason with the last log line; without a watch, the ' +
+    'timeline and a note',
+  async () => {
+    const p = shPod('crashloop', 'echo starting; echo crashing now; exit 1');
+    loop.addPods([p]);
+    await waitFor(p, (s) => app(s).state?.waiting?.reason === 'CrashLoopBackOff' && app(s).restartCount >= 2, 40_000);
+    const watchDir = scratchDir('e2e-debug-watch');
+    const server = await startStatusServer(join(watchDir.dir, 'podctl.sock'), {
+      pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statusManager.get(q.metadata!.uid!) })),
+      health: () => ({ ok: true, checks: [] }),
+      metrics: new Metrics(),
+      events: () => kubelet.events.all(),
+    });
+    try {
+      // Each back-off ends in a short run: describe is read until it shows the back-off again, and
+      // (the kubelet prunes the first instance's container on its own time) that instance gone.
+      const r = await cliUntil(
+        'describe (the watch) showing CrashLoopBackOff, instance 0 pruned',
+        ['describe', 'pod', 'crashloop', '-n', NS, '--root-dir', watchDir.dir],
+        (o) => /^Status:\s+Running \(CrashLoopBackOff\)$/m.test(o.stdout) && /app: instance 0 \(no longer in the runtime\)/.test(o.stdout),
+        60_000,
+        (a) => podctlAsync(a),
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const out = r.stdout;
+      assert.match(out, /^Status:\s+Running \(CrashLoopBackOff\)$/m);
+      assert.match(out, /^Seen By:\s+the running watch$/m);
+      assert.match(
+        out,
+        /^Why:\s+container app is in CrashLoopBackOff: exited with code 1, \d+ exits so far; next start (in \d+ s|due now); last log line: "crashing now"$/m,
+      );
+      assert.match(out, /^\s+State:\s+Waiting\n\s+Reason:\s+CrashLoopBackOff$/m);
+      assert.match(out, /^\s+Last State:\s+Terminated\n\s+Reason:\s+Error\n\s+Exit Code:\s+1$/m);
+      assert.match(out, /^\s+Restart Count:\s+[2-9]$/m);
+      const timeline = out.slice(out.indexOf('Timeline:'), out.indexOf('Events:'));
+      assert.match(timeline, /sandbox created/);
+      assert.match(timeline, /! app: exited with code 1/);
+      assert.match(timeline, /app: instance 0 \(no longer in the runtime\) wrote its first line/);
+      assert.match(timeline, /! app: BackOff: back-off \d+s restarting failed container=app/);
+      assert.match(timeline, /app: next start, when its CrashLoopBackOff ends/);
+      const events = out.slice(out.indexOf('Events:'));
+      assert.match(events, /^\s+Type\s+Reason\s+Age\s+From\s+Message$/m);
+      assert.match(events, /^\s+Normal\s+Started\s+\S+ \(x\d+ over \S+\)\s+kubelet\s+\[app\] Started container app$/m);
+      assert.match(events, /^\s+Warning\s+BackOff\s+.*kubelet\s+\[app\] back-off \d+s restarting failed container=app/m);
+
+      const bare = await cliUntil('describe (the runtime) showing CrashLoopBackOff', ['describe', 'pod/crashloop', '-n', NS], (o) =>
+        /^Why:\s+container app is in CrashLoopBackOff/m.test(o.stdout),
+      );
+      assert.equal(bare.code, 0, bare.stderr);
+      assert.match(bare.stdout, /^Seen By:\s+the runtime \(no watch answers/m);
+      assert.match(bare.stdout, /^Why:\s+container app is in CrashLoopBackOff: exited with code 1/m);
+      assert.match(bare.stdout, /! app: exited with code 1/);
+      assert.match(bare.stdout, /^Events:\s+<none> \(events need a running `podctl watch`/m);
+    } finally {
+      server.close();
+      watchDir.cleanup();
+    }
+    await removePod(p);
+  },
+);
+
+test(
+  'describe: a Failed pod says which container failed and why it stays so; a running pod has no Why; a missing pod ' + 'is one line',
+  async () => {
+    const failed = shPod('failing', 'echo bye; exit 2', 'Never');
+    const ok = shPod('fine', 'sleep 3600');
+    loop.addPods([failed, ok]);
+    await waitFor(failed, (s) => s.phase === 'Failed', 30_000);
+    await waitFor(ok, running, 30_000);
+    const r = await cli(['describe', 'pod', 'failing', '-n', NS]);
     assert.equal(r.code, 0, r.stderr);
-    const out = r.stdout;
-    assert.match(out, /^Status:\s+Running \(CrashLoopBackOff\)$/m);
-    assert.match(out, /^Seen By:\s+the running watch$/m);
-    assert.match(out, /^Why:\s+container app is in CrashLoopBackOff: exited with code 1, \d+ exits so far; next start (in \d+ s|due now); last log line: "crashing now"$/m);
-    assert.match(out, /^\s+State:\s+Waiting\n\s+Reason:\s+CrashLoopBackOff$/m);
-    assert.match(out, /^\s+Last State:\s+Terminated\n\s+Reason:\s+Error\n\s+Exit Code:\s+1$/m);
-    assert.match(out, /^\s+Restart Count:\s+[2-9]$/m);
-    const timeline = out.slice(out.indexOf('Timeline:'), out.indexOf('Events:'));
-    assert.match(timeline, /sandbox created/);
-    assert.match(timeline, /! app: exited with code 1/);
-    assert.match(timeline, /app: instance 0 \(no longer in the runtime\) wrote its first line/);
-    assert.match(timeline, /! app: BackOff: back-off \d+s restarting failed container=app/);
-    assert.match(timeline, /app: next start, when its CrashLoopBackOff ends/);
-    const events = out.slice(out.indexOf('Events:'));
-    assert.match(events, /^\s+Type\s+Reason\s+Age\s+From\s+Message$/m);
-    assert.match(events, /^\s+Normal\s+Started\s+\S+ \(x\d+ over \S+\)\s+kubelet\s+\[app\] Started container app$/m);
-    assert.match(events, /^\s+Warning\s+BackOff\s+.*kubelet\s+\[app\] back-off \d+s restarting failed container=app/m);
-
-    const bare = await cliUntil('describe (the runtime) showing CrashLoopBackOff', ['describe', 'pod/crashloop', '-n', NS], (o) => /^Why:\s+container app is in CrashLoopBackOff/m.test(o.stdout));
-    assert.equal(bare.code, 0, bare.stderr);
-    assert.match(bare.stdout, /^Seen By:\s+the runtime \(no watch answers/m);
-    assert.match(bare.stdout, /^Why:\s+container app is in CrashLoopBackOff: exited with code 1/m);
-    assert.match(bare.stdout, /! app: exited with code 1/);
-    assert.match(bare.stdout, /^Events:\s+<none> \(events need a running `podctl watch`/m);
-  } finally {
-    server.close();
-    watchDir.cleanup();
-  }
-  await removePod(p);
-});
-
-test('describe: a Failed pod says which container failed and why it stays so; a running pod has no Why; a missing pod is one line', async () => {
-  const failed = shPod('failing', 'echo bye; exit 2', 'Never');
-  const ok = shPod('fine', 'sleep 3600');
-  loop.addPods([failed, ok]);
-  await waitFor(failed, (s) => s.phase === 'Failed', 30_000);
-  await waitFor(ok, running, 30_000);
-  const r = await cli(['describe', 'pod', 'failing', '-n', NS]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^Why:\s+pod Failed: container app exited with code 2 and restartPolicy Never does not start it again; last log line: "bye"; /m);
-  const fine = await cli(['describe', 'pod', 'fine', '-n', NS]);
-  assert.doesNotMatch(fine.stdout, /^Why:/m);
-  assert.match(fine.stdout, /^\s+State:\s+Running$/m);
-  const missing = await cli(['describe', 'pod', 'nope', '-n', NS]);
-  assert.equal(missing.code, 1);
-  assert.equal(missing.stderr, `Error: pod "nope" not found in namespace ${NS}\n`);
-  await removePod(failed);
-  await removePod(ok);
-});
+    assert.match(
+      r.stdout,
+      /^Why:\s+pod Failed: container app exited with code 2 and restartPolicy Never does not start it again; last log line: "bye"; /m,
+    );
+    const fine = await cli(['describe', 'pod', 'fine', '-n', NS]);
+    assert.doesNotMatch(fine.stdout, /^Why:/m);
+    assert.match(fine.stdout, /^\s+State:\s+Running$/m);
+    const missing = await cli(['describe', 'pod', 'nope', '-n', NS]);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stderr, `Error: pod "nope" not found in namespace ${NS}\n`);
+    await removePod(failed);
+    await removePod(ok);
+  },
+);
 
 test('get containers, get images, inspect, stats: crictl-style views of the same pod', async () => {
-  const p = pod('viewed', '  - {name: app, image: busybox:1.36, command: [sh, -c, "while :; do :; done"]}\n  - {name: idle, image: busybox:1.36, command: [sleep, "3600"]}\n');
+  const p = pod(
+    'viewed',
+    '  - {name: app, image: busybox:1.36, command: [sh, -c, "while :; do :; done"]}\n  - {name: idle, image: busybox:1.36, command: [sleep, "3600"]}\n',
+  );
   loop.addPods([p]);
   await waitFor(p, running, 30_000);
-  const ids = Object.fromEntries(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses!.map((c) => [c.name, c.containerID!.replace(/^.*:\/\//, '')]));
+  const ids = Object.fromEntries(
+    kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses!.map((c) => [c.name, c.containerID!.replace(/^.*:\/\//, '')]),
+  );
 
   const ps = await cli(['get', 'containers', '--pod', 'viewed', '-n', NS]);
   assert.equal(ps.code, 0, ps.stderr);
   const rows = ps.stdout.trimEnd().split('\n');
   assert.match(rows[0]!, /^CONTAINER\s+IMAGE\s+CREATED\s+STATE\s+NAME\s+ATTEMPT\s+POD ID\s+POD$/);
-  assert.deepEqual(rows.slice(1).map((r) => r.split(/\s{3,}/)).map((c) => [c[0], c[1], c[3], c[4], c[5], c[7]]).sort((a, b) => a[3]!.localeCompare(b[3]!)), [
-    [ids.app!.slice(0, 13), 'busybox:1.36', 'Running', 'app', '0', 'viewed'],
-    [ids.idle!.slice(0, 13), 'busybox:1.36', 'Running', 'idle', '0', 'viewed'],
-  ]);
+  assert.deepEqual(
+    rows
+      .slice(1)
+      .map((r) => r.split(/\s{3,}/))
+      .map((c) => [c[0], c[1], c[3], c[4], c[5], c[7]])
+      .sort((a, b) => a[3]!.localeCompare(b[3]!)),
+    [
+      [ids.app!.slice(0, 13), 'busybox:1.36', 'Running', 'app', '0', 'viewed'],
+      [ids.idle!.slice(0, 13), 'busybox:1.36', 'Running', 'idle', '0', 'viewed'],
+    ],
+  );
   const quiet = await cli(['get', 'containers', '--pod', 'viewed', '-n', NS, '-q']);
   assert.deepEqual(quiet.stdout.trim().split('\n').sort(), [ids.app, ids.idle].sort());
 
@@ -578,11 +710,23 @@ test('get containers, get images, inspect, stats: crictl-style views of the same
 
   // How much CPU the busy loop gets depends on the machine's load, so the two containers are compared,
   // not held to thresholds; a sample the runtime cannot rate ('-') is taken again.
-  const cpuOf = (out: string) => Object.fromEntries(out.split('\n').slice(1).map((l) => l.split(/\s{3,}/)).filter((c) => c[1]?.startsWith('viewed/')).map((c) => [c[1]!, Number(c[2])]));
-  const stats = await cliUntil('a stats sample with the CPU % of both containers', ['stats', '--pod', 'viewed', '-n', NS, '--interval', '1500'], (o) => {
-    const cpu = cpuOf(o.stdout);
-    return o.code !== 0 || (Number.isFinite(cpu['viewed/app']) && Number.isFinite(cpu['viewed/idle']));
-  });
+  const cpuOf = (out: string) =>
+    Object.fromEntries(
+      out
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(/\s{3,}/))
+        .filter((c) => c[1]?.startsWith('viewed/'))
+        .map((c) => [c[1]!, Number(c[2])]),
+    );
+  const stats = await cliUntil(
+    'a stats sample with the CPU % of both containers',
+    ['stats', '--pod', 'viewed', '-n', NS, '--interval', '1500'],
+    (o) => {
+      const cpu = cpuOf(o.stdout);
+      return o.code !== 0 || (Number.isFinite(cpu['viewed/app']) && Number.isFinite(cpu['viewed/idle']));
+    },
+  );
   assert.equal(stats.code, 0, stats.stderr);
   const lines = stats.stdout.trimEnd().split('\n');
   assert.match(lines[0]!, /^CONTAINER\s+NAME\s+CPU %\s+MEM\s+DISK\s+INODES$/);
@@ -592,41 +736,46 @@ test('get containers, get images, inspect, stats: crictl-style views of the same
   await removePod(p);
 });
 
-test('events: from the running watch (-w prints new ones as they come); without a watch, what the runtime implies, with a note', async () => {
-  const p = shPod('eventful', 'sleep 3600');
-  loop.addPods([p]);
-  await waitFor(p, running, 30_000);
-  const bare = await cli(['events', '-n', NS, '--for', 'pod/eventful']);
-  assert.equal(bare.code, 0, bare.stderr);
-  assert.match(bare.stderr, /^note: no watch answers/);
-  assert.match(bare.stdout, /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\n/);
-  assert.match(bare.stdout, /\n\S+\s+Normal\s+Created\s+pod\/eventful\s+\[app\] Created container app\n/);
-  assert.match(bare.stdout, /\n\S+\s+Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app\n/);
+test(
+  'events: from the running watch (-w prints new ones as they come); without a watch, what the runtime implies, ' + 'with a note',
+  async () => {
+    const p = shPod('eventful', 'sleep 3600');
+    loop.addPods([p]);
+    await waitFor(p, running, 30_000);
+    const bare = await cli(['events', '-n', NS, '--for', 'pod/eventful']);
+    assert.equal(bare.code, 0, bare.stderr);
+    assert.match(bare.stderr, /^note: no watch answers/);
+    assert.match(bare.stdout, /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\n/);
+    assert.match(bare.stdout, /\n\S+\s+Normal\s+Created\s+pod\/eventful\s+\[app\] Created container app\n/);
+    assert.match(bare.stdout, /\n\S+\s+Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app\n/);
 
-  const watchDir = scratchDir('e2e-debug-events');
-  const server = await startStatusServer(join(watchDir.dir, 'podctl.sock'), {
-    pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statusManager.get(q.metadata!.uid!) })),
-    health: () => ({ ok: true, checks: [] }),
-    metrics: new Metrics(),
-    events: () => kubelet.events.all(),
-  });
-  const w = startPodctl(['events', '-n', NS, '--for', 'eventful', '-w', '--root-dir', watchDir.dir]);
-  try {
-    await w.waitFor(/Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app\n/, 15_000);
-    const id = app(kubelet.statusManager.get(p.metadata!.uid!)!).containerID!.replace(/^.*:\/\//, '');
-    await client.stopContainer(id, 0);
-    // The restart repeats Created and Started: the watch's recorder counts them, -w prints them again.
-    await w.waitFor(/Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app \(x2\)\n/, 30_000);
-    const json = JSON.parse((await podctlAsync(['events', '-n', NS, '-o', 'json', '--root-dir', watchDir.dir])).stdout);
-    assert.equal(json.kind, 'EventList');
-    const started = json.items.find((e: { reason: string; involvedObject: { name: string } }) => e.reason === 'Started' && e.involvedObject.name === 'eventful');
-    assert.equal(started.count, 2);
-    assert.equal(started.involvedObject.fieldPath, 'spec.containers{app}');
-  } finally {
-    w.interrupt();
-    await w.done;
-    server.close();
-    watchDir.cleanup();
-  }
-  await removePod(p);
-});
+    const watchDir = scratchDir('e2e-debug-events');
+    const server = await startStatusServer(join(watchDir.dir, 'podctl.sock'), {
+      pods: () => [...kubelet.pods.values()].map((q) => ({ ...q, status: kubelet.statusManager.get(q.metadata!.uid!) })),
+      health: () => ({ ok: true, checks: [] }),
+      metrics: new Metrics(),
+      events: () => kubelet.events.all(),
+    });
+    const w = startPodctl(['events', '-n', NS, '--for', 'eventful', '-w', '--root-dir', watchDir.dir]);
+    try {
+      await w.waitFor(/Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app\n/, 15_000);
+      const id = app(kubelet.statusManager.get(p.metadata!.uid!)!).containerID!.replace(/^.*:\/\//, '');
+      await client.stopContainer(id, 0);
+      // The restart repeats Created and Started: the watch's recorder counts them, -w prints them again.
+      await w.waitFor(/Normal\s+Started\s+pod\/eventful\s+\[app\] Started container app \(x2\)\n/, 30_000);
+      const json = JSON.parse((await podctlAsync(['events', '-n', NS, '-o', 'json', '--root-dir', watchDir.dir])).stdout);
+      assert.equal(json.kind, 'EventList');
+      const started = json.items.find(
+        (e: { reason: string; involvedObject: { name: string } }) => e.reason === 'Started' && e.involvedObject.name === 'eventful',
+      );
+      assert.equal(started.count, 2);
+      assert.equal(started.involvedObject.fieldPath, 'spec.containers{app}');
+    } finally {
+      w.interrupt();
+      await w.done;
+      server.close();
+      watchDir.cleanup();
+    }
+    await removePod(p);
+  },
+);

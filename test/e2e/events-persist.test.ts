@@ -3,7 +3,16 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { E2E_NAMESPACE, e2eClient, eventually, podctl, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
+import {
+  E2E_NAMESPACE,
+  e2eClient,
+  eventually,
+  podctl,
+  removeE2EPods,
+  scratchDir,
+  startPodctl,
+  type RunningPodctl,
+} from '../support/e2e.js';
 
 let client: CriClient;
 const dir = scratchDir('e2e-events-persist');
@@ -58,21 +67,29 @@ test('after an agent restart, describe still lists the BackOff events from befor
     `apiVersion: v1\nkind: Pod\nmetadata: {name: crashloop, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - {name: app, image: busybox:1.36, command: [sh, -c, "echo bye; exit 3"]}\n`,
   );
   const first = startWatch();
-  const before = await eventually('a BackOff event from the first agent', async () => (backOffs()?.length ? backOffs() : undefined), 90_000);
+  const before = await eventually(
+    'a BackOff event from the first agent',
+    async () => (backOffs()?.length ? backOffs() : undefined),
+    90_000,
+  );
   const restartedAt = Date.now();
   await stopWatch(first);
 
   startWatch();
   // The new agent answers on the socket (its events), and the old BackOff row is among them.
   const after = await eventually(
-    'the first agent\'s BackOff event, served by the second',
+    "the first agent's BackOff event, served by the second",
     async () => {
       const list = backOffs();
       return list?.some((e) => Date.parse(e.firstTimestamp) < restartedAt) ? list : undefined;
     },
     60_000,
   );
-  assert.equal(Date.parse(after[0]!.firstTimestamp), Date.parse(before[0]!.firstTimestamp), 'the same event, first seen before the restart');
+  assert.equal(
+    Date.parse(after[0]!.firstTimestamp),
+    Date.parse(before[0]!.firstTimestamp),
+    'the same event, first seen before the restart',
+  );
 
   const described = await eventually(
     'describe with Last State',

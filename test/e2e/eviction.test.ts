@@ -24,7 +24,7 @@ after(async () => {
   dir.cleanup();
 });
 
-test('an emptyDir on disk written past its sizeLimit evicts the pod: Failed, reason Evicted, the kubelet\'s message, containers stopped', async () => {
+test("an emptyDir on disk written past its sizeLimit evicts the pod: Failed, reason Evicted, the kubelet's message, containers stopped", async () => {
   const file = join(dir.dir, 'fill.yaml');
   writeFileSync(
     file,

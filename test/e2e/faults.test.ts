@@ -32,7 +32,22 @@ const write = (name: string) => writeFileSync(join(manifests, `${name}.yaml`), p
 const unlink = (name: string) => rmSync(join(manifests, `${name}.yaml`), { force: true });
 
 function startWatch(): RunningPodctl {
-  const w = startPodctl(['watch', manifests, '--root-dir', root, '--log-root', logs, '--node-name', NODE, '--pleg', 'generic', '--pleg-relist-period', '200ms', '--file-check-frequency', '1s']);
+  const w = startPodctl([
+    'watch',
+    manifests,
+    '--root-dir',
+    root,
+    '--log-root',
+    logs,
+    '--node-name',
+    NODE,
+    '--pleg',
+    'generic',
+    '--pleg-relist-period',
+    '200ms',
+    '--file-check-frequency',
+    '1s',
+  ]);
   running.add(w);
   void w.done.then(() => running.delete(w));
   return w;
@@ -67,7 +82,9 @@ async function converged(desired: string[], removed: string[], timeoutMs = 60_00
   let last = new Map<string, PodState>();
   while (Date.now() < end) {
     last = new Map(await Promise.all([...desired, ...removed].map(async (n) => [n, await podState(n)] as const)));
-    const ok = desired.every((n) => last.get(n)!.ready === 1 && last.get(n)!.runningIds.length === 1) && removed.every((n) => last.get(n)!.sandboxes === 0);
+    const ok =
+      desired.every((n) => last.get(n)!.ready === 1 && last.get(n)!.runningIds.length === 1) &&
+      removed.every((n) => last.get(n)!.sandboxes === 0);
     if (ok) return last;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -99,7 +116,7 @@ after(async () => {
   dirs.cleanup();
 });
 
-test('a second watch on the same state dir refuses at once, naming the first one\'s PID', async () => {
+test("a second watch on the same state dir refuses at once, naming the first one's PID", async () => {
   const first = startWatch();
   await first.waitFor(/watching /, 30_000);
   const second = startPodctl(['watch', manifests, '--root-dir', root, '--log-root', logs]);
@@ -109,54 +126,58 @@ test('a second watch on the same state dir refuses at once, naming the first one
   await crash(first);
 });
 
-test('watch killed with SIGKILL at random points while syncing and terminating converges after a restart, restarting nothing that matched', async () => {
-  write('steady');
-  let w = startWatch();
-  const start = await converged(['steady'], []);
-  const steadyId = start.get('steady')!.runningIds[0]!;
+test(
+  'watch killed with SIGKILL at random points while syncing and terminating converges after a restart, restarting nothing ' +
+    'that matched',
+  async () => {
+    write('steady');
+    let w = startWatch();
+    const start = await converged(['steady'], []);
+    const steadyId = start.get('steady')!.runningIds[0]!;
 
-  // A sandbox left half-created (killed between RunPodSandbox and CreateContainer): made by hand, as podctl would have.
-  const half = parseManifestText(podYaml('half'), { kind: 'file', path: join(manifests, 'half.yaml') }, { nodeName: NODE }).pods[0]!.pod;
-  await crash(w);
-  const halfSandbox = await client.runPodSandbox(podSandboxConfig(half, 0, logs, watchAgent(root)));
-  write('half');
-  w = startWatch();
-  await converged(['steady', 'half'], []);
-  assert.deepEqual(
-    (await client.listPodSandbox({ labelSelector: { [POD_UID_LABEL]: half.metadata!.uid! } })).map((s) => s.id),
-    [halfSandbox],
-    'the half-made sandbox is the pod\'s: found and completed, not leaked beside a new one',
-  );
+    // A sandbox left half-created (killed between RunPodSandbox and CreateContainer): made by hand, as podctl would have.
+    const half = parseManifestText(podYaml('half'), { kind: 'file', path: join(manifests, 'half.yaml') }, { nodeName: NODE }).pods[0]!.pod;
+    await crash(w);
+    const halfSandbox = await client.runPodSandbox(podSandboxConfig(half, 0, logs, watchAgent(root)));
+    write('half');
+    w = startWatch();
+    await converged(['steady', 'half'], []);
+    assert.deepEqual(
+      (await client.listPodSandbox({ labelSelector: { [POD_UID_LABEL]: half.metadata!.uid! } })).map((s) => s.id),
+      [halfSandbox],
+      "the half-made sandbox is the pod's: found and completed, not leaked beside a new one",
+    );
 
-  // New pods, and watch killed somewhere in their sync.
-  const kills = [40, 150, 320, 600];
-  for (const [i, ms] of kills.entries()) {
-    write(`crash-${i}`);
-    await new Promise((r) => setTimeout(r, ms));
+    // New pods, and watch killed somewhere in their sync.
+    const kills = [40, 150, 320, 600];
+    for (const [i, ms] of kills.entries()) {
+      write(`crash-${i}`);
+      await new Promise((r) => setTimeout(r, ms));
+      await crash(w);
+      w = startWatch();
+    }
+    await converged(['steady', 'half', ...kills.map((_, i) => `crash-${i}`)], []);
+
+    // Termination interrupted: files removed, watch killed while it stops the pods.
+    unlink('half');
+    unlink('crash-0');
+    await new Promise((r) => setTimeout(r, 1_200));
     await crash(w);
     w = startWatch();
-  }
-  await converged(['steady', 'half', ...kills.map((_, i) => `crash-${i}`)], []);
+    const end = await converged(['steady', ...kills.slice(1).map((_, i) => `crash-${i + 1}`)], ['half', 'crash-0']);
+    assert.deepEqual(end.get('steady')!.runningIds, [steadyId], 'the pod that always matched was never restarted');
 
-  // Termination interrupted: files removed, watch killed while it stops the pods.
-  unlink('half');
-  unlink('crash-0');
-  await new Promise((r) => setTimeout(r, 1_200));
-  await crash(w);
-  w = startWatch();
-  const end = await converged(['steady', ...kills.slice(1).map((_, i) => `crash-${i + 1}`)], ['half', 'crash-0']);
-  assert.deepEqual(end.get('steady')!.runningIds, [steadyId], 'the pod that always matched was never restarted');
-
-  // Everything removed: no sandbox, no container, no mount left behind.
-  for (const i of kills.keys()) unlink(`crash-${i}`);
-  unlink('steady');
-  await converged([], ['steady', ...kills.map((_, i) => `crash-${i}`)]);
-  for (let i = 0; i < 240 && mountsUnderRoot().length > 0; i++) await new Promise((r) => setTimeout(r, 250));
-  assert.deepEqual(mountsUnderRoot(), [], 'no tmpfs left under the state dir');
-  assert.deepEqual(await client.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': E2E_NAMESPACE } }), []);
-  w.interrupt();
-  assert.equal((await w.done).code, 0);
-});
+    // Everything removed: no sandbox, no container, no mount left behind.
+    for (const i of kills.keys()) unlink(`crash-${i}`);
+    unlink('steady');
+    await converged([], ['steady', ...kills.map((_, i) => `crash-${i}`)]);
+    for (let i = 0; i < 240 && mountsUnderRoot().length > 0; i++) await new Promise((r) => setTimeout(r, 250));
+    assert.deepEqual(mountsUnderRoot(), [], 'no tmpfs left under the state dir');
+    assert.deepEqual(await client.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': E2E_NAMESPACE } }), []);
+    w.interrupt();
+    assert.equal((await w.done).code, 0);
+  },
+);
 
 test('run and sync-once from another shell leave a pod the running watch keeps to it, instead of fighting over it', async () => {
   write('shared');
@@ -165,12 +186,15 @@ test('run and sync-once from another shell leave a pod the running watch keeps t
   const file = join(manifests, 'shared.yaml');
   const run = podctl(['run', '--detach', file, '--root-dir', root, '--log-root', logs]);
   assert.equal(run.code, 1, run.stderr);
-  assert.match(run.stderr, new RegExp(`${E2E_NAMESPACE}/shared: rejected at admission: the watch on ${root.replaceAll('/', '\\/')} keeps this pod`));
+  assert.match(
+    run.stderr,
+    new RegExp(`${E2E_NAMESPACE}/shared: rejected at admission: the watch on ${root.replaceAll('/', '\\/')} keeps this pod`),
+  );
   // sync-once reports every pod in its table, this one as rejected.
   const once = podctl(['sync-once', file, '--root-dir', root, '--log-root', logs]);
   assert.equal(once.code, 1, once.stderr);
   assert.match(once.stdout.replace(/\s+/g, ' '), /rejected at admission: the watch on .* keeps this pod/);
-  assert.deepEqual((await podState('shared')).runningIds, before, 'the watch\'s container was not touched');
+  assert.deepEqual((await podState('shared')).runningIds, before, "the watch's container was not touched");
   unlink('shared');
   await converged([], ['shared']);
   w.interrupt();

@@ -49,7 +49,20 @@ before(async () => {
     const res = await fetch(`http://127.0.0.1:${port}/v2/`).catch(() => undefined);
     return res?.status === 401 ? true : undefined;
   });
-  const copy = spawnSync('skopeo', ['copy', '--quiet', '--src-tls-verify=false', '--dest-tls-verify=false', '--dest-creds', `${USER}:${PASSWORD}`, `docker://127.0.0.1:${registryPort()}/library/busybox:1.36`, `docker://127.0.0.1:${port}/private/busybox:1`], { encoding: 'utf8' });
+  const copy = spawnSync(
+    'skopeo',
+    [
+      'copy',
+      '--quiet',
+      '--src-tls-verify=false',
+      '--dest-tls-verify=false',
+      '--dest-creds',
+      `${USER}:${PASSWORD}`,
+      `docker://127.0.0.1:${registryPort()}/library/busybox:1.36`,
+      `docker://127.0.0.1:${port}/private/busybox:1`,
+    ],
+    { encoding: 'utf8' },
+  );
   assert.equal(copy.status, 0, copy.stderr);
   hostsDir = join(embeddedPaths().certsDir, `127.0.0.1:${port}`);
   mkdirSync(hostsDir, { recursive: true });
@@ -65,7 +78,8 @@ after(async () => {
   dir.cleanup();
 });
 
-const dockerConfig = (password: string) => JSON.stringify({ auths: { [`127.0.0.1:${port}`]: { auth: Buffer.from(`${USER}:${password}`).toString('base64') } } });
+const dockerConfig = (password: string) =>
+  JSON.stringify({ auths: { [`127.0.0.1:${port}`]: { auth: Buffer.from(`${USER}:${password}`).toString('base64') } } });
 
 function manifest(name: string, secret?: { name: string; password: string }): string {
   const file = join(dir.dir, `${name}.yaml`);
@@ -84,7 +98,22 @@ function pods(stdout: string): IPod[] {
 }
 
 const syncOnce = (file: string, rootDir: string) =>
-  podctl(['sync-once', file, '--root-dir', rootDir, '--log-root', join(dir.dir, 'logs'), '--max-retries', '1', '--retry-delay', '200ms', '--timeout', '90s', '-o', 'json']);
+  podctl([
+    'sync-once',
+    file,
+    '--root-dir',
+    rootDir,
+    '--log-root',
+    join(dir.dir, 'logs'),
+    '--max-retries',
+    '1',
+    '--retry-delay',
+    '200ms',
+    '--timeout',
+    '90s',
+    '-o',
+    'json',
+  ]);
 
 test('a private image is pulled with the imagePullSecret of the set, and fails with 401 without it or with a wrong password', async () => {
   const rootDir = join(dir.dir, 'root-secret');
@@ -114,18 +143,31 @@ test("the node's config.json in the root dir supplies credentials to a pod that 
   await removeE2EPods(client);
 });
 
-test('run --detach hands the pod to the agent with its image pull Secret: the agent pulls the private image with it and the pod runs', async () => {
-  // run --detach starts an agent on this root dir of its own, stopped by its PID at the end.
-  const rootDir = join(dir.dir, 'root-detach');
-  try {
-    const r = podctl(['run', '--detach', manifest('private-detach', { name: 'regcred', password: PASSWORD }), '--root-dir', rootDir, '--log-root', join(dir.dir, 'logs'), '--timeout', '90s']);
-    assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /private-detach\s+Running/);
-    const events = podctl(['events', '-n', E2E_NAMESPACE, '--for', 'pod/private-detach', '--root-dir', rootDir]);
-    assert.equal(events.code, 0, events.stderr);
-    assert.doesNotMatch(events.stdout, /FailedToRetrieveImagePullSecret|ErrImagePull/, events.stdout);
-  } finally {
-    assert.equal(podctl(['agent', 'stop', '--root-dir', rootDir]).code, 0);
-    await removeE2EPods(client);
-  }
-});
+test(
+  'run --detach hands the pod to the agent with its image pull Secret: the agent pulls the private image with it and ' + 'the pod runs',
+  async () => {
+    // run --detach starts an agent on this root dir of its own, stopped by its PID at the end.
+    const rootDir = join(dir.dir, 'root-detach');
+    try {
+      const r = podctl([
+        'run',
+        '--detach',
+        manifest('private-detach', { name: 'regcred', password: PASSWORD }),
+        '--root-dir',
+        rootDir,
+        '--log-root',
+        join(dir.dir, 'logs'),
+        '--timeout',
+        '90s',
+      ]);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.match(r.stdout, /private-detach\s+Running/);
+      const events = podctl(['events', '-n', E2E_NAMESPACE, '--for', 'pod/private-detach', '--root-dir', rootDir]);
+      assert.equal(events.code, 0, events.stderr);
+      assert.doesNotMatch(events.stdout, /FailedToRetrieveImagePullSecret|ErrImagePull/, events.stdout);
+    } finally {
+      assert.equal(podctl(['agent', 'stop', '--root-dir', rootDir]).code, 0);
+      await removeE2EPods(client);
+    }
+  },
+);

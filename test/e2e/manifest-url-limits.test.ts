@@ -31,10 +31,13 @@ const listen = async (s: Server) => {
 };
 
 async function runningApp(name: string): Promise<{ id: string } | undefined> {
-  const list = await client.listContainers({ labelSelector: { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE, [CONTAINER_NAME_LABEL]: 'app' } });
+  const list = await client.listContainers({
+    labelSelector: { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE, [CONTAINER_NAME_LABEL]: 'app' },
+  });
   return list.find((c) => c.state === 'CONTAINER_RUNNING');
 }
-const sandboxes = async (name: string) => client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
+const sandboxes = async (name: string) =>
+  client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
 
 before(async () => {
   client = e2eClient();
@@ -63,44 +66,73 @@ after(async () => {
   dir.cleanup();
 });
 
-test('watch --manifest-url: add, change, server down, remove; a redirect to another origin and an oversize body keep the last good pods', async () => {
-  let body = pod('url-web', ['sleep', '3600']);
-  serveA = (_req, res) => void res.writeHead(200).end(body);
-  watch = startPodctl([
-    'watch', '--manifest-url', `${aURL}/pods.yaml`, '--manifest-url-header', 'X-Api-Key: k3y',
-    '--http-check-frequency', '1s', '--manifest-url-max-size', '64Ki',
-    '--root-dir', join(dir.dir, 'root'), '--log-root', join(dir.dir, 'logs'),
-  ]);
-  const first = await eventually('url-web running', () => runningApp('url-web'), 90_000);
-  assert.ok(keysAtA.includes('k3y'), 'the header was sent to the URL');
+test(
+  'watch --manifest-url: add, change, server down, remove; a redirect to another origin and an oversize body keep the last ' + 'good pods',
+  async () => {
+    let body = pod('url-web', ['sleep', '3600']);
+    serveA = (_req, res) => void res.writeHead(200).end(body);
+    watch = startPodctl([
+      'watch',
+      '--manifest-url',
+      `${aURL}/pods.yaml`,
+      '--manifest-url-header',
+      'X-Api-Key: k3y',
+      '--http-check-frequency',
+      '1s',
+      '--manifest-url-max-size',
+      '64Ki',
+      '--root-dir',
+      join(dir.dir, 'root'),
+      '--log-root',
+      join(dir.dir, 'logs'),
+    ]);
+    const first = await eventually('url-web running', () => runningApp('url-web'), 90_000);
+    assert.ok(keysAtA.includes('k3y'), 'the header was sent to the URL');
 
-  // Changed: the container is replaced.
-  body = pod('url-web', ['sh', '-c', 'sleep 3600']);
-  const second = await eventually('url-web replaced', async () => {
-    const c = await runningApp('url-web');
-    return c && c.id !== first.id ? c : undefined;
-  }, 90_000);
+    // Changed: the container is replaced.
+    body = pod('url-web', ['sh', '-c', 'sleep 3600']);
+    const second = await eventually(
+      'url-web replaced',
+      async () => {
+        const c = await runningApp('url-web');
+        return c && c.id !== first.id ? c : undefined;
+      },
+      90_000,
+    );
 
-  // Server down for a while: the pod stays as it is.
-  serveA = (req) => req.socket.destroy();
-  await eventually('the fetch failure reported', async () => (/url-web|pods\.yaml/.test(watch!.stderr()) && /keeping the last good pods/.test(watch!.stderr()) ? true : undefined), 30_000);
-  assert.equal((await runningApp('url-web'))?.id, second.id, 'nothing restarted while the server was down');
+    // Server down for a while: the pod stays as it is.
+    serveA = (req) => req.socket.destroy();
+    await eventually(
+      'the fetch failure reported',
+      async () => (/url-web|pods\.yaml/.test(watch!.stderr()) && /keeping the last good pods/.test(watch!.stderr()) ? true : undefined),
+      30_000,
+    );
+    assert.equal((await runningApp('url-web'))?.id, second.id, 'nothing restarted while the server was down');
 
-  // A redirect to another origin: refused, the header never reaches B, B's pod never appears.
-  serveA = (_req, res) => void res.writeHead(302, { location: `${bURL}/pods.yaml` }).end();
-  await eventually('the redirect refused', async () => (/refusing the redirect to http:\/\/127\.0\.0\.1:\d+\/pods\.yaml/.test(watch!.stderr()) ? true : undefined), 30_000);
-  // An oversize body: refused too.
-  serveA = (_req, res) => void res.writeHead(200).end(`${body}# ${'x'.repeat(200 * 1024)}\n`);
-  await eventually('the oversize body refused', async () => (/over the limit of 65536 bytes/.test(watch!.stderr()) ? true : undefined), 30_000);
-  assert.deepEqual(keysAtB, [], 'the other origin was never contacted');
-  assert.deepEqual(await sandboxes('from-b'), []);
-  assert.equal((await runningApp('url-web'))?.id, second.id, 'the last good pods still run, unchanged');
+    // A redirect to another origin: refused, the header never reaches B, B's pod never appears.
+    serveA = (_req, res) => void res.writeHead(302, { location: `${bURL}/pods.yaml` }).end();
+    await eventually(
+      'the redirect refused',
+      async () => (/refusing the redirect to http:\/\/127\.0\.0\.1:\d+\/pods\.yaml/.test(watch!.stderr()) ? true : undefined),
+      30_000,
+    );
+    // An oversize body: refused too.
+    serveA = (_req, res) => void res.writeHead(200).end(`${body}# ${'x'.repeat(200 * 1024)}\n`);
+    await eventually(
+      'the oversize body refused',
+      async () => (/over the limit of 65536 bytes/.test(watch!.stderr()) ? true : undefined),
+      30_000,
+    );
+    assert.deepEqual(keysAtB, [], 'the other origin was never contacted');
+    assert.deepEqual(await sandboxes('from-b'), []);
+    assert.equal((await runningApp('url-web'))?.id, second.id, 'the last good pods still run, unchanged');
 
-  // Back, without the pod: it is removed.
-  serveA = (_req, res) => void res.writeHead(200).end('');
-  await eventually('url-web removed', async () => ((await sandboxes('url-web')).length === 0 ? true : undefined), 90_000);
+    // Back, without the pod: it is removed.
+    serveA = (_req, res) => void res.writeHead(200).end('');
+    await eventually('url-web removed', async () => ((await sandboxes('url-web')).length === 0 ? true : undefined), 90_000);
 
-  watch.kill('SIGTERM');
-  await watch.done;
-  watch = undefined;
-});
+    watch.kill('SIGTERM');
+    await watch.done;
+    watch = undefined;
+  },
+);

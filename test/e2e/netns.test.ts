@@ -57,7 +57,10 @@ function syncPods(names: string[]): void {
   writeFileSync(
     file,
     names
-      .map((n) => `apiVersion: v1\nkind: Pod\nmetadata: {name: ${n}, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`)
+      .map(
+        (n) =>
+          `apiVersion: v1\nkind: Pod\nmetadata: {name: ${n}, namespace: ${E2E_NAMESPACE}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`,
+      )
       .join('---\n'),
   );
   const once = podctl(['sync-once', file, '--root-dir', root, '--log-root', logs]);
@@ -78,16 +81,22 @@ test('with /run/netns bind-mounted onto itself (as podman leaves it), pods are c
   const del = podctl(['delete', 'pod', ...names, '-n', E2E_NAMESPACE, '--grace-period', '0', '--root-dir', root]);
   assert.equal(del.code, 0, del.stderr + del.stdout);
   const left = await client.listPodSandbox({ labelSelector: { [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
-  assert.deepEqual(left.filter((s) => names.includes(s.metadata?.name ?? '')).map((s) => s.id), [], 'every sandbox removed');
+  assert.deepEqual(
+    left.filter((s) => names.includes(s.metadata?.name ?? '')).map((s) => s.id),
+    [],
+    'every sandbox removed',
+  );
   const list = podctl(['get', 'pods', '-A', '--root-dir', root]);
   assert.equal(list.code, 0, list.stderr);
 });
 
 /** The sandbox's network namespace file, from containerd's verbose status (its OCI spec). */
 async function netnsPath(id: string): Promise<string> {
-  const info = JSON.parse((await client.podSandboxStatus(id, true)).info?.info ?? '{}') as { runtimeSpec?: { linux?: { namespaces?: { type: string; path?: string }[] } } };
+  const info = JSON.parse((await client.podSandboxStatus(id, true)).info?.info ?? '{}') as {
+    runtimeSpec?: { linux?: { namespaces?: { type: string; path?: string }[] } };
+  };
   const path = info.runtimeSpec?.linux?.namespaces?.find((n) => n.type === 'network')?.path;
-  assert.ok(path, 'containerd names the sandbox\'s netns');
+  assert.ok(path, "containerd names the sandbox's netns");
   return path;
 }
 
@@ -113,11 +122,15 @@ test('a sandbox whose status call fails shows as Unknown in get pods -A, beside 
 
     const json = podctl(['get', 'pods', '-A', '-o', 'json', '--root-dir', root]);
     assert.equal(json.code, 0, json.stderr);
-    const items = (JSON.parse(json.stdout) as { items: { metadata: { name: string; namespace: string }; status: { phase: string; reason?: string; message?: string } }[] }).items.filter((p) => p.metadata.namespace === E2E_NAMESPACE);
+    const items = (
+      JSON.parse(json.stdout) as {
+        items: { metadata: { name: string; namespace: string }; status: { phase: string; reason?: string; message?: string } }[];
+      }
+    ).items.filter((p) => p.metadata.namespace === E2E_NAMESPACE);
     const byName = new Map(items.map((p) => [p.metadata.name, p.status]));
     assert.equal(byName.get('sick')?.phase, 'Unknown', JSON.stringify(byName.get('sick')));
     assert.equal(byName.get('sick')?.reason, 'RuntimeError');
-    assert.match(byName.get('sick')?.message ?? '', /netns|network namespace/i, 'the runtime\'s own error is kept');
+    assert.match(byName.get('sick')?.message ?? '', /netns|network namespace/i, "the runtime's own error is kept");
     assert.equal(byName.get('well')?.phase, 'Running', 'the other pod is listed as it is');
 
     const table = podctl(['get', 'pods', '-A', '--root-dir', root]);

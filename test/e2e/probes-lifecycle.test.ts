@@ -8,7 +8,16 @@ import type { Kubelet } from '../../src/core/kubelet.js';
 import type { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { runtimeId } from '../../src/core/prober/index.js';
-import { containerLogLines, E2E_NAMESPACE, recordStatuses, logFileLines, scratchDir, startE2ENode, waitForStatus, type E2ENode } from '../support/e2e.js';
+import {
+  containerLogLines,
+  E2E_NAMESPACE,
+  recordStatuses,
+  logFileLines,
+  scratchDir,
+  startE2ENode,
+  waitForStatus,
+  type E2ENode,
+} from '../support/e2e.js';
 
 let client: CriClient;
 let kubelet: Kubelet;
@@ -54,7 +63,8 @@ function pod(name: string, spec: string): IPod {
 }
 
 const waitFor = (p: IPod, cond: (s: IPodStatus) => boolean, timeoutMs = 30_000) => waitForStatus(kubelet, p, cond, timeoutMs);
-const cs = (s: IPodStatus, name = 'app') => [...(s.containerStatuses ?? []), ...(s.initContainerStatuses ?? [])].find((c) => c.name === name)!;
+const cs = (s: IPodStatus, name = 'app') =>
+  [...(s.containerStatuses ?? []), ...(s.initContainerStatuses ?? [])].find((c) => c.name === name)!;
 const ready = (s: IPodStatus, type = 'Ready') => s.conditions?.find((c) => c.type === type)?.status;
 
 let node: E2ENode;
@@ -70,13 +80,15 @@ after(async () => {
   dirs.cleanup();
 });
 
-test('liveness (exec): once the container marks itself dead the probe fails failureThreshold times, then the container is restarted', async () => {
-  // Healthy until the first instance marks itself dead after 3 s; the instance after the restart
-  // finds the emptyDir's marker and stays healthy: exactly three failed probes, however the probes
-  // and this test are scheduled.
-  const p = pod(
-    'liveness-exec',
-    `  terminationGracePeriodSeconds: 2
+test(
+  'liveness (exec): once the container marks itself dead the probe fails failureThreshold times, then the container is ' + 'restarted',
+  async () => {
+    // Healthy until the first instance marks itself dead after 3 s; the instance after the restart
+    // finds the emptyDir's marker and stays healthy: exactly three failed probes, however the probes
+    // and this test are scheduled.
+    const p = pod(
+      'liveness-exec',
+      `  terminationGracePeriodSeconds: 2
   containers:
   - name: app
     image: busybox:1.36
@@ -85,24 +97,25 @@ test('liveness (exec): once the container marks itself dead the probe fails fail
     volumeMounts: [{name: data, mountPath: /data}]
   volumes: [{name: data, emptyDir: {}}]
 `,
-  );
-  loop.addPods([p]);
-  const first = await waitFor(p, (s) => cs(s).state?.running !== undefined);
-  const restarted = await waitFor(p, (s) => cs(s).restartCount === 1 && cs(s).state?.running !== undefined, 40_000);
-  assert.notEqual(cs(restarted).containerID, cs(first).containerID);
-  const last = cs(restarted).lastState?.terminated;
-  assert.ok(last, 'the killed instance is the last state');
-  assert.equal(last.message, 'Container app failed liveness probe, will be restarted');
-  const events = kubelet.events.eventsFor(p.metadata!.uid!);
-  const unhealthy = events.find((e) => e.reason === 'Unhealthy');
-  assert.match(unhealthy?.message ?? '', /^Liveness probe failed: dead/);
-  assert.equal(unhealthy?.count, 3, 'killed after exactly failureThreshold failed probes');
-  assert.ok(events.some((e) => e.reason === 'Killing' && e.message === 'Container app failed liveness probe, will be restarted'));
-  // Killed from outside with the pod's grace period, after which the runtime's SIGKILL ends a shell that ignores SIGTERM.
-  const stop = stops.find((s) => `containerd://${s.id}` === cs(first).containerID);
-  assert.equal(stop?.timeout, 2);
-  await remove(p);
-});
+    );
+    loop.addPods([p]);
+    const first = await waitFor(p, (s) => cs(s).state?.running !== undefined);
+    const restarted = await waitFor(p, (s) => cs(s).restartCount === 1 && cs(s).state?.running !== undefined, 40_000);
+    assert.notEqual(cs(restarted).containerID, cs(first).containerID);
+    const last = cs(restarted).lastState?.terminated;
+    assert.ok(last, 'the killed instance is the last state');
+    assert.equal(last.message, 'Container app failed liveness probe, will be restarted');
+    const events = kubelet.events.eventsFor(p.metadata!.uid!);
+    const unhealthy = events.find((e) => e.reason === 'Unhealthy');
+    assert.match(unhealthy?.message ?? '', /^Liveness probe failed: dead/);
+    assert.equal(unhealthy?.count, 3, 'killed after exactly failureThreshold failed probes');
+    assert.ok(events.some((e) => e.reason === 'Killing' && e.message === 'Container app failed liveness probe, will be restarted'));
+    // Killed from outside with the pod's grace period, after which the runtime's SIGKILL ends a shell that ignores SIGTERM.
+    const stop = stops.find((s) => `containerd://${s.id}` === cs(first).containerID);
+    assert.equal(stop?.timeout, 2);
+    await remove(p);
+  },
+);
 
 test('readiness (httpGet): Ready only once busybox httpd answers, False again when it stops, without a restart', async () => {
   const p = pod(
@@ -127,7 +140,11 @@ test('readiness (httpGet): Ready only once busybox httpd answers, False again wh
   assert.equal(ready(down), 'False');
   assert.equal(cs(down).restartCount, 0);
   assert.equal(cs(down).containerID, cs(up).containerID, 'readiness never restarts a container');
-  assert.ok(kubelet.events.eventsFor(p.metadata!.uid!).some((e) => e.reason === 'Unhealthy' && /^Readiness probe failed: Get "http:\/\/[\d.]+:8080\/index.html"/.test(e.message)));
+  assert.ok(
+    kubelet.events
+      .eventsFor(p.metadata!.uid!)
+      .some((e) => e.reason === 'Unhealthy' && /^Readiness probe failed: Get "http:\/\/[\d.]+:8080\/index.html"/.test(e.message)),
+  );
   await remove(p);
 });
 
@@ -177,11 +194,14 @@ test('tcpSocket readiness turns ready when the port listens; a failing startup p
   const firstRunning = await gatedHistory.first((s) => cs(s)?.state?.running !== undefined, 30_000);
   assert.equal(cs(firstRunning.status).started, false, 'not started before the startup probe passes');
   const { status: started, before: earlier } = await gatedHistory.first((s) => cs(s)?.started === true, 30_000);
-  assert.ok(earlier.every((s) => cs(s)?.started !== true), 'every status before it said not started');
+  assert.ok(
+    earlier.every((s) => cs(s)?.started !== true),
+    'every status before it said not started',
+  );
   gatedHistory.stop();
   const id = runtimeId(cs(started).containerID)!;
   // Let liveness run a few times after startup succeeded.
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
     const ok = await client.execSync(id, ['sh', '-c', 'wc -l < /live-ok'], 5).catch(() => undefined);
     if (ok && Number(Buffer.from(ok.stdout).toString().trim()) >= 2) break;
     await new Promise((r) => setTimeout(r, 250));
@@ -194,10 +214,13 @@ test('tcpSocket readiness turns ready when the port listens; a failing startup p
   await remove(tcp, neverStarts, gated);
 });
 
-test('postStart writes a file the container reads; preStop runs before SIGTERM; a container ignoring SIGTERM is killed after its grace period', async () => {
-  const hooks = pod(
-    'hooks',
-    `  terminationGracePeriodSeconds: 10
+test(
+  'postStart writes a file the container reads; preStop runs before SIGTERM; a container ignoring SIGTERM is killed after its ' +
+    'grace period',
+  async () => {
+    const hooks = pod(
+      'hooks',
+      `  terminationGracePeriodSeconds: 10
   containers:
   - name: app
     image: busybox:1.36
@@ -206,34 +229,43 @@ test('postStart writes a file the container reads; preStop runs before SIGTERM; 
       postStart: {exec: {command: [sh, -c, "echo written-by-poststart > /hook"]}}
       preStop: {exec: {command: [sh, -c, "echo prestop-ran > /proc/1/fd/1"]}}
 `,
-  );
-  const stubborn = pod(
-    'ignores-sigterm',
-    `  terminationGracePeriodSeconds: 3
+    );
+    const stubborn = pod(
+      'ignores-sigterm',
+      `  terminationGracePeriodSeconds: 3
   containers:
   - name: app
     image: busybox:1.36
     command: [sh, -c, "trap '' TERM; echo ignoring; while true; do sleep 1; done"]
 `,
-  );
-  loop.addPods([hooks, stubborn]);
-  const hooksRunning = await waitFor(hooks, (s) => cs(s).state?.running !== undefined);
-  const stubbornRunning = await waitFor(stubborn, (s) => cs(s).state?.running !== undefined);
-  for (const deadline = Date.now() + 60_000; !containerLogLines(logRoot, hooks, 'app').includes('written-by-poststart') && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 250));
-  assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), ['written-by-poststart'], 'the main process read what postStart wrote');
+    );
+    loop.addPods([hooks, stubborn]);
+    const hooksRunning = await waitFor(hooks, (s) => cs(s).state?.running !== undefined);
+    const stubbornRunning = await waitFor(stubborn, (s) => cs(s).state?.running !== undefined);
+    for (
+      const deadline = Date.now() + 60_000;
+      !containerLogLines(logRoot, hooks, 'app').includes('written-by-poststart') && Date.now() < deadline;
+    )
+      await new Promise((r) => setTimeout(r, 250));
+    assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), ['written-by-poststart'], 'the main process read what postStart wrote');
 
-  await remove(hooks, stubborn);
-  assert.deepEqual(logsAtRemoval.get(runtimeId(cs(hooksRunning).containerID)!), ['written-by-poststart', 'prestop-ran', 'got-sigterm'], 'preStop before SIGTERM');
-  assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), [], 'the log directory went with the pod');
+    await remove(hooks, stubborn);
+    assert.deepEqual(
+      logsAtRemoval.get(runtimeId(cs(hooksRunning).containerID)!),
+      ['written-by-poststart', 'prestop-ran', 'got-sigterm'],
+      'preStop before SIGTERM',
+    );
+    assert.deepEqual(containerLogLines(logRoot, hooks, 'app'), [], 'the log directory went with the pod');
 
-  const id = runtimeId(cs(stubbornRunning).containerID)!;
-  const stop = stops.find((s) => s.id === id);
-  assert.equal(stop?.timeout, 3, 'StopContainer got the pod grace period');
-  const end = removed.get(id);
-  assert.equal(end?.exitCode, 137, 'SIGKILL, since SIGTERM was ignored');
-  const finishedMs = Number(end!.finishedAt) / 1e6;
-  assert.ok(finishedMs - stop!.at >= 2_900, `killed after the 3 s grace period, not before (after ${finishedMs - stop!.at} ms)`);
-});
+    const id = runtimeId(cs(stubbornRunning).containerID)!;
+    const stop = stops.find((s) => s.id === id);
+    assert.equal(stop?.timeout, 3, 'StopContainer got the pod grace period');
+    const end = removed.get(id);
+    assert.equal(end?.exitCode, 137, 'SIGKILL, since SIGTERM was ignored');
+    const finishedMs = Number(end!.finishedAt) / 1e6;
+    assert.ok(finishedMs - stop!.at >= 2_900, `killed after the 3 s grace period, not before (after ${finishedMs - stop!.at} ms)`);
+  },
+);
 
 test('init containers run one at a time in order before the app; a failing one keeps the pod Pending with Init: status', async () => {
   const ordered = pod(
@@ -256,7 +288,9 @@ test('init containers run one at a time in order before the app; a failing one k
 `,
   );
   const shown: string[] = [];
-  const stop = kubelet.observe({ onStatus: ({ pod: p, status }) => p.metadata!.uid === ordered.metadata!.uid && shown.push(displayStatus(p, status)) });
+  const stop = kubelet.observe({
+    onStatus: ({ pod: p, status }) => p.metadata!.uid === ordered.metadata!.uid && shown.push(displayStatus(p, status)),
+  });
   loop.addPods([ordered, failing]);
   const running = await waitFor(ordered, (s) => s.phase === 'Running' && cs(s).state?.running !== undefined);
   stop();
@@ -271,11 +305,16 @@ test('init containers run one at a time in order before the app; a failing one k
   assert.ok(shown.includes('Init:1/2'), `shown: ${shown.join(', ')}`);
   assert.equal(shown.at(-1), 'Running');
 
-  const retried = await waitFor(failing, (s) => cs(s, 'setup').restartCount >= 1 && /^Init:(Error|CrashLoopBackOff)$/.test(displayStatus(failing, s)));
+  const retried = await waitFor(
+    failing,
+    (s) => cs(s, 'setup').restartCount >= 1 && /^Init:(Error|CrashLoopBackOff)$/.test(displayStatus(failing, s)),
+  );
   assert.equal(retried.phase, 'Pending');
   assert.equal(ready(retried, 'Initialized'), 'False');
   assert.equal(cs(retried).state?.waiting?.reason, 'PodInitializing');
-  const apps = await client.listContainers({ labelSelector: { 'io.kubernetes.pod.uid': failing.metadata!.uid!, 'io.kubernetes.container.name': 'app' } });
+  const apps = await client.listContainers({
+    labelSelector: { 'io.kubernetes.pod.uid': failing.metadata!.uid!, 'io.kubernetes.container.name': 'app' },
+  });
   assert.equal(apps.length, 0, 'the app container is never created while init fails');
   await remove(ordered, failing);
 });

@@ -42,7 +42,10 @@ test('a readiness gate keeps Ready False while its condition is missing or False
     const c = await readyCondition();
     return c?.reason === 'ReadinessGatesNotReady' ? c : undefined;
   });
-  assert.deepEqual([waiting.status, waiting.message], ['False', 'corresponding condition of pod readiness gate "example.com/lb" does not exist.']);
+  assert.deepEqual(
+    [waiting.status, waiting.message],
+    ['False', 'corresponding condition of pod readiness gate "example.com/lb" does not exist.'],
+  );
   // --wait=ready would wait for the gate: with a second of patience it reports the pod not ready.
   const notReady = podctl(['run', '--detach', file, '--wait', 'ready', '--timeout', '1s', ...common]);
   assert.equal(notReady.code, 1, notReady.stdout + notReady.stderr);
@@ -53,7 +56,10 @@ test('a readiness gate keeps Ready False while its condition is missing or False
 
   const off = podctl(['condition', 'gated', 'example.com/lb=False', '--reason', 'Draining', '-n', E2E_NAMESPACE, '--root-dir', rootDir]);
   assert.equal(off.code, 0, off.stderr);
-  assert.match(off.stdout, /Ready=False \(ReadinessGatesNotReady: the status of pod readiness gate "example.com\/lb" is not "True", but False\)/);
+  assert.match(
+    off.stdout,
+    /Ready=False \(ReadinessGatesNotReady: the status of pod readiness gate "example.com\/lb" is not "True", but False\)/,
+  );
 
   const on = podctl(['condition', 'gated', 'example.com/lb=True', '-n', E2E_NAMESPACE, '--root-dir', rootDir]);
   assert.equal(on.code, 0, on.stderr);

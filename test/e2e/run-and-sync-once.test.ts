@@ -55,22 +55,45 @@ test('run --detach: the pod reaches Running; running the same file again changes
   const second = podctl(['run', '--detach', file, ...common]);
   assert.equal(second.code, 0, second.stderr);
   const afterRun = await runtimeView('one');
-  assert.deepEqual(afterRun.sandboxes.map((s) => s.id), before.sandboxes.map((s) => s.id));
-  assert.deepEqual(afterRun.containers.map((c) => c.id), before.containers.map((c) => c.id));
+  assert.deepEqual(
+    afterRun.sandboxes.map((s) => s.id),
+    before.sandboxes.map((s) => s.id),
+  );
+  assert.deepEqual(
+    afterRun.containers.map((c) => c.id),
+    before.containers.map((c) => c.id),
+  );
 });
 
 test('changing one container command replaces just that container', async () => {
   const file = join(dir.dir, 'two.yaml');
-  writeFileSync(file, podYaml('two', [{ name: 'a', command: ['sleep', '3600'] }, { name: 'b', command: ['sleep', '3601'] }]));
+  writeFileSync(
+    file,
+    podYaml('two', [
+      { name: 'a', command: ['sleep', '3600'] },
+      { name: 'b', command: ['sleep', '3601'] },
+    ]),
+  );
   assert.equal(podctl(['run', '--detach', file, ...common]).code, 0);
   const before = await runtimeView('two');
-  const idOf = (view: typeof before, name: string) => view.containers.find((c) => c.labels[CONTAINER_NAME_LABEL] === name && c.state === 'CONTAINER_RUNNING')?.id;
+  const idOf = (view: typeof before, name: string) =>
+    view.containers.find((c) => c.labels[CONTAINER_NAME_LABEL] === name && c.state === 'CONTAINER_RUNNING')?.id;
 
-  writeFileSync(file, podYaml('two', [{ name: 'a', command: ['sleep', '3600'] }, { name: 'b', command: ['sleep', '4000'] }]));
+  writeFileSync(
+    file,
+    podYaml('two', [
+      { name: 'a', command: ['sleep', '3600'] },
+      { name: 'b', command: ['sleep', '4000'] },
+    ]),
+  );
   const r = podctl(['run', '--detach', file, ...common]);
   assert.equal(r.code, 0, r.stderr);
   const afterEdit = await runtimeView('two');
-  assert.deepEqual(afterEdit.sandboxes.map((s) => s.id), before.sandboxes.map((s) => s.id), 'same sandbox');
+  assert.deepEqual(
+    afterEdit.sandboxes.map((s) => s.id),
+    before.sandboxes.map((s) => s.id),
+    'same sandbox',
+  );
   assert.equal(idOf(afterEdit, 'a'), idOf(before, 'a'), 'container a untouched');
   assert.notEqual(idOf(afterEdit, 'b'), idOf(before, 'b'), 'container b replaced');
   assert.ok(idOf(afterEdit, 'b'));
@@ -122,14 +145,29 @@ test('sync-once: a pod that runs to completion under Never counts as done (Succe
 
 test('an invalid manifest is rejected with file, document and field, and nothing is created', async () => {
   const cases: [string, string, RegExp][] = [
-    ['bad-yaml.yaml', 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n   bad: indent\n', /bad-yaml\.yaml: document 1: invalid YAML at line \d+, column \d+/],
-    ['no-containers.yaml', `apiVersion: v1\nkind: Pod\nmetadata:\n  name: nocont\n  namespace: ${E2E_NAMESPACE}\nspec: {}\n`, /no-containers\.yaml: document 1 \(Pod "nocont"\): spec\.containers: required/],
+    [
+      'bad-yaml.yaml',
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n   bad: indent\n',
+      /bad-yaml\.yaml: document 1: invalid YAML at line \d+, column \d+/,
+    ],
+    [
+      'no-containers.yaml',
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: nocont\n  namespace: ${E2E_NAMESPACE}\nspec: {}\n`,
+      /no-containers\.yaml: document 1 \(Pod "nocont"\): spec\.containers: required/,
+    ],
     [
       'dup.yaml',
-      `---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n---\n${podYaml('dup', [{ name: 'app', command: ['true'] }, { name: 'app', command: ['true'] }])}`,
+      `---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n---\n${podYaml('dup', [
+        { name: 'app', command: ['true'] },
+        { name: 'app', command: ['true'] },
+      ])}`,
       /dup\.yaml: document 2 \(Pod "dup"\): spec\.containers\[1\]\.name: duplicate container name "app"/,
     ],
-    ['badname.yaml', podYaml('Bad_Name', [{ name: 'app', command: ['true'] }]), /badname\.yaml: document 1 \(Pod "Bad_Name"\): metadata\.name: "Bad_Name" is invalid; expected a DNS-1123 subdomain/],
+    [
+      'badname.yaml',
+      podYaml('Bad_Name', [{ name: 'app', command: ['true'] }]),
+      /badname\.yaml: document 1 \(Pod "Bad_Name"\): metadata\.name: "Bad_Name" is invalid; expected a DNS-1123 subdomain/,
+    ],
     [
       'misplaced.yaml',
       `apiVersion: v1\nkind: Pod\nmetadata:\n  name: misplaced\n  namespace: ${E2E_NAMESPACE}\n  restartPolicy: Never\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`,
@@ -162,7 +200,9 @@ test('run in the foreground: SIGTERM terminates its pods gracefully, removes the
   const hostOut = join(dir.dir, 'fg-out');
   writeFileSync(
     file,
-    podYaml('fg', [{ name: 'app', command: ['sh', '-c', "trap 'echo got-sigterm | tee /out/said; exit 0' TERM; while true; do sleep 0.2; done"] }]) +
+    podYaml('fg', [
+      { name: 'app', command: ['sh', '-c', "trap 'echo got-sigterm | tee /out/said; exit 0' TERM; while true; do sleep 0.2; done"] },
+    ]) +
       `    volumeMounts: [{name: out, mountPath: /out}]\n  volumes: [{name: out, hostPath: {path: ${hostOut}, type: DirectoryOrCreate}}]\n`,
   );
   const child = spawn(process.execPath, [join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js'), 'run', file, ...common], {
@@ -182,5 +222,9 @@ test('run in the foreground: SIGTERM terminates its pods gracefully, removes the
   assert.equal(view.containers.length, 0, 'containers removed');
   const { readdirSync, readFileSync } = await import('node:fs');
   assert.equal(readFileSync(join(hostOut, 'said'), 'utf8'), 'got-sigterm\n');
-  assert.deepEqual(readdirSync(logRoot.dir).filter((d) => d.startsWith(`${E2E_NAMESPACE}_fg_`)), [], 'the log directory went with the pod');
+  assert.deepEqual(
+    readdirSync(logRoot.dir).filter((d) => d.startsWith(`${E2E_NAMESPACE}_fg_`)),
+    [],
+    'the log directory went with the pod',
+  );
 });

@@ -4,7 +4,17 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFi
 import { join } from 'node:path';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL } from '../../src/core/kuberuntime/labels.js';
-import { E2E_NAMESPACE, e2eClient, eventually, podctl, podctlAsync, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
+import {
+  E2E_NAMESPACE,
+  e2eClient,
+  eventually,
+  podctl,
+  podctlAsync,
+  removeE2EPods,
+  scratchDir,
+  startPodctl,
+  type RunningPodctl,
+} from '../support/e2e.js';
 
 /**
  * Manifest data never leads podctl outside its roots (issue: a traversing
@@ -57,60 +67,108 @@ after(async () => {
   scratch.cleanup();
 });
 
-test('a manifest with a traversing metadata.uid is refused by validate, run, sync-once and watch; the canary outside the roots is untouched', async () => {
-  // From <log-root>/<ns>_<name>_<uid> or <root-dir>/pods/<uid>, enough ../ reach /, then the canary.
-  const uid = `${'../'.repeat(12)}${canary.slice(1)}`;
-  const file = join(dir, 'traversal.yaml');
-  writeFileSync(
-    file,
-    `apiVersion: v1\nkind: Pod\nmetadata: {name: traversal, namespace: ${NS}, uid: "${uid}"}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`,
-  );
-  const before = canaryListing();
-  const common = ['--root-dir', rootDir, '--log-root', logRoot];
-  const v = podctl(['validate', file]);
-  assert.equal(v.code, 1, v.stdout + v.stderr);
-  assert.match(v.stdout + v.stderr, /metadata\.uid: ".*" is invalid; expected a UID such as .* \(RFC 4122\) or 32 hex digits/);
-  for (const cmd of [['run', '--detach'], ['sync-once']]) {
-    const r = podctl([...cmd, file, ...common]);
-    assert.equal(r.code, 2, `${cmd[0]}: ${r.stderr}`);
-    assert.match(r.stderr, /traversal\.yaml: document 1 \(Pod "traversal"\): metadata\.uid: .* is invalid/, cmd[0]);
-  }
-  const w = startPodctl(['watch', file, '--root-dir', join(dir, 'watch-root'), '--log-root', join(dir, 'watch-logs'), '--file-check-frequency', '1s']);
-  watches.push(w);
-  await eventually('the watch to report metadata.uid', async () => (/metadata\.uid: .* is invalid/.test(w.stdout() + w.stderr()) ? true : undefined), 60_000);
-  // The watch answers on its socket once it has loaded: by then it decided, and it created nothing.
-  await eventually('the watch to answer get pods', async () => {
-    const r = await podctlAsync(['get', 'pods', '-n', NS, '--root-dir', join(dir, 'watch-root')]);
-    return r.code === 0 ? r : undefined;
-  });
-  assert.deepEqual(await sandboxesOf('traversal'), [], 'no sandbox for the refused pod');
-  w.kill('SIGTERM');
-  await w.done;
+test(
+  'a manifest with a traversing metadata.uid is refused by validate, run, sync-once and watch; the canary outside the roots is ' +
+    'untouched',
+  async () => {
+    // From <log-root>/<ns>_<name>_<uid> or <root-dir>/pods/<uid>, enough ../ reach /, then the canary.
+    const uid = `${'../'.repeat(12)}${canary.slice(1)}`;
+    const file = join(dir, 'traversal.yaml');
+    writeFileSync(
+      file,
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: traversal, namespace: ${NS}, uid: "${uid}"}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`,
+    );
+    const before = canaryListing();
+    const common = ['--root-dir', rootDir, '--log-root', logRoot];
+    const v = podctl(['validate', file]);
+    assert.equal(v.code, 1, v.stdout + v.stderr);
+    assert.match(v.stdout + v.stderr, /metadata\.uid: ".*" is invalid; expected a UID such as .* \(RFC 4122\) or 32 hex digits/);
+    for (const cmd of [['run', '--detach'], ['sync-once']]) {
+      const r = podctl([...cmd, file, ...common]);
+      assert.equal(r.code, 2, `${cmd[0]}: ${r.stderr}`);
+      assert.match(r.stderr, /traversal\.yaml: document 1 \(Pod "traversal"\): metadata\.uid: .* is invalid/, cmd[0]);
+    }
+    const w = startPodctl([
+      'watch',
+      file,
+      '--root-dir',
+      join(dir, 'watch-root'),
+      '--log-root',
+      join(dir, 'watch-logs'),
+      '--file-check-frequency',
+      '1s',
+    ]);
+    watches.push(w);
+    await eventually(
+      'the watch to report metadata.uid',
+      async () => (/metadata\.uid: .* is invalid/.test(w.stdout() + w.stderr()) ? true : undefined),
+      60_000,
+    );
+    // The watch answers on its socket once it has loaded: by then it decided, and it created nothing.
+    await eventually('the watch to answer get pods', async () => {
+      const r = await podctlAsync(['get', 'pods', '-n', NS, '--root-dir', join(dir, 'watch-root')]);
+      return r.code === 0 ? r : undefined;
+    });
+    assert.deepEqual(await sandboxesOf('traversal'), [], 'no sandbox for the refused pod');
+    w.kill('SIGTERM');
+    await w.done;
 
-  // A full run and delete cycle of a good pod next to it leaves the canary as it was.
-  const good = join(dir, 'good.yaml');
-  writeFileSync(good, `apiVersion: v1\nkind: Pod\nmetadata: {name: good, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`);
-  const run = podctl(['run', '--detach', good, ...common]);
-  assert.equal(run.code, 0, run.stderr);
-  const del = podctl(['delete', 'pod', 'good', '-n', NS, '--grace-period', '0', '--root-dir', rootDir]);
-  assert.equal(del.code, 0, del.stderr);
-  assert.deepEqual(await sandboxesOf('good'), []);
-  assert.equal(canaryListing(), before);
-  assert.equal(existsSync(join(canary, 'etc-hosts')), false);
-  assert.equal(existsSync(join(canary, 'containers')), false);
-});
+    // A full run and delete cycle of a good pod next to it leaves the canary as it was.
+    const good = join(dir, 'good.yaml');
+    writeFileSync(
+      good,
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: good, namespace: ${NS}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`,
+    );
+    const run = podctl(['run', '--detach', good, ...common]);
+    assert.equal(run.code, 0, run.stderr);
+    const del = podctl(['delete', 'pod', 'good', '-n', NS, '--grace-period', '0', '--root-dir', rootDir]);
+    assert.equal(del.code, 0, del.stderr);
+    assert.deepEqual(await sandboxesOf('good'), []);
+    assert.equal(canaryListing(), before);
+    assert.equal(existsSync(join(canary, 'etc-hosts')), false);
+    assert.equal(existsSync(join(canary, 'containers')), false);
+  },
+);
 
 test('what the API server refuses is a validate error naming the field, and sync-once of it creates no sandbox', async () => {
   const docs: [string, string, string][] = [
-    ['subpath', 'spec.containers[0].volumeMounts[0].subPath', `  volumes: [{name: v, emptyDir: {}}]\n  containers:\n  - {name: app, image: busybox:1.36, volumeMounts: [{name: v, mountPath: /v, subPath: ../../etc}]}`],
-    ['subpath-abs', 'spec.containers[0].volumeMounts[0].subPath', `  volumes: [{name: v, emptyDir: {}}]\n  containers:\n  - {name: app, image: busybox:1.36, volumeMounts: [{name: v, mountPath: /v, subPath: /etc}]}`],
-    ['items', 'spec.volumes[0].configMap.items[0].path', `  volumes: [{name: v, configMap: {name: c, items: [{key: k, path: ../x}]}}]\n  containers:\n  - {name: app, image: busybox:1.36}`],
-    ['items-abs', 'spec.volumes[0].secret.items[0].path', `  volumes: [{name: v, secret: {secretName: s, items: [{key: k, path: /etc/x}]}}]\n  containers:\n  - {name: app, image: busybox:1.36}`],
+    [
+      'subpath',
+      'spec.containers[0].volumeMounts[0].subPath',
+      `  volumes: [{name: v, emptyDir: {}}]\n  containers:\n  - {name: app, image: busybox:1.36, volumeMounts: [{name: v, mountPath: /v, subPath: ../../etc}]}`,
+    ],
+    [
+      'subpath-abs',
+      'spec.containers[0].volumeMounts[0].subPath',
+      `  volumes: [{name: v, emptyDir: {}}]\n  containers:\n  - {name: app, image: busybox:1.36, volumeMounts: [{name: v, mountPath: /v, subPath: /etc}]}`,
+    ],
+    [
+      'items',
+      'spec.volumes[0].configMap.items[0].path',
+      `  volumes: [{name: v, configMap: {name: c, items: [{key: k, path: ../x}]}}]\n  containers:\n  - {name: app, image: busybox:1.36}`,
+    ],
+    [
+      'items-abs',
+      'spec.volumes[0].secret.items[0].path',
+      `  volumes: [{name: v, secret: {secretName: s, items: [{key: k, path: /etc/x}]}}]\n  containers:\n  - {name: app, image: busybox:1.36}`,
+    ],
     ['deadline', 'spec.activeDeadlineSeconds', `  activeDeadlineSeconds: -5\n  containers:\n  - {name: app, image: busybox:1.36}`],
-    ['cpu', 'spec.containers[0].resources.limits["cpu"]', `  containers:\n  - {name: app, image: busybox:1.36, resources: {limits: {cpu: "-1"}}}`],
-    ['request', 'spec.containers[0].resources.requests["memory"]', `  containers:\n  - {name: app, image: busybox:1.36, resources: {requests: {memory: 64Mi}, limits: {memory: 32Mi}}}`],
+    [
+      'cpu',
+      'spec.containers[0].resources.limits["cpu"]',
+      `  containers:\n  - {name: app, image: busybox:1.36, resources: {limits: {cpu: "-1"}}}`,
+    ],
+    [
+      'request',
+      'spec.containers[0].resources.requests["memory"]',
+      `  containers:\n  - {name: app, image: busybox:1.36, resources: {requests: {memory: 64Mi}, limits: {memory: 32Mi}}}`,
+    ],
     ['nul', 'spec.containers[0].env[0].value', `  containers:\n  - {name: app, image: busybox:1.36, env: [{name: A, value: "a\\0b"}]}`],
-    ['bigenv', 'spec.containers[0].env[0].value', `  containers:\n  - {name: app, image: busybox:1.36, env: [{name: A, value: "${'x'.repeat(200_000)}"}]}`],
+    [
+      'bigenv',
+      'spec.containers[0].env[0].value',
+      `  containers:\n  - {name: app, image: busybox:1.36, env: [{name: A, value: "${'x'.repeat(200_000)}"}]}`,
+    ],
     ['envname', 'spec.containers[0].env[0].name', `  containers:\n  - {name: app, image: busybox:1.36, env: [{name: "A=B", value: v}]}`],
   ];
   const annotations = `{a: "${'y'.repeat(150_000)}", b: "${'y'.repeat(150_000)}"}`;
@@ -185,7 +243,10 @@ async function deleteAndCheck(name: string, podRoot: string, podLogs: string, de
   const uid = sandbox.labels[POD_UID_LABEL]!;
   const podDir = join(podRoot, 'pods', uid);
   const logDir = join(podLogs, `${NS}_${name}_${uid}`);
-  assert.ok(mountsOf(uid).length >= 4, `tmpfs for the Memory emptyDir, secret, downwardAPI and projected volumes, and the subPath bind: ${mountsOf(uid).join('\n')}`);
+  assert.ok(
+    mountsOf(uid).length >= 4,
+    `tmpfs for the Memory emptyDir, secret, downwardAPI and projected volumes, and the subPath bind: ${mountsOf(uid).join('\n')}`,
+  );
   assert.equal(existsSync(podDir), true);
   assert.equal(existsSync(logDir), true);
   const del = podctl(['delete', 'pod', name, '-n', NS, '--grace-period', '0', '--root-dir', deleteRoot]);
@@ -205,7 +266,7 @@ test('delete --grace-period 0 of a pod with every volume type leaves no mount an
   const r = podctl(['sync-once', file, '--root-dir', root, '--log-root', logs]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   await deleteAndCheck('allvols', root, logs, root);
-  assert.equal(existsSync(join(dir, 'host-a')), true, 'a hostPath is the host\'s and stays');
+  assert.equal(existsSync(join(dir, 'host-a')), true, "a hostPath is the host's and stays");
 });
 
 test('delete with another --root-dir than the watch that started the pod still removes every mount and directory', async () => {
@@ -213,7 +274,18 @@ test('delete with another --root-dir than the watch that started the pod still r
   const logs = join(dir, 'watch2-logs');
   const file = join(dir, 'watched.yaml');
   writeFileSync(file, everyVolumePod('watched', join(dir, 'host-b')));
-  const w = startPodctl(['watch', file, '--root-dir', root, '--log-root', logs, '--file-check-frequency', '1s', '--pleg-relist-period', '200ms']);
+  const w = startPodctl([
+    'watch',
+    file,
+    '--root-dir',
+    root,
+    '--log-root',
+    logs,
+    '--file-check-frequency',
+    '1s',
+    '--pleg-relist-period',
+    '200ms',
+  ]);
   watches.push(w);
   await eventually(
     'the watched pod to run',

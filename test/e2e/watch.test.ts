@@ -23,16 +23,33 @@ function podYaml(name: string, command: string[]): string {
 /** The namespace as it stands in watch's lines (for a regex). */
 const NS = E2E_NAMESPACE.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** watch prints asynchronously: wait until a line matches, never read it once. */
-const said = (w: { output: () => string }, what: string, pattern: RegExp) => eventually(what, async () => (pattern.test(w.output()) ? true : undefined));
+const said = (w: { output: () => string }, what: string, pattern: RegExp) =>
+  eventually(what, async () => (pattern.test(w.output()) ? true : undefined));
 
 async function containers(name: string) {
   return client.listContainers({ labelSelector: { [POD_NAME_LABEL]: name, [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } });
 }
 
 function startWatch(): { child: ChildProcess; output: () => string; stop: () => Promise<number | null> } {
-  const child = spawn(process.execPath, [BIN, 'watch', manifests, '--root-dir', join(dir.dir, 'root'), '--log-root', join(dir.dir, 'logs'), '--file-check-frequency', '1s', '--pleg-relist-period', '200ms'], {
-    env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'watch',
+      manifests,
+      '--root-dir',
+      join(dir.dir, 'root'),
+      '--log-root',
+      join(dir.dir, 'logs'),
+      '--file-check-frequency',
+      '1s',
+      '--pleg-relist-period',
+      '200ms',
+    ],
+    {
+      env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT },
+    },
+  );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -87,17 +104,29 @@ test('watch follows the directory: add starts, edit replaces one container, rest
     await new Promise((r) => setTimeout(r, 1500));
     // Beside the containers' IDs, what the new watch asked the runtime: nothing stopped, created or started.
     const settled = (await get(join(dir.dir, 'root', 'podctl.sock'), '/metrics')).body;
-    const count = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    const count = (text: string, series: string) =>
+      Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
     for (const op of ['StopContainer', 'CreateContainer', 'StartContainer', 'StopPodSandbox', 'RunPodSandbox']) {
       assert.equal(count(settled, `podctl_runtime_operations_total{operation_type="${op}"}`), 0, `the new watch called ${op}`);
     }
-    assert.ok(count(settled, 'podctl_runtime_operations_total{operation_type="ListContainers"}') > 0, 'the counters are read from the new watch');
-    assert.deepEqual(running(await containers('w1')).map((c) => c.id).sort(), edited.map((c) => c.id).sort());
+    assert.ok(
+      count(settled, 'podctl_runtime_operations_total{operation_type="ListContainers"}') > 0,
+      'the counters are read from the new watch',
+    );
+    assert.deepEqual(
+      running(await containers('w1'))
+        .map((c) => c.id)
+        .sort(),
+      edited.map((c) => c.id).sort(),
+    );
 
     rmSync(file);
     // Containers go first, then the sandbox: the pod is removed once both are gone.
     await eventually('w1 to be removed, containers and sandbox', async () =>
-      (await containers('w1')).length === 0 && (await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'w1', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } })).length === 0 ? true : undefined,
+      (await containers('w1')).length === 0 &&
+      (await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'w1', [POD_NAMESPACE_LABEL]: E2E_NAMESPACE } })).length === 0
+        ? true
+        : undefined,
     );
     await said(w, 'watch to say w1 was removed', new RegExp(`${NS}/w1\\s+terminated and removed`));
   } finally {
@@ -143,11 +172,12 @@ test('a container killed from outside: ContainerDied in pleg-events --follow and
     events.kill('SIGTERM');
     await eventsExited;
     rmSync(join(manifests, 'victim.yaml'), { force: true });
-    await eventually('victim to be removed', async () => ((await containers('victim')).length === 0 ? true : undefined)).catch(() => undefined);
+    await eventually('victim to be removed', async () => ((await containers('victim')).length === 0 ? true : undefined)).catch(
+      () => undefined,
+    );
     await w.stop();
   }
 });
-
 
 test('the status socket of a running watch: /healthz, /pods as a v1 PodList with status, /metrics', async () => {
   const w = startWatch();
@@ -167,8 +197,16 @@ test('the status socket of a running watch: /healthz, /pods as a v1 PodList with
     assert.equal(statSync(socket).mode & 0o777, 0o600);
     // podctl get reads the same PodList: the statuses match. Two reads a moment apart can straddle a
     // status change (a container turning ready), so they are read again until they agree.
-    type Listed = { items: { metadata: { name: string }; status: { phase: string; containerStatuses: { name: string; ready: boolean; containerID: string }[] } }[] };
-    const pick = (items: Listed['items']) => items.filter((p) => p.metadata.name === 'status').map((p) => ({ phase: p.status.phase, containers: p.status.containerStatuses.map((c) => [c.name, c.ready, c.containerID]) }));
+    type Listed = {
+      items: {
+        metadata: { name: string };
+        status: { phase: string; containerStatuses: { name: string; ready: boolean; containerID: string }[] };
+      }[];
+    };
+    const pick = (items: Listed['items']) =>
+      items
+        .filter((p) => p.metadata.name === 'status')
+        .map((p) => ({ phase: p.status.phase, containers: p.status.containerStatuses.map((c) => [c.name, c.ready, c.containerID]) }));
     const agreed = await eventually('get -o json and /pods to show the same status', async () => {
       const got = podctl(['get', 'pods', '-n', E2E_NAMESPACE, '-o', 'json', '--root-dir', join(dir.dir, 'root')]);
       assert.equal(got.code, 0, got.stderr);
@@ -192,38 +230,44 @@ test('the status socket of a running watch: /healthz, /pods as a v1 PodList with
     assert.match(metrics.body, /^podctl_pod_start_duration_seconds_count [1-9]/m);
   } finally {
     rmSync(join(manifests, 'status.yaml'), { force: true });
-    await eventually('status pod removed', async () => ((await containers('status')).length === 0 ? true : undefined)).catch(() => undefined);
+    await eventually('status pod removed', async () => ((await containers('status')).length === 0 ? true : undefined)).catch(
+      () => undefined,
+    );
     await w.stop();
   }
 });
 
-test('containerd stopped and started again under watch: reported down, then every pod runs, no duplicate sandbox', { skip: E2E_ENDPOINT !== embeddedEndpoint() && 'needs the embedded runtime' }, async () => {
-  const w = startWatch();
-  const paths = embeddedPaths();
-  try {
-    writeFileSync(join(manifests, 'steady.yaml'), podYaml('steady', ['sleep', '3600']));
-    const before = await eventually('steady to run', async () => {
-      const list = (await containers('steady')).filter((c) => c.state === 'CONTAINER_RUNNING');
-      return list.length === 2 ? list : undefined;
-    });
-    const pid = livePid(paths.pidFile('containerd'), (cmd) => cmd.includes(paths.configFile));
-    assert.ok(pid, 'the embedded containerd runs');
-    process.kill(pid, 'SIGTERM');
-    await eventually('watch to report the runtime down', async () => (/runtime is down/.test(w.output()) ? true : undefined), 30_000);
-    assert.equal(w.child.exitCode, null, 'watch keeps running');
-    const up = podctl(['runtime', 'up']);
-    assert.equal(up.code, 0, up.stderr);
-    await eventually('watch to report the runtime back', async () => (/runtime is back/.test(w.output()) ? true : undefined), 30_000);
-    const after = await eventually('steady to run again', async () => {
-      const list = (await containers('steady')).filter((c) => c.state === 'CONTAINER_RUNNING');
-      return list.length === 2 ? list : undefined;
-    });
-    // The containers outlived containerd (their shims kept them): nothing was restarted.
-    assert.deepEqual(after.map((c) => c.id).sort(), before.map((c) => c.id).sort());
-    assert.equal((await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'steady' } })).length, 1);
-  } finally {
-    rmSync(join(manifests, 'steady.yaml'), { force: true });
-    await eventually('steady removed', async () => ((await containers('steady')).length === 0 ? true : undefined)).catch(() => undefined);
-    await w.stop();
-  }
-});
+test(
+  'containerd stopped and started again under watch: reported down, then every pod runs, no duplicate sandbox',
+  { skip: E2E_ENDPOINT !== embeddedEndpoint() && 'needs the embedded runtime' },
+  async () => {
+    const w = startWatch();
+    const paths = embeddedPaths();
+    try {
+      writeFileSync(join(manifests, 'steady.yaml'), podYaml('steady', ['sleep', '3600']));
+      const before = await eventually('steady to run', async () => {
+        const list = (await containers('steady')).filter((c) => c.state === 'CONTAINER_RUNNING');
+        return list.length === 2 ? list : undefined;
+      });
+      const pid = livePid(paths.pidFile('containerd'), (cmd) => cmd.includes(paths.configFile));
+      assert.ok(pid, 'the embedded containerd runs');
+      process.kill(pid, 'SIGTERM');
+      await eventually('watch to report the runtime down', async () => (/runtime is down/.test(w.output()) ? true : undefined), 30_000);
+      assert.equal(w.child.exitCode, null, 'watch keeps running');
+      const up = podctl(['runtime', 'up']);
+      assert.equal(up.code, 0, up.stderr);
+      await eventually('watch to report the runtime back', async () => (/runtime is back/.test(w.output()) ? true : undefined), 30_000);
+      const after = await eventually('steady to run again', async () => {
+        const list = (await containers('steady')).filter((c) => c.state === 'CONTAINER_RUNNING');
+        return list.length === 2 ? list : undefined;
+      });
+      // The containers outlived containerd (their shims kept them): nothing was restarted.
+      assert.deepEqual(after.map((c) => c.id).sort(), before.map((c) => c.id).sort());
+      assert.equal((await client.listPodSandbox({ labelSelector: { [POD_NAME_LABEL]: 'steady' } })).length, 1);
+    } finally {
+      rmSync(join(manifests, 'steady.yaml'), { force: true });
+      await eventually('steady removed', async () => ((await containers('steady')).length === 0 ? true : undefined)).catch(() => undefined);
+      await w.stop();
+    }
+  },
+);

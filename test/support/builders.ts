@@ -3,7 +3,16 @@ import { hashContainer } from '../../src/core/kuberuntime/hash.js';
 import type { RuntimeContainerStatus, RuntimePodStatus, RuntimeSandboxStatus } from '../../src/core/container/types.js';
 
 /** A defaulted pod as the manifest layer hands it to the core. */
-export function makePod(overrides: { name?: string; uid?: string; restartPolicy?: 'Always' | 'OnFailure' | 'Never'; containers?: IContainer[]; initContainers?: IContainer[]; hostNetwork?: boolean } = {}): IPod {
+export function makePod(
+  overrides: {
+    name?: string;
+    uid?: string;
+    restartPolicy?: 'Always' | 'OnFailure' | 'Never';
+    containers?: IContainer[];
+    initContainers?: IContainer[];
+    hostNetwork?: boolean;
+  } = {},
+): IPod {
   return {
     apiVersion: 'v1',
     kind: 'Pod',

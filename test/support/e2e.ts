@@ -74,7 +74,9 @@ export function stopAgentsUnder(dir: string, depth = 3): void {
   if (depth === 0) return;
   let entries: string[] = [];
   try {
-    entries = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory() && !e.isSymbolicLink()).map((e) => e.name);
+    entries = readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && !e.isSymbolicLink())
+      .map((e) => e.name);
   } catch {
     return;
   }
@@ -92,7 +94,10 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'run.js');
 
 /** Runs the podctl CLI as a user would; never throws. */
-export function podctl(args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): { code: number; stdout: string; stderr: string } {
+export function podctl(
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): { code: number; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...args], {
     input: opts.input,
     env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT, ...opts.env },
@@ -162,7 +167,11 @@ export function recordStatuses(kubelet: Kubelet, p: IPod): StatusRecorder {
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`timed out; statuses of ${p.metadata!.name} seen: ${JSON.stringify(history.map((s) => s.containerStatuses?.map((c) => ({ state: Object.keys(c.state ?? {})[0], ready: c.ready, started: c.started }))))}`));
+          reject(
+            new Error(
+              `timed out; statuses of ${p.metadata!.name} seen: ${JSON.stringify(history.map((s) => s.containerStatuses?.map((c) => ({ state: Object.keys(c.state ?? {})[0], ready: c.ready, started: c.started }))))}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();
@@ -188,7 +197,10 @@ export function logFileLines(path: string): string[] {
 }
 
 /** Runs the podctl CLI without blocking the event loop (an in-process kubelet keeps syncing meanwhile). */
-export function podctlAsync(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export function podctlAsync(
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const p = startPodctl(args, opts);
   return p.done;
 }
@@ -209,7 +221,10 @@ export interface RunningPodctl {
 
 /** Starts the podctl CLI in the background (follow and watch modes); the caller interrupts it. */
 export function startPodctl(args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): RunningPodctl {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { ...process.env, PODCTL_RUNTIME_ENDPOINT: E2E_ENDPOINT, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   const waiters = new Set<() => void>();
@@ -268,10 +283,20 @@ export interface E2ENode {
   stop(): Promise<void>;
 }
 
-export async function startE2ENode(opts: Omit<KubeletOptions, 'runtime' | 'images' | 'clock' | 'nodeName'>, wrap?: (c: CriClient) => RuntimeService): Promise<E2ENode> {
+export async function startE2ENode(
+  opts: Omit<KubeletOptions, 'runtime' | 'images' | 'clock' | 'nodeName'>,
+  wrap?: (c: CriClient) => RuntimeService,
+): Promise<E2ENode> {
   const client = e2eClient();
   await removeE2EPods(client);
-  const { kubelet, loop } = wireNode({ runtime: wrap ? wrap(client) : client, images: client, clock: realClock, nodeName: 'e2e', ...opts, relistPeriodMs: 200 });
+  const { kubelet, loop } = wireNode({
+    runtime: wrap ? wrap(client) : client,
+    images: client,
+    clock: realClock,
+    nodeName: 'e2e',
+    ...opts,
+    relistPeriodMs: 200,
+  });
   loop.start();
   const remove = async (...pods: IPod[]): Promise<void> => {
     const left = new Set(pods.map((p) => p.metadata!.uid!));

@@ -80,7 +80,12 @@ export const podActionCases: PodActionCase[] = [
   {
     name: 'restartPolicy OnFailure, new sandbox: skip containers that succeeded',
     pod: makePod({ restartPolicy: 'OnFailure', containers: [app, side] }),
-    status: (pod) => podStatus(pod, [sandbox({ state: 'notready' })], [instance(app, { state: 'exited', exitCode: 0 }), instance(side, { state: 'exited', exitCode: 2 })]),
+    status: (pod) =>
+      podStatus(
+        pod,
+        [sandbox({ state: 'notready' })],
+        [instance(app, { state: 'exited', exitCode: 0 }), instance(side, { state: 'exited', exitCode: 2 })],
+      ),
     want: { ...none, killPod: true, createSandbox: true, attempt: 1, start: ['side'] },
   },
   {
@@ -143,7 +148,12 @@ export const podActionCases: PodActionCase[] = [
   {
     name: 'a sidecar whose liveness failed is killed and started again beside the running app',
     pod: makePod({ initContainers: [container('proxy', { restartPolicy: 'Always' })], containers: [app] }),
-    status: (pod) => podStatus(pod, [sandbox()], [instance(container('proxy', { restartPolicy: 'Always' }), { id: 'side-1', kind: 'sidecar' }), instance(app)]),
+    status: (pod) =>
+      podStatus(
+        pod,
+        [sandbox()],
+        [instance(container('proxy', { restartPolicy: 'Always' }), { id: 'side-1', kind: 'sidecar' }), instance(app)],
+      ),
     probes: { livenessFailed: (id) => id === 'side-1', startupFailed: () => false },
     want: { ...none, init: ['proxy'], kill: ['proxy:Unhealthy'] },
   },
@@ -198,7 +208,12 @@ export const podActionCases: PodActionCase[] = [
   {
     name: 'sidecar that exited is restarted alongside running app containers',
     pod: makePod({ initContainers: [container('proxy', { restartPolicy: 'Always' })] }),
-    status: (pod) => podStatus(pod, [sandbox()], [instance(container('proxy', { restartPolicy: 'Always' }), { kind: 'sidecar', state: 'exited', exitCode: 1 }), instance(app)]),
+    status: (pod) =>
+      podStatus(
+        pod,
+        [sandbox()],
+        [instance(container('proxy', { restartPolicy: 'Always' }), { kind: 'sidecar', state: 'exited', exitCode: 1 }), instance(app)],
+      ),
     want: { ...none, init: ['proxy'] },
   },
 ];

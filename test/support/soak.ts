@@ -50,7 +50,8 @@ type Kind = 'steady' | 'crash' | 'flap' | 'chatty';
 
 function manifest(ns: string, name: string, kind: Kind): string {
   const head = `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${ns}, labels: {soak: "${kind}"}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: busybox:1.36\n`;
-  if (kind === 'chatty') return `${head}    command: [sh, -c, "pad=$(printf '%200s' | tr ' ' x); i=0; while true; do for j in 1 2 3 4 5 6 7 8 9 10; do i=$((i+1)); echo \\"$i $pad\\"; done; sleep 0.01; done"]\n`;
+  if (kind === 'chatty')
+    return `${head}    command: [sh, -c, "pad=$(printf '%200s' | tr ' ' x); i=0; while true; do for j in 1 2 3 4 5 6 7 8 9 10; do i=$((i+1)); echo \\"$i $pad\\"; done; sleep 0.01; done"]\n`;
   if (kind === 'crash') return `${head}    command: [sh, -c, "echo crashing; sleep 1; exit 1"]\n`;
   if (kind === 'flap') {
     return `${head}    command: [sh, -c, "while true; do touch /ready; sleep 2; rm -f /ready; sleep 2; done"]\n    readinessProbe: {exec: {command: [test, -f, /ready]}, periodSeconds: 1, failureThreshold: 1}\n`;
@@ -94,15 +95,34 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
 
   const logs = join(opts.dir, 'logs');
   const chattyLogDir = async (): Promise<number | undefined> => {
-    const d = readdirSync(logs, { withFileTypes: true }).find((e) => e.isDirectory() && e.name.startsWith(`${opts.namespace}_soak-chatty_`));
+    const d = readdirSync(logs, { withFileTypes: true }).find(
+      (e) => e.isDirectory() && e.name.startsWith(`${opts.namespace}_soak-chatty_`),
+    );
     return d ? (await dirUsage(join(logs, d.name))).bytes : undefined;
   };
   const watch: RunningPodctl = startPodctl(
-    ['watch', manifests, '--root-dir', root, '--log-root', logs, '--pleg', 'generic', '--file-check-frequency', '5s',
-      '--container-log-max-size', String(CHATTY_LOG_MAX_BYTES), '--container-log-max-files', String(CHATTY_LOG_MAX_FILES), '--container-log-monitor-interval', '1s'],
+    [
+      'watch',
+      manifests,
+      '--root-dir',
+      root,
+      '--log-root',
+      logs,
+      '--pleg',
+      'generic',
+      '--file-check-frequency',
+      '5s',
+      '--container-log-max-size',
+      String(CHATTY_LOG_MAX_BYTES),
+      '--container-log-max-files',
+      String(CHATTY_LOG_MAX_FILES),
+      '--container-log-monitor-interval',
+      '1s',
+    ],
     {
-    timeoutMs: opts.durationMs + 300_000,
-  });
+      timeoutMs: opts.durationMs + 300_000,
+    },
+  );
   const started = Date.now();
   const rss: SoakReport['rss'] = [];
   const chattyLogs: SoakReport['chattyLogs'] = [];
@@ -111,7 +131,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const churnedUids = new Set<string>();
   const noteChurnedUids = async () => {
     for (const s of await opts.client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.namespace': opts.namespace } })) {
-      if (churned.has(s.labels['io.kubernetes.pod.name'] ?? '') && s.labels['io.kubernetes.pod.uid']) churnedUids.add(s.labels['io.kubernetes.pod.uid']);
+      if (churned.has(s.labels['io.kubernetes.pod.name'] ?? '') && s.labels['io.kubernetes.pod.uid'])
+        churnedUids.add(s.labels['io.kubernetes.pod.uid']);
     }
   };
   let churn = 0;
@@ -133,7 +154,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         if (churn > 1) rmSync(join(manifests, `soak-churn-${churn - 2}.yaml`), { force: true });
         write(desired.filter((d) => d.kind === 'steady')[churn % STEADY]!.name, 'steady');
         await noteChurnedUids();
-        log(`soak ${Math.round((Date.now() - started) / 1000)} s: watch RSS ${mib ?? '?'} MiB, chatty log dir ${chattyLogs.at(-1)?.bytes ?? '?'} bytes`);
+        log(
+          `soak ${Math.round((Date.now() - started) / 1000)} s: watch RSS ${mib ?? '?'} MiB, chatty log dir ${chattyLogs.at(-1)?.bytes ?? '?'} bytes`,
+        );
       }
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -172,7 +195,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     }
     // The end a user would make: every manifest removed, and watch tears everything down (volumes included).
     for (const p of desired) rmSync(join(manifests, `${p.name}.yaml`), { force: true });
-    const mountsUnderRoot = () => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => (l.split(' ')[4] ?? '').startsWith(root)).length;
+    const mountsUnderRoot = () =>
+      readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .filter((l) => (l.split(' ')[4] ?? '').startsWith(root)).length;
     const drained = Date.now() + 90_000;
     while (Date.now() < drained) {
       const left = await opts.client.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.namespace': opts.namespace } });

@@ -1,6 +1,7 @@
 /**
  * A self-signed certificate for 127.0.0.1 (P-256, valid until 2126), made once with
- * `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 36500 -nodes -subj /CN=podctl-test -addext subjectAltName=IP:127.0.0.1`:
+ * `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -days 36500 -nodes -subj /CN=podctl-test -addext
+ * subjectAltName=IP:127.0.0.1`:
  * an https server on loopback for the tests, trusted only by a client that is given this certificate.
  */
 export const LOOPBACK_CERT = `-----BEGIN CERTIFICATE-----

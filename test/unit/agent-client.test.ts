@@ -17,7 +17,12 @@ test('a command that finds no agent socket is told so without loading http or co
       const err = await agent.info().then(() => undefined, (e) => e);
       const http = process.moduleLoadList.some((m) => m === 'NativeModule http' || m === 'NativeModule _http_client');
       console.log(JSON.stringify({ running, code: err?.code, message: err?.message, http }));`;
-    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { running: boolean; code?: string; message?: string; http: boolean };
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as {
+      running: boolean;
+      code?: string;
+      message?: string;
+      http: boolean;
+    };
     assert.equal(out.running, false);
     assert.equal(out.code, 'ENOENT');
     assert.equal(out.message, `connect ENOENT ${join(dir, 'podctl.sock')}`);

@@ -11,13 +11,20 @@ import { scratchDir } from '../support/e2e.js';
 const ref = { namespace: 'default', name: 'web', uid: 'u1', generation: 1 };
 
 function pod(state: 'waiting' | 'running' | 'crash', generation = 1): IPod {
-  const s = state === 'running' ? { running: { startedAt: '2026-11-24T00:00:00Z' } } : { waiting: { reason: state === 'crash' ? 'CrashLoopBackOff' : 'ContainerCreating' } };
+  const s =
+    state === 'running'
+      ? { running: { startedAt: '2026-11-24T00:00:00Z' } }
+      : { waiting: { reason: state === 'crash' ? 'CrashLoopBackOff' : 'ContainerCreating' } };
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'web', namespace: 'default', uid: 'u1' },
     spec: { containers: [{ name: 'app', image: 'busybox' }] },
-    status: { phase: state === 'running' ? 'Running' : 'Pending', observedGeneration: generation, containerStatuses: [{ name: 'app', image: 'busybox', imageID: '', ready: false, restartCount: 0, state: s }] } as IPod['status'],
+    status: {
+      phase: state === 'running' ? 'Running' : 'Pending',
+      observedGeneration: generation,
+      containerStatuses: [{ name: 'app', image: 'busybox', imageID: '', ready: false, restartCount: 0, state: s }],
+    } as IPod['status'],
   };
 }
 
@@ -71,7 +78,7 @@ test('waitForPods settles each pod on the first status the watch publishes that 
   }
 });
 
-test("a status of an older generation settles nothing; a pod that cannot start fails at once with its reason", async () => {
+test('a status of an older generation settles nothing; a pod that cannot start fails at once with its reason', async () => {
   const dir = scratchDir('agent-wait');
   const agent = await fakeAgent(dir.dir, (res) => {
     res.write(line('ADDED', pod('running', 0)));
@@ -127,7 +134,12 @@ test("a pod still not running when the time is up is reported with the kubelet's
   const dir = scratchDir('agent-wait');
   const events = [
     { type: 'Normal', reason: 'Scheduled', message: 'ok', lastTimestamp: '2026-11-24T00:00:01Z' },
-    { type: 'Warning', reason: 'FailedCreatePodSandBox', message: 'Failed to create pod sandbox: no runtime for "kata" is configured', lastTimestamp: '2026-11-24T00:00:02Z' },
+    {
+      type: 'Warning',
+      reason: 'FailedCreatePodSandBox',
+      message: 'Failed to create pod sandbox: no runtime for "kata" is configured',
+      lastTimestamp: '2026-11-24T00:00:02Z',
+    },
   ];
   const agent = await fakeAgent(dir.dir, (res) => res.write(line('ADDED', pod('waiting'))), { events });
   try {

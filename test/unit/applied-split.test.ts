@@ -1,7 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appliedPods, splitApplied } from '../../src/core/node/applied.js';
-import { ManifestError, manifestSetFromTexts, manifestSetWithDocuments, parseManifestDocuments, parseManifestText, type ManifestText, type ReadManifests } from '../../src/core/pod/index.js';
+import {
+  ManifestError,
+  manifestSetFromTexts,
+  manifestSetWithDocuments,
+  parseManifestDocuments,
+  parseManifestText,
+  type ManifestText,
+  type ReadManifests,
+} from '../../src/core/pod/index.js';
 
 // A set with what a split must get right: objects of the pod's namespace only, its RuntimeClass, a kind
 // podctl skips, YAML aliases (dumped in full), YAML 1.1 octal, and a pod given on stdin (which goes first).
@@ -44,7 +52,8 @@ spec:
   - {name: v, configMap: {name: cfg, defaultMode: 0400}}
 `;
 const db = 'apiVersion: v1\nkind: Pod\nmetadata: {name: db}\nspec:\n  containers:\n  - {name: db, image: busybox:1.36}\n';
-const piped = '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "piped"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}';
+const piped =
+  '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "piped"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}';
 
 const entries: ManifestText[] = [
   { kind: 'file', path: '/m/web.yaml', display: 'web.yaml', text: web },
@@ -59,12 +68,18 @@ test('appliedPods of the documents a manifest set was read from makes the applie
   assert.deepEqual(set, manifestSetFromTexts(read, { nodeName: 'unit', now }));
   // As the agent orders them: stdin first, then the files.
   const file = (e: ManifestText) => (e.kind === 'file' ? e.path : '<stdin>');
-  const order = <T extends { file: string }>(xs: T[]) => [...xs.filter((x) => x.file === '<stdin>'), ...xs.filter((x) => x.file !== '<stdin>')];
+  const order = <T extends { file: string }>(xs: T[]) => [
+    ...xs.filter((x) => x.file === '<stdin>'),
+    ...xs.filter((x) => x.file !== '<stdin>'),
+  ];
   const fromDocs = appliedPods(order(documents.map(({ entry, docs }) => ({ file: file(entry), docs }))));
   const split = splitApplied(order(entries.map((e) => ({ file: file(e), text: e.text }))), 'unit');
   assert.deepEqual(split.problems, []);
   assert.deepEqual(fromDocs, split.pods);
-  assert.deepEqual(fromDocs.map((p) => `${p.namespace}/${p.name}`), ['default/piped', 'web/web', 'default/db']);
+  assert.deepEqual(
+    fromDocs.map((p) => `${p.namespace}/${p.name}`),
+    ['default/piped', 'web/web', 'default/db'],
+  );
   const webFile = fromDocs[1]!.text;
   assert.match(webFile, /^# handed to the podctl agent from \/m\/web\.yaml\n/);
   assert.equal(webFile.split('\n---\n').length, 4, 'the pod, its ConfigMap and Secret, its RuntimeClass');
@@ -91,7 +106,10 @@ test('manifestSetWithDocuments refuses a set as manifestSetFromTexts does, with 
     return assert.fail('no refusal');
   };
   const own = refusal(() => manifestSetFromTexts(bad, { nodeName: 'unit' }));
-  assert.deepEqual(refusal(() => manifestSetWithDocuments(bad, { nodeName: 'unit' })), own);
+  assert.deepEqual(
+    refusal(() => manifestSetWithDocuments(bad, { nodeName: 'unit' })),
+    own,
+  );
   assert.ok(own.problems.length >= 4, JSON.stringify(own.problems));
 });
 
@@ -140,7 +158,9 @@ spec:
   const { pods, problems } = splitApplied([{ file: 'private.yaml', text }], 'node');
   assert.deepEqual(problems, []);
   assert.equal(pods.length, 1);
-  const kinds = pods[0]!.text.split('---\n').map((d) => /kind: (\w+)/.exec(d)?.[1] + ' ' + /name: ([\w.-]+)/.exec(d.slice(d.indexOf('metadata')))?.[1]);
+  const kinds = pods[0]!.text
+    .split('---\n')
+    .map((d) => /kind: (\w+)/.exec(d)?.[1] + ' ' + /name: ([\w.-]+)/.exec(d.slice(d.indexOf('metadata')))?.[1]);
   assert.deepEqual(kinds.sort(), ['ConfigMap proj', 'Pod private', 'Secret regcred']);
 });
 
@@ -162,8 +182,12 @@ items:
 `;
   const { pods, problems } = splitApplied([{ file: 'list.yaml', text }], 'node');
   assert.deepEqual(problems, []);
-  assert.deepEqual(pods.map((p) => p.name), ['one', 'two']);
-  const kinds = (t: string) => parseManifestDocuments(t, { kind: 'file', path: '/x.yaml' }, { nodeName: 'n' }).docs.map((d) => (d as { kind: string }).kind);
+  assert.deepEqual(
+    pods.map((p) => p.name),
+    ['one', 'two'],
+  );
+  const kinds = (t: string) =>
+    parseManifestDocuments(t, { kind: 'file', path: '/x.yaml' }, { nodeName: 'n' }).docs.map((d) => (d as { kind: string }).kind);
   assert.deepEqual(kinds(pods[0]!.text), ['Pod', 'ConfigMap']);
   assert.deepEqual(kinds(pods[1]!.text), ['Pod']);
 });

@@ -14,7 +14,8 @@ import { parseManifestText } from '../../src/core/pod/index.js';
 import { UnsafePathError } from '../../src/core/util/safe-path.js';
 import { scratchDir } from '../support/e2e.js';
 
-const podText = (name: string, extra = '') => `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36${extra}}\n`;
+const podText = (name: string, extra = '') =>
+  `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36${extra}}\n`;
 /** A file name that, written raw after a comment's "#", would end the comment and add a privileged pod. */
 const injecting = `p\n---\n${podText('intruder', ', securityContext: {privileged: true}')}---\n#.yaml`;
 
@@ -32,22 +33,40 @@ function source(dir: string, more: Partial<AppliedSourceOptions> = {}) {
   return { src, errors, names: () => pods.map((p) => p.metadata!.name).sort() };
 }
 
-test('a file name with a newline and a Pod in it: the applied file holds exactly the pod of the YAML, the name escaped in its comment', () => {
-  const { pods, problems } = splitApplied([{ file: injecting, text: podText('web') }], 'unit');
-  assert.deepEqual(problems, []);
-  assert.deepEqual(pods.map((p) => p.name), ['web']);
-  const text = pods[0]!.text;
-  assert.equal(text.split('\n')[0], `# handed to the podctl agent from ${JSON.stringify(injecting)}`, 'one comment line, the name as a JSON string');
-  assert.doesNotMatch(text.slice(text.indexOf('\n')), /intruder|privileged/, 'below the comment, only the pod of the YAML');
-  const parsed = parseManifestText(text, { kind: 'file', path: '/a/default_web.yaml' }, { nodeName: 'unit' });
-  assert.deepEqual(parsed.problems, []);
-  assert.deepEqual(parsed.pods.map((p) => p.pod.metadata!.name), ['web']);
-  // Non-ASCII and other control characters too: nothing YAML would refuse or take for a line break.
-  const other = splitApplied([{ file: 'caf\u00e9\r\u2028\u0085\u0001.yaml', text: podText('web') }], 'unit').pods[0]!.text.split('\n')[0]!;
-  assert.equal(other, '# handed to the podctl agent from "caf\\u00e9\\r\\u2028\\u0085\\u0001.yaml"');
-  // An ordinary path is written as it is.
-  assert.match(splitApplied([{ file: '/m/web.yaml', text: podText('web') }], 'unit').pods[0]!.text, /^# handed to the podctl agent from \/m\/web\.yaml\n/);
-});
+test(
+  'a file name with a newline and a Pod in it: the applied file holds exactly the pod of the YAML, the name escaped in ' + 'its comment',
+  () => {
+    const { pods, problems } = splitApplied([{ file: injecting, text: podText('web') }], 'unit');
+    assert.deepEqual(problems, []);
+    assert.deepEqual(
+      pods.map((p) => p.name),
+      ['web'],
+    );
+    const text = pods[0]!.text;
+    assert.equal(
+      text.split('\n')[0],
+      `# handed to the podctl agent from ${JSON.stringify(injecting)}`,
+      'one comment line, the name as a JSON string',
+    );
+    assert.doesNotMatch(text.slice(text.indexOf('\n')), /intruder|privileged/, 'below the comment, only the pod of the YAML');
+    const parsed = parseManifestText(text, { kind: 'file', path: '/a/default_web.yaml' }, { nodeName: 'unit' });
+    assert.deepEqual(parsed.problems, []);
+    assert.deepEqual(
+      parsed.pods.map((p) => p.pod.metadata!.name),
+      ['web'],
+    );
+    // Non-ASCII and other control characters too: nothing YAML would refuse or take for a line break.
+    const other = splitApplied([{ file: 'caf\u00e9\r\u2028\u0085\u0001.yaml', text: podText('web') }], 'unit').pods[0]!.text.split(
+      '\n',
+    )[0]!;
+    assert.equal(other, '# handed to the podctl agent from "caf\\u00e9\\r\\u2028\\u0085\\u0001.yaml"');
+    // An ordinary path is written as it is.
+    assert.match(
+      splitApplied([{ file: '/m/web.yaml', text: podText('web') }], 'unit').pods[0]!.text,
+      /^# handed to the podctl agent from \/m\/web\.yaml\n/,
+    );
+  },
+);
 
 test('what is read back is validated: an applied file holds exactly the pod its name says, or it is refused', () => {
   const dirs = scratchDir('applied-readback');
@@ -72,49 +91,56 @@ test('what is read back is validated: an applied file holds exactly the pod its 
   }
 });
 
-test('a truncated, an empty and an invalid applied file at start: each named, none has a last good version, each still claims its pod', () => {
-  const dirs = scratchDir('applied-corrupt');
-  try {
-    const dir = join(dirs.dir, 'applied');
-    mkdirSync(dir);
-    const full = podText('cut');
-    writeFileSync(join(dir, 'default_cut.yaml'), full.slice(0, full.indexOf('containers') + 5));
-    writeFileSync(join(dir, 'default_empty.yaml'), '');
-    writeFileSync(join(dir, 'default_odd.yaml'), podText('odd').replace('spec:', 'bogus: 1\nspec:'));
-    writeFileSync(join(dir, 'default_fine.yaml'), podText('fine'));
-    writeFileSync(join(dir, 'default_fine.yaml.tmp'), 'a write cut short');
-    const { src, errors, names } = source(dir);
-    src.start();
-    assert.deepEqual(names(), ['fine']);
-    assert.deepEqual(readdirSync(dir).sort(), ['default_cut.yaml', 'default_empty.yaml', 'default_fine.yaml', 'default_odd.yaml'], 'a temp file left by a crash is removed');
-    assert.deepEqual(errors.map((e) => `${e.pod?.namespace}/${e.pod?.name}`).sort(), ['default/cut', 'default/empty', 'default/odd']);
-    for (const e of errors) {
-      assert.ok(e.message.includes(e.file), e.message);
-      assert.doesNotMatch(e.message, /last good version/, 'there is none at start');
-      assert.match(e.message, new RegExp(`pod default/${e.pod!.name} is kept as it runs until the file is fixed or the pod deleted`));
-      assert.equal(src.unreadable('default', e.pod!.name), e.message);
+test(
+  'a truncated, an empty and an invalid applied file at start: each named, none has a last good version, each still ' + 'claims its pod',
+  () => {
+    const dirs = scratchDir('applied-corrupt');
+    try {
+      const dir = join(dirs.dir, 'applied');
+      mkdirSync(dir);
+      const full = podText('cut');
+      writeFileSync(join(dir, 'default_cut.yaml'), full.slice(0, full.indexOf('containers') + 5));
+      writeFileSync(join(dir, 'default_empty.yaml'), '');
+      writeFileSync(join(dir, 'default_odd.yaml'), podText('odd').replace('spec:', 'bogus: 1\nspec:'));
+      writeFileSync(join(dir, 'default_fine.yaml'), podText('fine'));
+      writeFileSync(join(dir, 'default_fine.yaml.tmp'), 'a write cut short');
+      const { src, errors, names } = source(dir);
+      src.start();
+      assert.deepEqual(names(), ['fine']);
+      assert.deepEqual(
+        readdirSync(dir).sort(),
+        ['default_cut.yaml', 'default_empty.yaml', 'default_fine.yaml', 'default_odd.yaml'],
+        'a temp file left by a crash is removed',
+      );
+      assert.deepEqual(errors.map((e) => `${e.pod?.namespace}/${e.pod?.name}`).sort(), ['default/cut', 'default/empty', 'default/odd']);
+      for (const e of errors) {
+        assert.ok(e.message.includes(e.file), e.message);
+        assert.doesNotMatch(e.message, /last good version/, 'there is none at start');
+        assert.match(e.message, new RegExp(`pod default/${e.pod!.name} is kept as it runs until the file is fixed or the pod deleted`));
+        assert.equal(src.unreadable('default', e.pod!.name), e.message);
+      }
+      assert.match(errors.find((e) => e.pod?.name === 'empty')!.message, /the file is empty/);
+      assert.match(errors.find((e) => e.pod?.name === 'odd')!.message, /bogus/);
+      assert.equal(src.unreadable('default', 'fine'), undefined);
+      // Said once, not at every re-read.
+      src.sync();
+      assert.equal(errors.length, 3);
+      // Fixed: read, and claimed no more as unreadable.
+      writeFileSync(join(dir, 'default_empty.yaml'), podText('empty'));
+      src.sync();
+      assert.deepEqual(names(), ['empty', 'fine']);
+      assert.equal(src.unreadable('default', 'empty'), undefined);
+      // Turned invalid again: the last good version is kept, and said so.
+      writeFileSync(join(dir, 'default_empty.yaml'), '');
+      src.sync();
+      src.stop();
+      assert.deepEqual(names(), ['empty', 'fine']);
+      assert.match(errors.at(-1)!.message, /keeping the last good version of .*default_empty\.yaml/);
+    } finally {
+      dirs.cleanup();
     }
-    assert.match(errors.find((e) => e.pod?.name === 'empty')!.message, /the file is empty/);
-    assert.match(errors.find((e) => e.pod?.name === 'odd')!.message, /bogus/);
-    assert.equal(src.unreadable('default', 'fine'), undefined);
-    // Said once, not at every re-read.
-    src.sync();
-    assert.equal(errors.length, 3);
-    // Fixed: read, and claimed no more as unreadable.
-    writeFileSync(join(dir, 'default_empty.yaml'), podText('empty'));
-    src.sync();
-    assert.deepEqual(names(), ['empty', 'fine']);
-    assert.equal(src.unreadable('default', 'empty'), undefined);
-    // Turned invalid again: the last good version is kept, and said so.
-    writeFileSync(join(dir, 'default_empty.yaml'), '');
-    src.sync();
-    src.stop();
-    assert.deepEqual(names(), ['empty', 'fine']);
-    assert.match(errors.at(-1)!.message, /keeping the last good version of .*default_empty\.yaml/);
-  } finally {
-    dirs.cleanup();
-  }
-});
+  },
+);
 
 test('a full disk: the write fails naming the file, leaves no .tmp behind, and changes nothing', () => {
   const dirs = scratchDir('applied-full');
@@ -132,13 +158,22 @@ test('a full disk: the write fails naming the file, leaves no .tmp behind, and c
     const web = splitApplied([{ file: 'web.yaml', text: podText('web') }], 'unit').pods;
     src.write(web);
     const before = readFileSync(join(dir, 'default_web.yaml'), 'utf8');
-    const both = splitApplied([{ file: 'both.yaml', text: `${podText('db')}---\n${podText('web', ', command: [sleep, "9"]')}` }], 'unit').pods;
+    const both = splitApplied(
+      [{ file: 'both.yaml', text: `${podText('db')}---\n${podText('web', ', command: [sleep, "9"]')}` }],
+      'unit',
+    ).pods;
     room = 1;
-    assert.throws(() => src.write(both), (err: Error) => {
-      assert.match(err.message, new RegExp(`cannot write ${join(dir, 'default_web.yaml').replace(/[/.]/g, '\\$&')}: ENOSPC: no space left on device`));
-      assert.match(err.message, /nothing was handed over/);
-      return true;
-    });
+    assert.throws(
+      () => src.write(both),
+      (err: Error) => {
+        assert.match(
+          err.message,
+          new RegExp(`cannot write ${join(dir, 'default_web.yaml').replace(/[/.]/g, '\\$&')}: ENOSPC: no space left on device`),
+        );
+        assert.match(err.message, /nothing was handed over/);
+        return true;
+      },
+    );
     src.stop();
     assert.deepEqual(readdirSync(dir), ['default_web.yaml'], 'no .tmp, and the first pod of the lot not written either');
     assert.equal(readFileSync(join(dir, 'default_web.yaml'), 'utf8'), before, 'the previous version as it was');
@@ -186,13 +221,20 @@ test('names that reach a path are DNS-1123: a traversing name or namespace is re
     ] as const) {
       assert.ok(podRefProblem(ns, name), `${ns}/${name}`);
       assert.throws(() => appliedFileName(ns, name), UnsafePathError);
-      assert.throws(() => forgetApplied(root, ns, name), (e: Error) => e instanceof UnsafePathError && /is invalid: expected a DNS-1123/.test(e.message), `${ns}/${name}`);
+      assert.throws(
+        () => forgetApplied(root, ns, name),
+        (e: Error) => e instanceof UnsafePathError && /is invalid: expected a DNS-1123/.test(e.message),
+        `${ns}/${name}`,
+      );
       const { src } = source(appliedDir(root));
       assert.throws(() => src.remove(ns, name), UnsafePathError);
       assert.equal(src.has(ns, name), false);
       assert.equal(src.unreadable(ns, name), undefined);
     }
-    assert.equal(podRefProblem('default', '../../canary'), 'pod name "../../canary" is invalid: expected a DNS-1123 subdomain: at most 253 lowercase letters, digits, "-" and ".", starting and ending with a letter or digit');
+    assert.equal(
+      podRefProblem('default', '../../canary'),
+      'pod name "../../canary" is invalid: expected a DNS-1123 subdomain: at most 253 lowercase letters, digits, "-" and ".", starting and ending with a letter or digit',
+    );
     assert.match(podRefProblem('..', 'x')!, /^namespace "\.\." is invalid: expected a DNS-1123 label/);
     assert.equal(readFileSync(canary, 'utf8'), 'keep me');
     assert.equal(readFileSync(inRoot, 'utf8'), 'keep me');
@@ -257,56 +299,96 @@ describe('the agent and its applied files, on the fake runtime', () => {
   }
   const root = () => join(dirs.dir, 'root');
   async function startNode(serve = false): Promise<StandaloneNode> {
-    const node = new StandaloneNode({ runtime: client, images: client, clock, rootDir: root(), logRoot: join(dirs.dir, 'logs'), nodeName: 'unit', serve, relistPeriodMs: 1000, hooks: { onSourceError: (m) => said.push(m) } });
+    const node = new StandaloneNode({
+      runtime: client,
+      images: client,
+      clock,
+      rootDir: root(),
+      logRoot: join(dirs.dir, 'logs'),
+      nodeName: 'unit',
+      serve,
+      relistPeriodMs: 1000,
+      hooks: { onSourceError: (m) => said.push(m) },
+    });
     nodes.push(node);
     await node.start();
     return node;
   }
-  const running = (node: StandaloneNode, name: string) => node.pods().find((p) => p.metadata!.name === name)?.status?.containerStatuses?.[0]?.state?.running !== undefined;
+  const running = (node: StandaloneNode, name: string) =>
+    node.pods().find((p) => p.metadata!.name === name)?.status?.containerStatuses?.[0]?.state?.running !== undefined;
   const sandboxesOf = (name: string) => fake.sandboxes().filter((s) => s.metadata.name === name);
   const containersOf = (name: string) => fake.containers().filter((c) => sandboxesOf(name).some((s) => s.id === c.podSandboxId));
   const sleeper = (name: string) => podText(name, ', command: [sleep, "3600"]');
 
-  test('a truncated, an empty and an invalid applied file at agent start: the pods keep running, the same containers, each problem named with its file in the log and in the events', async () => {
-    const first = await startNode();
-    first.apply(['cut', 'empty', 'odd'].map((n) => ({ file: `${n}.yaml`, text: sleeper(n) })));
-    await until('the three running', () => ['cut', 'empty', 'odd'].every((n) => running(first, n)));
-    const before = ['cut', 'empty', 'odd'].map((n) => containersOf(n).map((c) => `${c.id}:${c.state}`).join());
-    nodes.splice(nodes.indexOf(first), 1);
-    await stopNode(first, false);
-    const file = (n: string) => join(appliedDir(root()), `default_${n}.yaml`);
-    writeFileSync(file('cut'), readFileSync(file('cut'), 'utf8').slice(0, 80));
-    writeFileSync(file('empty'), '');
-    writeFileSync(file('odd'), readFileSync(file('odd'), 'utf8').replace('spec:', 'bogus: 1\nspec:'));
+  test(
+    'a truncated, an empty and an invalid applied file at agent start: the pods keep running, the same containers, each ' +
+      'problem named with its file in the log and in the events',
+    async () => {
+      const first = await startNode();
+      first.apply(['cut', 'empty', 'odd'].map((n) => ({ file: `${n}.yaml`, text: sleeper(n) })));
+      await until('the three running', () => ['cut', 'empty', 'odd'].every((n) => running(first, n)));
+      const before = ['cut', 'empty', 'odd'].map((n) =>
+        containersOf(n)
+          .map((c) => `${c.id}:${c.state}`)
+          .join(),
+      );
+      nodes.splice(nodes.indexOf(first), 1);
+      await stopNode(first, false);
+      const file = (n: string) => join(appliedDir(root()), `default_${n}.yaml`);
+      writeFileSync(file('cut'), readFileSync(file('cut'), 'utf8').slice(0, 80));
+      writeFileSync(file('empty'), '');
+      writeFileSync(file('odd'), readFileSync(file('odd'), 'utf8').replace('spec:', 'bogus: 1\nspec:'));
 
-    const second = await startNode();
-    // Past several housekeeping passes and the applied source's re-read.
-    await until('an event on each pod', () => ['cut', 'empty', 'odd'].every((n) => second.events().some((e) => e.name === n && e.reason === 'FailedValidation')));
-    await settle(30_000, 30);
-    assert.deepEqual(['cut', 'empty', 'odd'].map((n) => containersOf(n).map((c) => `${c.id}:${c.state}`).join()), before, 'no container removed, restarted or added');
-    for (const n of ['cut', 'empty', 'odd']) {
-      assert.equal(sandboxesOf(n).length, 1, n);
-      const log = said.filter((m) => m.includes(file(n)));
-      assert.equal(log.length, 1, `said once: ${JSON.stringify(said)}`);
-      assert.match(log[0]!, new RegExp(`pod default/${n} is kept as it runs`));
-      assert.doesNotMatch(log[0]!, /last good version/);
-      const events = second.events().filter((e) => e.name === n && e.reason === 'FailedValidation');
-      assert.equal(events.length, 1, JSON.stringify(events));
-      assert.equal(events[0]!.type, 'Warning');
-      assert.equal(events[0]!.uid, sandboxesOf(n)[0]!.metadata.uid, 'on the running pod, as describe finds its events');
-      assert.ok(events[0]!.message.includes(file(n)), events[0]!.message);
-    }
-    assert.match(said.find((m) => m.includes(file('empty')))!, /the file is empty/);
-    assert.match(said.find((m) => m.includes(file('odd')))!, /bogus/);
+      const second = await startNode();
+      // Past several housekeeping passes and the applied source's re-read.
+      await until('an event on each pod', () =>
+        ['cut', 'empty', 'odd'].every((n) => second.events().some((e) => e.name === n && e.reason === 'FailedValidation')),
+      );
+      await settle(30_000, 30);
+      assert.deepEqual(
+        ['cut', 'empty', 'odd'].map((n) =>
+          containersOf(n)
+            .map((c) => `${c.id}:${c.state}`)
+            .join(),
+        ),
+        before,
+        'no container removed, restarted or added',
+      );
+      for (const n of ['cut', 'empty', 'odd']) {
+        assert.equal(sandboxesOf(n).length, 1, n);
+        const log = said.filter((m) => m.includes(file(n)));
+        assert.equal(log.length, 1, `said once: ${JSON.stringify(said)}`);
+        assert.match(log[0]!, new RegExp(`pod default/${n} is kept as it runs`));
+        assert.doesNotMatch(log[0]!, /last good version/);
+        const events = second.events().filter((e) => e.name === n && e.reason === 'FailedValidation');
+        assert.equal(events.length, 1, JSON.stringify(events));
+        assert.equal(events[0]!.type, 'Warning');
+        assert.equal(events[0]!.uid, sandboxesOf(n)[0]!.metadata.uid, 'on the running pod, as describe finds its events');
+        assert.ok(events[0]!.message.includes(file(n)), events[0]!.message);
+      }
+      assert.match(
+        said.find((m) => m.includes(file('empty')))!,
+        /the file is empty/,
+      );
+      assert.match(
+        said.find((m) => m.includes(file('odd')))!,
+        /bogus/,
+      );
 
-    // Fixed: adopted as it runs; deleted: gone.
-    writeFileSync(file('empty'), sleeper('empty'));
-    await settle(25_000, 25);
-    await until('empty adopted', () => running(second, 'empty'));
-    assert.equal(containersOf('empty').map((c) => `${c.id}:${c.state}`).join(), before[1]);
-    await second.delete('default', 'cut');
-    await until('cut removed', () => sandboxesOf('cut').length === 0);
-  });
+      // Fixed: adopted as it runs; deleted: gone.
+      writeFileSync(file('empty'), sleeper('empty'));
+      await settle(25_000, 25);
+      await until('empty adopted', () => running(second, 'empty'));
+      assert.equal(
+        containersOf('empty')
+          .map((c) => `${c.id}:${c.state}`)
+          .join(),
+        before[1],
+      );
+      await second.delete('default', 'cut');
+      await until('cut removed', () => sandboxesOf('cut').length === 0);
+    },
+  );
 
   test('DELETE /v1/pods with a traversing name is a 400 saying the name is invalid, and removes no file', async () => {
     await startNode(true);
@@ -331,13 +413,22 @@ describe('the agent and its applied files, on the fake runtime', () => {
     const node = await startNode(true);
     const agent = new AgentClient(root());
     const refs = await agent.apply([{ file: injecting, text: sleeper('web') }]);
-    assert.deepEqual(refs.map((r) => `${r.namespace}/${r.name}`), ['default/web']);
+    assert.deepEqual(
+      refs.map((r) => `${r.namespace}/${r.name}`),
+      ['default/web'],
+    );
     await until('web running', () => running(node, 'web'));
     await settle(5000, 5);
     assert.deepEqual(readdirSync(appliedDir(root())), ['default_web.yaml']);
-    assert.deepEqual(node.pods().map((p) => p.metadata!.name), ['web']);
+    assert.deepEqual(
+      node.pods().map((p) => p.metadata!.name),
+      ['web'],
+    );
     assert.equal(sandboxesOf('intruder').length, 0);
     assert.deepEqual(said, []);
-    await assert.rejects(agent.apply([{ file: 'x'.repeat(5000), text: sleeper('long') }]), (err: AgentRequestError) => err.status === 400 && /files\[0\]\.file: expected a file name of at most 4096 bytes/.test(err.message));
+    await assert.rejects(
+      agent.apply([{ file: 'x'.repeat(5000), text: sleeper('long') }]),
+      (err: AgentRequestError) => err.status === 400 && /files\[0\]\.file: expected a file name of at most 4096 bytes/.test(err.message),
+    );
   });
 });

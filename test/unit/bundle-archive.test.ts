@@ -48,36 +48,45 @@ test('bundle archive: the listed files under the top directory, with their direc
   }
 });
 
-test('bundle archive: a symlink at the output path is replaced, not followed; an existing file becomes a new file of mode 0600', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'podctl-unit-bundle-'));
-  try {
-    const victim = join(dir, 'victim');
-    writeFileSync(victim, 'keep', { mode: 0o644 });
-    const link = join(dir, 'link.tar.gz');
-    symlinkSync(victim, link);
-    await sample().writeTo(link);
-    assert.equal(readFileSync(victim, 'utf8'), 'keep', 'the symlink target is untouched');
-    assert.equal(lstatSync(victim).mode & 0o777, 0o644);
-    assert.ok(lstatSync(link).isFile(), 'the output is a file of its own now');
-    assert.equal(lstatSync(link).mode & 0o777, 0o600);
-    assert.ok('web-bundle/status.json' in (await files(link)));
+test(
+  'bundle archive: a symlink at the output path is replaced, not followed; an existing file becomes a new file of ' + 'mode 0600',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'podctl-unit-bundle-'));
+    try {
+      const victim = join(dir, 'victim');
+      writeFileSync(victim, 'keep', { mode: 0o644 });
+      const link = join(dir, 'link.tar.gz');
+      symlinkSync(victim, link);
+      await sample().writeTo(link);
+      assert.equal(readFileSync(victim, 'utf8'), 'keep', 'the symlink target is untouched');
+      assert.equal(lstatSync(victim).mode & 0o777, 0o644);
+      assert.ok(lstatSync(link).isFile(), 'the output is a file of its own now');
+      assert.equal(lstatSync(link).mode & 0o777, 0o600);
+      assert.ok('web-bundle/status.json' in (await files(link)));
 
-    const existing = join(dir, 'existing.tar.gz');
-    writeFileSync(existing, 'old', { mode: 0o644 });
-    await sample().writeTo(existing);
-    assert.equal(lstatSync(existing).mode & 0o777, 0o600);
-    assert.ok('web-bundle/status.json' in (await files(existing)));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+      const existing = join(dir, 'existing.tar.gz');
+      writeFileSync(existing, 'old', { mode: 0o644 });
+      await sample().writeTo(existing);
+      assert.equal(lstatSync(existing).mode & 0o777, 0o600);
+      assert.ok('web-bundle/status.json' in (await files(existing)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
 
 test('bundle archive: a directory or a missing directory as the output is refused by name, and nothing is left beside it', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'podctl-unit-bundle-'));
   try {
     mkdirSync(join(dir, 'adir'));
-    await assert.rejects(sample().writeTo(join(dir, 'adir')), (e: Error) => e instanceof BundleOutputError && /adir is a directory: name the archive file to write/.test(e.message));
-    await assert.rejects(sample().writeTo(join(dir, 'none', 'b.tar.gz')), (e: Error) => e instanceof BundleOutputError && /none: no such directory/.test(e.message));
+    await assert.rejects(
+      sample().writeTo(join(dir, 'adir')),
+      (e: Error) => e instanceof BundleOutputError && /adir is a directory: name the archive file to write/.test(e.message),
+    );
+    await assert.rejects(
+      sample().writeTo(join(dir, 'none', 'b.tar.gz')),
+      (e: Error) => e instanceof BundleOutputError && /none: no such directory/.test(e.message),
+    );
     assert.deepEqual(readdirSync(dir), ['adir']);
     assert.deepEqual(readdirSync(join(dir, 'adir')), []);
   } finally {

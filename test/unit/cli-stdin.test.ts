@@ -14,12 +14,17 @@ test("every podctl command's arguments ignore stdin: oclif would otherwise read 
   const commands = Object.entries(COMMANDS);
   assert.ok(commands.length > 20);
   for (const [id, cls] of commands) {
-    for (const [name, arg] of Object.entries(cls.args ?? {})) assert.equal(arg.ignoreStdin, true, `${id}: argument ${name} reads stdin when absent`);
+    for (const [name, arg] of Object.entries(cls.args ?? {}))
+      assert.equal(arg.ignoreStdin, true, `${id}: argument ${name} reads stdin when absent`);
   }
 });
 
 /** Runs the CLI with this text on its stdin (a pipe, as in a script), to its exit. */
-function withStdin(args: string[], stdin: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function withStdin(
+  args: string[],
+  stdin: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(ROOT, 'bin/run.js'), ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -45,7 +50,6 @@ test('a piped stdin is never taken for a missing argument: get pods lists every 
     const validate = await withStdin(['validate'], 'examples/hello.yaml\n');
     assert.notEqual(validate.code, 0);
     assert.match(validate.stderr, /Missing 1 required arg/);
-
   } finally {
     await fake.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -18,14 +18,20 @@ test('closestCommand: compares as many words as the command has; nothing when no
   assert.equal(closestCommand('get:pdos', IDS), 'get:pods');
 });
 
-test('a wrong word after a topic names the topic\'s commands, never a command of another topic; kubectl\'s `get pod` and `get po` work', () => {
+test("a wrong word after a topic names the topic's commands, never a command of another topic; kubectl's `get pod` and `get po` work", () => {
   const r = podctl(['get', 'rd']);
   assert.equal(r.code, 2);
-  assert.equal(r.stderr, 'podctl: "get rd" is not a podctl command.\n"podctl get" takes one of: containers, images, pods.\nRun "podctl help" for the list of commands.\n');
+  assert.equal(
+    r.stderr,
+    'podctl: "get rd" is not a podctl command.\n"podctl get" takes one of: containers, images, pods.\nRun "podctl help" for the list of commands.\n',
+  );
   const typo = podctl(['get', 'contaners']);
   assert.equal(typo.code, 2);
   assert.match(typo.stderr, /Did you mean "podctl get containers"\?/);
-  for (const words of [['get', 'pod', 'no-such-pod'], ['get', 'po', 'no-such-pod']]) {
+  for (const words of [
+    ['get', 'pod', 'no-such-pod'],
+    ['get', 'po', 'no-such-pod'],
+  ]) {
     const alias = podctl([...words, '--root-dir', 'does-not-exist-podctl-test']);
     assert.doesNotMatch(alias.stderr, /is not a podctl command/, words.join(' '));
   }
@@ -35,9 +41,15 @@ test('a mistyped command is a usage error: exit 2, the suggestion with the rest 
   const r = podctl(['gett', 'pods', '-A']);
   assert.equal(r.code, 2);
   assert.equal(r.stdout, '');
-  assert.equal(r.stderr, 'podctl: "gett pods" is not a podctl command.\nDid you mean "podctl get pods -A"?\nRun "podctl help" for the list of commands.\n');
+  assert.equal(
+    r.stderr,
+    'podctl: "gett pods" is not a podctl command.\nDid you mean "podctl get pods -A"?\nRun "podctl help" for the list of commands.\n',
+  );
   // The hook loads only when oclif runs it (package.json's oclif.hooks), not with the CLI.
-  assert.match(podctl(['plna', 'examples/hello.yaml']).stderr, /^podctl: "plna" is not a podctl command\.\nDid you mean "podctl plan examples\/hello\.yaml"\?\n/);
+  assert.match(
+    podctl(['plna', 'examples/hello.yaml']).stderr,
+    /^podctl: "plna" is not a podctl command\.\nDid you mean "podctl plan examples\/hello\.yaml"\?\n/,
+  );
   const none = podctl(['frobnicate']);
   assert.equal(none.code, 2);
   assert.equal(none.stderr, 'podctl: "frobnicate" is not a podctl command.\nRun "podctl help" for the list of commands.\n');

@@ -26,13 +26,24 @@ test('the start reasons say why a container starts', () => {
   assert.equal(fresh.sandboxReason, 'no sandbox exists');
 });
 
-test("a container spec is serialised for its hash once per object: the periodic resync of an unchanged pod does not re-serialise it", () => {
-  let reads = 0;
-  const container = { name: 'app', image: 'busybox:1.36' };
-  Object.defineProperty(container, 'command', { enumerable: true, get: () => (reads++, ['sleep', '9']) });
-  const first = hashContainer(container);
-  assert.equal(hashContainer(container), first);
-  assert.equal(reads, 1, 'the second hash of the same object reads nothing');
-  assert.notEqual(hashContainer({ name: 'app', image: 'busybox:1.36', command: ['sleep', '10'] }), first, 'a new object, a spec change: a new hash');
-  assert.equal(hashContainer({ name: 'app', image: 'busybox:1.36', command: ['sleep', '9'] }), first, 'an equal spec in another object: the same hash');
-});
+test(
+  'a container spec is serialised for its hash once per object: the periodic resync of an unchanged pod does not ' + 're-serialise it',
+  () => {
+    let reads = 0;
+    const container = { name: 'app', image: 'busybox:1.36' };
+    Object.defineProperty(container, 'command', { enumerable: true, get: () => (reads++, ['sleep', '9']) });
+    const first = hashContainer(container);
+    assert.equal(hashContainer(container), first);
+    assert.equal(reads, 1, 'the second hash of the same object reads nothing');
+    assert.notEqual(
+      hashContainer({ name: 'app', image: 'busybox:1.36', command: ['sleep', '10'] }),
+      first,
+      'a new object, a spec change: a new hash',
+    );
+    assert.equal(
+      hashContainer({ name: 'app', image: 'busybox:1.36', command: ['sleep', '9'] }),
+      first,
+      'an equal spec in another object: the same hash',
+    );
+  },
+);

@@ -12,7 +12,8 @@ let status = 200;
 let seenHeader: string | undefined;
 let url = '';
 
-const POD = (cmd: string) => `apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [${cmd}]}\n`;
+const POD = (cmd: string) =>
+  `apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [${cmd}]}\n`;
 
 before(async () => {
   server = createServer((req, res) => {
@@ -28,7 +29,15 @@ test('the HTTP source polls, sends its headers, keeps the last good pods on fail
   const clock = new FakeClock();
   const snapshots: IPod[][] = [];
   const errors: SourceError[] = [];
-  const source = new HttpSource({ url, headers: { Authorization: 'Bearer t0ken' }, nodeName: 'n', clock, pollMs: 20_000, onSnapshot: (p) => snapshots.push(p), onError: (e) => errors.push(e) });
+  const source = new HttpSource({
+    url,
+    headers: { Authorization: 'Bearer t0ken' },
+    nodeName: 'n',
+    clock,
+    pollMs: 20_000,
+    onSnapshot: (p) => snapshots.push(p),
+    onError: (e) => errors.push(e),
+  });
   body = POD('sleep');
   await source.poll();
   assert.equal(seenHeader, 'Bearer t0ken');

@@ -6,10 +6,14 @@ import { parseManifestText } from '../../src/core/pod/index.js';
 
 const src = { kind: 'file' as const, path: '/m/a.yaml' };
 const pod = (name: string, cmd = 'sleep', seen = '2026-01-01T00:00:00Z') =>
-  parseManifestText(`apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: c, image: busybox:1.36, command: [${cmd}]}\n`, { ...src, path: `/m/${name}.yaml` }, {
-    nodeName: 'n',
-    now: () => new Date(seen),
-  }).pods[0]!.pod;
+  parseManifestText(
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: c, image: busybox:1.36, command: [${cmd}]}\n`,
+    { ...src, path: `/m/${name}.yaml` },
+    {
+      nodeName: 'n',
+      now: () => new Date(seen),
+    },
+  ).pods[0]!.pod;
 
 test('snapshots become ADD, UPDATE and REMOVE, per source; a re-read that only moves the seen time is no update', () => {
   const updates: string[] = [];
@@ -20,7 +24,10 @@ test('snapshots become ADD, UPDATE and REMOVE, per source; a re-read that only m
   m.merge('file', [pod('b', 'sleep', '2026-03-03T00:00:00Z')]);
   m.merge('file', [pod('b', 'sleep', '2026-04-04T00:00:00Z')]);
   assert.deepEqual(updates, ['ADD file a,b', 'UPDATE file a', 'REMOVE file a']);
-  assert.deepEqual(m.pods().map((p) => p.metadata!.name), ['b']);
+  assert.deepEqual(
+    m.pods().map((p) => p.metadata!.name),
+    ['b'],
+  );
   assert.equal(seen(m.pods()[0]!), '2026-01-01T00:00:00.000Z', 'the first-seen time stays');
   m.merge('file', [pod('b', 'echo', '2026-05-05T00:00:00Z')]);
   assert.equal(updates.at(-1), 'UPDATE file b');
@@ -38,7 +45,10 @@ test('a change to the object that is not content (a local annotation aside) is a
 
 test('a name another source holds is refused; sources are ready once they reported, even empty', () => {
   const conflicts: string[] = [];
-  const m = new PodConfigMerger(() => undefined, (source, p, owner) => conflicts.push(`${source}:${p.metadata!.name} held by ${owner}`));
+  const m = new PodConfigMerger(
+    () => undefined,
+    (source, p, owner) => conflicts.push(`${source}:${p.metadata!.name} held by ${owner}`),
+  );
   assert.equal(m.allSourcesReady(['file', 'http']), false);
   m.merge('file', [pod('a')]);
   m.merge('http', [pod('a')]);

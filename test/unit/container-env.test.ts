@@ -10,22 +10,49 @@ import { parseManifestText } from '../../src/core/pod/index.js';
 function pod(spec: string, meta = ''): IPod {
   const text = `apiVersion: v1\nkind: Pod\nmetadata:\n  name: envpod\n  namespace: team\n${meta}spec:\n${spec}`;
   const parsed = parseManifestText(text, { kind: 'file', path: '/env/pod.yaml' }, { nodeName: 'node-a' });
-  assert.deepEqual(parsed.problems.filter((p) => p.severity === 'error'), []);
+  assert.deepEqual(
+    parsed.problems.filter((p) => p.severity === 'error'),
+    [],
+  );
   return parsed.pods[0]!.pod;
 }
 
 const objects = new ObjectStore();
 objects.set('file', {
-  configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'team' }, data: { MODE: 'fast', 'bad key': 'x', LEVEL: '3' } } as IConfigMap],
-  secrets: [{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'team' }, data: { PASSWORD: Buffer.from('s3cret').toString('base64') } } as ISecret],
+  configMaps: [
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'settings', namespace: 'team' },
+      data: { MODE: 'fast', 'bad key': 'x', LEVEL: '3' },
+    } as IConfigMap,
+  ],
+  secrets: [
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'creds', namespace: 'team' },
+      data: { PASSWORD: Buffer.from('s3cret').toString('base64') },
+    } as ISecret,
+  ],
 });
 const node = { cpuCores: 2, memoryBytes: 8 * 2 ** 30 };
-const ctx = (p: IPod): EnvContext => ({ pod: p, container: p.spec!.containers[0]!, objects, podIPs: ['10.89.0.7'], hostIP: '192.0.2.10', node });
+const ctx = (p: IPod): EnvContext => ({
+  pod: p,
+  container: p.spec!.containers[0]!,
+  objects,
+  podIPs: ['10.89.0.7'],
+  hostIP: '192.0.2.10',
+  node,
+});
 const asMap = (r: { env: { key: string; value: string }[] }) => Object.fromEntries(r.env.map((e) => [e.key, e.value]));
 
 describe('container environment (makeEnvironmentVariables)', () => {
   test('$(VAR) expansion: defined names replaced, undefined kept, $$ escapes, unterminated left alone', () => {
-    const vars = new Map([['A', 'one'], ['B', 'two']]);
+    const vars = new Map([
+      ['A', 'one'],
+      ['B', 'two'],
+    ]);
     const look = (n: string) => vars.get(n);
     assert.equal(expand('$(A)-$(B)', look), 'one-two');
     assert.equal(expand('$(MISSING) and $(A)', look), '$(MISSING) and one');
@@ -89,7 +116,9 @@ describe('container environment (makeEnvironmentVariables)', () => {
   });
 
   test('a resource field without a limit falls back to the node allocatable', () => {
-    const p = pod(`  containers:\n  - name: app\n    image: busybox:1.36\n    env:\n    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Gi}}}\n    - {name: CPUS, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}\n`);
+    const p = pod(
+      `  containers:\n  - name: app\n    image: busybox:1.36\n    env:\n    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Gi}}}\n    - {name: CPUS, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}\n`,
+    );
     assert.deepEqual(asMap(makeEnvironmentVariables(ctx(p))), { MEM: '8', CPUS: '2' });
   });
 
@@ -132,20 +161,35 @@ describe('CRI config details', () => {
   test('DNS: None uses dnsConfig alone; other policies merge it over the host resolv.conf; no dnsConfig leaves it to the runtime', () => {
     const host = 'nameserver 192.0.2.53\nsearch corp.example\noptions ndots:2 timeout:1\n';
     assert.deepEqual(parseResolvConf(host), { servers: ['192.0.2.53'], searches: ['corp.example'], options: ['ndots:2', 'timeout:1'] });
-    const none = pod(`  dnsPolicy: None\n  dnsConfig: {nameservers: [1.1.1.1], searches: [a.b], options: [{name: ndots, value: "5"}]}\n  containers:\n  - {name: app, image: busybox:1.36}\n`);
+    const none = pod(
+      `  dnsPolicy: None\n  dnsConfig: {nameservers: [1.1.1.1], searches: [a.b], options: [{name: ndots, value: "5"}]}\n  containers:\n  - {name: app, image: busybox:1.36}\n`,
+    );
     assert.deepEqual(dnsConfigFor(none, host), { servers: ['1.1.1.1'], searches: ['a.b'], options: ['ndots:5'] });
-    const merged = pod(`  dnsConfig: {nameservers: [1.1.1.1], searches: [a.b], options: [{name: ndots, value: "5"}, {name: edns0}]}\n  containers:\n  - {name: app, image: busybox:1.36}\n`);
-    assert.deepEqual(dnsConfigFor(merged, host), { servers: ['192.0.2.53', '1.1.1.1'], searches: ['corp.example', 'a.b'], options: ['ndots:5', 'timeout:1', 'edns0'] });
+    const merged = pod(
+      `  dnsConfig: {nameservers: [1.1.1.1], searches: [a.b], options: [{name: ndots, value: "5"}, {name: edns0}]}\n  containers:\n  - {name: app, image: busybox:1.36}\n`,
+    );
+    assert.deepEqual(dnsConfigFor(merged, host), {
+      servers: ['192.0.2.53', '1.1.1.1'],
+      searches: ['corp.example', 'a.b'],
+      options: ['ndots:5', 'timeout:1', 'edns0'],
+    });
     assert.equal(dnsConfigFor(pod(`  containers:\n  - {name: app, image: busybox:1.36}\n`), host), undefined);
   });
 
   test('managed /etc/hosts: the pod name with its FQDN for a subdomain, and hostAliases; a host-network pod copies the host file', () => {
-    const p = pod(`  hostname: web-0\n  subdomain: web\n  hostAliases: [{ip: 192.0.2.1, hostnames: [db, db.local]}]\n  containers:\n  - {name: app, image: busybox:1.36}\n`);
+    const p = pod(
+      `  hostname: web-0\n  subdomain: web\n  hostAliases: [{ip: 192.0.2.1, hostnames: [db, db.local]}]\n  containers:\n  - {name: app, image: busybox:1.36}\n`,
+    );
     const text = managedHostsFile(p, ['10.89.0.9'], 'ignored');
     assert.match(text, /^# Kubernetes-managed hosts file\.\n127\.0\.0\.1\tlocalhost\n/);
     assert.match(text, /\n10\.89\.0\.9\tweb-0\.web\.team\.svc\.cluster\.local\tweb-0\n/);
     assert.match(text, /\n# Entries added by HostAliases\.\n192\.0\.2\.1\tdb\tdb\.local\n$/);
-    const h = pod(`  hostNetwork: true\n  hostAliases: [{ip: 192.0.2.1, hostnames: [db]}]\n  containers:\n  - {name: app, image: busybox:1.36}\n`);
-    assert.equal(managedHostsFile(h, [], '127.0.0.1 localhost\nhostline'), '127.0.0.1 localhost\nhostline\n\n# Entries added by HostAliases.\n192.0.2.1\tdb\n');
+    const h = pod(
+      `  hostNetwork: true\n  hostAliases: [{ip: 192.0.2.1, hostnames: [db]}]\n  containers:\n  - {name: app, image: busybox:1.36}\n`,
+    );
+    assert.equal(
+      managedHostsFile(h, [], '127.0.0.1 localhost\nhostline'),
+      '127.0.0.1 localhost\nhostline\n\n# Entries added by HostAliases.\n192.0.2.1\tdb\n',
+    );
   });
 });

@@ -3,12 +3,25 @@ import assert from 'node:assert/strict';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { containerdEventFilters, loadContainerdEvents, toContainerdEvent, type ContainerdEvent, type ContainerdEventHandlers, type ContainerdEventSource } from '../../src/core/cri/containerd-events.js';
+import {
+  containerdEventFilters,
+  loadContainerdEvents,
+  toContainerdEvent,
+  type ContainerdEvent,
+  type ContainerdEventHandlers,
+  type ContainerdEventSource,
+} from '../../src/core/cri/containerd-events.js';
 import { CriError } from '../../src/core/cri/errors.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { EVENTED_RELIST_PERIOD_MS, GLOBAL_CACHE_UPDATE_PERIOD_MS, MAX_STREAM_FAILURES } from '../../src/core/pleg/evented.js';
-import { AFTER_DELETE_READ_MS, OPEN_GRACE_MS, RECONNECT_INITIAL_MS, REREAD_DELAYS_MS, TASK_DELETE_WAIT_MS } from '../../src/core/pleg/containerd.js';
+import {
+  AFTER_DELETE_READ_MS,
+  OPEN_GRACE_MS,
+  RECONNECT_INITIAL_MS,
+  REREAD_DELAYS_MS,
+  TASK_DELETE_WAIT_MS,
+} from '../../src/core/pleg/containerd.js';
 import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
 import type { Pleg } from '../../src/core/pleg/evented.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
@@ -67,12 +80,20 @@ async function turns(n = 200): Promise<void> {
 
 async function setup(opts: { implementEvents?: boolean; kind?: 'containerd' | 'auto' } = {}) {
   const clock = new FakeClock();
-  const fake = await FakeRuntime.start({ clock, implementEvents: opts.implementEvents ?? false, images: ['docker.io/library/busybox:1.36'] });
+  const fake = await FakeRuntime.start({
+    clock,
+    implementEvents: opts.implementEvents ?? false,
+    images: ['docker.io/library/busybox:1.36'],
+  });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n', runtimeName: 'containerd' });
   const events = new FakeEvents();
   const fallbacks: string[] = [];
-  const pleg: Pleg = kubelet.choosePleg(opts.kind ?? 'containerd', { relistPeriodMs: 1000, onFallback: (r) => fallbacks.push(r), containerdEvents: () => events });
+  const pleg: Pleg = kubelet.choosePleg(opts.kind ?? 'containerd', {
+    relistPeriodMs: 1000,
+    onFallback: (r) => fallbacks.push(r),
+    containerdEvents: () => events,
+  });
   const seen: PodLifecycleEvent[] = [];
   pleg.watch((e) => seen.push(e));
   const cleanup = async () => {
@@ -109,13 +130,21 @@ test('Subscribe filters: the mapped topics in the k8s.io namespace; an envelope 
     'namespace=="k8s.io",topic=="/containers/delete"',
   ]);
   const ts = { seconds: 1_700_000_000, nanos: 5_000_000 };
-  assert.deepEqual(toContainerdEvent({ topic: '/tasks/exit', namespace: 'k8s.io', timestamp: ts, event: { '@type': 'containerd.events.TaskExit', containerId: 'c1', id: 'c1', exitStatus: 137 } }), {
-    topic: '/tasks/exit',
-    namespace: 'k8s.io',
-    timestamp: 1_700_000_000_005,
-    containerId: 'c1',
-    exitStatus: 137,
-  });
+  assert.deepEqual(
+    toContainerdEvent({
+      topic: '/tasks/exit',
+      namespace: 'k8s.io',
+      timestamp: ts,
+      event: { '@type': 'containerd.events.TaskExit', containerId: 'c1', id: 'c1', exitStatus: 137 },
+    }),
+    {
+      topic: '/tasks/exit',
+      namespace: 'k8s.io',
+      timestamp: 1_700_000_000_005,
+      containerId: 'c1',
+      exitStatus: 137,
+    },
+  );
   assert.equal(toContainerdEvent({ topic: '/tasks/exit', event: { containerId: 'c1', id: 'exec-1' } })?.execId, 'exec-1');
   assert.equal(toContainerdEvent({ topic: '/containers/delete', event: { id: 'c2' } })?.containerId, 'c2');
   assert.equal(toContainerdEvent({ topic: '/snapshot/prepare', event: {} }), undefined);
@@ -131,9 +160,26 @@ test("Subscribe's codec: the request's filters and an Envelope's payload as cont
   const Envelope = source.lookupType('containerd.services.events.v1.Envelope');
   const Any = source.lookupType('google.protobuf.Any');
   const TaskExit = source.lookupType('containerd.events.TaskExit');
-  const exit = TaskExit.encode(TaskExit.fromObject({ containerId: 'c1', id: 'exec-1', pid: 42, exitStatus: 137, exitedAt: { seconds: 1_700_000_001, nanos: 7_000_000 } })).finish();
+  const exit = TaskExit.encode(
+    TaskExit.fromObject({
+      containerId: 'c1',
+      id: 'exec-1',
+      pid: 42,
+      exitStatus: 137,
+      exitedAt: { seconds: 1_700_000_001, nanos: 7_000_000 },
+    }),
+  ).finish();
   const envelope = (typeUrl: string, value: Uint8Array) =>
-    Buffer.from(Envelope.encode(Envelope.fromObject({ timestamp: { seconds: 1_700_000_002 }, namespace: 'k8s.io', topic: '/tasks/exit', event: Any.fromObject({ type_url: typeUrl, value }) })).finish());
+    Buffer.from(
+      Envelope.encode(
+        Envelope.fromObject({
+          timestamp: { seconds: 1_700_000_002 },
+          namespace: 'k8s.io',
+          topic: '/tasks/exit',
+          event: Any.fromObject({ type_url: typeUrl, value }),
+        }),
+      ).finish(),
+    );
   for (const typeUrl of ['containerd.events.TaskExit', 'type.googleapis.com/containerd.events.TaskExit']) {
     const decoded = codec.decode(envelope(typeUrl, exit));
     assert.equal(decoded.event?.['@type'], 'containerd.events.TaskExit');
@@ -148,108 +194,121 @@ test("Subscribe's codec: the request's filters and an Envelope's payload as cont
     });
   }
   // A payload of a type podctl does not declare keeps only its type.
-  assert.deepEqual(codec.decode(envelope('containerd.events.SnapshotPrepare', Buffer.from([10, 1, 120]))).event, { '@type': 'containerd.events.SnapshotPrepare' });
+  assert.deepEqual(codec.decode(envelope('containerd.events.SnapshotPrepare', Buffer.from([10, 1, 120]))).event, {
+    '@type': 'containerd.events.SnapshotPrepare',
+  });
 });
 
-test('an OOM kill: after TaskOOM, the exit is reported once the CRI records OOMKilled, so the first status of the death has its reason', async () => {
-  const t = await setup();
-  try {
-    const { app } = await startWithPod(t);
-    t.events.send({ topic: '/tasks/start', containerId: app });
-    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
-    t.events.send({ topic: '/tasks/oom', containerId: app });
-    // The exit lands in the CRI as Error first; its TaskOOM handler relabels it a moment later.
-    t.fake.exitContainer(app, 137, { reason: 'Error' });
-    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 137 });
-    await turns();
-    assert.equal(count(t.seen, 'ContainerDied', app), 0, 'not reported while the CRI still says Error');
-    t.fake.relabelExit(app, 'OOMKilled');
-    t.clock.advance(REREAD_DELAYS_MS[0]!);
-    await until('ContainerDied', () => count(t.seen, 'ContainerDied', app) === 1);
-    assert.equal(t.pleg.cache.get(uid)?.containers[0]?.reason, 'OOMKilled');
-  } finally {
-    await t.cleanup();
-  }
-});
+test(
+  'an OOM kill: after TaskOOM, the exit is reported once the CRI records OOMKilled, so the first status of the death has ' + 'its reason',
+  async () => {
+    const t = await setup();
+    try {
+      const { app } = await startWithPod(t);
+      t.events.send({ topic: '/tasks/start', containerId: app });
+      await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
+      t.events.send({ topic: '/tasks/oom', containerId: app });
+      // The exit lands in the CRI as Error first; its TaskOOM handler relabels it a moment later.
+      t.fake.exitContainer(app, 137, { reason: 'Error' });
+      t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 137 });
+      await turns();
+      assert.equal(count(t.seen, 'ContainerDied', app), 0, 'not reported while the CRI still says Error');
+      t.fake.relabelExit(app, 'OOMKilled');
+      t.clock.advance(REREAD_DELAYS_MS[0]!);
+      await until('ContainerDied', () => count(t.seen, 'ContainerDied', app) === 1);
+      assert.equal(t.pleg.cache.get(uid)?.containers[0]?.reason, 'OOMKilled');
+    } finally {
+      await t.cleanup();
+    }
+  },
+);
 
-test('containerd-events PLEG: a task exit refreshes its pod and gives one ContainerDied, without a relist; the next relist does not repeat it', async () => {
-  const t = await setup();
-  try {
-    const { app } = await startWithPod(t);
-    t.events.send({ topic: '/tasks/start', containerId: app });
-    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
-    t.fake.resetCalls();
-    t.fake.exitContainer(app, 2);
-    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 2 });
-    const died = await until('ContainerDied', () => t.seen.find((e) => e.type === 'ContainerDied' && e.data === app));
-    assert.equal(died.containerName, 'app');
-    assert.equal(died.id, uid);
-    assert.equal(t.pleg.cache.get(uid)?.containers[0]?.exitCode, 2);
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'reported from the event, before any read');
-    await turns();
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'no read before the task is deleted (the CRI records the exit then)');
-    t.events.send({ topic: '/tasks/delete', containerId: app, exitStatus: 2 });
-    await turns();
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'the CRI writes its record after TaskDelete: the read waits a little');
-    t.clock.advance(AFTER_DELETE_READ_MS);
-    await until('the pod read once', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
-    await turns();
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'one pod status read (the CRI had recorded it), no relist');
-    t.events.send({ topic: '/tasks/delete', containerId: app, exitStatus: 2 });
-    await turns();
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'a second TaskDelete of a settled exit reads nothing');
-    assert.equal(t.pleg.source, 'containerd-events');
-    // The safety-net relist (300 s) finds the same state: nothing twice.
-    t.fake.resetCalls();
-    t.clock.advance(EVENTED_RELIST_PERIOD_MS);
-    await until('the safety-net relist', () => (t.fake.calls().ListContainers ?? 0) >= 1);
-    await turns();
-    assert.equal(count(t.seen, 'ContainerDied', app), 1);
-    assert.equal(count(t.seen, 'ContainerStarted', app), 1);
-    assert.deepEqual(t.fallbacks, []);
-    // Quiet for 4 minutes: healthy (the threshold is 10 minutes beside a 300 s relist, not the generic 3).
-    t.clock.advance(4 * 60_000);
-    assert.equal(t.pleg.healthy().ok, true, t.pleg.healthy().message);
-  } finally {
-    await t.cleanup();
-  }
-});
+test(
+  'containerd-events PLEG: a task exit refreshes its pod and gives one ContainerDied, without a relist; the next relist does ' +
+    'not repeat it',
+  async () => {
+    const t = await setup();
+    try {
+      const { app } = await startWithPod(t);
+      t.events.send({ topic: '/tasks/start', containerId: app });
+      await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
+      t.fake.resetCalls();
+      t.fake.exitContainer(app, 2);
+      t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 2 });
+      const died = await until('ContainerDied', () => t.seen.find((e) => e.type === 'ContainerDied' && e.data === app));
+      assert.equal(died.containerName, 'app');
+      assert.equal(died.id, uid);
+      assert.equal(t.pleg.cache.get(uid)?.containers[0]?.exitCode, 2);
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'reported from the event, before any read');
+      await turns();
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'no read before the task is deleted (the CRI records the exit then)');
+      t.events.send({ topic: '/tasks/delete', containerId: app, exitStatus: 2 });
+      await turns();
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'the CRI writes its record after TaskDelete: the read waits a little');
+      t.clock.advance(AFTER_DELETE_READ_MS);
+      await until('the pod read once', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
+      await turns();
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'one pod status read (the CRI had recorded it), no relist');
+      t.events.send({ topic: '/tasks/delete', containerId: app, exitStatus: 2 });
+      await turns();
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'a second TaskDelete of a settled exit reads nothing');
+      assert.equal(t.pleg.source, 'containerd-events');
+      // The safety-net relist (300 s) finds the same state: nothing twice.
+      t.fake.resetCalls();
+      t.clock.advance(EVENTED_RELIST_PERIOD_MS);
+      await until('the safety-net relist', () => (t.fake.calls().ListContainers ?? 0) >= 1);
+      await turns();
+      assert.equal(count(t.seen, 'ContainerDied', app), 1);
+      assert.equal(count(t.seen, 'ContainerStarted', app), 1);
+      assert.deepEqual(t.fallbacks, []);
+      // Quiet for 4 minutes: healthy (the threshold is 10 minutes beside a 300 s relist, not the generic 3).
+      t.clock.advance(4 * 60_000);
+      assert.equal(t.pleg.healthy().ok, true, t.pleg.healthy().message);
+    } finally {
+      await t.cleanup();
+    }
+  },
+);
 
-test('containerd-events PLEG: while its stream is up and no event is being handled, the pod cache is marked current every 5 s (updateGlobalCache), so a resync reads no runtime', async () => {
-  const t = await setup();
-  try {
-    const { app } = await startWithPod(t);
-    t.events.send({ topic: '/tasks/start', containerId: app });
-    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
-    await until('the running container cached', () => t.pleg.cache.get(uid)?.containers.find((c) => c.state === 'running'));
-    await turns();
-    // The pod synced after its last refresh: without a newer cache its next sync reads the runtime.
-    t.clock.advance(1000);
-    await t.kubelet.syncPod(pod, 'sync');
-    const syncedAt = t.clock.now();
-    t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
-    assert.ok(t.pleg.cache.freshness(uid)! > syncedAt, 'marked current by a tick after the sync');
-    t.fake.resetCalls();
-    await t.kubelet.syncPod(pod, 'sync');
-    assert.deepEqual(t.fake.calls(), {}, 'the resync used the cache');
-    // An event still being handled (a container new to the PLEG, looked up in the CRI): its pod may not be
-    // in the cache yet, so no tick marks the cache current until that handling is over.
-    t.fake.hang('ContainerStatus');
-    t.events.send({ topic: '/tasks/start', containerId: 'new-container' });
-    await turns();
-    const before = t.pleg.cache.freshness(uid)!;
-    t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
-    assert.equal(t.pleg.cache.freshness(uid), before, 'not marked while an event is being handled');
-    t.fake.unhang('ContainerStatus');
-    await turns();
-    t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
-    assert.ok(t.pleg.cache.freshness(uid)! > before, 'marked again once it is handled');
-  } finally {
-    await t.cleanup();
-  }
-});
+test(
+  'containerd-events PLEG: while its stream is up and no event is being handled, the pod cache is marked current every 5 s ' +
+    '(updateGlobalCache), so a resync reads no runtime',
+  async () => {
+    const t = await setup();
+    try {
+      const { app } = await startWithPod(t);
+      t.events.send({ topic: '/tasks/start', containerId: app });
+      await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
+      await until('the running container cached', () => t.pleg.cache.get(uid)?.containers.find((c) => c.state === 'running'));
+      await turns();
+      // The pod synced after its last refresh: without a newer cache its next sync reads the runtime.
+      t.clock.advance(1000);
+      await t.kubelet.syncPod(pod, 'sync');
+      const syncedAt = t.clock.now();
+      t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
+      assert.ok(t.pleg.cache.freshness(uid)! > syncedAt, 'marked current by a tick after the sync');
+      t.fake.resetCalls();
+      await t.kubelet.syncPod(pod, 'sync');
+      assert.deepEqual(t.fake.calls(), {}, 'the resync used the cache');
+      // An event still being handled (a container new to the PLEG, looked up in the CRI): its pod may not be
+      // in the cache yet, so no tick marks the cache current until that handling is over.
+      t.fake.hang('ContainerStatus');
+      t.events.send({ topic: '/tasks/start', containerId: 'new-container' });
+      await turns();
+      const before = t.pleg.cache.freshness(uid)!;
+      t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
+      assert.equal(t.pleg.cache.freshness(uid), before, 'not marked while an event is being handled');
+      t.fake.unhang('ContainerStatus');
+      await turns();
+      t.clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
+      assert.ok(t.pleg.cache.freshness(uid)! > before, 'marked again once it is handled');
+    } finally {
+      await t.cleanup();
+    }
+  },
+);
 
-test('containerd-events PLEG: TaskExit is reported at once with the event\'s code and time while the CRI lags, read again until the CRI records it, never twice; an exec exit is ignored', async () => {
+test("containerd-events PLEG: TaskExit is reported at once with the event's code and time while the CRI lags, read again until the CRI records it, never twice; an exec exit is ignored", async () => {
   const t = await setup();
   try {
     const { app } = await startWithPod(t);
@@ -315,47 +374,51 @@ test('containerd-events PLEG: when the CRI records more than TaskExit said (a me
   }
 });
 
-test('containerd-events PLEG: with no TaskDelete the exit is settled after TASK_DELETE_WAIT_MS; a sandbox exit is read once at once, the rest waits for its TaskDelete', async () => {
-  const t = await setup();
-  try {
-    const { app, sandbox } = await startWithPod(t);
-    t.events.send({ topic: '/tasks/start', containerId: app });
-    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
-    t.fake.resetCalls();
-    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 0, exitedAt: t.clock.now() });
-    await until('ContainerDied from the event', () => count(t.seen, 'ContainerDied', app) === 1);
-    t.fake.exitContainer(app, 0);
-    t.clock.advance(TASK_DELETE_WAIT_MS - 1);
-    await turns();
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'waiting for TaskDelete');
-    t.clock.advance(1);
-    await until('read after the wait', () => t.kubelet.runtimeManager.statusReader.earlyExits.size === 0);
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1);
-    // The sandbox: no early exit, so one read at once; the CRI still says ready.
-    t.fake.resetCalls();
-    t.events.send({ topic: '/tasks/exit', containerId: sandbox, exitStatus: 137, exitedAt: t.clock.now() });
-    await until('one read', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
-    for (const d of REREAD_DELAYS_MS.slice(0, 4)) {
-      t.clock.advance(d);
+test(
+  'containerd-events PLEG: with no TaskDelete the exit is settled after TASK_DELETE_WAIT_MS; a sandbox exit is read once at ' +
+    'once, the rest waits for its TaskDelete',
+  async () => {
+    const t = await setup();
+    try {
+      const { app, sandbox } = await startWithPod(t);
+      t.events.send({ topic: '/tasks/start', containerId: app });
+      await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
+      t.fake.resetCalls();
+      t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 0, exitedAt: t.clock.now() });
+      await until('ContainerDied from the event', () => count(t.seen, 'ContainerDied', app) === 1);
+      t.fake.exitContainer(app, 0);
+      t.clock.advance(TASK_DELETE_WAIT_MS - 1);
       await turns();
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 0, 'waiting for TaskDelete');
+      t.clock.advance(1);
+      await until('read after the wait', () => t.kubelet.runtimeManager.statusReader.earlyExits.size === 0);
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1);
+      // The sandbox: no early exit, so one read at once; the CRI still says ready.
+      t.fake.resetCalls();
+      t.events.send({ topic: '/tasks/exit', containerId: sandbox, exitStatus: 137, exitedAt: t.clock.now() });
+      await until('one read', () => (t.fake.calls().ListPodSandbox ?? 0) === 1);
+      for (const d of REREAD_DELAYS_MS.slice(0, 4)) {
+        t.clock.advance(d);
+        await turns();
+      }
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'no polling while the task is not deleted');
+      assert.equal(count(t.seen, 'ContainerDied', sandbox), 0);
+      await t.client.stopPodSandbox(sandbox);
+      t.events.send({ topic: '/tasks/delete', containerId: sandbox, exitStatus: 137 });
+      await turns();
+      t.clock.advance(AFTER_DELETE_READ_MS);
+      await until('the sandbox death', () => count(t.seen, 'ContainerDied', sandbox) === 1);
+      t.clock.advance(TASK_DELETE_WAIT_MS);
+      await turns();
+      assert.equal(count(t.seen, 'ContainerDied', sandbox), 1);
+      assert.equal(t.fake.calls().ListPodSandbox ?? 0, 2, 'the wait was cancelled by TaskDelete');
+    } finally {
+      await t.cleanup();
     }
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 1, 'no polling while the task is not deleted');
-    assert.equal(count(t.seen, 'ContainerDied', sandbox), 0);
-    await t.client.stopPodSandbox(sandbox);
-    t.events.send({ topic: '/tasks/delete', containerId: sandbox, exitStatus: 137 });
-    await turns();
-    t.clock.advance(AFTER_DELETE_READ_MS);
-    await until('the sandbox death', () => count(t.seen, 'ContainerDied', sandbox) === 1);
-    t.clock.advance(TASK_DELETE_WAIT_MS);
-    await turns();
-    assert.equal(count(t.seen, 'ContainerDied', sandbox), 1);
-    assert.equal(t.fake.calls().ListPodSandbox ?? 0, 2, 'the wait was cancelled by TaskDelete');
-  } finally {
-    await t.cleanup();
-  }
-});
+  },
+);
 
-test('containerd-events PLEG: a container new since the last relist is found through the CRI; another client\'s is ignored', async () => {
+test("containerd-events PLEG: a container new since the last relist is found through the CRI; another client's is ignored", async () => {
   const t = await setup();
   try {
     const { app } = await startWithPod(t);
@@ -363,7 +426,11 @@ test('containerd-events PLEG: a container new since the last relist is found thr
     t.events.send({ topic: '/tasks/start', containerId: app });
     const started = await until('ContainerStarted', () => t.seen.find((e) => e.type === 'ContainerStarted' && e.data === app));
     assert.equal(started.id, uid);
-    t.fake.seed({ pods: 1, containersPerPod: 1, labels: () => ({ 'io.kubernetes.pod.uid': 'other', 'io.kubernetes.pod.name': 'other', 'io.kubernetes.pod.namespace': 'x' }) });
+    t.fake.seed({
+      pods: 1,
+      containersPerPod: 1,
+      labels: () => ({ 'io.kubernetes.pod.uid': 'other', 'io.kubernetes.pod.name': 'other', 'io.kubernetes.pod.namespace': 'x' }),
+    });
     const other = t.fake.containers().find((c) => c.id !== app)!.id;
     t.events.send({ topic: '/tasks/start', containerId: other });
     t.events.send({ topic: '/tasks/start', containerId: other });
@@ -394,47 +461,51 @@ test('containerd-events PLEG: a stream that cannot be opened hands over to the g
   }
 });
 
-test('containerd-events PLEG: a broken stream reconnects with backoff and relists once reopened (a death while it was down is seen once); 5 breaks in a row fall back', async () => {
-  const t = await setup();
-  try {
-    const { app } = await startWithPod(t);
-    t.events.send({ topic: '/tasks/start', containerId: app });
-    await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
-    t.events.fail();
-    // The container dies while no stream is open: no event will tell.
-    t.fake.exitContainer(app, 137);
-    t.clock.advance(RECONNECT_INITIAL_MS - 1);
-    assert.equal(t.events.subscriptions.length, 1, 'no reconnect before the backoff');
-    t.clock.advance(1);
-    assert.equal(t.events.subscriptions.length, 2, 'reconnected after 1 s');
-    t.clock.advance(OPEN_GRACE_MS);
-    await until('ContainerDied from the relist after the reconnect', () => count(t.seen, 'ContainerDied', app) === 1);
-    // The same exit's event arriving late changes nothing.
-    t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 137 });
-    await turns();
-    assert.equal(count(t.seen, 'ContainerDied', app), 1);
-    assert.equal(t.pleg.source, 'containerd-events');
-    // Breaks right after each reopen: backoff 2 s, 4 s, 8 s, then the fifth in a row falls back.
-    let delay = 2 * RECONNECT_INITIAL_MS;
-    for (let i = 2; i <= MAX_STREAM_FAILURES; i++) {
+test(
+  'containerd-events PLEG: a broken stream reconnects with backoff and relists once reopened (a death while it was down is ' +
+    'seen once); 5 breaks in a row fall back',
+  async () => {
+    const t = await setup();
+    try {
+      const { app } = await startWithPod(t);
+      t.events.send({ topic: '/tasks/start', containerId: app });
+      await until('ContainerStarted', () => count(t.seen, 'ContainerStarted', app) === 1);
       t.events.fail();
-      if (i === MAX_STREAM_FAILURES) break;
-      const before: number = t.events.subscriptions.length;
-      t.clock.advance(delay - 1);
-      assert.equal(t.events.subscriptions.length, before);
+      // The container dies while no stream is open: no event will tell.
+      t.fake.exitContainer(app, 137);
+      t.clock.advance(RECONNECT_INITIAL_MS - 1);
+      assert.equal(t.events.subscriptions.length, 1, 'no reconnect before the backoff');
       t.clock.advance(1);
-      assert.equal(t.events.subscriptions.length, before + 1);
-      delay *= 2;
+      assert.equal(t.events.subscriptions.length, 2, 'reconnected after 1 s');
+      t.clock.advance(OPEN_GRACE_MS);
+      await until('ContainerDied from the relist after the reconnect', () => count(t.seen, 'ContainerDied', app) === 1);
+      // The same exit's event arriving late changes nothing.
+      t.events.send({ topic: '/tasks/exit', containerId: app, exitStatus: 137 });
+      await turns();
+      assert.equal(count(t.seen, 'ContainerDied', app), 1);
+      assert.equal(t.pleg.source, 'containerd-events');
+      // Breaks right after each reopen: backoff 2 s, 4 s, 8 s, then the fifth in a row falls back.
+      let delay = 2 * RECONNECT_INITIAL_MS;
+      for (let i = 2; i <= MAX_STREAM_FAILURES; i++) {
+        t.events.fail();
+        if (i === MAX_STREAM_FAILURES) break;
+        const before: number = t.events.subscriptions.length;
+        t.clock.advance(delay - 1);
+        assert.equal(t.events.subscriptions.length, before);
+        t.clock.advance(1);
+        assert.equal(t.events.subscriptions.length, before + 1);
+        delay *= 2;
+      }
+      assert.equal(t.fallbacks.length, 1);
+      assert.match(t.fallbacks[0]!, /broke 5 times/);
+      assert.equal(t.pleg.source, 'relist');
+    } finally {
+      await t.cleanup();
     }
-    assert.equal(t.fallbacks.length, 1);
-    assert.match(t.fallbacks[0]!, /broke 5 times/);
-    assert.equal(t.pleg.source, 'relist');
-  } finally {
-    await t.cleanup();
-  }
-});
+  },
+);
 
-test('--pleg auto on containerd: CRI GetContainerEvents UNIMPLEMENTED hands over to containerd\'s events, said once', async () => {
+test("--pleg auto on containerd: CRI GetContainerEvents UNIMPLEMENTED hands over to containerd's events, said once", async () => {
   const t = await setup({ kind: 'auto', implementEvents: false });
   try {
     t.pleg.start();
@@ -446,7 +517,7 @@ test('--pleg auto on containerd: CRI GetContainerEvents UNIMPLEMENTED hands over
     await t.kubelet.syncPod(pod, 'create');
     const app = t.fake.containers()[0]!.id;
     t.events.send({ topic: '/tasks/start', containerId: app });
-    await until('ContainerStarted through the evented PLEG\'s listeners', () => count(t.seen, 'ContainerStarted', app) === 1);
+    await until("ContainerStarted through the evented PLEG's listeners", () => count(t.seen, 'ContainerStarted', app) === 1);
   } finally {
     await t.cleanup();
   }
@@ -456,9 +527,24 @@ test("an early exit's status: the event's code, time and reason, the termination
   const reader = new PodStatusReader({ runtime: {} as RuntimeService, clock: new FakeClock() });
   const file = join(logs.dir, 'termination-log');
   writeFileSync(file, 'bye');
-  const c = { id: 'c1', name: 'app', state: 'running', createdAt: 1, image: 'busybox', imageRef: '', imageId: '', hash: '', restartCount: 0, kind: 'app', terminationMessageFile: file } as const;
+  const c = {
+    id: 'c1',
+    name: 'app',
+    state: 'running',
+    createdAt: 1,
+    image: 'busybox',
+    imageRef: '',
+    imageId: '',
+    hash: '',
+    restartCount: 0,
+    kind: 'app',
+    terminationMessageFile: file,
+  } as const;
   const exit = { exitCode: 3, finishedAt: 1234, reason: 'Error' };
   assert.deepEqual(reader.exitedStatus(c, exit), { ...c, state: 'exited', exitCode: 3, finishedAt: 1234, reason: 'Error', message: 'bye' });
   reader.noteKillMessage('c2', 'Container app failed liveness probe, will be restarted');
-  assert.equal(reader.exitedStatus({ ...c, id: 'c2', terminationMessageFile: join(logs.dir, 'absent') }, exit).message, 'Container app failed liveness probe, will be restarted');
+  assert.equal(
+    reader.exitedStatus({ ...c, id: 'c2', terminationMessageFile: join(logs.dir, 'absent') }, exit).message,
+    'Container app failed liveness probe, will be restarted',
+  );
 });

@@ -2,7 +2,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,40 +63,44 @@ async function readFrames(frames: AsyncIterable<Buffer>): Promise<Buffer> {
 
 const refusedWith = (pattern: RegExp) => (e: Error) => e instanceof TarError && pattern.test(e.message);
 
-test('tar: a local tree packed as cp sends it (its announced size exact) and unpacked elsewhere, renamed at the top: long and non-ASCII names, long symlink targets, binary data', async () => {
-  const s = scratch();
-  try {
-    const src = join(s.dir, 'src');
-    const long = 'n'.repeat(150);
-    mkdirSync(join(src, 'sub', 'ünïcödé 日本'), { recursive: true });
-    const data = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
-    writeFileSync(join(src, 'sub', 'f.txt'), 'hello');
-    writeFileSync(join(src, 'sub', 'ünïcödé 日本', long), data);
-    writeFileSync(join(src, 'empty'), '');
-    symlinkSync('sub/f.txt', join(src, 'rel'));
-    const longTarget = `sub/${'../sub/'.repeat(20)}f.txt`;
-    symlinkSync(longTarget, join(src, 'longlink'));
-    const packed = await packLocal(src, 'top');
-    const archive = await readFrames(packed.frames());
-    assert.equal(archive.length, packed.size, 'the size head -c is given is the archive\'s');
-    // What GNU tar reads of it, as the container's tar would.
-    const listed = spawnSync('tar', ['tf', '-'], { input: archive, encoding: 'utf8' });
-    assert.equal(listed.status, 0, listed.stderr);
-    assert.ok(listed.stdout.split('\n').includes(`top/sub/ünïcödé 日本/${long}`), listed.stdout);
+test(
+  'tar: a local tree packed as cp sends it (its announced size exact) and unpacked elsewhere, renamed at the top: long and ' +
+    'non-ASCII names, long symlink targets, binary data',
+  async () => {
+    const s = scratch();
+    try {
+      const src = join(s.dir, 'src');
+      const long = 'n'.repeat(150);
+      mkdirSync(join(src, 'sub', 'ünïcödé 日本'), { recursive: true });
+      const data = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
+      writeFileSync(join(src, 'sub', 'f.txt'), 'hello');
+      writeFileSync(join(src, 'sub', 'ünïcödé 日本', long), data);
+      writeFileSync(join(src, 'empty'), '');
+      symlinkSync('sub/f.txt', join(src, 'rel'));
+      const longTarget = `sub/${'../sub/'.repeat(20)}f.txt`;
+      symlinkSync(longTarget, join(src, 'longlink'));
+      const packed = await packLocal(src, 'top');
+      const archive = await readFrames(packed.frames());
+      assert.equal(archive.length, packed.size, "the size head -c is given is the archive's");
+      // What GNU tar reads of it, as the container's tar would.
+      const listed = spawnSync('tar', ['tf', '-'], { input: archive, encoding: 'utf8' });
+      assert.equal(listed.status, 0, listed.stderr);
+      assert.ok(listed.stdout.split('\n').includes(`top/sub/ünïcödé 日本/${long}`), listed.stdout);
 
-    const out = join(s.dir, 'out');
-    mkdirSync(out);
-    await unpack(archive, out, { from: 'top', to: 'renamed' });
-    assert.equal(readFileSync(join(out, 'renamed', 'sub', 'f.txt'), 'utf8'), 'hello');
-    assert.ok(readFileSync(join(out, 'renamed', 'sub', 'ünïcödé 日本', long)).equals(data));
-    assert.equal(readFileSync(join(out, 'renamed', 'empty'), 'utf8'), '');
-    assert.equal(readlinkSync(join(out, 'renamed', 'rel')), 'sub/f.txt');
-    assert.equal(readlinkSync(join(out, 'renamed', 'longlink')), longTarget);
-    assert.deepEqual(readdirSync(out), ['renamed'], 'no staging directory left behind');
-  } finally {
-    s.done();
-  }
-});
+      const out = join(s.dir, 'out');
+      mkdirSync(out);
+      await unpack(archive, out, { from: 'top', to: 'renamed' });
+      assert.equal(readFileSync(join(out, 'renamed', 'sub', 'f.txt'), 'utf8'), 'hello');
+      assert.ok(readFileSync(join(out, 'renamed', 'sub', 'ünïcödé 日本', long)).equals(data));
+      assert.equal(readFileSync(join(out, 'renamed', 'empty'), 'utf8'), '');
+      assert.equal(readlinkSync(join(out, 'renamed', 'rel')), 'sub/f.txt');
+      assert.equal(readlinkSync(join(out, 'renamed', 'longlink')), longTarget);
+      assert.deepEqual(readdirSync(out), ['renamed'], 'no staging directory left behind');
+    } finally {
+      s.done();
+    }
+  },
+);
 
 test('tar: an archive GNU tar writes in pax format (long names, pax path records) is read as GNU tar wrote it', async (t) => {
   if (spawnSync('tar', ['--version']).status !== 0) return t.skip('no tar here');
@@ -105,124 +120,156 @@ test('tar: an archive GNU tar writes in pax format (long names, pax path records
   }
 });
 
-test('tar: files keep only their permission bits less the umask (no setuid, setgid or sticky), directories are 0755 less the umask', async () => {
-  const s = scratch();
-  const umask = process.umask(0o027);
-  try {
-    const dest = join(s.dir, 'dest');
-    mkdirSync(dest);
-    await unpack(
-      await craft([
-        { name: 'd/', type: 'directory', mode: 0o7777 },
-        { name: 'd/suid', type: 'file', mode: 0o4755, data: 'x' },
-        { name: 'd/sgid', type: 'file', mode: 0o2775, data: 'x' },
-        { name: 'd/sticky', type: 'file', mode: 0o1666, uid: 0, gid: 0, data: 'x' },
-        { name: 'd/ro', type: 'file', mode: 0o444, data: 'read only' },
-      ]),
-      dest,
-    );
-    const mode = (p: string) => statSync(join(dest, p)).mode & 0o7777;
-    assert.equal(mode('d'), 0o750);
-    assert.equal(mode('d/suid'), 0o750);
-    assert.equal(mode('d/sgid'), 0o750);
-    assert.equal(mode('d/sticky'), 0o640);
-    assert.equal(mode('d/ro'), 0o440);
-    assert.equal(readFileSync(join(dest, 'd/ro'), 'utf8'), 'read only');
-    // Owned by whoever ran the copy, whatever the archive says.
-    assert.equal(statSync(join(dest, 'd/sticky')).uid, process.getuid!());
-  } finally {
-    process.umask(umask);
-    s.done();
-  }
-});
+test(
+  'tar: files keep only their permission bits less the umask (no setuid, setgid or sticky), directories are 0755 less ' + 'the umask',
+  async () => {
+    const s = scratch();
+    const umask = process.umask(0o027);
+    try {
+      const dest = join(s.dir, 'dest');
+      mkdirSync(dest);
+      await unpack(
+        await craft([
+          { name: 'd/', type: 'directory', mode: 0o7777 },
+          { name: 'd/suid', type: 'file', mode: 0o4755, data: 'x' },
+          { name: 'd/sgid', type: 'file', mode: 0o2775, data: 'x' },
+          { name: 'd/sticky', type: 'file', mode: 0o1666, uid: 0, gid: 0, data: 'x' },
+          { name: 'd/ro', type: 'file', mode: 0o444, data: 'read only' },
+        ]),
+        dest,
+      );
+      const mode = (p: string) => statSync(join(dest, p)).mode & 0o7777;
+      assert.equal(mode('d'), 0o750);
+      assert.equal(mode('d/suid'), 0o750);
+      assert.equal(mode('d/sgid'), 0o750);
+      assert.equal(mode('d/sticky'), 0o640);
+      assert.equal(mode('d/ro'), 0o440);
+      assert.equal(readFileSync(join(dest, 'd/ro'), 'utf8'), 'read only');
+      // Owned by whoever ran the copy, whatever the archive says.
+      assert.equal(statSync(join(dest, 'd/sticky')).uid, process.getuid!());
+    } finally {
+      process.umask(umask);
+      s.done();
+    }
+  },
+);
 
-test('tar: entries that would escape the destination, device nodes and FIFOs are refused, and nothing of the archive is written', async () => {
-  const s = scratch();
-  try {
-    const dest = join(s.dir, 'dest');
-    mkdirSync(dest);
-    const file = (name: string) => ({ name, type: 'file' as const, mode: 0o644, data: 'x' });
-    const refused = async (entries: Parameters<typeof craft>[0], pattern: RegExp) => {
-      await assert.rejects(unpack(await craft([file('ok'), ...entries]), dest), refusedWith(pattern), pattern.source);
-      assert.deepEqual(readdirSync(dest), [], `nothing written for ${pattern.source}`);
-    };
-    await refused([file('../x')], /refusing archive entry "\.\.\/x": it would be written outside/);
-    await refused([file('a/../../x')], /outside/);
-    await refused([file('/etc/x')], /absolute path/);
-    await refused([{ name: 'l', type: 'symlink', linkname: '/etc' }], /symlink to the absolute path \/etc/);
-    await refused([{ name: 'l', type: 'symlink', linkname: '../..' }], /symlink to \.\.\/\.\., outside/);
-    await refused([{ name: 'l', type: 'symlink', linkname: '.' }, file('l/x')], /through the symlink l/);
-    await refused([{ name: 'null', type: 'character-device', mode: 0o666, devmajor: 1, devminor: 3 }], /"null" is a character device, which podctl cp does not copy/);
-    await refused([{ name: 'sda', type: 'block-device', mode: 0o660, devmajor: 8, devminor: 0 }], /"sda" is a block device/);
-    await refused([{ name: 'pipe', type: 'fifo', mode: 0o644 }], /"pipe" is a FIFO/);
-    await refused([{ name: 'h', type: 'link', linkname: '/etc/passwd' }], /a hard link to "\/etc\/passwd", which is not a file earlier in the archive/);
-    await refused([{ name: 'h', type: 'link', linkname: '../x' }], /a hard link to "\.\.\/x"/);
-    await refused([{ name: 'h', type: 'link', linkname: 'later' }, file('later')], /a hard link to "later"/);
-    // A truncated archive: the copy fails whole.
-    const whole = await craft([file('ok'), { name: 'big', type: 'file', mode: 0o644, data: Buffer.alloc(10_000, 1) }]);
-    await assert.rejects(unpack(whole.subarray(0, 5000), dest), refusedWith(/not a whole tar archive/));
-    assert.deepEqual(readdirSync(dest), []);
-    assert.equal(existsSync(join(s.dir, 'x')), false);
-  } finally {
-    s.done();
-  }
-});
+test(
+  'tar: entries that would escape the destination, device nodes and FIFOs are refused, and nothing of the archive ' + 'is written',
+  async () => {
+    const s = scratch();
+    try {
+      const dest = join(s.dir, 'dest');
+      mkdirSync(dest);
+      const file = (name: string) => ({ name, type: 'file' as const, mode: 0o644, data: 'x' });
+      const refused = async (entries: Parameters<typeof craft>[0], pattern: RegExp) => {
+        await assert.rejects(unpack(await craft([file('ok'), ...entries]), dest), refusedWith(pattern), pattern.source);
+        assert.deepEqual(readdirSync(dest), [], `nothing written for ${pattern.source}`);
+      };
+      await refused([file('../x')], /refusing archive entry "\.\.\/x": it would be written outside/);
+      await refused([file('a/../../x')], /outside/);
+      await refused([file('/etc/x')], /absolute path/);
+      await refused([{ name: 'l', type: 'symlink', linkname: '/etc' }], /symlink to the absolute path \/etc/);
+      await refused([{ name: 'l', type: 'symlink', linkname: '../..' }], /symlink to \.\.\/\.\., outside/);
+      await refused([{ name: 'l', type: 'symlink', linkname: '.' }, file('l/x')], /through the symlink l/);
+      await refused(
+        [{ name: 'null', type: 'character-device', mode: 0o666, devmajor: 1, devminor: 3 }],
+        /"null" is a character device, which podctl cp does not copy/,
+      );
+      await refused([{ name: 'sda', type: 'block-device', mode: 0o660, devmajor: 8, devminor: 0 }], /"sda" is a block device/);
+      await refused([{ name: 'pipe', type: 'fifo', mode: 0o644 }], /"pipe" is a FIFO/);
+      await refused(
+        [{ name: 'h', type: 'link', linkname: '/etc/passwd' }],
+        /a hard link to "\/etc\/passwd", which is not a file earlier in the archive/,
+      );
+      await refused([{ name: 'h', type: 'link', linkname: '../x' }], /a hard link to "\.\.\/x"/);
+      await refused([{ name: 'h', type: 'link', linkname: 'later' }, file('later')], /a hard link to "later"/);
+      // A truncated archive: the copy fails whole.
+      const whole = await craft([file('ok'), { name: 'big', type: 'file', mode: 0o644, data: Buffer.alloc(10_000, 1) }]);
+      await assert.rejects(unpack(whole.subarray(0, 5000), dest), refusedWith(/not a whole tar archive/));
+      assert.deepEqual(readdirSync(dest), []);
+      assert.equal(existsSync(join(s.dir, 'x')), false);
+    } finally {
+      s.done();
+    }
+  },
+);
 
-test('tar: a symlink already in the destination that leads out is refused before any directory is made through it (an archive without directory entries)', async () => {
-  const s = scratch();
-  try {
-    const dest = join(s.dir, 'dest');
-    const outside = join(s.dir, 'outside');
-    mkdirSync(dest);
-    mkdirSync(outside);
-    symlinkSync(outside, join(dest, 'out'));
-    await assert.rejects(unpack(await craft([{ name: 'out/sub/deeper/x', type: 'file', mode: 0o644, data: 'x' }]), dest), refusedWith(/its directory leads outside .* through a symlink/));
-    assert.deepEqual(readdirSync(outside), [], 'no directory made outside the destination');
-    assert.deepEqual(readdirSync(dest), ['out']);
-    // An existing symlink where a file would go is not written through either, and the archive's other files are not written.
-    writeFileSync(join(outside, 'victim'), 'keep');
-    symlinkSync(join(outside, 'victim'), join(dest, 'f'));
-    await assert.rejects(unpack(await craft([{ name: 'a', type: 'file', data: 'a' }, { name: 'f', type: 'file', data: 'evil' }]), dest), refusedWith(/is a symlink already/));
-    assert.equal(readFileSync(join(outside, 'victim'), 'utf8'), 'keep');
-    assert.deepEqual(readdirSync(dest).sort(), ['f', 'out']);
-  } finally {
-    s.done();
-  }
-});
+test(
+  'tar: a symlink already in the destination that leads out is refused before any directory is made through it (an archive ' +
+    'without directory entries)',
+  async () => {
+    const s = scratch();
+    try {
+      const dest = join(s.dir, 'dest');
+      const outside = join(s.dir, 'outside');
+      mkdirSync(dest);
+      mkdirSync(outside);
+      symlinkSync(outside, join(dest, 'out'));
+      await assert.rejects(
+        unpack(await craft([{ name: 'out/sub/deeper/x', type: 'file', mode: 0o644, data: 'x' }]), dest),
+        refusedWith(/its directory leads outside .* through a symlink/),
+      );
+      assert.deepEqual(readdirSync(outside), [], 'no directory made outside the destination');
+      assert.deepEqual(readdirSync(dest), ['out']);
+      // An existing symlink where a file would go is not written through either, and the archive's other files are not written.
+      writeFileSync(join(outside, 'victim'), 'keep');
+      symlinkSync(join(outside, 'victim'), join(dest, 'f'));
+      await assert.rejects(
+        unpack(
+          await craft([
+            { name: 'a', type: 'file', data: 'a' },
+            { name: 'f', type: 'file', data: 'evil' },
+          ]),
+          dest,
+        ),
+        refusedWith(/is a symlink already/),
+      );
+      assert.equal(readFileSync(join(outside, 'victim'), 'utf8'), 'keep');
+      assert.deepEqual(readdirSync(dest).sort(), ['f', 'out']);
+    } finally {
+      s.done();
+    }
+  },
+);
 
-test('tar: a directory merges into an existing one (replacing files there), a symlink to a directory inside is followed, hard links within the archive are kept', async () => {
-  const s = scratch();
-  try {
-    const dest = join(s.dir, 'dest');
-    mkdirSync(join(dest, 'top', 'real'), { recursive: true });
-    writeFileSync(join(dest, 'top', 'old.txt'), 'old');
-    writeFileSync(join(dest, 'top', 'same.txt'), 'before');
-    symlinkSync('real', join(dest, 'top', 'alias'));
-    await unpack(
-      await craft([
-        { name: 'top/', type: 'directory' },
-        { name: 'top/same.txt', type: 'file', data: 'after' },
-        { name: 'top/new.txt', type: 'file', data: 'new' },
-        { name: 'top/hard', type: 'link', linkname: 'top/new.txt' },
-        { name: 'top/alias/in.txt', type: 'file', data: 'via alias' },
-        // A later entry of the same name replaces the earlier one, as tar does.
-        { name: 'top/twice', type: 'file', data: 'first' },
-        { name: 'top/twice', type: 'file', data: 'second' },
-      ]),
-      dest,
-    );
-    const read = (p: string) => readFileSync(join(dest, 'top', p), 'utf8');
-    assert.equal(read('old.txt'), 'old');
-    assert.equal(read('same.txt'), 'after');
-    assert.equal(read('new.txt'), 'new');
-    assert.equal(statSync(join(dest, 'top', 'hard')).ino, statSync(join(dest, 'top', 'new.txt')).ino);
-    assert.equal(read('real/in.txt'), 'via alias');
-    assert.equal(read('twice'), 'second');
-    assert.deepEqual(readdirSync(dest), ['top']);
-  } finally {
-    s.done();
-  }
-});
+test(
+  'tar: a directory merges into an existing one (replacing files there), a symlink to a directory inside is followed, hard ' +
+    'links within the archive are kept',
+  async () => {
+    const s = scratch();
+    try {
+      const dest = join(s.dir, 'dest');
+      mkdirSync(join(dest, 'top', 'real'), { recursive: true });
+      writeFileSync(join(dest, 'top', 'old.txt'), 'old');
+      writeFileSync(join(dest, 'top', 'same.txt'), 'before');
+      symlinkSync('real', join(dest, 'top', 'alias'));
+      await unpack(
+        await craft([
+          { name: 'top/', type: 'directory' },
+          { name: 'top/same.txt', type: 'file', data: 'after' },
+          { name: 'top/new.txt', type: 'file', data: 'new' },
+          { name: 'top/hard', type: 'link', linkname: 'top/new.txt' },
+          { name: 'top/alias/in.txt', type: 'file', data: 'via alias' },
+          // A later entry of the same name replaces the earlier one, as tar does.
+          { name: 'top/twice', type: 'file', data: 'first' },
+          { name: 'top/twice', type: 'file', data: 'second' },
+        ]),
+        dest,
+      );
+      const read = (p: string) => readFileSync(join(dest, 'top', p), 'utf8');
+      assert.equal(read('old.txt'), 'old');
+      assert.equal(read('same.txt'), 'after');
+      assert.equal(read('new.txt'), 'new');
+      assert.equal(statSync(join(dest, 'top', 'hard')).ino, statSync(join(dest, 'top', 'new.txt')).ino);
+      assert.equal(read('real/in.txt'), 'via alias');
+      assert.equal(read('twice'), 'second');
+      assert.deepEqual(readdirSync(dest), ['top']);
+    } finally {
+      s.done();
+    }
+  },
+);
 
 test('cp arguments: POD:PATH and NS/POD:PATH are remote; local paths (with or without a colon) are not', () => {
   assert.deepEqual(parseLocation('web:/tmp/a'), { namespace: undefined, pod: 'web', path: '/tmp/a' });
@@ -244,7 +291,11 @@ test('port-forward specs: [LOCAL:]REMOTE, :REMOTE and 0:REMOTE for a random port
 
 test('port-forward stream: the port in the query, the port prefix frames skipped, data both ways, the error channel reported', async () => {
   // A stand-in for the runtime's streaming server: echoes upper-cased data, or fails on port 9.
-  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (p) => (p.has(PORTFORWARD_PROTOCOL) ? PORTFORWARD_PROTOCOL : false) });
+  const wss = new WebSocketServer({
+    port: 0,
+    host: '127.0.0.1',
+    handleProtocols: (p) => (p.has(PORTFORWARD_PROTOCOL) ? PORTFORWARD_PROTOCOL : false),
+  });
   const queries: string[] = [];
   wss.on('connection', (ws, req) => {
     const port = Number(new URL(req.url!, 'http://x').searchParams.get('port'));

@@ -31,7 +31,7 @@ function pod(name: string): IPod {
  * The estimate from the runtime's records agrees with the RuntimeManager's
  * in-memory CrashLoopBackOff at every crash: same delay, same moment of restart.
  */
-test('crashLoopBackOff (from the runtime) agrees with the RuntimeManager\'s backoff, crash after crash', async () => {
+test("crashLoopBackOff (from the runtime) agrees with the RuntimeManager's backoff, crash after crash", async () => {
   const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'backoff-unit' });
   const manager = kubelet.runtimeManager;
   const p = pod('crashy');

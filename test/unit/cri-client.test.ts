@@ -112,7 +112,9 @@ describe('CRI client (grpc-js) against the fake runtime', () => {
       assert.equal(err.method, 'Version');
       // The slot the failed call took is given back: calls beyond the bound still fail at once.
       for (let i = 0; i < 70; i++) await rejection(client.status());
-      const streamError = await new Promise<CriError>((resolve) => client.getContainerEvents({ onEvent: () => undefined, onError: resolve }));
+      const streamError = await new Promise<CriError>((resolve) =>
+        client.getContainerEvents({ onEvent: () => undefined, onError: resolve }),
+      );
       assert.equal(streamError.code, GrpcStatus.UNAVAILABLE);
     }));
 
@@ -126,13 +128,23 @@ describe('CRI client (grpc-js) against the fake runtime', () => {
         for (let i = 0; i < 2000 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
         assert.ok(ok(), what);
       };
-      const stream = client.getContainerEvents({ onEvent: (e) => events.push(e), onError: (e) => errors.push(e), onEnd: () => (ended = true) });
+      const stream = client.getContainerEvents({
+        onEvent: (e) => events.push(e),
+        onError: (e) => errors.push(e),
+        onEnd: () => (ended = true),
+      });
       // A server stream has no acknowledgement: the fake counts the call once it has subscribed it.
       await until('the fake to take the stream', () => (fake.calls().GetContainerEvents ?? 0) === 1);
       const sandbox = await client.runPodSandbox({ metadata: { name: 'p', uid: 'u1', namespace: 'default', attempt: 0 } });
       await until('the sandbox event', () => events.some((e) => e.containerId === sandbox));
-      const id = await client.createContainer(sandbox, { metadata: { name: 'c', attempt: 0 }, image: { image: 'docker.io/library/busybox:1.36' } }, { metadata: { name: 'p', uid: 'u1', namespace: 'default', attempt: 0 } });
-      await until('the container\'s CREATED event', () => events.some((e) => e.containerId === id && e.containerEventType === 'CONTAINER_CREATED_EVENT'));
+      const id = await client.createContainer(
+        sandbox,
+        { metadata: { name: 'c', attempt: 0 }, image: { image: 'docker.io/library/busybox:1.36' } },
+        { metadata: { name: 'p', uid: 'u1', namespace: 'default', attempt: 0 } },
+      );
+      await until("the container's CREATED event", () =>
+        events.some((e) => e.containerId === id && e.containerEventType === 'CONTAINER_CREATED_EVENT'),
+      );
       // A cancel ends the call at once: nothing is reported for it.
       stream.cancel();
       assert.deepEqual(errors, []);
@@ -178,7 +190,10 @@ describe('CRI client (grpc-js) against the fake runtime', () => {
       child.stdout.on('data', (d: Buffer) => (stdout += String(d)));
       child.stderr.on('data', (d: Buffer) => (stderr += String(d)));
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-      const [code, signal] = (await new Promise((resolve) => child.once('close', (c, s) => resolve([c, s])))) as [number | null, NodeJS.Signals | null];
+      const [code, signal] = (await new Promise((resolve) => child.once('close', (c, s) => resolve([c, s])))) as [
+        number | null,
+        NodeJS.Signals | null,
+      ];
       clearTimeout(timer);
       assert.equal(signal, null, `the process was killed: it did not exit by itself (${stderr})`);
       assert.equal(code, 0, stderr);

@@ -29,7 +29,12 @@ test('CriClient keeps at most maxInFlight calls on its channel; a list asked for
   try {
     fake.setLatency('PodSandboxStatus', 20);
     const done: string[] = [];
-    const statuses = Array.from({ length: 40 }, (_, i) => client.podSandboxStatus(`nosuch-${i}`).catch(() => undefined).then(() => done.push('status')));
+    const statuses = Array.from({ length: 40 }, (_, i) =>
+      client
+        .podSandboxStatus(`nosuch-${i}`)
+        .catch(() => undefined)
+        .then(() => done.push('status')),
+    );
     const list = client.listContainers().then(() => done.push('list'));
     await Promise.all([...statuses, list]);
     assert.equal(client.limiter.maxObserved, 4);
@@ -41,30 +46,33 @@ test('CriClient keeps at most maxInFlight calls on its channel; a list asked for
   }
 });
 
-test('CallLimiter.whenUncongested: at once below the limit of queued calls; otherwise in turn as calls drain, and everyone once idle', async () => {
-  const l = new CallLimiter(2);
-  await l.whenUncongested();
-  const slots = [await l.acquire('normal'), await l.acquire('normal')];
-  const queued = [l.acquire('normal'), l.acquire('normal')];
-  assert.equal(l.queued, 2);
-  const admitted: number[] = [];
-  const waits = [1, 2, 3, 4, 5, 6].map((n) => l.whenUncongested().then(() => admitted.push(n)));
-  await tick();
-  assert.equal(admitted.length, 0, 'two calls queued: congested');
-  slots[0]!(); // one queued call takes the slot: one left queued, room for one
-  await tick();
-  assert.deepEqual([...admitted], [1]);
-  // Others already wait: a newcomer waits behind them, though the queue is short now.
-  const late = l.whenUncongested().then(() => admitted.push(7));
-  slots[1]!(); // the other queued call runs: nothing queued, room for two
-  await tick();
-  assert.deepEqual([...admitted], [1, 2, 3]);
-  (await queued[0]!)(); // one call still under way: room for two
-  await tick();
-  assert.deepEqual([...admitted], [1, 2, 3, 4, 5]);
-  (await queued[1]!)(); // idle: everyone left is let in
-  await Promise.all([...waits, late]);
-  assert.deepEqual([...admitted], [1, 2, 3, 4, 5, 6, 7]);
-});
+test(
+  'CallLimiter.whenUncongested: at once below the limit of queued calls; otherwise in turn as calls drain, and everyone ' + 'once idle',
+  async () => {
+    const l = new CallLimiter(2);
+    await l.whenUncongested();
+    const slots = [await l.acquire('normal'), await l.acquire('normal')];
+    const queued = [l.acquire('normal'), l.acquire('normal')];
+    assert.equal(l.queued, 2);
+    const admitted: number[] = [];
+    const waits = [1, 2, 3, 4, 5, 6].map((n) => l.whenUncongested().then(() => admitted.push(n)));
+    await tick();
+    assert.equal(admitted.length, 0, 'two calls queued: congested');
+    slots[0]!(); // one queued call takes the slot: one left queued, room for one
+    await tick();
+    assert.deepEqual([...admitted], [1]);
+    // Others already wait: a newcomer waits behind them, though the queue is short now.
+    const late = l.whenUncongested().then(() => admitted.push(7));
+    slots[1]!(); // the other queued call runs: nothing queued, room for two
+    await tick();
+    assert.deepEqual([...admitted], [1, 2, 3]);
+    (await queued[0]!)(); // one call still under way: room for two
+    await tick();
+    assert.deepEqual([...admitted], [1, 2, 3, 4, 5]);
+    (await queued[1]!)(); // idle: everyone left is let in
+    await Promise.all([...waits, late]);
+    assert.deepEqual([...admitted], [1, 2, 3, 4, 5, 6, 7]);
+  },
+);
 
 const tick = () => new Promise((r) => setImmediate(r));

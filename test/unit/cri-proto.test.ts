@@ -26,7 +26,10 @@ const createContainer = {
       securityContext: { runAsUser: { value: 1000 }, readonlyRootfs: true, namespaceOptions: { network: 'POD', pid: 'CONTAINER' } },
     },
   },
-  sandboxConfig: { metadata: { name: 'p', uid: 'u1', namespace: 'default', attempt: 0 }, portMappings: [{ protocol: 'UDP', containerPort: 53, hostPort: 5353 }] },
+  sandboxConfig: {
+    metadata: { name: 'p', uid: 'u1', namespace: 'default', attempt: 0 },
+    portMappings: [{ protocol: 'UDP', containerPort: 53, hostPort: 5353 }],
+  },
 };
 
 const containerStatus = {
@@ -48,7 +51,13 @@ test('each CRI method has the path and streaming of the .proto source', () => {
   for (const name of ['RuntimeService', 'ImageService'] as const) {
     const ours = criServices()[name];
     const theirs = sourceService(name);
-    assert.deepEqual(Object.keys(ours).sort(), Object.keys(theirs).filter((k) => /^[A-Z]/.test(k)).sort(), name);
+    assert.deepEqual(
+      Object.keys(ours).sort(),
+      Object.keys(theirs)
+        .filter((k) => /^[A-Z]/.test(k))
+        .sort(),
+      name,
+    );
     for (const [method, def] of Object.entries(ours)) {
       const src = theirs[method]!;
       assert.deepEqual([def.path, def.requestStream, def.responseStream], [src.path, src.requestStream, src.responseStream], method);

@@ -27,10 +27,16 @@ test("debug --copy-to's objects: what the pod names from its applied file, of it
     };
     const carried = await carriedObjects(spec, 'lab', 'web', root);
     assert.equal(carried.from, join(root, 'applied', 'lab_web.yaml'));
-    assert.deepEqual(carried.docs.map((d) => `${d.kind} ${d.metadata?.namespace ?? '-'}/${d.metadata?.name}`), ['ConfigMap lab/cfg', 'RuntimeClass -/fast']);
+    assert.deepEqual(
+      carried.docs.map((d) => `${d.kind} ${d.metadata?.namespace ?? '-'}/${d.metadata?.name}`),
+      ['ConfigMap lab/cfg', 'RuntimeClass -/fast'],
+    );
     assert.deepEqual(carried.missing, ['Secret regcred']);
     // A pod that names nothing takes nothing, and reads no file.
-    assert.deepEqual(await carriedObjects({ containers: [{ name: 'app', image: 'busybox' }] }, 'lab', 'web', root), { docs: [], missing: [] });
+    assert.deepEqual(await carriedObjects({ containers: [{ name: 'app', image: 'busybox' }] }, 'lab', 'web', root), {
+      docs: [],
+      missing: [],
+    });
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

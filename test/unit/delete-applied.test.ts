@@ -45,36 +45,40 @@ test('delete with no agent running removes the pod from what the agent keeps, so
   }
 });
 
-test('delete pod with a name or namespace that is no DNS-1123 name says it is invalid (exit 2) and removes no file, with no agent running', async () => {
-  const fake = await FakeRuntime.start({});
-  const root = mkdtempSync(join(tmpdir(), 'podctl-delete-'));
-  try {
-    const stateDir = join(root, 'a', 'b');
-    mkdirSync(appliedDir(stateDir), { recursive: true });
-    // Where a_../../canary.yaml and a_../../../canary.yaml lead from the applied dir.
-    const canaries = [join(appliedDir(stateDir), 'canary.yaml'), join(stateDir, 'canary.yaml')];
-    for (const c of canaries) writeFileSync(c, 'keep me');
-    const runtime = ['--runtime-endpoint', fake.endpoint, '--root-dir', stateDir];
-    for (const args of [
-      ['delete', 'pod', '../../canary', '-n', 'a'],
-      ['delete', 'pod', '../../../canary', '-n', 'a'],
-      ['delete', 'pod/../../canary'],
-      ['delete', 'pod', 'web', '-n', '../..'],
-      ['delete', 'pods', '--all', '-n', '../..'],
-    ]) {
-      const r = await podctl([...args, ...runtime]);
-      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
-      assert.equal(r.stdout, '');
-      assert.match(r.stderr, /(pod name "(\.\.\/)+canary"|namespace "\.\.\/\.\.") is invalid: expected a DNS-1123/);
+test(
+  'delete pod with a name or namespace that is no DNS-1123 name says it is invalid (exit 2) and removes no file, with no ' +
+    'agent running',
+  async () => {
+    const fake = await FakeRuntime.start({});
+    const root = mkdtempSync(join(tmpdir(), 'podctl-delete-'));
+    try {
+      const stateDir = join(root, 'a', 'b');
+      mkdirSync(appliedDir(stateDir), { recursive: true });
+      // Where a_../../canary.yaml and a_../../../canary.yaml lead from the applied dir.
+      const canaries = [join(appliedDir(stateDir), 'canary.yaml'), join(stateDir, 'canary.yaml')];
+      for (const c of canaries) writeFileSync(c, 'keep me');
+      const runtime = ['--runtime-endpoint', fake.endpoint, '--root-dir', stateDir];
+      for (const args of [
+        ['delete', 'pod', '../../canary', '-n', 'a'],
+        ['delete', 'pod', '../../../canary', '-n', 'a'],
+        ['delete', 'pod/../../canary'],
+        ['delete', 'pod', 'web', '-n', '../..'],
+        ['delete', 'pods', '--all', '-n', '../..'],
+      ]) {
+        const r = await podctl([...args, ...runtime]);
+        assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+        assert.equal(r.stdout, '');
+        assert.match(r.stderr, /(pod name "(\.\.\/)+canary"|namespace "\.\.\/\.\.") is invalid: expected a DNS-1123/);
+      }
+      // Every name is checked before any pod is deleted.
+      const both = await podctl(['delete', 'pod', 'web', 'Bad_Name', ...runtime]);
+      assert.equal(both.code, 2);
+      assert.match(both.stderr, /pod name "Bad_Name" is invalid/);
+      assert.doesNotMatch(both.stderr, /web/);
+      for (const c of canaries) assert.equal(existsSync(c), true, `${c} not removed`);
+    } finally {
+      await fake.stop();
+      rmSync(root, { recursive: true, force: true });
     }
-    // Every name is checked before any pod is deleted.
-    const both = await podctl(['delete', 'pod', 'web', 'Bad_Name', ...runtime]);
-    assert.equal(both.code, 2);
-    assert.match(both.stderr, /pod name "Bad_Name" is invalid/);
-    assert.doesNotMatch(both.stderr, /web/);
-    for (const c of canaries) assert.equal(existsSync(c), true, `${c} not removed`);
-  } finally {
-    await fake.stop();
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+  },
+);

@@ -39,7 +39,8 @@ function fakeAgent(pods: IPod[], opts: { deleteStatus?: number; watchBreaks?: bo
   };
 }
 
-const pod = (name: string, uid: string): IPod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default', uid }, spec: { containers: [] } }) as IPod;
+const pod = (name: string, uid: string): IPod =>
+  ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default', uid }, spec: { containers: [] } }) as IPod;
 
 test('delete through the agent returns as the watch reports the pod removed, not at the next read of the list', async () => {
   const agent = fakeAgent([pod('web', 'u1'), pod('db', 'u2')]);
@@ -75,9 +76,16 @@ test('delete through the agent: a pod the agent does not keep (404) or keeps fro
   }
 });
 
-test('watching for several pods\' removal (a foreground run handing its pods back): done once every one has gone, by the watch', async () => {
+test("watching for several pods' removal (a foreground run handing its pods back): done once every one has gone, by the watch", async () => {
   const agent = fakeAgent([pod('web', 'u1'), pod('db', 'u2'), pod('other', 'u3')]);
-  const removal = watchForRemoval(agent, [{ namespace: 'default', name: 'web', uid: 'u1' }, { namespace: 'default', name: 'db', uid: 'u2' }], { pollMs: 3_600_000 });
+  const removal = watchForRemoval(
+    agent,
+    [
+      { namespace: 'default', name: 'web', uid: 'u1' },
+      { namespace: 'default', name: 'db', uid: 'u2' },
+    ],
+    { pollMs: 3_600_000 },
+  );
   let settled = false;
   const done = removal.untilGone().then(() => (settled = true));
   await new Promise((r) => setImmediate(r));
@@ -89,6 +97,9 @@ test('watching for several pods\' removal (a foreground run handing its pods bac
   agent.remove('db');
   await done;
   removal.cancel();
-  assert.ok(agent.calls.pods <= reads + 2, `the list was read once a removal woke the wait, not polled (${agent.calls.pods - reads} reads)`);
+  assert.ok(
+    agent.calls.pods <= reads + 2,
+    `the list was read once a removal woke the wait, not polled (${agent.calls.pods - reads} reads)`,
+  );
   assert.equal(agent.calls.cancelled, 1);
 });

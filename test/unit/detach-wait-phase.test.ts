@@ -9,16 +9,38 @@ import { waitForPods, type WaitFor } from '../../src/core/node/wait.js';
 
 const ref = { namespace: 'default', name: 'job', uid: 'u1', generation: 1 };
 
-const running = (name: string): IContainerStatus => ({ name, image: 'busybox', imageID: '', ready: true, restartCount: 0, state: { running: { startedAt: '2026-11-24T00:00:00Z' } } });
+const running = (name: string): IContainerStatus => ({
+  name,
+  image: 'busybox',
+  imageID: '',
+  ready: true,
+  restartCount: 0,
+  state: { running: { startedAt: '2026-11-24T00:00:00Z' } },
+});
 const exited = (name: string, exitCode: number, message?: string): IContainerStatus => ({
   name,
   image: 'busybox',
   imageID: '',
   ready: false,
   restartCount: 0,
-  state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', ...(message ? { message } : {}), startedAt: '2026-11-24T00:00:00Z', finishedAt: '2026-11-24T00:00:01Z' } },
+  state: {
+    terminated: {
+      exitCode,
+      reason: exitCode === 0 ? 'Completed' : 'Error',
+      ...(message ? { message } : {}),
+      startedAt: '2026-11-24T00:00:00Z',
+      finishedAt: '2026-11-24T00:00:01Z',
+    },
+  },
 });
-const creating = (name: string): IContainerStatus => ({ name, image: 'busybox', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } });
+const creating = (name: string): IContainerStatus => ({
+  name,
+  image: 'busybox',
+  imageID: '',
+  ready: false,
+  restartCount: 0,
+  state: { waiting: { reason: 'ContainerCreating' } },
+});
 
 function pod(phase: IPodStatus['phase'], containers: IContainerStatus[], opts: { ready?: boolean } = {}): IPod {
   return {
@@ -56,7 +78,8 @@ function fakeAgent(statuses: IPod[]): AgentClient {
   } as unknown as AgentClient;
 }
 
-const wait = (statuses: IPod[], waitFor: WaitFor = 'running', timeoutMs = 10_000, settleMs?: number) => waitForPods(fakeAgent(statuses), [ref], { waitFor, timeoutMs, clock: realClock, settleMs });
+const wait = (statuses: IPod[], waitFor: WaitFor = 'running', timeoutMs = 10_000, settleMs?: number) =>
+  waitForPods(fakeAgent(statuses), [ref], { waitFor, timeoutMs, clock: realClock, settleMs });
 
 test('a pod whose first status read is already Succeeded is done, and completed', async () => {
   const [r] = await wait([pod('Succeeded', [exited('app', 0)])]);
@@ -76,24 +99,34 @@ test("a pod that fails at once is Failed with its container's exit code and term
 
 test("a Failed pod with a reason of its own (the active deadline) says the pod's reason", async () => {
   const failed = pod('Failed', [exited('app', 137)]);
-  failed.status = { ...failed.status, reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' };
+  failed.status = {
+    ...failed.status,
+    reason: 'DeadlineExceeded',
+    message: 'Pod was active on the node longer than the specified deadline',
+  };
   const [r] = await wait([failed]);
-  assert.deepEqual([r!.ok, r!.reason, r!.message], [false, 'DeadlineExceeded', 'Pod was active on the node longer than the specified deadline']);
+  assert.deepEqual(
+    [r!.ok, r!.reason, r!.message],
+    [false, 'DeadlineExceeded', 'Pod was active on the node longer than the specified deadline'],
+  );
 });
 
-test('two containers, one of which has exited 0 and one runs: phase Running ends --wait=running; --wait=ready waits for Ready', async () => {
-  const oneRunning = pod('Running', [exited('writer', 0), running('server')]);
-  const [r] = await wait([pod('Pending', [creating('writer'), creating('server')]), oneRunning]);
-  assert.equal(r!.ok, true);
-  assert.equal(r!.completed, undefined);
-  assert.equal(r!.pod?.status?.phase, 'Running');
+test(
+  'two containers, one of which has exited 0 and one runs: phase Running ends --wait=running; --wait=ready waits ' + 'for Ready',
+  async () => {
+    const oneRunning = pod('Running', [exited('writer', 0), running('server')]);
+    const [r] = await wait([pod('Pending', [creating('writer'), creating('server')]), oneRunning]);
+    assert.equal(r!.ok, true);
+    assert.equal(r!.completed, undefined);
+    assert.equal(r!.pod?.status?.phase, 'Running');
 
-  // Running but not Ready (the exited container is not ready): --wait=ready goes on, and ends on Ready.
-  const [notReady] = await wait([oneRunning], 'ready', 300);
-  assert.equal(notReady!.ok, false);
-  const [isReady] = await wait([oneRunning, pod('Running', [exited('writer', 0), running('server')], { ready: true })], 'ready');
-  assert.equal(isReady!.ok, true);
-});
+    // Running but not Ready (the exited container is not ready): --wait=ready goes on, and ends on Ready.
+    const [notReady] = await wait([oneRunning], 'ready', 300);
+    assert.equal(notReady!.ok, false);
+    const [isReady] = await wait([oneRunning, pod('Running', [exited('writer', 0), running('server')], { ready: true })], 'ready');
+    assert.equal(isReady!.ok, true);
+  },
+);
 
 test('a pod still Pending (a container being created) is not running, whatever the others do', async () => {
   const [r] = await wait([pod('Pending', [running('a'), creating('b')])], 'running', 300);
@@ -104,23 +137,32 @@ test('a pod still Pending (a container being created) is not running, whatever t
 /** The status of a container started just now, as the agent publishes it before the exit is known. */
 const justStarted = (name: string): IContainerStatus => ({ ...running(name), state: { running: { startedAt: new Date().toISOString() } } });
 
-test('restartPolicy Never: a Running status of containers just started stands before it settles, so a container that exits at once is judged on its end', async () => {
-  // Published running, then (containerd's exit seen) Succeeded or Failed: the end is the answer.
-  const [done] = await wait([pod('Running', [justStarted('app')]), pod('Succeeded', [exited('app', 0)])], 'running', 10_000, 5_000);
-  assert.deepEqual([done!.ok, done!.completed], [true, true]);
-  const [failed] = await wait([pod('Running', [justStarted('app')]), pod('Failed', [exited('app', 3)])], 'running', 10_000, 5_000);
-  assert.deepEqual([failed!.ok, failed!.message], [false, 'app: exited with code 3 (Error)']);
-  // Nothing newer: once it has stood, Running is the answer.
-  const [stood] = await wait([pod('Running', [justStarted('app')])], 'running', 10_000, 50);
-  assert.deepEqual([stood!.ok, stood!.pod?.status?.phase], [true, 'Running']);
-  // A status standing when the time is up is what the pod is.
-  const [late] = await wait([pod('Running', [justStarted('app')])], 'running', 100, 60_000);
-  assert.equal(late!.ok, true);
-});
+test(
+  'restartPolicy Never: a Running status of containers just started stands before it settles, so a container that exits at ' +
+    'once is judged on its end',
+  async () => {
+    // Published running, then (containerd's exit seen) Succeeded or Failed: the end is the answer.
+    const [done] = await wait([pod('Running', [justStarted('app')]), pod('Succeeded', [exited('app', 0)])], 'running', 10_000, 5_000);
+    assert.deepEqual([done!.ok, done!.completed], [true, true]);
+    const [failed] = await wait([pod('Running', [justStarted('app')]), pod('Failed', [exited('app', 3)])], 'running', 10_000, 5_000);
+    assert.deepEqual([failed!.ok, failed!.message], [false, 'app: exited with code 3 (Error)']);
+    // Nothing newer: once it has stood, Running is the answer.
+    const [stood] = await wait([pod('Running', [justStarted('app')])], 'running', 10_000, 50);
+    assert.deepEqual([stood!.ok, stood!.pod?.status?.phase], [true, 'Running']);
+    // A status standing when the time is up is what the pod is.
+    const [late] = await wait([pod('Running', [justStarted('app')])], 'running', 100, 60_000);
+    assert.equal(late!.ok, true);
+  },
+);
 
 test('restartPolicy Always: a Running status settles at once (an exit restarts the container; the phase stays Running)', async () => {
   const always = (p: IPod): IPod => ({ ...p, spec: { ...p.spec!, restartPolicy: 'Always' } });
-  const [r] = await wait([always(pod('Running', [justStarted('app')])), always(pod('Running', [exited('app', 1)]))], 'running', 10_000, 60_000);
+  const [r] = await wait(
+    [always(pod('Running', [justStarted('app')])), always(pod('Running', [exited('app', 1)]))],
+    'running',
+    10_000,
+    60_000,
+  );
   assert.equal(r!.ok, true);
   assert.equal(r!.pod?.status?.containerStatuses?.[0]?.state?.running !== undefined, true, 'the first Running status is the answer');
 });

@@ -59,7 +59,9 @@ describe('disk usage per pod and of the image filesystem (stats, /metrics)', () 
     const metrics = new Metrics();
     metrics.watchDisk(() => diskReport(client, client));
     const text = await metrics.registry.metrics();
-    const line = text.split('\n').find((l) => l.startsWith('podctl_pod_ephemeral_storage_bytes{namespace="default",pod="disky",source="emptydir"}'));
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('podctl_pod_ephemeral_storage_bytes{namespace="default",pod="disky",source="emptydir"}'));
     assert.ok(line && Number(line.split(' ').at(-1)) >= 300_000, line);
     assert.match(text, /podctl_image_filesystem_bytes\{kind="used"\} [1-9]/);
   });

@@ -33,7 +33,7 @@ test('registry hosts resolve through the loopback server only', () => {
   assert.match(registryConfig(paths, 5000), /addr: 127\.0\.0\.1:5000/);
 });
 
-test('the CNI bridge uses its own subnet, not podman\'s 10.88.0.0/16, with IPAM state under our root', () => {
+test("the CNI bridge uses its own subnet, not podman's 10.88.0.0/16, with IPAM state under our root", () => {
   const conf = JSON.parse(cniConflist(paths));
   const bridge = conf.plugins[0];
   assert.equal(bridge.type, 'bridge');
@@ -59,7 +59,10 @@ test('mounts below our directories are found deepest first', () => {
     '/run/x/state/io.containerd.runtime.v2.task/k8s.io/abc/rootfs/proc',
   ]);
   // A mount inside another is unmounted first.
-  assert.ok(found.indexOf('/run/x/state/io.containerd.runtime.v2.task/k8s.io/abc/rootfs/proc') < found.indexOf('/run/x/state/io.containerd.runtime.v2.task/k8s.io/abc/rootfs'));
+  assert.ok(
+    found.indexOf('/run/x/state/io.containerd.runtime.v2.task/k8s.io/abc/rootfs/proc') <
+      found.indexOf('/run/x/state/io.containerd.runtime.v2.task/k8s.io/abc/rootfs'),
+  );
 });
 
 test('a pid file counts only when its process is alive and is the one we started', () => {
@@ -73,24 +76,32 @@ test('a pid file counts only when its process is alive and is the one we started
   };
   const ours = (cmd: string[]) => cmd.includes('/r/containerd.toml');
   assert.equal(livePid('/pid', ours, read), 1234);
-  assert.equal(livePid('/pid', (cmd) => cmd.includes('/other.toml'), read), undefined, 'a reused pid of another process is not ours');
+  assert.equal(
+    livePid('/pid', (cmd) => cmd.includes('/other.toml'), read),
+    undefined,
+    'a reused pid of another process is not ours',
+  );
   delete files['/proc/1234/cmdline'];
   assert.equal(livePid('/pid', ours, read), undefined, 'a dead process');
   assert.equal(livePid('/missing', ours, read), undefined);
 });
 
-test('startDaemon records its pid, and how the daemon ended when it ends while this process runs (a signal, or its exit code)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'podctl-daemon-'));
-  try {
-    const killed = startDaemon('sh', ['-c', 'echo up; kill -9 $$'], join(dir, 'a.log'), join(dir, 'a.pid'));
-    const exited = startDaemon('sh', ['-c', 'exit 3'], join(dir, 'b.log'), join(dir, 'b.pid'));
-    assert.equal(readFileSync(join(dir, 'a.pid'), 'utf8'), `${killed}\n`);
-    // The ends arrive as exit events: waited for, in bounded steps.
-    for (let i = 0; i < 500 && (daemonEnd(killed) === undefined || daemonEnd(exited) === undefined); i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(daemonEnd(killed), 'signal SIGKILL');
-    assert.equal(daemonEnd(exited), 'exit code 3');
-    assert.equal(readFileSync(join(dir, 'a.log'), 'utf8'), 'up\n');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+test(
+  'startDaemon records its pid, and how the daemon ended when it ends while this process runs (a signal, or its ' + 'exit code)',
+  async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'podctl-daemon-'));
+    try {
+      const killed = startDaemon('sh', ['-c', 'echo up; kill -9 $$'], join(dir, 'a.log'), join(dir, 'a.pid'));
+      const exited = startDaemon('sh', ['-c', 'exit 3'], join(dir, 'b.log'), join(dir, 'b.pid'));
+      assert.equal(readFileSync(join(dir, 'a.pid'), 'utf8'), `${killed}\n`);
+      // The ends arrive as exit events: waited for, in bounded steps.
+      for (let i = 0; i < 500 && (daemonEnd(killed) === undefined || daemonEnd(exited) === undefined); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      assert.equal(daemonEnd(killed), 'signal SIGKILL');
+      assert.equal(daemonEnd(exited), 'exit code 3');
+      assert.equal(readFileSync(join(dir, 'a.log'), 'utf8'), 'up\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);

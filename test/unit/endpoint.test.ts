@@ -18,8 +18,14 @@ test('endpoint resolution: first match wins', () => {
   };
   assert.deepEqual(resolveEndpoints(all).runtime, { endpoint: 'unix:///flag.sock', source: 'flag' });
   assert.deepEqual(resolveEndpoints({ ...all, runtimeFlag: undefined }).runtime, { endpoint: 'unix:///env.sock', source: 'env' });
-  assert.deepEqual(resolveEndpoints({ ...all, runtimeFlag: undefined, env: {} }).runtime, { endpoint: 'unix:///config.sock', source: 'config' });
-  assert.deepEqual(resolveEndpoints({ ...all, runtimeFlag: undefined, env: {}, settings: {} }).runtime, { endpoint: embedded, source: 'embedded' });
+  assert.deepEqual(resolveEndpoints({ ...all, runtimeFlag: undefined, env: {} }).runtime, {
+    endpoint: 'unix:///config.sock',
+    source: 'config',
+  });
+  assert.deepEqual(resolveEndpoints({ ...all, runtimeFlag: undefined, env: {}, settings: {} }).runtime, {
+    endpoint: embedded,
+    source: 'embedded',
+  });
   const standard = resolveEndpoints({ ...base, socketExists: (p) => p === '/run/crio/crio.sock' });
   assert.deepEqual(standard.runtime, { endpoint: 'unix:///run/crio/crio.sock', source: 'standard' });
   assert.deepEqual(resolveEndpoints(base).runtime, { endpoint: embedded, source: 'default' });
@@ -27,7 +33,10 @@ test('endpoint resolution: first match wins', () => {
 
 test('the image endpoint follows the runtime unless set', () => {
   assert.equal(resolveEndpoints({ ...base, runtimeFlag: '/a.sock' }).image.endpoint, 'unix:///a.sock');
-  assert.equal(resolveEndpoints({ ...base, runtimeFlag: '/a.sock', env: { IMAGE_SERVICE_ENDPOINT: '/b.sock' } }).image.endpoint, 'unix:///b.sock');
+  assert.equal(
+    resolveEndpoints({ ...base, runtimeFlag: '/a.sock', env: { IMAGE_SERVICE_ENDPOINT: '/b.sock' } }).image.endpoint,
+    'unix:///b.sock',
+  );
   assert.equal(resolveEndpoints({ ...base, runtimeFlag: '/a.sock', imageFlag: 'unix:///c.sock' }).image.endpoint, 'unix:///c.sock');
 });
 
@@ -42,19 +51,28 @@ test('deadlines: 30 s and 2 min unless configured', () => {
 test('endpoints are normalized, and anything but a unix socket is refused with what is expected', () => {
   assert.equal(normalizeEndpoint('/run/x.sock'), 'unix:///run/x.sock');
   assert.equal(normalizeEndpoint('unix:/run/x.sock'), 'unix:///run/x.sock');
-  assert.throws(() => normalizeEndpoint('tcp://127.0.0.1:1', '--runtime-endpoint'), /invalid --runtime-endpoint "tcp:\/\/127\.0\.0\.1:1": expected a unix socket/);
+  assert.throws(
+    () => normalizeEndpoint('tcp://127.0.0.1:1', '--runtime-endpoint'),
+    /invalid --runtime-endpoint "tcp:\/\/127\.0\.0\.1:1": expected a unix socket/,
+  );
   assert.throws(() => normalizeEndpoint('unix://relative.sock'), PodctlError);
 });
 
 test('config file: crictl keys, errors name the file and the key', async () => {
   const read = (text: string) => () => text;
-  assert.deepEqual(await loadSettings('/etc/p.yaml', read('runtime-endpoint: unix:///x.sock\ntimeout: 10s\npull-timeout: 5m\ndebug: true\n')), {
-    runtimeEndpoint: 'unix:///x.sock',
-    timeoutMs: 10_000,
-    pullTimeoutMs: 300_000,
-    debug: true,
-  });
-  await assert.rejects(loadSettings('/etc/p.yaml', read('runtime_endpoint: x\n')), /config file \/etc\/p\.yaml: unknown setting "runtime_endpoint"; expected one of runtime-endpoint/);
+  assert.deepEqual(
+    await loadSettings('/etc/p.yaml', read('runtime-endpoint: unix:///x.sock\ntimeout: 10s\npull-timeout: 5m\ndebug: true\n')),
+    {
+      runtimeEndpoint: 'unix:///x.sock',
+      timeoutMs: 10_000,
+      pullTimeoutMs: 300_000,
+      debug: true,
+    },
+  );
+  await assert.rejects(
+    loadSettings('/etc/p.yaml', read('runtime_endpoint: x\n')),
+    /config file \/etc\/p\.yaml: unknown setting "runtime_endpoint"; expected one of runtime-endpoint/,
+  );
   await assert.rejects(loadSettings('/etc/p.yaml', read('timeout: soon\n')), /\/etc\/p\.yaml: timeout: expected a positive duration/);
   await assert.rejects(loadSettings('/etc/p.yaml', read('a: [\n')), /config file \/etc\/p\.yaml is not valid YAML/);
   // The default file may be absent; a file named explicitly may not.

@@ -5,9 +5,14 @@ import { EPHEMERAL_LABEL, CONTAINER_KIND_ANNOTATION } from '../../src/core/kuber
 import { generatePodStatus } from '../../src/core/status/generate.js';
 import { container, instance, makePod, podStatus, sandbox } from '../support/builders.js';
 
-test('a debug container is labelled ephemeral, joins the target\'s PID namespace with --target, and keeps the pod\'s network', () => {
+test("a debug container is labelled ephemeral, joins the target's PID namespace with --target, and keeps the pod's network", () => {
   const pod = makePod({ containers: [container('app')] });
-  const withTarget = ephemeralContainerConfig({ pod, container: { name: 'dbg', image: 'busybox:1.36', command: ['ps', 'ax'] }, imageRef: 'sha256:abc', targetId: 'c0ffee' });
+  const withTarget = ephemeralContainerConfig({
+    pod,
+    container: { name: 'dbg', image: 'busybox:1.36', command: ['ps', 'ax'] },
+    imageRef: 'sha256:abc',
+    targetId: 'c0ffee',
+  });
   assert.equal(withTarget.labels![EPHEMERAL_LABEL], 'true');
   assert.equal(withTarget.annotations![CONTAINER_KIND_ANNOTATION], 'ephemeral');
   assert.deepEqual(withTarget.linux!.securityContext!.namespaceOptions, { network: 'POD', pid: 'TARGET', ipc: 'POD', targetId: 'c0ffee' });

@@ -12,7 +12,11 @@ import { scratchDir } from '../support/e2e.js';
 const logs = scratchDir('evented');
 after(() => logs.cleanup());
 
-const pod = parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: ev}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "9"]}\n', { kind: 'file', path: '/ev.yaml' }, { nodeName: 'n' }).pods[0]!.pod;
+const pod = parseManifestText(
+  'apiVersion: v1\nkind: Pod\nmetadata: {name: ev}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "9"]}\n',
+  { kind: 'file', path: '/ev.yaml' },
+  { nodeName: 'n' },
+).pods[0]!.pod;
 
 /** Polls fn in real time (the fake clock is not moved) until it gives a value, or fails after 30 s. */
 async function until<T>(fn: () => T | undefined, what = 'the condition'): Promise<T> {
@@ -30,7 +34,8 @@ async function until<T>(fn: () => T | undefined, what = 'the condition'): Promis
  * later change reaches the stream. (A fixed sleep did not say so; an event missed while the clock stands
  * still is never relisted.)
  */
-const subscribed = (fake: FakeRuntime) => until(() => (fake.calls().GetContainerEvents === 1 ? true : undefined), 'the fake to take the event stream');
+const subscribed = (fake: FakeRuntime) =>
+  until(() => (fake.calls().GetContainerEvents === 1 ? true : undefined), 'the fake to take the event stream');
 
 test('evented PLEG: a container exit reaches the listeners from the event stream, without a relist', async () => {
   const clock = new FakeClock();
@@ -124,38 +129,41 @@ test('evented PLEG: a death from the stream is not reported again by the safety-
   }
 });
 
-test('evented PLEG: while the stream is up the pod cache is marked current every 5 s (updateGlobalCache), so a resync reads no runtime', async () => {
-  const clock = new FakeClock();
-  const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
-  const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-  try {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
-    let relists = 0;
-    const pleg = kubelet.createEventedPleg({ onRelist: () => relists++ });
-    const events: PodLifecycleEvent[] = [];
-    pleg.watch((e) => events.push(e));
-    pleg.start();
-    await subscribed(fake);
-    await kubelet.syncPod(pod, 'create');
-    const uid = pod.metadata!.uid!;
-    await until(() => events.find((e) => e.type === 'ContainerStarted'));
-    await until(() => pleg.cache.get(uid)?.containers.find((c) => c.state === 'running'));
-    // The pod synced after its last refresh: without a newer cache its next sync reads the runtime.
-    clock.advance(1000);
-    // That move fired the PLEG's first relist: done before the calls are counted below, none of its calls counts.
-    await until(() => (relists >= 1 ? true : undefined), 'the first relist');
-    await kubelet.syncPod(pod, 'sync');
-    const syncedAt = clock.now();
-    clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
-    assert.ok(pleg.cache.freshness(uid)! > syncedAt, 'marked current by a tick after the sync');
-    fake.resetCalls();
-    await kubelet.syncPod(pod, 'sync');
-    assert.deepEqual(fake.calls(), {}, 'the resync used the cache');
-    pleg.stop();
-    await kubelet.syncTerminatingPod(pod, 0);
-    await kubelet.syncTerminatedPod(pod);
-  } finally {
-    client.close();
-    await fake.stop();
-  }
-});
+test(
+  'evented PLEG: while the stream is up the pod cache is marked current every 5 s (updateGlobalCache), so a resync reads ' + 'no runtime',
+  async () => {
+    const clock = new FakeClock();
+    const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
+    const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
+    try {
+      const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+      let relists = 0;
+      const pleg = kubelet.createEventedPleg({ onRelist: () => relists++ });
+      const events: PodLifecycleEvent[] = [];
+      pleg.watch((e) => events.push(e));
+      pleg.start();
+      await subscribed(fake);
+      await kubelet.syncPod(pod, 'create');
+      const uid = pod.metadata!.uid!;
+      await until(() => events.find((e) => e.type === 'ContainerStarted'));
+      await until(() => pleg.cache.get(uid)?.containers.find((c) => c.state === 'running'));
+      // The pod synced after its last refresh: without a newer cache its next sync reads the runtime.
+      clock.advance(1000);
+      // That move fired the PLEG's first relist: done before the calls are counted below, none of its calls counts.
+      await until(() => (relists >= 1 ? true : undefined), 'the first relist');
+      await kubelet.syncPod(pod, 'sync');
+      const syncedAt = clock.now();
+      clock.advance(GLOBAL_CACHE_UPDATE_PERIOD_MS);
+      assert.ok(pleg.cache.freshness(uid)! > syncedAt, 'marked current by a tick after the sync');
+      fake.resetCalls();
+      await kubelet.syncPod(pod, 'sync');
+      assert.deepEqual(fake.calls(), {}, 'the resync used the cache');
+      pleg.stop();
+      await kubelet.syncTerminatingPod(pod, 0);
+      await kubelet.syncTerminatedPod(pod);
+    } finally {
+      client.close();
+      await fake.stop();
+    }
+  },
+);

@@ -26,7 +26,13 @@ test('events outlive the agent: a new recorder on the same journal has them, cou
 
     const second = new EventRecorder(clock, { journal });
     const events = second.eventsFor('u1');
-    assert.deepEqual(events.map((e) => [e.reason, e.count]), [['Started', 1], ['BackOff', 3]]);
+    assert.deepEqual(
+      events.map((e) => [e.reason, e.count]),
+      [
+        ['Started', 1],
+        ['BackOff', 3],
+      ],
+    );
     assert.equal(events[1]!.lastTimestamp - events[1]!.firstTimestamp, 20_000);
     assert.equal(second.eventsFor('u2').length, 1);
 

@@ -42,7 +42,11 @@ function podConfig(extra: Partial<T.PodSandboxConfigInput> & { hostNetwork?: boo
   };
 }
 
-function ctrConfig(name: string, command: string[] = ['sleep', '3600'], extra: Partial<T.ContainerConfigInput> = {}): T.ContainerConfigInput {
+function ctrConfig(
+  name: string,
+  command: string[] = ['sleep', '3600'],
+  extra: Partial<T.ContainerConfigInput> = {},
+): T.ContainerConfigInput {
   return { metadata: { name, attempt: 0 }, image: { image: 'busybox:1.36' }, command, ...extra };
 }
 
@@ -129,10 +133,14 @@ describe('version, status and images', () => {
     assert.equal(normalizeImageRef('127.0.0.1:5000/library/busybox:1.36'), '127.0.0.1:5000/library/busybox:1.36');
     assert.equal(normalizeImageRef('quay.io/a/b:c@sha256:' + 'a'.repeat(64)), 'quay.io/a/b@sha256:' + 'a'.repeat(64));
     fc.assert(
-      fc.property(fc.constantFrom('busybox', 'user/app', 'quay.io/x/y', 'localhost:5000/z'), fc.option(fc.constantFrom(':1', ':latest', ':v2.0')), (name, tag) => {
-        const once = normalizeImageRef(name + (tag ?? ''));
-        assert.equal(normalizeImageRef(once), once);
-      }),
+      fc.property(
+        fc.constantFrom('busybox', 'user/app', 'quay.io/x/y', 'localhost:5000/z'),
+        fc.option(fc.constantFrom(':1', ':latest', ':v2.0')),
+        (name, tag) => {
+          const once = normalizeImageRef(name + (tag ?? ''));
+          assert.equal(normalizeImageRef(once), once);
+        },
+      ),
     );
   });
 
@@ -222,11 +230,14 @@ describe('sandboxes and containers', () => {
       await assert.rejects(client.runPodSandbox({ metadata: { name: 'x' } }), (err) => isCriError(err, Code.INVALID_ARGUMENT));
     }));
 
-  test('duplicates are ALREADY_EXISTS with containerd\'s wording', () =>
+  test("duplicates are ALREADY_EXISTS with containerd's wording", () =>
     withFake({}, async (_fake, client) => {
       const pod = podConfig();
       const id = await client.runPodSandbox(pod);
-      await assert.rejects(client.runPodSandbox(pod), (err: CriError) => isCriError(err, Code.ALREADY_EXISTS) && /is reserved for "[0-9a-f]{64}"/.test(err.details));
+      await assert.rejects(
+        client.runPodSandbox(pod),
+        (err: CriError) => isCriError(err, Code.ALREADY_EXISTS) && /is reserved for "[0-9a-f]{64}"/.test(err.details),
+      );
       await client.createContainer(id, ctrConfig('a'), pod);
       await assert.rejects(client.createContainer(id, ctrConfig('a'), pod), (err) => isCriError(err, Code.ALREADY_EXISTS));
     }));
@@ -398,13 +409,30 @@ describe('label selector filtering', () => {
       const tiers = ['a', 'b', 'c'];
       const zones = ['x', 'y'];
       const uid = 'io.kubernetes.pod.uid';
-      fake.seed({ pods: 60, containersPerPod: 1, labels: (i) => ({ tier: tiers[i % 3]!, zone: zones[Math.floor(i / 3) % 2]!, [uid]: `u${i % 7}`, ...(i % 5 === 0 ? { canary: 'yes' } : {}) }) });
+      fake.seed({
+        pods: 60,
+        containersPerPod: 1,
+        labels: (i) => ({
+          tier: tiers[i % 3]!,
+          zone: zones[Math.floor(i / 3) % 2]!,
+          [uid]: `u${i % 7}`,
+          ...(i % 5 === 0 ? { canary: 'yes' } : {}),
+        }),
+      });
       // Removed ones leave the pod UID index too.
       for (const s of fake.sandboxes().filter((_, i) => i % 9 === 0)) await client.removePodSandbox(s.id);
       const all = fake.sandboxes();
       await fc.assert(
         fc.asyncProperty(
-          fc.record({ tier: fc.constantFrom(...tiers, 'z'), zone: fc.constantFrom(...zones), canary: fc.constant('yes'), [uid]: fc.constantFrom('u0', 'u3', 'u9') }, { requiredKeys: [] }),
+          fc.record(
+            {
+              tier: fc.constantFrom(...tiers, 'z'),
+              zone: fc.constantFrom(...zones),
+              canary: fc.constant('yes'),
+              [uid]: fc.constantFrom('u0', 'u3', 'u9'),
+            },
+            { requiredKeys: [] },
+          ),
           async (selector: Record<string, string>) => {
             const expected = all.filter((s) => Object.entries(selector).every(([k, v]) => s.labels[k] === v)).map((s) => s.id);
             assert.deepEqual(
@@ -430,7 +458,10 @@ describe('fault injection', () => {
       fake.failNext('ListPodSandbox', Code.UNAVAILABLE, 'runtime restarting', 2);
       fake.failNext('Version', Code.RESOURCE_EXHAUSTED);
       for (let i = 0; i < 2; i++) {
-        await assert.rejects(client.listPodSandbox(), (err: CriError) => isCriError(err, Code.UNAVAILABLE) && err.details === 'runtime restarting');
+        await assert.rejects(
+          client.listPodSandbox(),
+          (err: CriError) => isCriError(err, Code.UNAVAILABLE) && err.details === 'runtime restarting',
+        );
       }
       assert.deepEqual(await client.listPodSandbox(), []);
       await assert.rejects(client.version(), (err) => isCriError(err, Code.RESOURCE_EXHAUSTED));
@@ -688,9 +719,18 @@ describe('scale', () => {
       assert.equal(after.length, 6);
       assert.equal(after.find((c) => c.id === stopped.id)!.state, 'CONTAINER_EXITED');
       await client.removeContainer(stopped.id);
-      assert.deepEqual((await client.listContainers()).map((c) => c.id), first.slice(1).map((c) => c.id));
+      assert.deepEqual(
+        (await client.listContainers()).map((c) => c.id),
+        first.slice(1).map((c) => c.id),
+      );
       // Another filter has its own answer.
-      assert.deepEqual((await client.listContainers({ podSandboxId: first[3]!.podSandboxId })).map((c) => c.id).sort(), first.filter((c) => c.podSandboxId === first[3]!.podSandboxId).map((c) => c.id).sort());
+      assert.deepEqual(
+        (await client.listContainers({ podSandboxId: first[3]!.podSandboxId })).map((c) => c.id).sort(),
+        first
+          .filter((c) => c.podSandboxId === first[3]!.podSandboxId)
+          .map((c) => c.id)
+          .sort(),
+      );
     }));
 });
 

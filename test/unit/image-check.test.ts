@@ -34,7 +34,14 @@ async function until(what: string, cond: () => boolean): Promise<void> {
 }
 
 test('SyncPod asks whether the image is present while the sandbox is created, and asks once', async () => {
-  const kubelet = new Kubelet({ runtime: client, images: client, clock: new FakeClock(), logRoot: logs.dir, nodeName: 'unit', agent: 'image-check-1' });
+  const kubelet = new Kubelet({
+    runtime: client,
+    images: client,
+    clock: new FakeClock(),
+    logRoot: logs.dir,
+    nodeName: 'unit',
+    agent: 'image-check-1',
+  });
   const p = pod('early-check');
   fake.resetCalls();
   fake.hang('RunPodSandbox');
@@ -48,13 +55,23 @@ test('SyncPod asks whether the image is present while the sandbox is created, an
   await syncing;
   assert.equal(fake.calls().ImageStatus, 1, 'the container start used that answer');
   assert.equal(fake.calls().PullImage ?? 0, 0);
-  assert.deepEqual(fake.containers().map((c) => c.state), ['CONTAINER_RUNNING']);
+  assert.deepEqual(
+    fake.containers().map((c) => c.state),
+    ['CONTAINER_RUNNING'],
+  );
   await kubelet.syncTerminatingPod(p, 0);
   await kubelet.syncTerminatedPod(p);
 });
 
 test('Always pulls without asking; a failed sandbox leaves the early check unawaited and harmless', async () => {
-  const kubelet = new Kubelet({ runtime: client, images: client, clock: new FakeClock(), logRoot: logs.dir, nodeName: 'unit', agent: 'image-check-2' });
+  const kubelet = new Kubelet({
+    runtime: client,
+    images: client,
+    clock: new FakeClock(),
+    logRoot: logs.dir,
+    nodeName: 'unit',
+    agent: 'image-check-2',
+  });
   const always = pod('always', 'Always');
   fake.resetCalls();
   await kubelet.syncPod(always, 'create');
@@ -73,7 +90,9 @@ test('Always pulls without asking; a failed sandbox leaves the early check unawa
     fake.failNext('ImageStatus', grpc.status.UNAVAILABLE, 'image service down');
     fake.failNext('RunPodSandbox', grpc.status.UNKNOWN, 'CNI ADD failed');
     await assert.rejects(kubelet.syncPod(p, 'create'), /RunPodSandbox failed: CNI ADD failed/);
-    assert.ok(kubelet.events.eventsFor(p.metadata!.uid!).some((e) => e.reason === 'FailedCreatePodSandBox' && /CNI ADD failed/.test(e.message)));
+    assert.ok(
+      kubelet.events.eventsFor(p.metadata!.uid!).some((e) => e.reason === 'FailedCreatePodSandBox' && /CNI ADD failed/.test(e.message)),
+    );
     // The early check's failed answer has reached the client: the fake answered it, and a later call on
     // the same connection came back after it. Node reports an unhandled rejection once microtasks drain.
     assert.equal(fake.calls().ImageStatus, 1);

@@ -6,7 +6,14 @@ import { join } from 'node:path';
 import type { IPod, ISecret } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
-import { DockerKeyring, imageRepository, keyringFromSecrets, nodeDockerConfigPaths, nodeKeyring, parseDockerConfig } from '../../src/core/credentials/keyring.js';
+import {
+  DockerKeyring,
+  imageRepository,
+  keyringFromSecrets,
+  nodeDockerConfigPaths,
+  nodeKeyring,
+  parseDockerConfig,
+} from '../../src/core/credentials/keyring.js';
 import { goDuration, ImagePuller, StartContainerError } from '../../src/core/kuberuntime/images.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { FakeRuntime } from '../../fakecri/index.js';
@@ -15,7 +22,13 @@ import { container, makePod } from '../support/builders.js';
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 
 function pullSecret(name: string, auths: Record<string, { username: string; password: string } | { auth: string }>): ISecret {
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'default' }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': b64(JSON.stringify({ auths })) } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: 'default' },
+    type: 'kubernetes.io/dockerconfigjson',
+    data: { '.dockerconfigjson': b64(JSON.stringify({ auths })) },
+  };
 }
 
 test('imageRepository: the repository a pull asks for, fully qualified, without tag or digest', () => {
@@ -41,30 +54,77 @@ test('DockerKeyring: most specific key first, globbed hosts, ports must match, D
       }),
     ),
   );
-  assert.deepEqual(k.lookup('registry.example.com/team/app:1').map((a) => a.username), ['team', 'host']);
-  assert.deepEqual(k.lookup('registry.example.com/other/app').map((a) => a.username), ['host']);
-  assert.deepEqual(k.lookup('registry.example.com/teamwork/app').map((a) => a.username), ['host'], 'a path key matches whole path segments');
+  assert.deepEqual(
+    k.lookup('registry.example.com/team/app:1').map((a) => a.username),
+    ['team', 'host'],
+  );
+  assert.deepEqual(
+    k.lookup('registry.example.com/other/app').map((a) => a.username),
+    ['host'],
+  );
+  assert.deepEqual(
+    k.lookup('registry.example.com/teamwork/app').map((a) => a.username),
+    ['host'],
+    'a path key matches whole path segments',
+  );
   const glob = k.lookup('eu.corp.example/app');
-  assert.deepEqual(glob.map((a) => [a.username, a.password, a.auth]), [['glob', 'p3', b64('glob:p3')]], 'auth alone gives the pair too');
+  assert.deepEqual(
+    glob.map((a) => [a.username, a.password, a.auth]),
+    [['glob', 'p3', b64('glob:p3')]],
+    'auth alone gives the pair too',
+  );
   assert.deepEqual(k.lookup('a.b.corp.example/app'), [], 'one label per *');
-  assert.deepEqual(k.lookup('127.0.0.1:5055/private/busybox:1').map((a) => [a.username, a.serverAddress]), [['port', undefined]]);
+  assert.deepEqual(
+    k.lookup('127.0.0.1:5055/private/busybox:1').map((a) => [a.username, a.serverAddress]),
+    [['port', undefined]],
+  );
   assert.deepEqual(k.lookup('127.0.0.1:5000/private/busybox:1'), [], 'another port is another registry');
-  assert.deepEqual(k.lookup('busybox:1.36').map((a) => a.username), ['hub']);
-  assert.deepEqual(k.lookup('docker.io/team/app').map((a) => a.username), ['hub']);
+  assert.deepEqual(
+    k.lookup('busybox:1.36').map((a) => a.username),
+    ['hub'],
+  );
+  assert.deepEqual(
+    k.lookup('docker.io/team/app').map((a) => a.username),
+    ['hub'],
+  );
   assert.deepEqual(k.lookup('quay.io/team/app'), []);
 });
 
 test('pull secrets: dockerconfigjson and dockercfg Secrets give credentials; other types and bad data give none', () => {
   const secrets: ISecret[] = [
     pullSecret('json', { 'reg.example': { username: 'a', password: 'b' } }),
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'legacy' }, type: 'kubernetes.io/dockercfg', data: { '.dockercfg': b64(JSON.stringify({ 'old.example': { auth: b64('c:d') } })) } },
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'opaque' }, type: 'Opaque', data: { '.dockerconfigjson': b64(JSON.stringify({ auths: { 'x.example': { username: 'no', password: 'no' } } })) } },
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bad' }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': b64('{not json') } },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'legacy' },
+      type: 'kubernetes.io/dockercfg',
+      data: { '.dockercfg': b64(JSON.stringify({ 'old.example': { auth: b64('c:d') } })) },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'opaque' },
+      type: 'Opaque',
+      data: { '.dockerconfigjson': b64(JSON.stringify({ auths: { 'x.example': { username: 'no', password: 'no' } } })) },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'bad' },
+      type: 'kubernetes.io/dockerconfigjson',
+      data: { '.dockerconfigjson': b64('{not json') },
+    },
   ];
   const k = keyringFromSecrets(secrets);
   assert.equal(k.size, 2);
-  assert.deepEqual(k.lookup('reg.example/app').map((a) => a.username), ['a']);
-  assert.deepEqual(k.lookup('old.example/app').map((a) => a.username), ['c']);
+  assert.deepEqual(
+    k.lookup('reg.example/app').map((a) => a.username),
+    ['a'],
+  );
+  assert.deepEqual(
+    k.lookup('old.example/app').map((a) => a.username),
+    ['c'],
+  );
   assert.deepEqual(k.lookup('x.example/app'), []);
 });
 
@@ -89,23 +149,51 @@ test("the node's docker config: the kubelet's search order, the first file found
     if (!(p in files)) throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
     return files[p]!;
   };
-  assert.deepEqual(nodeKeyring(paths, read).lookup('reg.example/app').map((a) => a.username), ['home']);
+  assert.deepEqual(
+    nodeKeyring(paths, read)
+      .lookup('reg.example/app')
+      .map((a) => a.username),
+    ['home'],
+  );
 });
 
 test('a dockerconfigjson Secret without .dockerconfigjson, or with text that is not JSON, is refused at load naming the key', () => {
   const src = { kind: 'file' as const, path: 'secret.yaml' };
   const opts = { nodeName: 'node-a', now: () => new Date('2026-01-01T00:00:00Z') };
-  const missing = parseManifestText('apiVersion: v1\nkind: Secret\nmetadata: {name: regcred}\ntype: kubernetes.io/dockerconfigjson\ndata: {other: eA==}\n', src, opts);
-  assert.deepEqual(missing.problems.map((p) => [p.severity, p.field]), [['error', 'data[".dockerconfigjson"]']]);
+  const missing = parseManifestText(
+    'apiVersion: v1\nkind: Secret\nmetadata: {name: regcred}\ntype: kubernetes.io/dockerconfigjson\ndata: {other: eA==}\n',
+    src,
+    opts,
+  );
+  assert.deepEqual(
+    missing.problems.map((p) => [p.severity, p.field]),
+    [['error', 'data[".dockerconfigjson"]']],
+  );
   assert.match(missing.problems[0]!.message, /Required value/);
-  const bad = parseManifestText('apiVersion: v1\nkind: Secret\nmetadata: {name: regcred}\ntype: kubernetes.io/dockerconfigjson\nstringData: {.dockerconfigjson: "{nope"}\n', src, opts);
-  assert.deepEqual(bad.problems.map((p) => [p.severity, p.field]), [['error', 'data[".dockerconfigjson"]']]);
+  const bad = parseManifestText(
+    'apiVersion: v1\nkind: Secret\nmetadata: {name: regcred}\ntype: kubernetes.io/dockerconfigjson\nstringData: {.dockerconfigjson: "{nope"}\n',
+    src,
+    opts,
+  );
+  assert.deepEqual(
+    bad.problems.map((p) => [p.severity, p.field]),
+    [['error', 'data[".dockerconfigjson"]']],
+  );
   assert.match(bad.problems[0]!.message, /<secret contents redacted>/);
   assert.doesNotMatch(bad.problems[0]!.message, /nope/, 'the secret text is never printed');
 });
 
-async function withAuthRegistry(fn: (puller: (secrets: ISecret[], nodeFiles?: Record<string, string>) => { puller: ImagePuller; missing: string[][] }, fake: FakeRuntime) => Promise<void>): Promise<void> {
-  const fake = await FakeRuntime.start({ images: [], registry: ['127.0.0.1:5055/private/busybox:1', 'busybox:1.36'], registryAuth: { '127.0.0.1:5055': { username: 'alice', password: 's3cret' } } });
+async function withAuthRegistry(
+  fn: (
+    puller: (secrets: ISecret[], nodeFiles?: Record<string, string>) => { puller: ImagePuller; missing: string[][] },
+    fake: FakeRuntime,
+  ) => Promise<void>,
+): Promise<void> {
+  const fake = await FakeRuntime.start({
+    images: [],
+    registry: ['127.0.0.1:5055/private/busybox:1', 'busybox:1.36'],
+    registryAuth: { '127.0.0.1:5055': { username: 'alice', password: 's3cret' } },
+  });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 2000, pullTimeoutMs: 2000 });
   const dir = mkdtempSync(join(tmpdir(), 'podctl-creds-'));
   try {
@@ -177,8 +265,16 @@ test("ImagePuller records the image manager's events: Pulled when present, Pulli
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 2000, pullTimeoutMs: 2000 });
   try {
     const events: string[] = [];
-    const puller = new ImagePuller(client, new FakeClock(0), (_pod, c, type, reason, message) => events.push(`${c.name} ${type} ${reason}: ${message}`));
-    const pod = makePod({ containers: [container('present', { image: 'busybox:1.36' }), container('pulled', { image: 'busybox:1.37' }), container('missing', { image: 'busybox:9.99' })] });
+    const puller = new ImagePuller(client, new FakeClock(0), (_pod, c, type, reason, message) =>
+      events.push(`${c.name} ${type} ${reason}: ${message}`),
+    );
+    const pod = makePod({
+      containers: [
+        container('present', { image: 'busybox:1.36' }),
+        container('pulled', { image: 'busybox:1.37' }),
+        container('missing', { image: 'busybox:9.99' }),
+      ],
+    });
     const [present, pulled, missing] = pod.spec!.containers;
     await puller.ensureImageExists(pod, present!, {}, 0);
     assert.deepEqual(events.splice(0), ['present Normal Pulled: Container image "busybox:1.36" already present on machine']);
@@ -187,9 +283,19 @@ test("ImagePuller records the image manager's events: Pulled when present, Pulli
     assert.equal(events[0], 'pulled Normal Pulling: Pulling image "busybox:1.37"');
     assert.match(events[1]!, /^pulled Normal Pulled: Successfully pulled image "busybox:1\.37" in \d+(ms|\.\d+s|s)$/);
     events.length = 0;
-    await assert.rejects(puller.ensureImageExists(pod, missing!, {}, 0), (err: unknown) => err instanceof StartContainerError && err.reason === 'ErrImagePull');
-    assert.deepEqual(events.splice(0), ['missing Normal Pulling: Pulling image "busybox:9.99"'], 'the failure itself is the caller\'s Warning');
-    await assert.rejects(puller.ensureImageExists(pod, missing!, {}, 1000), (err: unknown) => err instanceof StartContainerError && err.reason === 'ImagePullBackOff');
+    await assert.rejects(
+      puller.ensureImageExists(pod, missing!, {}, 0),
+      (err: unknown) => err instanceof StartContainerError && err.reason === 'ErrImagePull',
+    );
+    assert.deepEqual(
+      events.splice(0),
+      ['missing Normal Pulling: Pulling image "busybox:9.99"'],
+      "the failure itself is the caller's Warning",
+    );
+    await assert.rejects(
+      puller.ensureImageExists(pod, missing!, {}, 1000),
+      (err: unknown) => err instanceof StartContainerError && err.reason === 'ImagePullBackOff',
+    );
     assert.deepEqual(events, [], 'no pull is tried in back-off');
   } finally {
     client.close();
@@ -197,6 +303,14 @@ test("ImagePuller records the image manager's events: Pulled when present, Pulli
   }
 });
 
-test("goDuration prints as Go prints a time.Duration truncated to milliseconds", () => {
-  assert.deepEqual([0, 850.9, 1000, 1250, 59_999, 60_000, 123_500].map(goDuration), ['0ms', '850ms', '1s', '1.25s', '59.999s', '1m0s', '2m3.5s']);
+test('goDuration prints as Go prints a time.Duration truncated to milliseconds', () => {
+  assert.deepEqual([0, 850.9, 1000, 1250, 59_999, 60_000, 123_500].map(goDuration), [
+    '0ms',
+    '850ms',
+    '1s',
+    '1.25s',
+    '59.999s',
+    '1m0s',
+    '2m3.5s',
+  ]);
 });

@@ -14,7 +14,11 @@ async function copiesInHeap(bytes: Buffer): Promise<number> {
   const chunks: Buffer[] = [];
   for await (const chunk of getHeapSnapshot()) chunks.push(chunk as Buffer);
   const value = bytes.toString();
-  const snap = JSON.parse(Buffer.concat(chunks).toString()) as { snapshot: { meta: { node_fields: string[]; node_types: [string[]] } }; nodes: number[]; strings: string[] };
+  const snap = JSON.parse(Buffer.concat(chunks).toString()) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
+    nodes: number[];
+    strings: string[];
+  };
   const fields = snap.snapshot.meta.node_fields;
   const types = snap.snapshot.meta.node_types[0];
   const typeAt = fields.indexOf('type');
@@ -80,7 +84,12 @@ test('pod defaults set probes only when given: no property is added and deleted'
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'p', namespace: 'default', uid: 'u' },
-    spec: { containers: [{ name: 'a', image: 'busybox:1.36' }, { name: 'b', image: 'busybox', livenessProbe: { exec: { command: ['true'] } } }] },
+    spec: {
+      containers: [
+        { name: 'a', image: 'busybox:1.36' },
+        { name: 'b', image: 'busybox', livenessProbe: { exec: { command: ['true'] } } },
+      ],
+    },
   });
   const [a, b] = pod.spec!.containers;
   assert.deepEqual(Object.keys(a!).sort(), ['image', 'imagePullPolicy', 'name', 'terminationMessagePath', 'terminationMessagePolicy']);

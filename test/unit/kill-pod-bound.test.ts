@@ -4,7 +4,12 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import type { ImageService, RuntimeService } from '../../src/core/cri/client.js';
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../../src/core/container/types.js';
-import { eachBounded, MAX_KILLS_IN_FLIGHT_PER_POD, MINIMUM_GRACE_PERIOD_SECONDS, RuntimeManager } from '../../src/core/kuberuntime/manager.js';
+import {
+  eachBounded,
+  MAX_KILLS_IN_FLIGHT_PER_POD,
+  MINIMUM_GRACE_PERIOD_SECONDS,
+  RuntimeManager,
+} from '../../src/core/kuberuntime/manager.js';
 
 /** A runtime whose StopContainer calls wait until the test lets them end: what is in flight can be counted. */
 function heldRuntime() {
@@ -49,13 +54,38 @@ function heldRuntime() {
 }
 
 function container(i: number, kind: RuntimeContainerStatus['kind'] = 'app'): RuntimeContainerStatus {
-  return { id: `c${i}`, name: `c${i}`, state: 'running', createdAt: i, image: 'busybox', imageRef: 'busybox', imageId: 'busybox', hash: '', restartCount: 0, kind };
+  return {
+    id: `c${i}`,
+    name: `c${i}`,
+    state: 'running',
+    createdAt: i,
+    image: 'busybox',
+    imageRef: 'busybox',
+    imageId: 'busybox',
+    hash: '',
+    restartCount: 0,
+    kind,
+  };
 }
 
 function podOf(n: number, sidecars: number, grace: number): { pod: IPod; status: RuntimePodStatus } {
-  const containers = [...Array.from({ length: n }, (_, i) => container(i)), ...Array.from({ length: sidecars }, (_, i) => container(n + i, 'sidecar'))];
-  const pod = { metadata: { name: 'many', namespace: 'default', uid: 'u-many' }, spec: { terminationGracePeriodSeconds: grace, containers: containers.map((c) => ({ name: c.name, image: 'busybox' })) } } as IPod;
-  const status: RuntimePodStatus = { uid: 'u-many', name: 'many', namespace: 'default', ips: [], sandboxes: [{ id: 's1', state: 'ready' } as RuntimePodStatus['sandboxes'][number]], containers, timestamp: 0 };
+  const containers = [
+    ...Array.from({ length: n }, (_, i) => container(i)),
+    ...Array.from({ length: sidecars }, (_, i) => container(n + i, 'sidecar')),
+  ];
+  const pod = {
+    metadata: { name: 'many', namespace: 'default', uid: 'u-many' },
+    spec: { terminationGracePeriodSeconds: grace, containers: containers.map((c) => ({ name: c.name, image: 'busybox' })) },
+  } as IPod;
+  const status: RuntimePodStatus = {
+    uid: 'u-many',
+    name: 'many',
+    namespace: 'default',
+    ips: [],
+    sandboxes: [{ id: 's1', state: 'ready' } as RuntimePodStatus['sandboxes'][number]],
+    containers,
+    timestamp: 0,
+  };
   return { pod, status };
 }
 
@@ -65,7 +95,7 @@ async function untilPending(pending: unknown[], n: number): Promise<void> {
   assert.equal(pending.length, n, `expected ${n} StopContainer calls in flight`);
 }
 
-test('killPod keeps at most MAX_KILLS_IN_FLIGHT_PER_POD stops in flight; a container that waits for a slot gets what is left of the pod\'s grace, at least the minimum', async () => {
+test("killPod keeps at most MAX_KILLS_IN_FLIGHT_PER_POD stops in flight; a container that waits for a slot gets what is left of the pod's grace, at least the minimum", async () => {
   assert.ok(MAX_KILLS_IN_FLIGHT_PER_POD >= 8 && MAX_KILLS_IN_FLIGHT_PER_POD <= 16);
   const clock = new FakeClock();
   const r = heldRuntime();
@@ -87,14 +117,20 @@ test('killPod keeps at most MAX_KILLS_IN_FLIGHT_PER_POD stops in flight; a conta
   for (const p of r.pending.splice(0)) p.release();
   await untilPending(r.pending, 8);
   assert.deepEqual(new Set(r.pending.map((p) => p.timeout)), new Set([MINIMUM_GRACE_PERIOD_SECONDS]));
-  assert.ok(r.pending.every((p) => !p.id.startsWith(`c${apps}`) && p.id !== `c${apps + 1}`), 'sidecars wait for the app containers');
+  assert.ok(
+    r.pending.every((p) => !p.id.startsWith(`c${apps}`) && p.id !== `c${apps + 1}`),
+    'sidecars wait for the app containers',
+  );
   for (const p of r.pending.splice(0)) p.release();
   // Then the sidecars, with the minimum too (the pod's grace has run out).
   await untilPending(r.pending, 2);
-  assert.deepEqual(r.pending.map((p) => [p.id, p.timeout]), [
-    [`c${apps}`, MINIMUM_GRACE_PERIOD_SECONDS],
-    [`c${apps + 1}`, MINIMUM_GRACE_PERIOD_SECONDS],
-  ]);
+  assert.deepEqual(
+    r.pending.map((p) => [p.id, p.timeout]),
+    [
+      [`c${apps}`, MINIMUM_GRACE_PERIOD_SECONDS],
+      [`c${apps + 1}`, MINIMUM_GRACE_PERIOD_SECONDS],
+    ],
+  );
   assert.deepEqual(r.stoppedSandboxes, [], 'the sandbox is stopped after its containers');
   for (const p of r.pending.splice(0)) p.release();
   await done;
@@ -112,7 +148,10 @@ test('a pod of no more containers than the bound is killed all at once, each wit
   const { pod, status } = podOf(5, 0, 45);
   const done = manager.killPod(pod, status);
   await untilPending(r.pending, 5);
-  assert.deepEqual(r.pending.map((p) => p.timeout), [45, 45, 45, 45, 45]);
+  assert.deepEqual(
+    r.pending.map((p) => p.timeout),
+    [45, 45, 45, 45, 45],
+  );
   for (const p of r.pending.splice(0)) p.release();
   await done;
 });

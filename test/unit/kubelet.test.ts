@@ -14,7 +14,16 @@ import type { SourceObjects } from '../../src/core/objects.js';
 import { runOnce } from '../../src/core/runonce.js';
 import { scratchDir } from '../support/e2e.js';
 
-const WRITES = ['RunPodSandbox', 'StopPodSandbox', 'RemovePodSandbox', 'CreateContainer', 'StartContainer', 'StopContainer', 'RemoveContainer', 'PullImage'];
+const WRITES = [
+  'RunPodSandbox',
+  'StopPodSandbox',
+  'RemovePodSandbox',
+  'CreateContainer',
+  'StartContainer',
+  'StopContainer',
+  'RemoveContainer',
+  'PullImage',
+];
 
 function pod(name: string, containers: string, restartPolicy = 'Always'): IPod {
   const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  restartPolicy: ${restartPolicy}\n  containers:\n${containers}`;
@@ -103,23 +112,38 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
   });
 
   test('a steady pod costs no CRI writes; a spec change replaces only that container', async () => {
-    const p = pod('steady', '  - {name: a, image: busybox:1.36, command: [sleep, "1"]}\n  - {name: b, image: busybox:1.36, command: [sleep, "2"]}\n');
+    const p = pod(
+      'steady',
+      '  - {name: a, image: busybox:1.36, command: [sleep, "1"]}\n  - {name: b, image: busybox:1.36, command: [sleep, "2"]}\n',
+    );
     await kubelet.syncPod(p, 'create');
-    const ids = () => Object.fromEntries(fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => [c.metadata.name, c.id]));
+    const ids = () =>
+      Object.fromEntries(
+        fake
+          .containers()
+          .filter((c) => c.state === 'CONTAINER_RUNNING')
+          .map((c) => [c.metadata.name, c.id]),
+      );
     const before = ids();
     const w = writes();
     await kubelet.syncPod(p, 'sync');
     await kubelet.syncPod(p, 'sync');
     assert.equal(writes(), w, 'no CRI writes for a pod in its desired state');
 
-    const edited = pod('steady', '  - {name: a, image: busybox:1.36, command: [sleep, "1"]}\n  - {name: b, image: busybox:1.36, command: [sleep, "3"]}\n');
+    const edited = pod(
+      'steady',
+      '  - {name: a, image: busybox:1.36, command: [sleep, "1"]}\n  - {name: b, image: busybox:1.36, command: [sleep, "3"]}\n',
+    );
     assert.equal(edited.metadata!.uid, p.metadata!.uid);
     const sandboxes = fake.sandboxes().map((s) => s.id);
     await kubelet.syncPod(edited, 'update');
     const afterEdit = ids();
     assert.equal(afterEdit.a, before.a);
     assert.notEqual(afterEdit.b, before.b);
-    assert.deepEqual(fake.sandboxes().map((s) => s.id), sandboxes);
+    assert.deepEqual(
+      fake.sandboxes().map((s) => s.id),
+      sandboxes,
+    );
     await kubelet.syncTerminatingPod(edited, 0);
     await kubelet.syncTerminatedPod(edited);
   });
@@ -163,14 +187,27 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     const [r] = await settledOnClock(runOnce(kubelet, [p], { clock, maxRetries: 2, retryDelayMs: 1000 }));
     assert.equal(r!.ok, false);
     assert.equal(r!.status?.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating');
-    assert.match(r!.message!, /^containers not running after 2 retries: app: ContainerCreating: .*runtimeclass\.node\.k8s\.io "ghost" not found/);
+    assert.match(
+      r!.message!,
+      /^containers not running after 2 retries: app: ContainerCreating: .*runtimeclass\.node\.k8s\.io "ghost" not found/,
+    );
     await kubelet.syncTerminatingPod(p, 0);
     await kubelet.syncTerminatedPod(p);
   });
 
-  test('runOnce: a pod whose ConfigMap no document provides fails after its first sync, in the kubelet\'s words, not after its retries', async () => {
-    const p = pod('nocm', '  - name: app\n    image: busybox:1.36\n    env: [{name: A, valueFrom: {configMapKeyRef: {name: settings, key: a}}}]\n');
-    const [r] = await settledOnClock(runOnce(kubelet, [p], { clock, maxRetries: 10, retryDelayMs: 1000, neverStarts: (x) => missingReferences(x, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret') }));
+  test("runOnce: a pod whose ConfigMap no document provides fails after its first sync, in the kubelet's words, not after its retries", async () => {
+    const p = pod(
+      'nocm',
+      '  - name: app\n    image: busybox:1.36\n    env: [{name: A, valueFrom: {configMapKeyRef: {name: settings, key: a}}}]\n',
+    );
+    const [r] = await settledOnClock(
+      runOnce(kubelet, [p], {
+        clock,
+        maxRetries: 10,
+        retryDelayMs: 1000,
+        neverStarts: (x) => missingReferences(x, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret'),
+      }),
+    );
     assert.equal(r!.ok, false);
     assert.equal(r!.attempts, 1, 'failed after the first sync');
     assert.equal(r!.reason, 'CreateContainerConfigError');
@@ -181,123 +218,139 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     await kubelet.syncTerminatedPod(p);
   });
 
-  test('activeDeadlineSeconds: past the deadline, counted from startTime, the pod is killed and ends Failed with DeadlineExceeded, and stays so', async () => {
-    const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: deadline}\nspec:\n  activeDeadlineSeconds: 5\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`;
-    const parsed = parseManifestText(text, { kind: 'file', path: '/unit/deadline.yaml' }, { nodeName: 'unit' });
-    assert.deepEqual(parsed.problems, []);
-    const p = parsed.pods[0]!.pod;
-    await kubelet.syncPod(p, 'create');
-    assert.equal(statusOf(p).phase, 'Running');
-    clock.advance(4_000);
-    assert.equal(await kubelet.syncPod(p, 'sync'), false);
-    assert.equal(statusOf(p).phase, 'Running', 'not yet');
-    clock.advance(1_000);
-    assert.equal(await kubelet.syncPod(p, 'sync'), true, 'terminal once past the deadline');
-    assert.equal(statusOf(p).phase, 'Failed');
-    assert.equal(statusOf(p).reason, 'DeadlineExceeded');
-    assert.equal(statusOf(p).message, 'Pod was active on the node longer than the specified deadline');
-    assert.equal(fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'deadline').length, 0, 'killed');
-    assert.ok(kubelet.events.all().some((e) => e.reason === 'DeadlineExceeded'));
-    await kubelet.syncPod(p, 'sync');
-    assert.equal(statusOf(p).reason, 'DeadlineExceeded', 'stays failed for the deadline once killed');
-    await kubelet.syncTerminatingPod(p, 0);
-    await kubelet.syncTerminatedPod(p);
-  });
+  test(
+    'activeDeadlineSeconds: past the deadline, counted from startTime, the pod is killed and ends Failed with ' +
+      'DeadlineExceeded, and stays so',
+    async () => {
+      const text = `apiVersion: v1\nkind: Pod\nmetadata: {name: deadline}\nspec:\n  activeDeadlineSeconds: 5\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n`;
+      const parsed = parseManifestText(text, { kind: 'file', path: '/unit/deadline.yaml' }, { nodeName: 'unit' });
+      assert.deepEqual(parsed.problems, []);
+      const p = parsed.pods[0]!.pod;
+      await kubelet.syncPod(p, 'create');
+      assert.equal(statusOf(p).phase, 'Running');
+      clock.advance(4_000);
+      assert.equal(await kubelet.syncPod(p, 'sync'), false);
+      assert.equal(statusOf(p).phase, 'Running', 'not yet');
+      clock.advance(1_000);
+      assert.equal(await kubelet.syncPod(p, 'sync'), true, 'terminal once past the deadline');
+      assert.equal(statusOf(p).phase, 'Failed');
+      assert.equal(statusOf(p).reason, 'DeadlineExceeded');
+      assert.equal(statusOf(p).message, 'Pod was active on the node longer than the specified deadline');
+      assert.equal(
+        fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'deadline').length,
+        0,
+        'killed',
+      );
+      assert.ok(kubelet.events.all().some((e) => e.reason === 'DeadlineExceeded'));
+      await kubelet.syncPod(p, 'sync');
+      assert.equal(statusOf(p).reason, 'DeadlineExceeded', 'stays failed for the deadline once killed');
+      await kubelet.syncTerminatingPod(p, 0);
+      await kubelet.syncTerminatedPod(p);
+    },
+  );
 
   const total = () => Object.values(fake.calls()).reduce((a, b) => a + b, 0);
 
-  test('the PLEG cache: resync after a relist: no CRI call; a change is seen once relisted; right after its own restart a sync reads the runtime', async () => {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
-    const pleg = kubelet.createPleg();
-    const p = pod('cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
-    const app = () => kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!;
-    await kubelet.syncPod(p, 'create');
-    assert.ok(app().state?.running);
+  test(
+    'the PLEG cache: resync after a relist: no CRI call; a change is seen once relisted; right after its own restart a sync ' +
+      'reads the runtime',
+    async () => {
+      const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+      const pleg = kubelet.createPleg();
+      const p = pod('cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+      const app = () => kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!;
+      await kubelet.syncPod(p, 'create');
+      assert.ok(app().state?.running);
 
-    // No relist since the last sync: the runtime is read.
-    let calls = total();
-    await kubelet.syncPod(p, 'sync');
-    assert.ok(total() > calls, 'a sync with no newer relist reads the runtime');
+      // No relist since the last sync: the runtime is read.
+      let calls = total();
+      await kubelet.syncPod(p, 'sync');
+      assert.ok(total() > calls, 'a sync with no newer relist reads the runtime');
 
-    clock.advance(1);
-    await pleg.relist();
-    calls = total();
-    await kubelet.syncPod(p, 'sync');
-    assert.equal(total(), calls, 'a periodic resync after a relist makes no CRI call');
-    assert.ok(app().state?.running);
+      clock.advance(1);
+      await pleg.relist();
+      calls = total();
+      await kubelet.syncPod(p, 'sync');
+      assert.equal(total(), calls, 'a periodic resync after a relist makes no CRI call');
+      assert.ok(app().state?.running);
 
-    // The container dies; the relist re-reads the pod and the sync restarts it from the cache.
-    fake.exitContainer(fake.containers().find((c) => c.state === 'CONTAINER_RUNNING')!.id, 1);
-    clock.advance(1);
-    await pleg.relist();
-    calls = total();
-    const before = fake.calls();
-    await kubelet.syncPod(p, 'sync');
-    assert.equal(app().restartCount, 1);
-    assert.ok(app().state?.running, 'restarted, and the status after the restart is read from the runtime');
-    assert.equal(fake.calls()['CreateContainer']! - (before['CreateContainer'] ?? 0), 1);
+      // The container dies; the relist re-reads the pod and the sync restarts it from the cache.
+      fake.exitContainer(fake.containers().find((c) => c.state === 'CONTAINER_RUNNING')!.id, 1);
+      clock.advance(1);
+      await pleg.relist();
+      calls = total();
+      const before = fake.calls();
+      await kubelet.syncPod(p, 'sync');
+      assert.equal(app().restartCount, 1);
+      assert.ok(app().state?.running, 'restarted, and the status after the restart is read from the runtime');
+      assert.equal(fake.calls()['CreateContainer']! - (before['CreateContainer'] ?? 0), 1);
 
-    // Right after its own writes, no relist has seen them: the next sync reads the runtime again.
-    calls = total();
-    await kubelet.syncPod(p, 'sync');
-    assert.ok(total() > calls);
-    assert.equal(app().restartCount, 1, 'and restarts nothing twice');
+      // Right after its own writes, no relist has seen them: the next sync reads the runtime again.
+      calls = total();
+      await kubelet.syncPod(p, 'sync');
+      assert.ok(total() > calls);
+      assert.equal(app().restartCount, 1, 'and restarts nothing twice');
 
-    const logDir = podLogDirectory(logs.dir, p);
-    assert.ok(existsSync(logDir));
-    await kubelet.syncTerminatingPod(p, 0);
-    await kubelet.syncTerminatedPod(p);
-    assert.equal(existsSync(logDir), false, 'the log directory goes with the pod');
-  });
-  test('the PLEG cache: a pod never synced that a current cache does not hold is created without listing; before any relist, or with a stale entry, it is read', async () => {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
-    const pleg = kubelet.createPleg();
-    const lists = () => (fake.calls()['ListPodSandbox'] ?? 0) + (fake.calls()['ListContainers'] ?? 0);
+      const logDir = podLogDirectory(logs.dir, p);
+      assert.ok(existsSync(logDir));
+      await kubelet.syncTerminatingPod(p, 0);
+      await kubelet.syncTerminatedPod(p);
+      assert.equal(existsSync(logDir), false, 'the log directory goes with the pod');
+    },
+  );
+  test(
+    'the PLEG cache: a pod never synced that a current cache does not hold is created without listing; before any relist, or ' +
+      'with a stale entry, it is read',
+    async () => {
+      const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+      const pleg = kubelet.createPleg();
+      const lists = () => (fake.calls()['ListPodSandbox'] ?? 0) + (fake.calls()['ListContainers'] ?? 0);
 
-    // No relist yet: nothing says the runtime holds nothing of the pod, so it is read.
-    const early = pod('first-early', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
-    let listed = lists();
-    await kubelet.syncPod(early, 'create');
-    assert.ok(lists() > listed, 'before any relist the first sync lists the runtime');
+      // No relist yet: nothing says the runtime holds nothing of the pod, so it is read.
+      const early = pod('first-early', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+      let listed = lists();
+      await kubelet.syncPod(early, 'create');
+      assert.ok(lists() > listed, 'before any relist the first sync lists the runtime');
 
-    clock.advance(1);
-    await pleg.relist();
-    const p = pod('first-cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
-    const sandboxesBefore = fake.calls()['RunPodSandbox'] ?? 0;
-    listed = lists();
-    await kubelet.syncPod(p, 'create');
-    assert.equal(fake.calls()['RunPodSandbox']! - sandboxesBefore, 1, 'the sandbox is created');
-    assert.ok(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
-    // The status after the start is read (one ListPodSandbox and one ListContainers); nothing before the create.
-    assert.equal(lists() - listed, 2, 'only the read after the start lists');
+      clock.advance(1);
+      await pleg.relist();
+      const p = pod('first-cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
+      const sandboxesBefore = fake.calls()['RunPodSandbox'] ?? 0;
+      listed = lists();
+      await kubelet.syncPod(p, 'create');
+      assert.equal(fake.calls()['RunPodSandbox']! - sandboxesBefore, 1, 'the sandbox is created');
+      assert.ok(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
+      // The status after the start is read (one ListPodSandbox and one ListContainers); nothing before the create.
+      assert.equal(lists() - listed, 2, 'only the read after the start lists');
 
-    // Terminated, then added again before a relist has dropped its entry: the stale entry is not trusted.
-    clock.advance(1);
-    await pleg.relist();
-    await kubelet.syncTerminatingPod(p, 0);
-    await kubelet.syncTerminatedPod(p);
-    assert.ok(pleg.cache.get(p.metadata!.uid!)?.sandboxes.length, 'the cache still holds the removed pod');
-    listed = lists();
-    await kubelet.syncPod(p, 'create');
-    assert.equal(lists() - listed, 4, 'a pod the cache holds is read before its first sync, and after it');
-    assert.ok(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
+      // Terminated, then added again before a relist has dropped its entry: the stale entry is not trusted.
+      clock.advance(1);
+      await pleg.relist();
+      await kubelet.syncTerminatingPod(p, 0);
+      await kubelet.syncTerminatedPod(p);
+      assert.ok(pleg.cache.get(p.metadata!.uid!)?.sandboxes.length, 'the cache still holds the removed pod');
+      listed = lists();
+      await kubelet.syncPod(p, 'create');
+      assert.equal(lists() - listed, 4, 'a pod the cache holds is read before its first sync, and after it');
+      assert.ok(kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
 
-    // A second kubelet (the agent restarted) whose event stream marks its cache before any relist: the
-    // pods the runtime holds are not in that cache yet, so a first sync reads and creates nothing twice.
-    const restarted = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
-    const restartedPleg = restarted.createPleg();
-    clock.advance(1);
-    assert.equal(restartedPleg.markCacheCurrent(clock.now()), false, 'no mark before a first relist');
-    const sandboxes = fake.calls()['RunPodSandbox'] ?? 0;
-    await restarted.syncPod(p, 'create');
-    assert.equal((fake.calls()['RunPodSandbox'] ?? 0) - sandboxes, 0, 'the running pod is read, not created again');
-    assert.ok(restarted.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
+      // A second kubelet (the agent restarted) whose event stream marks its cache before any relist: the
+      // pods the runtime holds are not in that cache yet, so a first sync reads and creates nothing twice.
+      const restarted = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+      const restartedPleg = restarted.createPleg();
+      clock.advance(1);
+      assert.equal(restartedPleg.markCacheCurrent(clock.now()), false, 'no mark before a first relist');
+      const sandboxes = fake.calls()['RunPodSandbox'] ?? 0;
+      await restarted.syncPod(p, 'create');
+      assert.equal((fake.calls()['RunPodSandbox'] ?? 0) - sandboxes, 0, 'the running pod is read, not created again');
+      assert.ok(restarted.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!.state?.running);
 
-    for (const q of [early, p]) {
-      await kubelet.syncTerminatingPod(q, 0);
-      await kubelet.syncTerminatedPod(q);
-    }
-  });
+      for (const q of [early, p]) {
+        await kubelet.syncTerminatingPod(q, 0);
+        await kubelet.syncTerminatedPod(q);
+      }
+    },
+  );
 });
 
 describe('the generic PLEG on 1,000 fake pods', () => {
@@ -316,7 +369,12 @@ describe('the generic PLEG on 1,000 fake pods', () => {
     fake.seed({
       pods: 1000,
       containersPerPod: 2,
-      labels: (i) => ({ 'io.kubernetes.pod.name': `p${i}`, 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': `uid-${i}`, [MANAGED_BY_LABEL]: 'podctl' }),
+      labels: (i) => ({
+        'io.kubernetes.pod.name': `p${i}`,
+        'io.kubernetes.pod.namespace': 'default',
+        'io.kubernetes.pod.uid': `uid-${i}`,
+        [MANAGED_BY_LABEL]: 'podctl',
+      }),
     });
     const clock = new FakeClock();
     const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit' });
@@ -334,7 +392,9 @@ describe('the generic PLEG on 1,000 fake pods', () => {
     assert.equal(calls.ContainerStatus ?? 0, 0, 'no per-container status calls');
     assert.equal(calls.PodSandboxStatus ?? 0, 0);
 
-    const victim = fake.containers().find((c) => c.labels['io.kubernetes.pod.uid'] === 'uid-7' && c.labels['io.kubernetes.container.name'] === 'c1')!;
+    const victim = fake
+      .containers()
+      .find((c) => c.labels['io.kubernetes.pod.uid'] === 'uid-7' && c.labels['io.kubernetes.container.name'] === 'c1')!;
     fake.exitContainer(victim.id, 137);
     fake.resetCalls();
     const events = await pleg.relist();
@@ -356,10 +416,23 @@ test('SyncPod refreshes configMap volumes of a running pod when the ConfigMap ch
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   const dirs = scratchDir('unit-volume-refresh');
   try {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: `${dirs.dir}/logs`, rootDir: `${dirs.dir}/root`, nodeName: 'unit' });
-    const cm = (value: string): SourceObjects => ({ configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'default' }, data: { mode: value } }], secrets: [] });
+    const kubelet = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: `${dirs.dir}/logs`,
+      rootDir: `${dirs.dir}/root`,
+      nodeName: 'unit',
+    });
+    const cm = (value: string): SourceObjects => ({
+      configMaps: [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'default' }, data: { mode: value } }],
+      secrets: [],
+    });
     kubelet.objects.set('file', cm('fast'));
-    const p = pod('cm-refresh', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"], volumeMounts: [{name: cfg, mountPath: /cfg}]}\n  volumes:\n  - {name: cfg, configMap: {name: settings}}\n');
+    const p = pod(
+      'cm-refresh',
+      '  - {name: app, image: busybox:1.36, command: [sleep, "3600"], volumeMounts: [{name: cfg, mountPath: /cfg}]}\n  volumes:\n  - {name: cfg, configMap: {name: settings}}\n',
+    );
     await kubelet.syncPod(p, 'create');
     const hostFile = join(`${dirs.dir}/root`, 'pods', p.metadata!.uid!, 'volumes', 'kubernetes.io~configmap', 'cfg', 'mode');
     assert.equal(readFileSync(hostFile, 'utf8'), 'fast');
@@ -367,7 +440,11 @@ test('SyncPod refreshes configMap volumes of a running pod when the ConfigMap ch
     kubelet.objects.set('file', cm('slow'));
     await kubelet.syncPod(p, 'sync');
     assert.equal(readFileSync(hostFile, 'utf8'), 'slow', 'the new content is in the volume');
-    assert.deepEqual(fake.containers().map((c) => [c.id, c.state]), [[id, 'CONTAINER_RUNNING']], 'the container kept running');
+    assert.deepEqual(
+      fake.containers().map((c) => [c.id, c.state]),
+      [[id, 'CONTAINER_RUNNING']],
+      'the container kept running',
+    );
     await kubelet.syncTerminatingPod(p, 0);
     await kubelet.syncTerminatedPod(p);
   } finally {

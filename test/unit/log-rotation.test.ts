@@ -27,7 +27,7 @@ function lines(from: number, count: number, width = 100): string {
 
 const counters = (records: LogRecord[]) => records.map((r) => Number(/^line (\d+)/.exec(r.text)?.[1]));
 
-describe('container log rotation (the kubelet\'s container log manager)', () => {
+describe("container log rotation (the kubelet's container log manager)", () => {
   let fake: FakeRuntime;
   let client: CriClient;
   let clock: FakeClock;
@@ -39,7 +39,14 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
     clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
     fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
     client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-    kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit', containerLogs: { maxSizeBytes: 10_000, maxFiles: 3 } });
+    kubelet = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: dir.dir,
+      nodeName: 'unit',
+      containerLogs: { maxSizeBytes: 10_000, maxFiles: 3 },
+    });
     const p = pod('chatty');
     kubelet.addOrUpdatePod(p);
     await kubelet.workers.waitIdle();
@@ -86,7 +93,11 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
     // logs reads across what is kept: contiguous, in order, ending with the current file.
     const read = counters(await readContainerLog(logPath));
     assert.equal(read.at(-1), next - 1);
-    assert.deepEqual(read, Array.from({ length: read.length }, (_, i) => next - read.length + i), 'no gap, no duplicate');
+    assert.deepEqual(
+      read,
+      Array.from({ length: read.length }, (_, i) => next - read.length + i),
+      'no gap, no duplicate',
+    );
     assert.equal(read.length, 3 * 80, 'exactly the three files kept');
   });
 
@@ -95,7 +106,10 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
     mkdirSync(dirname(split), { recursive: true });
     writeFileSync(rotatedName(split, Date.parse('2026-11-23T10:00:00Z')), '2026-11-23T10:00:00Z stdout P hello \n');
     writeFileSync(split, '2026-11-23T10:00:01Z stdout F world\n');
-    assert.deepEqual((await readContainerLog(split)).map((r) => r.text), ['hello world']);
+    assert.deepEqual(
+      (await readContainerLog(split)).map((r) => r.text),
+      ['hello world'],
+    );
   });
 
   /**
@@ -139,7 +153,10 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
       },
       () => appendFileSync(path, lines(20, 5)),
     ]);
-    assert.deepEqual(seen, Array.from({ length: 25 }, (_, i) => i));
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 25 }, (_, i) => i),
+    );
   });
 
   test("logs -f keeps reading a rotated file that the runtime's old writer flushes into after the new file has lines", async () => {
@@ -159,7 +176,10 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
       ],
       { quietPolls: 3 },
     );
-    assert.deepEqual(seen, Array.from({ length: 30 }, (_, i) => i));
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 30 }, (_, i) => i),
+    );
   });
 
   test('logs -f: the backlog is every rotated file then the current one, once, and the follow goes on from there', async () => {
@@ -176,7 +196,10 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
       { quietPolls: 3, backlog: true },
     );
     assert.deepEqual(backlog, [Array.from({ length: 10 }, (_, i) => i)]);
-    assert.deepEqual(seen, Array.from({ length: 5 }, (_, i) => 10 + i));
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 5 }, (_, i) => 10 + i),
+    );
   });
 
   test('the rotated files of a backlog skip the one the follow already holds (rotated after it was opened)', async () => {
@@ -186,7 +209,10 @@ describe('container log rotation (the kubelet\'s container log manager)', () => 
     renameSync(path, rotatedName(path, Date.parse('2026-11-23T10:00:00Z')));
     writeFileSync(path, lines(10, 5));
     assert.deepEqual(counters(await readRotatedLogs(path, undefined, held)), [0, 1, 2, 3, 4]);
-    assert.deepEqual(counters(await readRotatedLogs(path)), Array.from({ length: 10 }, (_, i) => i));
+    assert.deepEqual(
+      counters(await readRotatedLogs(path)),
+      Array.from({ length: 10 }, (_, i) => i),
+    );
   });
 });
 

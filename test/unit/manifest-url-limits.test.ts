@@ -14,7 +14,8 @@ import { HttpSource, type SourceError } from '../../src/core/config/index.js';
 import { fetchManifest } from '../../src/core/config/http-source.js';
 import { LOOPBACK_CERT, LOOPBACK_KEY } from '../support/tls.js';
 
-const POD = (name: string) => `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`;
+const POD = (name: string) =>
+  `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36}\n`;
 
 /** Two servers on 127.0.0.1: A (the manifest URL's origin) and B (another port, another origin). */
 let a: Server;
@@ -43,16 +44,22 @@ after(() => {
   b.close();
 });
 
-test('a redirect within the origin is followed with the headers; one to another port is refused and the headers never go there', async () => {
-  handleA = (req, res) => {
-    if (req.url === '/pods.yaml') res.writeHead(302, { location: '/v2/pods.yaml' }).end();
-    else if (req.url === '/v2/pods.yaml') res.writeHead(200).end(POD(req.headers['x-api-key'] === 'k' ? 'keyed' : 'unkeyed'));
-    else res.writeHead(302, { location: `${bURL}/pods.yaml` }).end();
-  };
-  assert.match(await fetchManifest(`${aURL}/pods.yaml`, { headers: { 'X-Api-Key': 'k' } }), /name: keyed/);
-  await assert.rejects(fetchManifest(`${aURL}/elsewhere.yaml`, { headers: { 'X-Api-Key': 'k' } }), /refusing the redirect to http:\/\/127\.0\.0\.1:\d+\/pods\.yaml: podctl follows redirects only within/);
-  assert.deepEqual(keysSeenByB, [], 'the other origin was never asked');
-});
+test(
+  'a redirect within the origin is followed with the headers; one to another port is refused and the headers ' + 'never go there',
+  async () => {
+    handleA = (req, res) => {
+      if (req.url === '/pods.yaml') res.writeHead(302, { location: '/v2/pods.yaml' }).end();
+      else if (req.url === '/v2/pods.yaml') res.writeHead(200).end(POD(req.headers['x-api-key'] === 'k' ? 'keyed' : 'unkeyed'));
+      else res.writeHead(302, { location: `${bURL}/pods.yaml` }).end();
+    };
+    assert.match(await fetchManifest(`${aURL}/pods.yaml`, { headers: { 'X-Api-Key': 'k' } }), /name: keyed/);
+    await assert.rejects(
+      fetchManifest(`${aURL}/elsewhere.yaml`, { headers: { 'X-Api-Key': 'k' } }),
+      /refusing the redirect to http:\/\/127\.0\.0\.1:\d+\/pods\.yaml: podctl follows redirects only within/,
+    );
+    assert.deepEqual(keysSeenByB, [], 'the other origin was never asked');
+  },
+);
 
 test('a body over the limit is refused; the source keeps its last good pods and says why', async () => {
   let big = false;
@@ -71,13 +78,27 @@ test('a body over the limit is refused; the source keeps its last good pods and 
   };
   const snapshots: IPod[][] = [];
   const errors: SourceError[] = [];
-  const source = new HttpSource({ url: `${aURL}/pods.yaml`, nodeName: 'n', clock: new FakeClock(), maxBytes: 1 << 20, onSnapshot: (p) => snapshots.push(p), onError: (e) => errors.push(e) });
+  const source = new HttpSource({
+    url: `${aURL}/pods.yaml`,
+    nodeName: 'n',
+    clock: new FakeClock(),
+    maxBytes: 1 << 20,
+    onSnapshot: (p) => snapshots.push(p),
+    onError: (e) => errors.push(e),
+  });
   await source.poll();
-  assert.deepEqual(snapshots.at(-1)!.map((p) => p.metadata!.name), ['small']);
+  assert.deepEqual(
+    snapshots.at(-1)!.map((p) => p.metadata!.name),
+    ['small'],
+  );
   big = true;
   await source.poll();
   assert.match(errors.at(-1)!.message, /over the limit of 1048576 bytes \(--manifest-url-max-size\).*keeping the last good pods/);
-  assert.deepEqual(snapshots.at(-1)!.map((p) => p.metadata!.name), ['small'], 'the last good pods stand');
+  assert.deepEqual(
+    snapshots.at(-1)!.map((p) => p.metadata!.name),
+    ['small'],
+    'the last good pods stand',
+  );
   source.stop();
 });
 
@@ -111,7 +132,10 @@ test('a refused connection and a silent server are said as such', async () => {
   const closed = createServer();
   const port = Number(new URL(await listen(closed)).port);
   closed.close();
-  await assert.rejects(fetchManifest(`http://127.0.0.1:${port}/pods.yaml`, {}), new RegExp(`^Error: http://127\\.0\\.0\\.1:${port}/pods\\.yaml: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}$`));
+  await assert.rejects(
+    fetchManifest(`http://127.0.0.1:${port}/pods.yaml`, {}),
+    new RegExp(`^Error: http://127\\.0\\.0\\.1:${port}/pods\\.yaml: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}$`),
+  );
   handleA = () => undefined; // never answers
   await assert.rejects(fetchManifest(`${aURL}/pods.yaml`, { timeoutMs: 200 }), /pods\.yaml: no answer within 0\.2 s$/);
 });

@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { defaultPullPolicy, hasDerivedUID, loadManifests, ManifestError, parseManifestText, staticPodUID } from '../../src/core/pod/index.js';
+import {
+  defaultPullPolicy,
+  hasDerivedUID,
+  loadManifests,
+  ManifestError,
+  parseManifestText,
+  staticPodUID,
+} from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 
 const opts = { nodeName: 'node-a', now: () => new Date('2026-01-01T00:00:00Z') };
@@ -81,7 +88,8 @@ test('the UID is stable across re-reads, edits and files, and differs by name; a
   assert.equal(a, otherPath);
   assert.notEqual(a, otherName);
   assert.equal(a, staticPodUID('node-a', 'default', 'web'));
-  const explicit = parseManifestText(POD.replace('name: web', 'name: web\n  uid: 3f2b9c1e-7d4a-4b8e-9f0a-12c34d56e78f'), src, opts).pods[0]!.pod;
+  const explicit = parseManifestText(POD.replace('name: web', 'name: web\n  uid: 3f2b9c1e-7d4a-4b8e-9f0a-12c34d56e78f'), src, opts).pods[0]!
+    .pod;
   assert.equal(explicit.metadata!.uid, '3f2b9c1e-7d4a-4b8e-9f0a-12c34d56e78f');
   assert.equal(hasDerivedUID(explicit, 'node-a'), false);
   assert.equal(hasDerivedUID(parseManifestText(POD, src, opts).pods[0]!.pod, 'node-a'), true);
@@ -95,27 +103,59 @@ test('each error names the document, the field and what was expected', () => {
     ['apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {}\n', 'error doc1 spec.containers: required field is missing'],
     [POD.replace('name: app', 'name: App_1'), 'error doc1 spec.containers[0].name: "App_1" is invalid; expected a DNS-1123 label'],
     [POD.replace('name: web', 'name: Web'), 'error doc1 metadata.name: "Web" is invalid; expected a DNS-1123 subdomain'],
-    [POD.replace('spec:', 'spec:\n  restartPolicy: Sometimes'), 'error doc1 spec.restartPolicy: expected one of "Always", "Never", "OnFailure"'],
-    [`${POD}    ports: [{containerPort: 70000}]\n`, 'error doc1 spec.containers[0].ports[0].containerPort: 70000 is out of range; expected 1-65535'],
+    [
+      POD.replace('spec:', 'spec:\n  restartPolicy: Sometimes'),
+      'error doc1 spec.restartPolicy: expected one of "Always", "Never", "OnFailure"',
+    ],
+    [
+      `${POD}    ports: [{containerPort: 70000}]\n`,
+      'error doc1 spec.containers[0].ports[0].containerPort: 70000 is out of range; expected 1-65535',
+    ],
     [`${POD}    ports: [{containerPort: "http"}]\n`, 'error doc1 spec.containers[0].ports[0].containerPort: expected an integer'],
-    [POD.replace('image: busybox:1.36', 'image: "Busy Box"'), 'error doc1 spec.containers[0].image: "Busy Box" is not a valid image reference'],
-    [POD.replace('metadata:\n', 'metadata:\n  restartPolicy: Never\n'), 'error doc1 metadata.restartPolicy: unknown field; restartPolicy belongs in spec'],
+    [
+      POD.replace('image: busybox:1.36', 'image: "Busy Box"'),
+      'error doc1 spec.containers[0].image: "Busy Box" is not a valid image reference',
+    ],
+    [
+      POD.replace('metadata:\n', 'metadata:\n  restartPolicy: Never\n'),
+      'error doc1 metadata.restartPolicy: unknown field; restartPolicy belongs in spec',
+    ],
     [POD.replace('    command', '    comand'), 'error doc1 spec.containers[0].comand: unknown field'],
-    [`${POD}  - name: app\n    image: busybox\n`, 'error doc1 spec.containers[1].name: duplicate container name "app" (also spec.containers[0])'],
-    [`${POD}    volumeMounts: [{name: data, mountPath: /data}]\n`, 'error doc1 spec.containers[0].volumeMounts[0].name: volume "data" is not defined in spec.volumes'],
+    [
+      `${POD}  - name: app\n    image: busybox\n`,
+      'error doc1 spec.containers[1].name: duplicate container name "app" (also spec.containers[0])',
+    ],
+    [
+      `${POD}    volumeMounts: [{name: data, mountPath: /data}]\n`,
+      'error doc1 spec.containers[0].volumeMounts[0].name: volume "data" is not defined in spec.volumes',
+    ],
     ['kind: Pod\nmetadata: {name: x}\n', 'error doc1 apiVersion: required; expected v1 for Pod'],
-    ['apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n', 'warning doc1 kind: Deployment is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped; a controller makes its pods: to run one here, write a Pod of spec.template\'s metadata and spec'],
-    ['apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\n', "warning doc1 kind: CronJob is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped; a controller makes its pods: to run one here, write a Pod of spec.jobTemplate.spec.template's metadata and spec"],
+    [
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n',
+      "warning doc1 kind: Deployment is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped; a controller makes its pods: to run one here, write a Pod of spec.template's metadata and spec",
+    ],
+    [
+      'apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\n',
+      "warning doc1 kind: CronJob is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped; a controller makes its pods: to run one here, write a Pod of spec.jobTemplate.spec.template's metadata and spec",
+    ],
     ['apiVersion: v2\nkind: Pod\nmetadata: {name: x}\n', 'error doc1 apiVersion: "v2" is not supported for Pod; expected v1'],
     ['- a\n- b\n', 'error doc1 : expected a Kubernetes object (a mapping with apiVersion and kind), got a list'],
-    [`---\n${POD}---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: "not base64!"}\n`, 'error doc2 data.k: expected a base64-encoded value (use stringData for plain text)'],
+    [
+      `---\n${POD}---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {k: "not base64!"}\n`,
+      'error doc2 data.k: expected a base64-encoded value (use stringData for plain text)',
+    ],
   ];
   for (const [text, want] of cases) {
     const got = problemsOf(text);
-    assert.ok(got.some((g) => g.startsWith(want)), `want ${want}\n got ${got.join('\n     ')}`);
+    assert.ok(
+      got.some((g) => g.startsWith(want)),
+      `want ${want}\n got ${got.join('\n     ')}`,
+    );
   }
   // A kind that makes no pods gets no hint about templates.
-  assert.deepEqual(problemsOf('apiVersion: v1\nkind: Service\nmetadata: {name: s}\n'), ['warning doc1 kind: Service is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped']);
+  assert.deepEqual(problemsOf('apiVersion: v1\nkind: Service\nmetadata: {name: s}\n'), [
+    'warning doc1 kind: Service is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped',
+  ]);
 });
 
 test('bad YAML names the document, line and column', () => {
@@ -143,14 +183,25 @@ test('loadManifests: directory rules, stdin, duplicates across files, all-or-not
     const d = join(tmp.dir, 'dir');
     mkdirSync(d);
     writeFileSync(join(d, 'a.yaml'), POD);
-    writeFileSync(join(d, 'b.json'), JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'json' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } }));
+    writeFileSync(
+      join(d, 'b.json'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'json' },
+        spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      }),
+    );
     writeFileSync(join(d, '.hidden.yaml'), 'garbage: [');
     writeFileSync(join(d, 'a.yaml.swp'), 'garbage: [');
     writeFileSync(join(d, 'a.yaml~'), 'garbage: [');
     writeFileSync(join(d, 'notes.txt'), 'garbage: [');
     symlinkSync(join(d, 'a.yaml'), join(tmp.dir, 'link.yaml'));
     const set = await loadManifests([d], opts);
-    assert.deepEqual(set.pods.map((p) => p.pod.metadata!.name), ['web', 'json']);
+    assert.deepEqual(
+      set.pods.map((p) => p.pod.metadata!.name),
+      ['web', 'json'],
+    );
 
     const viaLink = await loadManifests([join(tmp.dir, 'link.yaml')], opts);
     assert.equal(viaLink.pods[0]!.pod.metadata!.name, 'web');
@@ -183,7 +234,10 @@ test('loadManifests: directory rules, stdin, duplicates across files, all-or-not
 test('list entries of the wrong type are reported, not a crash', () => {
   for (const field of ['ports', 'volumeMounts', 'env']) {
     const got = problemsOf(`${POD}    ${field}: [null, 3, "x"]\n`);
-    assert.ok(got.some((g) => g.includes(`spec.containers[0].${field}[0]`)), got.join('\n'));
+    assert.ok(
+      got.some((g) => g.includes(`spec.containers[0].${field}[0]`)),
+      got.join('\n'),
+    );
   }
   assert.ok(problemsOf(POD.replace('containers:', 'volumes: [null]\n  containers:')).some((g) => g.includes('spec.volumes[0]')));
 });
@@ -192,7 +246,10 @@ test('property: arbitrary documents never throw and never yield a pod alongside 
   const valid = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
   const mutated = fc.record({
     path: fc.constantFrom(['metadata'], ['spec'], ['spec', 'containers'], ['spec', 'containers', '0'], ['metadata', 'name'], []),
-    key: fc.oneof(fc.constantFrom('name', 'image', 'restartPolicy', 'ports', 'containers', 'kind', 'apiVersion'), fc.string({ maxLength: 8 })),
+    key: fc.oneof(
+      fc.constantFrom('name', 'image', 'restartPolicy', 'ports', 'containers', 'kind', 'apiVersion'),
+      fc.string({ maxLength: 8 }),
+    ),
     value: fc.anything({ maxDepth: 3 }),
   });
   fc.assert(
@@ -254,13 +311,15 @@ spec:
     lifecycle: {postStart: {tcpSocket: {port: web}}, preStop: {}}
 `;
   assert.deepEqual(problemsOf(text), [
-    'error doc1 spec.initContainers[0].readinessProbe: init containers may not have probes; only sidecars (restartPolicy: Always) and app containers may',
+    'error doc1 spec.initContainers[0].readinessProbe: init containers may not have probes; only sidecars (restartPolicy: Always) ' +
+      'and app containers may',
     'error doc1 spec.containers[0].livenessProbe: expected exactly one of exec, httpGet, tcpSocket, grpc; got exec and httpGet',
     'error doc1 spec.containers[0].livenessProbe.successThreshold: 2 is invalid; must be 1 for liveness and startup probes',
     'error doc1 spec.containers[0].readinessProbe.httpGet.port: "http" is neither a number nor the name of one of this container\'s ports',
     'error doc1 spec.containers[0].readinessProbe.periodSeconds: 0 is invalid; expected 1 or more',
     'error doc1 spec.containers[0].startupProbe.tcpSocket.port: 70000 is out of range; expected 1-65535',
-    'error doc1 spec.containers[0].lifecycle.postStart.tcpSocket: TCPSocket lifecycle hooks are deprecated and never run; use exec, httpGet or sleep',
+    'error doc1 spec.containers[0].lifecycle.postStart.tcpSocket: TCPSocket lifecycle hooks are deprecated and never run; use ' +
+      'exec, httpGet or sleep',
     'error doc1 spec.containers[0].lifecycle.preStop: expected exactly one of exec, httpGet, sleep, tcpSocket',
   ]);
 });
@@ -292,8 +351,10 @@ spec:
   assert.deepEqual(problemsOf(text), [
     'warning doc1 spec.tolerations: ignored: this node has no taints',
     'warning doc1 spec.priorityClassName: ignored: there is no preemption and no PriorityClass',
-    'error doc1 spec.volumes[0].persistentVolumeClaim: not supported on a single host (no PersistentVolume controller); use hostPath or emptyDir',
-    'error doc1 spec.volumes[1].nfs: nfs volumes are not supported on a single host; supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected',
+    'error doc1 spec.volumes[0].persistentVolumeClaim: not supported on a single host (no PersistentVolume controller); use ' +
+      'hostPath or emptyDir',
+    'error doc1 spec.volumes[1].nfs: nfs volumes are not supported on a single host; supported: emptyDir, hostPath, configMap, ' +
+      'secret, downwardAPI, projected',
     'error doc1 spec.volumes[2].ephemeral: not supported on a single host (no PersistentVolume provisioner); use emptyDir',
     'error doc1 spec.volumes[3].projected.sources[0].serviceAccountToken: no API server issues service account tokens here',
     'warning doc1 spec.serviceAccountName: no service account token is mounted: there is no API server to issue one',
@@ -324,8 +385,11 @@ spec:
   assert.equal(pods[0]!.pod.spec!.containers[0]!.ports![0]!.containerPort, 8080, 'decimals stay decimal');
 });
 
-test('booleans are read as Kubernetes reads manifests (YAML 1.1): readOnly: yes is true, and an unquoted no where a string belongs is an error that says to quote it', () => {
-  const text = (value: string) => `apiVersion: v1
+test(
+  'booleans are read as Kubernetes reads manifests (YAML 1.1): readOnly: yes is true, and an unquoted no where a string ' +
+    'belongs is an error that says to quote it',
+  () => {
+    const text = (value: string) => `apiVersion: v1
 kind: Pod
 metadata: {name: norway}
 spec:
@@ -336,20 +400,33 @@ spec:
     volumeMounts: [{name: d, mountPath: /d, readOnly: yes}, {name: d, mountPath: /e, readOnly: Off}]
   volumes: [{name: d, emptyDir: {}}]
 `;
-  const quoted = parseManifestText(text('"no"'), src, opts);
-  assert.deepEqual(quoted.problems, []);
-  const c = quoted.pods[0]!.pod.spec!.containers[0]!;
-  assert.equal(c.env![0]!.value, 'no');
-  assert.deepEqual(c.volumeMounts!.map((m) => m.readOnly), [true, false]);
-  assert.deepEqual(problemsOf(text('no')), [
-    'error doc1 spec.containers[0].env[0].value: expected a string, got the boolean false (YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value)',
-  ]);
-  assert.deepEqual(problemsOf(text('8080')), ['error doc1 spec.containers[0].env[0].value: expected a string, got the number 8080 (quote the value to keep it a string)']);
-  assert.equal(parseManifestText(text('yesterday'), src, opts).pods[0]!.pod.spec!.containers[0]!.env![0]!.value, 'yesterday', 'only whole words are booleans');
-});
+    const quoted = parseManifestText(text('"no"'), src, opts);
+    assert.deepEqual(quoted.problems, []);
+    const c = quoted.pods[0]!.pod.spec!.containers[0]!;
+    assert.equal(c.env![0]!.value, 'no');
+    assert.deepEqual(
+      c.volumeMounts!.map((m) => m.readOnly),
+      [true, false],
+    );
+    assert.deepEqual(problemsOf(text('no')), [
+      'error doc1 spec.containers[0].env[0].value: expected a string, got the boolean false (YAML reads unquoted yes, no, on, off, ' +
+        'true and false as booleans: quote the value)',
+    ]);
+    assert.deepEqual(problemsOf(text('8080')), [
+      'error doc1 spec.containers[0].env[0].value: expected a string, got the number 8080 (quote the value to keep it a string)',
+    ]);
+    assert.equal(
+      parseManifestText(text('yesterday'), src, opts).pods[0]!.pod.spec!.containers[0]!.env![0]!.value,
+      'yesterday',
+      'only whole words are booleans',
+    );
+  },
+);
 
 test('a Pod without a spec is an error naming spec, not a crash (found by the fuzz test)', () => {
-  assert.deepEqual(problemsOf('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\n'), ['error doc1 spec: required; expected the pod spec with at least one container']);
+  assert.deepEqual(problemsOf('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\n'), [
+    'error doc1 spec: required; expected the pod spec with at least one container',
+  ]);
   assert.deepEqual(parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: nospec}\nspec: null\n', src, opts).pods, []);
 });
 
@@ -366,8 +443,14 @@ items:
 `;
   const parsed = parseManifestText(list, src, opts);
   assert.deepEqual(parsed.problems, []);
-  assert.deepEqual(parsed.pods.map((p) => p.pod.metadata!.name), ['web']);
-  assert.deepEqual(parsed.configMaps.map((c) => c.metadata!.name), ['cfg']);
+  assert.deepEqual(
+    parsed.pods.map((p) => p.pod.metadata!.name),
+    ['web'],
+  );
+  assert.deepEqual(
+    parsed.configMaps.map((c) => c.metadata!.name),
+    ['cfg'],
+  );
   // A typed list's items may leave out kind and apiVersion; a problem names the document, the pod and the item's field.
   const podList = `apiVersion: v1
 kind: PodList
@@ -378,10 +461,17 @@ items:
   spec: {containers: [{name: app, image: busybox:1.36, tty: "yes"}]}
 `;
   assert.deepEqual(problemsOf(podList), ['error doc1 items[1].spec.containers[0].tty: expected a boolean, got "yes"']);
-  assert.deepEqual(parseManifestText(podList.replace('"yes"', 'true'), src, opts).pods.map((p) => p.pod.metadata!.name), ['one', 'two']);
-  assert.deepEqual(problemsOf('apiVersion: v1\nkind: List\nitems: {a: b}\n'), ['error doc1 items: expected a list of objects, got a mapping']);
+  assert.deepEqual(
+    parseManifestText(podList.replace('"yes"', 'true'), src, opts).pods.map((p) => p.pod.metadata!.name),
+    ['one', 'two'],
+  );
+  assert.deepEqual(problemsOf('apiVersion: v1\nkind: List\nitems: {a: b}\n'), [
+    'error doc1 items: expected a list of objects, got a mapping',
+  ]);
 });
 
 test('a supported kind written in another case is an error that names it, not a skipped document', () => {
-  assert.deepEqual(problemsOf(POD.replace('kind: Pod', 'kind: pod')), ['error doc1 kind: "pod" is not a kind; did you mean Pod? (kinds are case-sensitive)']);
+  assert.deepEqual(problemsOf(POD.replace('kind: Pod', 'kind: pod')), [
+    'error doc1 kind: "pod" is not a kind; did you mean Pod? (kinds are case-sensitive)',
+  ]);
 });

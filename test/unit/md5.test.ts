@@ -14,9 +14,23 @@ const nodeMd5 = (...parts: string[]) => {
 };
 
 // Every UTF-8 length (1 to 4 bytes), unpaired surrogates, and emoji that are several code points.
-const SAMPLES = ['', 'a', 'abc', 'héllo wörld', 'ñandú', '日本語のポッド', '👍🏽', '👨‍👩‍👧', '\u00ff\u0100\u07ff\u0800\uffff', '\ud83d', 'x\udc4dy', '\udc4d\ud83d', '\u0000\n\t'];
+const SAMPLES = [
+  '',
+  'a',
+  'abc',
+  'héllo wörld',
+  'ñandú',
+  '日本語のポッド',
+  '👍🏽',
+  '👨‍👩‍👧',
+  '\u00ff\u0100\u07ff\u0800\uffff',
+  '\ud83d',
+  'x\udc4dy',
+  '\udc4d\ud83d',
+  '\u0000\n\t',
+];
 
-test('md5Hex is node:crypto\'s MD5 of the strings in UTF-8: known digests, block boundaries, any strings', () => {
+test("md5Hex is node:crypto's MD5 of the strings in UTF-8: known digests, block boundaries, any strings", () => {
   assert.equal(md5Hex(''), 'd41d8cd98f00b204e9800998ecf8427e');
   assert.equal(md5Hex('abc'), '900150983cd24fb0d6963f7d28e17f72');
   assert.equal(md5Hex('The quick brown fox jumps over the lazy dog'), '9e107d9d372bb6826bd81d3542a419d6');
@@ -34,7 +48,10 @@ test('md5Hex is node:crypto\'s MD5 of the strings in UTF-8: known digests, block
   const big = 'spec: ünïcödé 日本 👍\n'.repeat(5000);
   assert.equal(md5Hex(big), nodeMd5(big));
   for (const unit of ['binary', 'grapheme'] as const) {
-    fc.assert(fc.property(fc.array(fc.string({ unit, maxLength: 200 }), { maxLength: 4 }), (parts) => md5Hex(...parts) === nodeMd5(...parts)), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit, maxLength: 200 }), { maxLength: 4 }), (parts) => md5Hex(...parts) === nodeMd5(...parts)),
+      { numRuns: 500 },
+    );
   }
 });
 
@@ -42,7 +59,7 @@ test('md5Hex gives what earlier podctl versions gave (js-md5), lone surrogates i
   assert.equal(md5Hex('x\udc4dy', '\ud83d'), 'af96acb73fc932f256074eb5465f215f');
 });
 
-test('staticPodUID and the config hash are node:crypto\'s MD5, over non-ASCII names and fields too', () => {
+test("staticPodUID and the config hash are node:crypto's MD5, over non-ASCII names and fields too", () => {
   const uid = (node: string, ns: string, name: string) => nodeMd5(`host:${node}`, `pod:${ns}/${name}`);
   for (const [node, ns, name] of [
     ['node-a', 'default', 'web'],
@@ -53,7 +70,11 @@ test('staticPodUID and the config hash are node:crypto\'s MD5, over non-ASCII na
     assert.equal(staticPodUID(node, ns, name), uid(node, ns, name), name);
   }
   fc.assert(
-    fc.property(fc.string({ unit: 'binary' }), fc.string(), (node, name) => staticPodUID(node, 'default', name) === uid(node, 'default', name)),
+    fc.property(
+      fc.string({ unit: 'binary' }),
+      fc.string(),
+      (node, name) => staticPodUID(node, 'default', name) === uid(node, 'default', name),
+    ),
     { numRuns: 300 },
   );
   const text = `apiVersion: v1

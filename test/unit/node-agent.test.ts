@@ -126,7 +126,7 @@ describe('the node agent on the fake runtime', () => {
     assert.equal(sandboxesOf('web').length, 1);
   });
 
-  test('POST /v1/pods/NS/NAME/conditions sets a readiness gate\'s condition and Ready follows it; the kubelet\'s own types, bad bodies and unknown pods are refused', async () => {
+  test("POST /v1/pods/NS/NAME/conditions sets a readiness gate's condition and Ready follows it; the kubelet's own types, bad bodies and unknown pods are refused", async () => {
     const node = await startNode(true);
     const gated = `${podText('gated', ['sleep', '3600'])}  readinessGates:\n  - conditionType: example.com/lb\n`;
     node.apply([{ file: 'g.yaml', text: gated }]);
@@ -148,16 +148,22 @@ describe('the node agent on the fake runtime', () => {
     assert.equal(podOf(node, 'gated')!.status!.conditions!.find((c) => c.type === 'example.com/lb')!.reason, 'Attached');
   });
 
-  test('the watch publishes every status a waiter needs: the settling one comes as an event, observedGeneration included, not only in a later list', async () => {
-    const node = await startNode();
-    const events: IPod[] = [];
-    const stop = node.watchPods((e) => e.type === 'MODIFIED' && events.push(e.object));
-    const [ref] = node.apply([{ file: 'a.yaml', text: podText('web', ['sleep', '3600']) }]);
-    await until(clock, 'a watch event settles web', () => events.some((p) => podProgress(ref!, p, 'running')?.ok === true));
-    const [second] = node.apply([{ file: 'b.yaml', text: podText('web', ['sleep', '4000']) }]);
-    await until(clock, 'a watch event settles the second version', () => events.some((p) => podProgress(second!, p, 'running')?.ok === true));
-    stop();
-  });
+  test(
+    'the watch publishes every status a waiter needs: the settling one comes as an event, observedGeneration included, not ' +
+      'only in a later list',
+    async () => {
+      const node = await startNode();
+      const events: IPod[] = [];
+      const stop = node.watchPods((e) => e.type === 'MODIFIED' && events.push(e.object));
+      const [ref] = node.apply([{ file: 'a.yaml', text: podText('web', ['sleep', '3600']) }]);
+      await until(clock, 'a watch event settles web', () => events.some((p) => podProgress(ref!, p, 'running')?.ok === true));
+      const [second] = node.apply([{ file: 'b.yaml', text: podText('web', ['sleep', '4000']) }]);
+      await until(clock, 'a watch event settles the second version', () =>
+        events.some((p) => podProgress(second!, p, 'running')?.ok === true),
+      );
+      stop();
+    },
+  );
 
   test('update: the same namespace/name from another file is the same pod, its container replaced in the same sandbox', async () => {
     const node = await startNode();
@@ -170,7 +176,11 @@ describe('the node agent on the fake runtime', () => {
     // The status of the first version does not count for the second.
     assert.equal(podProgress(second!, podOf(node, 'web'), 'running'), undefined);
     await until(clock, 'the second version synced and running', () => podProgress(second!, podOf(node, 'web'), 'running')?.ok === true);
-    assert.deepEqual(sandboxesOf('web').map((s) => s.id), [sandbox], 'one sandbox, the same');
+    assert.deepEqual(
+      sandboxesOf('web').map((s) => s.id),
+      [sandbox],
+      'one sandbox, the same',
+    );
     const live = containersOf('web').filter((c) => c.state === 'CONTAINER_RUNNING');
     assert.equal(live.length, 1);
     assert.deepEqual(live[0]!.config?.command, ['sleep', '4000']);
@@ -183,7 +193,8 @@ describe('the node agent on the fake runtime', () => {
     await until(clock, 'gone running', () => running(node, 'gone'));
     const deletedAt = clock.now();
     await node.delete('default', 'gone');
-    // Until it is gone, the pod is listed as the API server would have it: deletionTimestamp is the delete plus its grace (kubectl's Terminating).
+    // Until it is gone, the pod is listed as the API server would have it: deletionTimestamp is the delete plus its grace (kubectl's
+    // Terminating).
     const ending = podOf(node, 'gone')!;
     assert.equal(ending.metadata?.deletionTimestamp, new Date(deletedAt + 2000).toISOString().replace(/\.\d{3}Z$/, 'Z'));
     assert.equal(ending.metadata?.deletionGracePeriodSeconds, 2);
@@ -205,19 +216,25 @@ describe('the node agent on the fake runtime', () => {
     let reapplied = false;
     node.kubelet.observe({
       // After the termination's last step, before housekeeping drops the worker (the clock stands still).
-      onTerminated: (pod) => pod.metadata?.uid === uid && setImmediate(() => {
-        assert.equal(node.kubelet.workers.state(uid), 'terminated');
-        node.apply([{ file: 'a.yaml', text: podText('again', ['sleep', '3600']) }]);
-        reapplied = true;
-      }),
+      onTerminated: (pod) =>
+        pod.metadata?.uid === uid &&
+        setImmediate(() => {
+          assert.equal(node.kubelet.workers.state(uid), 'terminated');
+          node.apply([{ file: 'a.yaml', text: podText('again', ['sleep', '3600']) }]);
+          reapplied = true;
+        }),
     });
     await node.delete('default', 'again');
     await until(clock, 'applied again', () => reapplied);
-    await until(clock, 'running again, in a new sandbox', () => running(node, 'again') && sandboxesOf('again').some((s) => s.state === 'SANDBOX_READY'));
+    await until(
+      clock,
+      'running again, in a new sandbox',
+      () => running(node, 'again') && sandboxesOf('again').some((s) => s.state === 'SANDBOX_READY'),
+    );
     assert.equal(node.kubelet.workers.state(uid), 'syncing');
   });
 
-  test('apply again while the pod terminates: the answer is the new life\'s generation, so no status of the ending life satisfies a wait', async () => {
+  test("apply again while the pod terminates: the answer is the new life's generation, so no status of the ending life satisfies a wait", async () => {
     const node = await startNode();
     const [first] = node.apply([{ file: 'a.yaml', text: podText('twice', ['sleep', '3600']) }]);
     await until(clock, 'twice running', () => running(node, 'twice'));
@@ -242,7 +259,11 @@ describe('the node agent on the fake runtime', () => {
     const second = await startNode();
     await until(clock, 'kept adopted', () => running(second, 'kept'));
     await settle(clock, 10_000, 10);
-    assert.deepEqual(containersOf('kept').map((c) => `${c.id}:${c.state}`), before, 'no container restarted or added');
+    assert.deepEqual(
+      containersOf('kept').map((c) => `${c.id}:${c.state}`),
+      before,
+      'no container restarted or added',
+    );
     assert.equal(sandboxesOf('kept').length, 1);
   });
 
@@ -252,37 +273,70 @@ describe('the node agent on the fake runtime', () => {
     await until(clock, 'web running', () => running(node, 'web'));
     const kept = podOf(node, 'web')!;
     // The same pod from another file: the same UID (the namespace/name's), so plan compares with what runs.
-    const given = (image: string) => parseManifestText(podText('web', ['sleep', '3600']).replace('busybox:1.36', image), { kind: 'file', path: '/elsewhere/web.yaml' }, { nodeName: 'unit' }).pods[0]!.pod;
+    const given = (image: string) =>
+      parseManifestText(
+        podText('web', ['sleep', '3600']).replace('busybox:1.36', image),
+        { kind: 'file', path: '/elsewhere/web.yaml' },
+        { nodeName: 'unit' },
+      ).pods[0]!.pod;
     assert.equal(given('busybox:1.36').metadata!.uid, kept.metadata!.uid);
-    const writes = () => ['RunPodSandbox', 'CreateContainer', 'StartContainer', 'StopContainer', 'RemoveContainer', 'StopPodSandbox', 'RemovePodSandbox', 'PullImage'].reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
+    const writes = () =>
+      [
+        'RunPodSandbox',
+        'CreateContainer',
+        'StartContainer',
+        'StopContainer',
+        'RemoveContainer',
+        'StopPodSandbox',
+        'RemovePodSandbox',
+        'PullImage',
+      ].reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
     const before = writes();
     const agent = new AgentClient(join(dirs.dir, 'root'));
 
     const steady = await agent.plan([given('busybox:1.36')], false);
     assert.equal(steady.runtimeEndpoint, client.endpoint);
-    assert.deepEqual(steady.plan.pods.map((p) => [p.name, p.uid, p.inDesiredState]), [['web', kept.metadata!.uid, true]]);
+    assert.deepEqual(
+      steady.plan.pods.map((p) => [p.name, p.uid, p.inDesiredState]),
+      [['web', kept.metadata!.uid, true]],
+    );
     assert.equal(steady.plan.changes, false);
 
     const edited = await agent.plan([given('busybox:1.37')], false);
     assert.equal(edited.plan.changes, true);
-    assert.deepEqual(edited.plan.pods[0]!.actions.map((a) => a.action), ['KillContainer', 'PullImage', 'StartContainer']);
+    assert.deepEqual(
+      edited.plan.pods[0]!.actions.map((a) => a.action),
+      ['KillContainer', 'PullImage', 'StartContainer'],
+    );
     // What the CLI computes itself when no agent answers: the same plan.
-    const direct = await planPods({ runtime: client, images: client, statusReader: new PodStatusReader({ runtime: client, clock }) }, withKeptUIDs([given('busybox:1.37')], node.pods()), { now: clock.now() });
+    const direct = await planPods(
+      { runtime: client, images: client, statusReader: new PodStatusReader({ runtime: client, clock }) },
+      withKeptUIDs([given('busybox:1.37')], node.pods()),
+      { now: clock.now() },
+    );
     assert.deepEqual(edited.plan, direct);
 
-    await assert.rejects(agent.plan([{ metadata: { name: 'x' } } as IPod], false), (err: AgentRequestError) => err.status === 400 && /metadata\.uid/.test(err.message));
+    await assert.rejects(
+      agent.plan([{ metadata: { name: 'x' } } as IPod], false),
+      (err: AgentRequestError) => err.status === 400 && /metadata\.uid/.test(err.message),
+    );
     assert.equal(writes(), before, 'planning wrote nothing to the runtime');
   });
 
   test('POST /v1/plan validates its pods as apply does: 400 naming the field, and no CRI call', async () => {
     await startNode(true);
     const agent = new AgentClient(join(dirs.dir, 'root'));
-    const pod = parseManifestText(podText('web', ['sleep', '3600']), { kind: 'file', path: '/elsewhere/web.yaml' }, { nodeName: 'unit' }).pods[0]!.pod;
+    const pod = parseManifestText(podText('web', ['sleep', '3600']), { kind: 'file', path: '/elsewhere/web.yaml' }, { nodeName: 'unit' })
+      .pods[0]!.pod;
     const withContainers = (containers: unknown) => ({ ...pod, spec: { ...pod.spec, containers } }) as IPod;
     // What a plan asks the runtime of its pods (the node's own relists list, and it keeps no pod here).
     const planCalls = () => ['ImageStatus', 'PodSandboxStatus', 'ContainerStatus'].reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
     const before = planCalls();
-    const refusal = (body: IPod[]) => agent.plan(body, false).then(() => assert.fail('planned'), (err: unknown) => err as AgentRequestError);
+    const refusal = (body: IPod[]) =>
+      agent.plan(body, false).then(
+        () => assert.fail('planned'),
+        (err: unknown) => err as AgentRequestError,
+      );
     const nullContainer = await refusal([withContainers([null])]);
     assert.equal(nullContainer.status, 400);
     assert.match(nullContainer.message, /^pods\[0\]\.spec\.containers\[0\]: expected a mapping/);
@@ -306,41 +360,66 @@ describe('the node agent on the fake runtime', () => {
     return (name) => join(dir, name);
   }
   /** What loading the paths here, as a command does without an agent, rejects with. */
-  const loadError = (paths: string[]) => loadManifests(paths, { nodeName: 'unit' }).then(() => assert.fail('loaded'), (err: unknown) => err as ManifestError);
+  const loadError = (paths: string[]) =>
+    loadManifests(paths, { nodeName: 'unit' }).then(
+      () => assert.fail('loaded'),
+      (err: unknown) => err as ManifestError,
+    );
 
-  test('POST /v1/manifests/plan: the agent reads the manifests as the command would (same pods, UIDs, warnings and problems) and plans them', async () => {
-    await startNode(true);
-    const path = manifestFiles({
-      'web.yaml': `${podText('web', ['sleep', '3600'])}  schedulerName: other\n`,
-      'bad.yaml': `${podText('bad', ['sleep', '1']).replace('image: busybox:1.36', 'image: ""')}---\nkind: Pod\n`,
-      'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n',
-    });
-    const agent = new AgentClient(join(dirs.dir, 'root'));
-    const ask = async (paths: string[]) => agent.planManifests({ manifests: await readManifests(paths, {}), nodeName: 'unit', prune: false });
+  test(
+    'POST /v1/manifests/plan: the agent reads the manifests as the command would (same pods, UIDs, warnings and problems) and ' +
+      'plans them',
+    async () => {
+      await startNode(true);
+      const path = manifestFiles({
+        'web.yaml': `${podText('web', ['sleep', '3600'])}  schedulerName: other\n`,
+        'bad.yaml': `${podText('bad', ['sleep', '1']).replace('image: busybox:1.36', 'image: ""')}---\nkind: Pod\n`,
+        'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n',
+      });
+      const agent = new AgentClient(join(dirs.dir, 'root'));
+      const ask = async (paths: string[]) =>
+        agent.planManifests({ manifests: await readManifests(paths, {}), nodeName: 'unit', prune: false });
 
-    const answer = (await ask([path('web.yaml')]))!;
-    const set = await loadManifests([path('web.yaml')], { nodeName: 'unit' });
-    assert.deepEqual(answer.warnings, set.warnings);
-    assert.ok(answer.warnings.some((w) => w.field === 'spec.schedulerName'), 'a warning comes back');
-    assert.equal(answer.pods, 1);
-    const direct = await planPods({ runtime: client, images: client, statusReader: new PodStatusReader({ runtime: client, clock }) }, set.pods.map((p) => p.pod), { now: clock.now() });
-    assert.deepEqual(answer.plan, direct);
-    assert.equal(answer.plan.pods[0]!.uid, set.pods[0]!.pod.metadata!.uid, 'the UID of the file as the command would give it');
+      const answer = (await ask([path('web.yaml')]))!;
+      const set = await loadManifests([path('web.yaml')], { nodeName: 'unit' });
+      assert.deepEqual(answer.warnings, set.warnings);
+      assert.ok(
+        answer.warnings.some((w) => w.field === 'spec.schedulerName'),
+        'a warning comes back',
+      );
+      assert.equal(answer.pods, 1);
+      const direct = await planPods(
+        { runtime: client, images: client, statusReader: new PodStatusReader({ runtime: client, clock }) },
+        set.pods.map((p) => p.pod),
+        { now: clock.now() },
+      );
+      assert.deepEqual(answer.plan, direct);
+      assert.equal(answer.plan.pods[0]!.uid, set.pods[0]!.pod.metadata!.uid, 'the UID of the file as the command would give it');
 
-    // Problems, a missing file among them: the command's own ManifestError, message, hint and exit code alike.
-    const paths = [path('bad.yaml'), join(dirs.dir, 'manifests', 'missing.yaml'), path('web.yaml')];
-    const refused = await ask(paths).then(() => assert.fail('planned'), (err: unknown) => manifestRefusal(err, paths));
-    const own = await loadError(paths);
-    assert.ok(refused instanceof ManifestError);
-    assert.equal(refused.describe(), own.describe());
-    // (Over JSON: a field left undefined is not there.)
-    assert.deepEqual([refused.problems, refused.warnings, refused.exitCode], JSON.parse(JSON.stringify([own.problems, own.warnings, own.exitCode])));
+      // Problems, a missing file among them: the command's own ManifestError, message, hint and exit code alike.
+      const paths = [path('bad.yaml'), join(dirs.dir, 'manifests', 'missing.yaml'), path('web.yaml')];
+      const refused = await ask(paths).then(
+        () => assert.fail('planned'),
+        (err: unknown) => manifestRefusal(err, paths),
+      );
+      const own = await loadError(paths);
+      assert.ok(refused instanceof ManifestError);
+      assert.equal(refused.describe(), own.describe());
+      // (Over JSON: a field left undefined is not there.)
+      assert.deepEqual(
+        [refused.problems, refused.warnings, refused.exitCode],
+        JSON.parse(JSON.stringify([own.problems, own.warnings, own.exitCode])),
+      );
 
-    assert.equal((await ask([path('cm.yaml')]))!.pods, 0, 'no pod: the command says so');
-    await assert.rejects(agent.planManifests({ manifests: { entries: [{ text: 1 }] }, nodeName: 'unit', prune: false } as never), (err: AgentRequestError) => err.status === 400);
-  });
+      assert.equal((await ask([path('cm.yaml')]))!.pods, 0, 'no pod: the command says so');
+      await assert.rejects(
+        agent.planManifests({ manifests: { entries: [{ text: 1 }] }, nodeName: 'unit', prune: false } as never),
+        (err: AgentRequestError) => err.status === 400,
+      );
+    },
+  );
 
-  test('POST /v1/manifests/apply: the agent admits the pods with the command\'s settings (403 naming each pod rejected, nothing handed over), else keeps them', async () => {
+  test("POST /v1/manifests/apply: the agent admits the pods with the command's settings (403 naming each pod rejected, nothing handed over), else keeps them", async () => {
     const node = await startNode(true);
     const path = manifestFiles({
       'priv.yaml': podText('priv', ['sleep', '3600']).replace('command:', 'securityContext: {privileged: true}, command:'),
@@ -348,7 +427,11 @@ describe('the node agent on the fake runtime', () => {
       'bad.yaml': podText('bad', ['sleep', '1']).replace('image: busybox:1.36', 'image: ""'),
     });
     const agent = new AgentClient(join(dirs.dir, 'root'));
-    const roomy: NodeInfo = { name: 'unit', labels: {}, allocatable: { cpu: 4000, memory: 8 << 30, 'ephemeral-storage': 100 << 30, pods: 110 } };
+    const roomy: NodeInfo = {
+      name: 'unit',
+      labels: {},
+      allocatable: { cpu: 4000, memory: 8 << 30, 'ephemeral-storage': 100 << 30, pods: 110 },
+    };
     const apply = async (paths: string[], allowPrivileged: boolean, node: NodeInfo = roomy) =>
       agent.applyManifests({ manifests: await readManifests(paths, {}), nodeName: 'unit', admission: { allowPrivileged, node } });
     const applied = () => readdirSync(appliedDir(join(dirs.dir, 'root')));
@@ -356,21 +439,40 @@ describe('the node agent on the fake runtime', () => {
     await assert.rejects(apply([path('priv.yaml'), path('web.yaml')], false), (err: AgentRequestError) => {
       assert.equal(err.status, 403);
       assert.equal(err.message, '1 pod(s) rejected at admission; nothing was handed to the agent');
-      assert.deepEqual(err.details.rejected, [{ pod: 'default/priv', reason: 'Forbidden', message: 'container app is privileged; pass --allow-privileged to run privileged containers' }]);
+      assert.deepEqual(err.details.rejected, [
+        {
+          pod: 'default/priv',
+          reason: 'Forbidden',
+          message: 'container app is privileged; pass --allow-privileged to run privileged containers',
+        },
+      ]);
       return true;
     });
     const full: NodeInfo = { ...roomy, allocatable: { ...roomy.allocatable, pods: 0 } };
-    await assert.rejects(apply([path('web.yaml')], false, full), (err: AgentRequestError) => err.status === 403 && /OutOfpods/.test(String((err.details.rejected as { message: string }[])[0]!.message)));
+    await assert.rejects(
+      apply([path('web.yaml')], false, full),
+      (err: AgentRequestError) =>
+        err.status === 403 && /OutOfpods/.test(String((err.details.rejected as { message: string }[])[0]!.message)),
+    );
     const bad = [path('bad.yaml')];
-    const refused = await apply(bad, false).then(() => assert.fail('applied'), (err: unknown) => manifestRefusal(err, bad));
+    const refused = await apply(bad, false).then(
+      () => assert.fail('applied'),
+      (err: unknown) => manifestRefusal(err, bad),
+    );
     assert.equal((refused as ManifestError).describe(), (await loadError(bad)).describe());
     assert.deepEqual(applied(), [], 'nothing refused was handed over');
 
     const answer = (await apply([path('priv.yaml'), path('web.yaml')], true))!;
-    assert.deepEqual(answer.pods.map((p) => p.name), ['priv', 'web']);
+    assert.deepEqual(
+      answer.pods.map((p) => p.name),
+      ['priv', 'web'],
+    );
     assert.deepEqual(answer.warnings, []);
     assert.deepEqual(applied(), ['default_priv.yaml', 'default_web.yaml']);
-    assert.match(readFileSync(join(appliedDir(join(dirs.dir, 'root')), 'default_web.yaml'), 'utf8'), new RegExp(`handed to the podctl agent from ${path('web.yaml')}`));
+    assert.match(
+      readFileSync(join(appliedDir(join(dirs.dir, 'root')), 'default_web.yaml'), 'utf8'),
+      new RegExp(`handed to the podctl agent from ${path('web.yaml')}`),
+    );
     await until(clock, 'web running', () => running(node, 'web'));
   });
 
@@ -379,14 +481,24 @@ describe('the node agent on the fake runtime', () => {
     const path = manifestFiles({ 'once.yaml': podText('once', ['sleep', '3600']) });
     const text = readFileSync(path('once.yaml'), 'utf8');
     const agent = new AgentClient(join(dirs.dir, 'root'));
-    const node: NodeInfo = { name: 'unit', labels: {}, allocatable: { cpu: 4000, memory: 8 << 30, 'ephemeral-storage': 100 << 30, pods: 110 } };
+    const node: NodeInfo = {
+      name: 'unit',
+      labels: {},
+      allocatable: { cpu: 4000, memory: 8 << 30, 'ephemeral-storage': 100 << 30, pods: 110 },
+    };
     const manifests = await readManifests([path('once.yaml')], {});
     const loads: string[] = [];
     const loadAll = yaml.loadAll;
-    yaml.loadAll = ((input: string, ...rest: unknown[]) => (loads.push(input), (loadAll as (...a: unknown[]) => unknown)(input, ...rest))) as typeof yaml.loadAll;
+    yaml.loadAll = ((input: string, ...rest: unknown[]) => (
+      loads.push(input),
+      (loadAll as (...a: unknown[]) => unknown)(input, ...rest)
+    )) as typeof yaml.loadAll;
     try {
       const answer = await agent.applyManifests({ manifests, nodeName: 'unit', admission: { allowPrivileged: false, node } });
-      assert.deepEqual(answer?.pods.map((p) => p.name), ['once']);
+      assert.deepEqual(
+        answer?.pods.map((p) => p.name),
+        ['once'],
+      );
     } finally {
       yaml.loadAll = loadAll;
     }
@@ -394,18 +506,31 @@ describe('the node agent on the fake runtime', () => {
     assert.equal(loads.filter((t) => t.startsWith('# handed to the podctl agent from ')).length, 1);
   });
 
-  test('POST /v1/manifests/*: an agent without the routes (an older one) is no answer, and the command reads the manifests itself', async () => {
-    const socket = join(dirs.dir, 'older.sock');
-    const server = await startStatusServer(socket, { pods: () => [], health: () => ({ ok: true, checks: [] }), metrics: new Metrics() });
-    try {
-      const agent = Object.assign(new AgentClient(dirs.dir), { socket });
-      const manifests = await readManifests([], {});
-      assert.equal(await agent.planManifests({ manifests, nodeName: 'unit', prune: false }), undefined);
-      assert.equal(await agent.applyManifests({ manifests, nodeName: 'unit', admission: { allowPrivileged: false, node: { name: 'unit', labels: {}, allocatable: { cpu: 1, memory: 1, 'ephemeral-storage': 1, pods: 1 } } } }), undefined);
-    } finally {
-      server.close();
-    }
-  });
+  test(
+    'POST /v1/manifests/*: an agent without the routes (an older one) is no answer, and the command reads the ' + 'manifests itself',
+    async () => {
+      const socket = join(dirs.dir, 'older.sock');
+      const server = await startStatusServer(socket, { pods: () => [], health: () => ({ ok: true, checks: [] }), metrics: new Metrics() });
+      try {
+        const agent = Object.assign(new AgentClient(dirs.dir), { socket });
+        const manifests = await readManifests([], {});
+        assert.equal(await agent.planManifests({ manifests, nodeName: 'unit', prune: false }), undefined);
+        assert.equal(
+          await agent.applyManifests({
+            manifests,
+            nodeName: 'unit',
+            admission: {
+              allowPrivileged: false,
+              node: { name: 'unit', labels: {}, allocatable: { cpu: 1, memory: 1, 'ephemeral-storage': 1, pods: 1 } },
+            },
+          }),
+          undefined,
+        );
+      } finally {
+        server.close();
+      }
+    },
+  );
 
   test('POST /v1/pods: an invalid manifest is a 400 naming the field, and nothing is handed over', async () => {
     const node = await startNode(true);
@@ -416,18 +541,26 @@ describe('the node agent on the fake runtime', () => {
     assert.deepEqual(readdirSync(appliedDir(join(dirs.dir, 'root'))), []);
     const ok = await post(node.socket, '/v1/pods', podText('good', ['sleep', '1']));
     assert.equal(ok.status, 200, ok.body);
-    assert.deepEqual(JSON.parse(ok.body).pods.map((p: { name: string }) => p.name), ['good']);
+    assert.deepEqual(
+      JSON.parse(ok.body).pods.map((p: { name: string }) => p.name),
+      ['good'],
+    );
   });
 });
 
-test('podProgress: a pod that cannot start fails at once naming the reason; an older generation\'s status counts for nothing', () => {
+test("podProgress: a pod that cannot start fails at once naming the reason; an older generation's status counts for nothing", () => {
   const ref = { namespace: 'default', name: 'web', uid: 'u1', generation: 2 };
   const pod = (observedGeneration: number, state: object, conditions: { type: string; status: string }[] = []): IPod =>
     ({
       metadata: { name: 'web', namespace: 'default', uid: 'u1' },
       spec: { containers: [{ name: 'app', image: 'busybox:0.0-missing' }] },
       // The phase as the kubelet computes it: Running once the container runs.
-      status: { phase: 'running' in state ? 'Running' : 'Pending', observedGeneration, conditions, containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state }] },
+      status: {
+        phase: 'running' in state ? 'Running' : 'Pending',
+        observedGeneration,
+        conditions,
+        containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: false, restartCount: 0, state }],
+      },
     }) as unknown as IPod;
   const pull = { waiting: { reason: 'ErrImagePull', message: 'busybox:0.0-missing: not found' } };
   assert.equal(podProgress(ref, pod(1, pull), 'running'), undefined, 'the previous version');
@@ -435,7 +568,10 @@ test('podProgress: a pod that cannot start fails at once naming the reason; an o
   assert.equal(failed.ok, false);
   assert.equal(failed.reason, 'ErrImagePull');
   assert.match(failed.message!, /app: ErrImagePull: busybox:0\.0-missing: not found/);
-  assert.equal(podProgress(ref, pod(2, { waiting: { reason: 'CreateContainerConfigError' } }), 'running')?.reason, 'CreateContainerConfigError');
+  assert.equal(
+    podProgress(ref, pod(2, { waiting: { reason: 'CreateContainerConfigError' } }), 'running')?.reason,
+    'CreateContainerConfigError',
+  );
   const running = { running: { startedAt: '2026-01-01T00:00:00Z' } };
   assert.equal(podProgress(ref, pod(2, running), 'running')?.ok, true);
   assert.equal(podProgress(ref, pod(2, running), 'ready'), undefined, 'running is not ready');

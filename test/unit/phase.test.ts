@@ -5,8 +5,22 @@ import { getPhase } from '../../src/core/status/phase.js';
 import { generatePodStatus, qosClass } from '../../src/core/status/generate.js';
 import { container, instance, makePod, podStatus, sandbox } from '../support/builders.js';
 
-const running = (name: string): IContainerStatus => ({ name, image: 'x', imageID: '', ready: true, restartCount: 0, state: { running: {} } });
-const exited = (name: string, exitCode: number): IContainerStatus => ({ name, image: 'x', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode } } });
+const running = (name: string): IContainerStatus => ({
+  name,
+  image: 'x',
+  imageID: '',
+  ready: true,
+  restartCount: 0,
+  state: { running: {} },
+});
+const exited = (name: string, exitCode: number): IContainerStatus => ({
+  name,
+  image: 'x',
+  imageID: '',
+  ready: false,
+  restartCount: 0,
+  state: { terminated: { exitCode } },
+});
 const waiting = (name: string, reason: string, lastExit?: number): IContainerStatus => ({
   name,
   image: 'x',
@@ -27,12 +41,20 @@ test('getPhase follows the kubelet rules', async (t) => {
     ['one waiting without having run', getPhase(two, [running('a'), waiting('b', 'ContainerCreating')], []), 'Pending'],
     ['all running', getPhase(two, [running('a'), running('b')], []), 'Running'],
     ['Always, all exited 0: restarting, so Running', getPhase(two, [exited('a', 0), exited('b', 0)], []), 'Running'],
-    ['Always, CrashLoopBackOff with a last state: Running', getPhase(two, [running('a'), waiting('b', 'CrashLoopBackOff', 1)], []), 'Running'],
+    [
+      'Always, CrashLoopBackOff with a last state: Running',
+      getPhase(two, [running('a'), waiting('b', 'CrashLoopBackOff', 1)], []),
+      'Running',
+    ],
     ['Never, all exited 0: Succeeded', getPhase(never, [exited('a', 0), exited('b', 0)], []), 'Succeeded'],
     ['Never, one exited 1: Failed', getPhase(never, [exited('a', 0), exited('b', 1)], []), 'Failed'],
     ['Never, one still running: Running', getPhase(never, [exited('a', 1), running('b')], []), 'Running'],
     ['OnFailure, all exited 0: Succeeded', getPhase(onFailure, [exited('a', 0), exited('b', 0)], []), 'Succeeded'],
-    ['OnFailure, one failed and will restart: Running', getPhase(onFailure, [exited('a', 0), waiting('b', 'CrashLoopBackOff', 1)], []), 'Running'],
+    [
+      'OnFailure, one failed and will restart: Running',
+      getPhase(onFailure, [exited('a', 0), waiting('b', 'CrashLoopBackOff', 1)], []),
+      'Running',
+    ],
     ['init not yet run: Pending', getPhase(withInit, [], []), 'Pending'],
     ['init running: Pending', getPhase(withInit, [waiting('app', 'PodInitializing')], [running('init')]), 'Pending'],
     ['init failed under Always: Pending (retried)', getPhase(withInit, [], [exited('init', 1)]), 'Pending'],
@@ -82,7 +104,12 @@ test('generatePodStatus: a running pod is Ready with conditions and container ID
 
 test('generatePodStatus: a container never created waits with the reason from the last sync', () => {
   const pod = makePod();
-  const status = generatePodStatus({ pod, runtime: podStatus(pod, [sandbox()], []), now: 1, waitingReason: () => ({ reason: 'ErrImagePull', message: 'not found' }) });
+  const status = generatePodStatus({
+    pod,
+    runtime: podStatus(pod, [sandbox()], []),
+    now: 1,
+    waitingReason: () => ({ reason: 'ErrImagePull', message: 'not found' }),
+  });
   assert.equal(status.phase, 'Pending');
   assert.equal(status.containerStatuses![0]!.state?.waiting?.reason, 'ErrImagePull');
 });

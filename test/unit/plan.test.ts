@@ -41,18 +41,32 @@ test('plan says what computePodActions decides, for every table case of the core
       const killPod = c.want.killPod && hasSomethingToStop(status);
       assert.deepEqual(planSummary(plan, c.want.attempt), { ...c.want, killPod, kill: killPod ? [] : c.want.kill });
       assert.equal(plan.inDesiredState, isNoop(computePodActions(c.pod, status, c.probes)));
-      assert.equal(plan.actions.some((a) => a.action === 'PullImage'), false, 'every image is present');
+      assert.equal(
+        plan.actions.some((a) => a.action === 'PullImage'),
+        false,
+        'every image is present',
+      );
       for (const a of plan.actions) assert.ok(a.reason.length > 0, `${a.action} says why`);
     });
   }
 });
 
-test('a changed image is named field by field, from the running container\'s spec copy', () => {
+test("a changed image is named field by field, from the running container's spec copy", () => {
   const old = container('app', { image: 'busybox:1.36', env: [{ name: 'MODE', value: 'a' }] });
-  const now = container('app', { image: 'busybox:1.37', env: [{ name: 'MODE', value: 'b' }, { name: 'NEW', value: '1' }] });
+  const now = container('app', {
+    image: 'busybox:1.37',
+    env: [
+      { name: 'MODE', value: 'b' },
+      { name: 'NEW', value: '1' },
+    ],
+  });
   const side = container('side');
   const pod = makePod({ containers: [now, side] });
-  const status = podStatus(pod, [sandbox()], [instance(old, { specJSON: canonicalJSON(old) }), instance(side, { specJSON: canonicalJSON(side) })]);
+  const status = podStatus(
+    pod,
+    [sandbox()],
+    [instance(old, { specJSON: canonicalJSON(old) }), instance(side, { specJSON: canonicalJSON(side) })],
+  );
   const plan = planPod({ pod, status, now: 10_000, imagePresent: (image) => image === 'busybox:1.36' });
   assert.deepEqual(
     plan.actions.map((a) => a.action),
@@ -66,9 +80,19 @@ test('a changed image is named field by field, from the running container\'s spe
     'containers[app].env[NEW]: (unset) → {"name":"NEW","value":"1"}',
     'containers[app].image: busybox:1.36 → busybox:1.37',
   ]);
-  assert.deepEqual(plan.actions[1], { action: 'PullImage', container: 'app', image: 'busybox:1.37', pullPolicy: 'IfNotPresent', imagePresent: false, reason: 'not present (pull policy IfNotPresent)' });
+  assert.deepEqual(plan.actions[1], {
+    action: 'PullImage',
+    container: 'app',
+    image: 'busybox:1.37',
+    pullPolicy: 'IfNotPresent',
+    imagePresent: false,
+    reason: 'not present (pull policy IfNotPresent)',
+  });
   const text = renderPlan({ apiVersion: 'podctl/v1', kind: 'Plan', changes: true, pods: [plan] });
-  assert.match(text, /^default\/web:\n {2}- kill container app \(SpecChanged\): Container app definition changed, will be restarted\n {6}containers\[app\]\.env\[MODE\]\.value: a → b\n/);
+  assert.match(
+    text,
+    /^default\/web:\n {2}- kill container app \(SpecChanged\): Container app definition changed, will be restarted\n {6}containers\[app\]\.env\[MODE\]\.value: a → b\n/,
+  );
   assert.match(text, /\n {6}containers\[app\]\.image: busybox:1\.36 → busybox:1\.37\n {2}\+ pull image busybox:1\.37 for app: not present/);
   assert.match(text, /1 of 1 pod\(s\) would change\.$/);
 });
@@ -88,7 +112,9 @@ test('a crashed container under Always: the restart and the remaining backoff, f
   const crashed = (restartCount: number, finishedAt: number, startedAt = finishedAt - 1000) =>
     podStatus(pod, [sandbox()], [instance(app, { state: 'exited', exitCode: 1, restartCount, startedAt, finishedAt })]);
   const start = (restartCount: number, finishedAt: number, now: number, startedAt?: number) =>
-    planPod({ pod, status: crashed(restartCount, finishedAt, startedAt), now, imagePresent: () => true }).actions.find((a) => a.action === 'StartContainer')!;
+    planPod({ pod, status: crashed(restartCount, finishedAt, startedAt), now, imagePresent: () => true }).actions.find(
+      (a) => a.action === 'StartContainer',
+    )!;
 
   assert.equal(start(0, 100_000, 100_000).backoff, undefined, 'the first restart goes at once');
   const second = start(2, 100_000, 105_000);
@@ -98,7 +124,10 @@ test('a crashed container under Always: the restart and the remaining backoff, f
   assert.deepEqual(start(2, 100_000, 130_000).backoff, { delaySeconds: 20, remainingSeconds: 0 });
   assert.equal(start(5, 1_000_000, 1_000_000, 300_000).backoff, undefined, 'a run longer than 10 min resets the backoff');
   const plan = planPod({ pod, status: crashed(2, 100_000), now: 105_000, imagePresent: () => true });
-  assert.match(renderPlan({ apiVersion: 'podctl/v1', kind: 'Plan', changes: true, pods: [plan] }), /\+ start container app: exited with code 1 and restartPolicy is Always; back-off 20s expires in 15s/);
+  assert.match(
+    renderPlan({ apiVersion: 'podctl/v1', kind: 'Plan', changes: true, pods: [plan] }),
+    /\+ start container app: exited with code 1 and restartPolicy is Always; back-off 20s expires in 15s/,
+  );
 });
 
 test('image pulls follow the pull policy', () => {
@@ -106,11 +135,23 @@ test('image pulls follow the pull policy', () => {
     const pod = makePod({ containers: [container('app', { imagePullPolicy: policy })] });
     return planPod({ pod, status: podStatus(pod, [], []), now: 0, imagePresent: () => present }).actions;
   };
-  assert.deepEqual(actions('Always', true).map((a) => a.action), ['CreatePodSandbox', 'PullImage', 'StartContainer']);
-  assert.deepEqual(actions('IfNotPresent', true).map((a) => a.action), ['CreatePodSandbox', 'StartContainer']);
-  assert.deepEqual(actions('IfNotPresent', false).map((a) => a.action), ['CreatePodSandbox', 'PullImage', 'StartContainer']);
+  assert.deepEqual(
+    actions('Always', true).map((a) => a.action),
+    ['CreatePodSandbox', 'PullImage', 'StartContainer'],
+  );
+  assert.deepEqual(
+    actions('IfNotPresent', true).map((a) => a.action),
+    ['CreatePodSandbox', 'StartContainer'],
+  );
+  assert.deepEqual(
+    actions('IfNotPresent', false).map((a) => a.action),
+    ['CreatePodSandbox', 'PullImage', 'StartContainer'],
+  );
   const never = actions('Never', false);
-  assert.deepEqual(never.map((a) => a.action), ['CreatePodSandbox', 'StartContainer']);
+  assert.deepEqual(
+    never.map((a) => a.action),
+    ['CreatePodSandbox', 'StartContainer'],
+  );
   assert.match(never[1]!.reason, /cannot start: image "busybox:1\.36" is not present with pull policy of Never/);
 });
 
@@ -130,22 +171,51 @@ test('planPods makes its reads at once, and keeps the pods in order', async () =
   type Cri = Parameters<typeof planPods>[0];
   const cri = {
     images: { imageStatus: (image: string) => read(`image ${image}`, image === 'nginx' ? { id: 'sha256:x' } : undefined) },
-    statusReader: { getPodStatus: (uid: string, name: string) => read(`status ${name}`, podStatus(pods.find((p) => p.metadata!.uid === uid)!, [], [])) },
+    statusReader: {
+      getPodStatus: (uid: string, name: string) =>
+        read(
+          `status ${name}`,
+          podStatus(
+            pods.find((p) => p.metadata!.uid === uid)!,
+            [],
+            [],
+          ),
+        ),
+    },
     runtime: { listPodSandbox: () => read('sandboxes', []) },
   } as unknown as Cri;
   pods[1]!.spec!.containers[0]!.image = 'nginx';
   let timer: NodeJS.Timeout | undefined;
   const plan = await Promise.race([
     planPods(cri, pods, { now: 0, prune: true }),
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`reads in flight together: ${started.join(', ')}`)), 5000))),
+    new Promise<never>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`reads in flight together: ${started.join(', ')}`)), 5000)),
+    ),
   ]).finally(() => clearTimeout(timer));
-  assert.deepEqual(plan.pods.map((p) => p.name), ['a', 'b']);
+  assert.deepEqual(
+    plan.pods.map((p) => p.name),
+    ['a', 'b'],
+  );
   assert.equal(started.length, 5);
-  assert.deepEqual(plan.pods.map((p) => p.actions.some((a) => a.action === 'PullImage')), [true, false], 'the image found is not pulled again');
+  assert.deepEqual(
+    plan.pods.map((p) => p.actions.some((a) => a.action === 'PullImage')),
+    [true, false],
+    'the image found is not pulled again',
+  );
 });
 
 describe('planPods on the fake runtime', () => {
-  const WRITES = ['RunPodSandbox', 'StopPodSandbox', 'RemovePodSandbox', 'CreateContainer', 'StartContainer', 'StopContainer', 'RemoveContainer', 'PullImage', 'RemoveImage'];
+  const WRITES = [
+    'RunPodSandbox',
+    'StopPodSandbox',
+    'RemovePodSandbox',
+    'CreateContainer',
+    'StartContainer',
+    'StopContainer',
+    'RemoveContainer',
+    'PullImage',
+    'RemoveImage',
+  ];
   let fake: FakeRuntime;
   let client: CriClient;
   const clock = new FakeClock();
@@ -167,21 +237,39 @@ describe('planPods on the fake runtime', () => {
     const writes = () => WRITES.reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);
     const before = writes();
 
-    const steady = await planPods({ runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader }, [pod('kept')], { now: clock.now() });
+    const steady = await planPods({ runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader }, [pod('kept')], {
+      now: clock.now(),
+    });
     assert.equal(steady.changes, false);
-    assert.deepEqual(steady.pods.map((p) => [p.name, p.inDesiredState]), [['kept', true]]);
+    assert.deepEqual(
+      steady.pods.map((p) => [p.name, p.inDesiredState]),
+      [['kept', true]],
+    );
     assert.equal(renderPlan(steady), 'default/kept: in desired state, nothing to do\n\nNo changes: 1 pod(s) in desired state.');
 
-    const edited = await planPods({ runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader }, [pod('kept', 'busybox:1.37')], { now: clock.now() });
+    const edited = await planPods(
+      { runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader },
+      [pod('kept', 'busybox:1.37')],
+      { now: clock.now() },
+    );
     assert.equal(edited.changes, true);
-    assert.deepEqual(edited.pods[0]!.actions.map((a) => a.action), ['KillContainer', 'PullImage', 'StartContainer']);
+    assert.deepEqual(
+      edited.pods[0]!.actions.map((a) => a.action),
+      ['KillContainer', 'PullImage', 'StartContainer'],
+    );
     assert.deepEqual(edited.pods[0]!.actions[0]!.changes, [{ field: 'containers[app].image', from: 'busybox:1.36', to: 'busybox:1.37' }]);
 
-    const pruned = await planPods({ runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader }, [pod('kept')], { now: clock.now(), prune: true });
-    assert.deepEqual(pruned.pods.map((p) => [p.name, p.actions.map((a) => `${a.action}: ${a.reason}`)]), [
-      ['kept', []],
-      ['other', ['RemovePod: no longer in any source']],
-    ]);
+    const pruned = await planPods({ runtime: client, images: client, statusReader: kubelet.runtimeManager.statusReader }, [pod('kept')], {
+      now: clock.now(),
+      prune: true,
+    });
+    assert.deepEqual(
+      pruned.pods.map((p) => [p.name, p.actions.map((a) => `${a.action}: ${a.reason}`)]),
+      [
+        ['kept', []],
+        ['other', ['RemovePod: no longer in any source']],
+      ],
+    );
     assert.equal(writes(), before, 'plan made no CRI writes');
     for (const name of ['kept', 'other']) {
       await kubelet.syncTerminatingPod(pod(name), 0);

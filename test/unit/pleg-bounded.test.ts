@@ -19,7 +19,10 @@ test('forEachLimited: every item once, never more than the limit in flight', asy
     seen.push(i);
     inFlight--;
   });
-  assert.deepEqual([...seen].sort((a, b) => a - b), [...Array(50).keys()]);
+  assert.deepEqual(
+    [...seen].sort((a, b) => a - b),
+    [...Array(50).keys()],
+  );
   assert.equal(peak, 4);
   await forEachLimited([], 4, async () => assert.fail('no item, no call'));
 });
@@ -31,7 +34,12 @@ test('a relist that finds many new pods inspects them a bounded number at a time
     fake.seed({
       pods: 600,
       containersPerPod: 2,
-      labels: (i) => ({ 'io.kubernetes.pod.name': `p${i}`, 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': `uid-${i}`, [MANAGED_BY_LABEL]: 'podctl' }),
+      labels: (i) => ({
+        'io.kubernetes.pod.name': `p${i}`,
+        'io.kubernetes.pod.namespace': 'default',
+        'io.kubernetes.pod.uid': `uid-${i}`,
+        [MANAGED_BY_LABEL]: 'podctl',
+      }),
     });
     const kubelet = new Kubelet({ runtime: client, images: client, clock: new FakeClock(), logRoot: '/nonexistent', nodeName: 'unit' });
     let inFlight = 0;

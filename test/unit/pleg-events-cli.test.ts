@@ -15,11 +15,20 @@ test('pleg-events --follow prints each event of the first relist once: a running
     fake.seed({
       pods: 1,
       containersPerPod: 2,
-      labels: () => ({ 'io.kubernetes.pod.name': 'two', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': 'uid-two', [MANAGED_BY_LABEL]: 'podctl' }),
+      labels: () => ({
+        'io.kubernetes.pod.name': 'two',
+        'io.kubernetes.pod.namespace': 'default',
+        'io.kubernetes.pod.uid': 'uid-two',
+        [MANAGED_BY_LABEL]: 'podctl',
+      }),
     });
     const clock = new FakeClock();
     const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit' });
-    const pleg = new GenericPleg({ runtime: client, clock, inspect: (uid, name, namespace) => kubelet.runtimeManager.getPodStatus(uid, name, namespace) });
+    const pleg = new GenericPleg({
+      runtime: client,
+      clock,
+      inspect: (uid, name, namespace) => kubelet.runtimeManager.getPodStatus(uid, name, namespace),
+    });
     const printed: PodLifecycleEvent[] = [];
     let stop!: () => void;
     const stopped = new Promise<void>((resolve) => (stop = resolve));

@@ -11,63 +11,92 @@ import { EventedPleg } from '../../src/core/pleg/evented.js';
 import { GenericPleg } from '../../src/core/pleg/generic.js';
 
 function status(uid: string, state: RuntimeContainerStatus['state']): RuntimePodStatus {
-  const c: RuntimeContainerStatus = { id: `c-${uid}`, name: 'app', state, createdAt: 1, image: 'busybox', imageRef: 'busybox', imageId: 'sha256:1', hash: 'h', restartCount: 0, kind: 'app' };
-  return { uid, name: uid, namespace: 'default', ips: [], sandboxes: [{ id: `s-${uid}`, state: 'ready', createdAt: 1, attempt: 0, additionalIps: [], hostNetwork: false }], containers: [c], timestamp: 0 };
+  const c: RuntimeContainerStatus = {
+    id: `c-${uid}`,
+    name: 'app',
+    state,
+    createdAt: 1,
+    image: 'busybox',
+    imageRef: 'busybox',
+    imageId: 'sha256:1',
+    hash: 'h',
+    restartCount: 0,
+    kind: 'app',
+  };
+  return {
+    uid,
+    name: uid,
+    namespace: 'default',
+    ips: [],
+    sandboxes: [{ id: `s-${uid}`, state: 'ready', createdAt: 1, attempt: 0, additionalIps: [], hostNetwork: false }],
+    containers: [c],
+    timestamp: 0,
+  };
 }
 
-test('refreshPod: requests for a pod whose refresh has not begun join it (one read), different pods are read at once; a request once it has begun reads again', async () => {
-  // A relist held on its lists keeps every refresh waiting for its turn.
-  let releaseLists!: () => void;
-  const lists = new Promise<void>((r) => (releaseLists = r));
-  const runtime = {
-    listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> => (await lists, []),
-    listContainerSummaries: async (): Promise<ContainerSummary[]> => (await lists, []),
-  } as unknown as RuntimeService;
-  const reads: string[] = [];
-  let state: RuntimeContainerStatus['state'] = 'running';
-  let onRead: (() => void) | undefined;
-  let inFlight = 0;
-  let peak = 0;
-  const pleg = new GenericPleg({
-    runtime,
-    clock: new FakeClock(),
-    inspect: async (uid) => {
-      reads.push(uid);
-      onRead?.();
-      peak = Math.max(peak, ++inFlight);
-      await new Promise((r) => setImmediate(r));
-      inFlight--;
-      return status(uid, state);
-    },
-  });
-  const relist = pleg.relist();
-  const a1 = pleg.refreshPod('a', 'a', 'default');
-  const b = pleg.refreshPod('b', 'b', 'default');
-  const a2 = pleg.refreshPod('a', 'a', 'default');
-  const a3 = pleg.refreshPod('a', 'a', 'default');
-  assert.equal(a2, a1, 'the waiting refresh is joined');
-  releaseLists();
-  await relist;
-  const [e1, , e2, e3] = await Promise.all([a1, b, a2, a3]);
-  assert.deepEqual(reads, ['a', 'b'], 'one read per pod');
-  assert.equal(peak, 2, 'the two pods were read at the same time');
-  assert.deepEqual(e1.map((e) => e.type), ['ContainerStarted', 'ContainerStarted']);
-  assert.equal(e2, e1);
-  assert.equal(e3, e1);
+test(
+  'refreshPod: requests for a pod whose refresh has not begun join it (one read), different pods are read at once; a request ' +
+    'once it has begun reads again',
+  async () => {
+    // A relist held on its lists keeps every refresh waiting for its turn.
+    let releaseLists!: () => void;
+    const lists = new Promise<void>((r) => (releaseLists = r));
+    const runtime = {
+      listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> => (await lists, []),
+      listContainerSummaries: async (): Promise<ContainerSummary[]> => (await lists, []),
+    } as unknown as RuntimeService;
+    const reads: string[] = [];
+    let state: RuntimeContainerStatus['state'] = 'running';
+    let onRead: (() => void) | undefined;
+    let inFlight = 0;
+    let peak = 0;
+    const pleg = new GenericPleg({
+      runtime,
+      clock: new FakeClock(),
+      inspect: async (uid) => {
+        reads.push(uid);
+        onRead?.();
+        peak = Math.max(peak, ++inFlight);
+        await new Promise((r) => setImmediate(r));
+        inFlight--;
+        return status(uid, state);
+      },
+    });
+    const relist = pleg.relist();
+    const a1 = pleg.refreshPod('a', 'a', 'default');
+    const b = pleg.refreshPod('b', 'b', 'default');
+    const a2 = pleg.refreshPod('a', 'a', 'default');
+    const a3 = pleg.refreshPod('a', 'a', 'default');
+    assert.equal(a2, a1, 'the waiting refresh is joined');
+    releaseLists();
+    await relist;
+    const [e1, , e2, e3] = await Promise.all([a1, b, a2, a3]);
+    assert.deepEqual(reads, ['a', 'b'], 'one read per pod');
+    assert.equal(peak, 2, 'the two pods were read at the same time');
+    assert.deepEqual(
+      e1.map((e) => e.type),
+      ['ContainerStarted', 'ContainerStarted'],
+    );
+    assert.equal(e2, e1);
+    assert.equal(e3, e1);
 
-  // A change while a's read is under way needs a read after it: not joined.
-  state = 'exited';
-  let during: Promise<unknown> | undefined;
-  onRead = () => {
-    onRead = undefined;
-    during = pleg.refreshPod('a', 'a', 'default');
-  };
-  const first = await pleg.refreshPod('a', 'a', 'default');
-  const second = (await during) as Awaited<typeof first>;
-  assert.deepEqual(reads, ['a', 'b', 'a', 'a']);
-  assert.deepEqual(first.map((e) => e.type), ['ContainerDied']);
-  assert.deepEqual(second, []);
-});
+    // A change while a's read is under way needs a read after it: not joined.
+    state = 'exited';
+    let during: Promise<unknown> | undefined;
+    onRead = () => {
+      onRead = undefined;
+      during = pleg.refreshPod('a', 'a', 'default');
+    };
+    const first = await pleg.refreshPod('a', 'a', 'default');
+    const second = (await during) as Awaited<typeof first>;
+    assert.deepEqual(reads, ['a', 'b', 'a', 'a']);
+    assert.deepEqual(
+      first.map((e) => e.type),
+      ['ContainerDied'],
+    );
+    assert.deepEqual(second, []);
+  },
+);
 
 test('markCacheCurrent: refused before a first relist, and while a pod refresh waits or runs, then moves the cache time', async () => {
   let releaseRead!: () => void;
@@ -96,7 +125,16 @@ test('markCacheCurrent: refused before a first relist, and while a pod refresh w
 test('holdsNothingOf: only after a first relist, and never for a pod the PLEG has seen or failed to inspect', async () => {
   const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
   const runtime = {
-    listPodSandboxSummaries: async () => [{ id: 's-a', metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels, runtimeHandler: '' }],
+    listPodSandboxSummaries: async () => [
+      {
+        id: 's-a',
+        metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 },
+        state: 'SANDBOX_READY',
+        createdAt: 1,
+        labels,
+        runtimeHandler: '',
+      },
+    ],
     listContainerSummaries: async () => [],
   } as unknown as RuntimeService;
   const clock = new FakeClock();
@@ -127,47 +165,106 @@ test('holdsNothingOf: only after a first relist, and never for a pod the PLEG ha
   assert.equal(pleg.holdsNothingOf('a'), false, 'a pod the cache holds');
 });
 
-test('evented PLEG: an event whose sandbox and container states the PLEG already knows, or knows past, reads nothing; one that says something new reads the pod', async () => {
-  const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
-  const runtime = {
-    listPodSandboxSummaries: async () => [{ id: 's-a', metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels, runtimeHandler: '' }],
-    listContainerSummaries: async () => [{ id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: '', state: 'CONTAINER_RUNNING', createdAt: 1, labels: { ...labels, 'io.kubernetes.container.name': 'app' }, imageId: '' }],
-    getContainerEvents: (h: ContainerEventHandlers) => ((handlers = h), { cancel: () => undefined }),
-  } as unknown as RuntimeService;
-  let handlers: ContainerEventHandlers | undefined;
-  const reads: string[] = [];
-  const clock = new FakeClock();
-  const generic = new GenericPleg({ runtime, clock, inspect: async (uid) => (reads.push(uid), status(uid, 'running')) });
-  await generic.relist();
-  assert.deepEqual(reads, ['a']);
-  const pleg = new EventedPleg({ runtime, clock, generic });
-  pleg.start();
-  const event = (state: T.ContainerState): T.ContainerEventResponse =>
-    ({ containerId: 'c-a', containerEventType: 'CONTAINER_STARTED_EVENT', createdAt: 1, podSandboxStatus: { id: 's-a', state: 'SANDBOX_READY', labels, metadata: { name: 'a', uid: 'a', namespace: 'default' } }, containersStatuses: [{ id: 'c-a', state }] }) as unknown as T.ContainerEventResponse;
-  handlers!.onEvent(event('CONTAINER_RUNNING'));
-  await new Promise((r) => setImmediate(r));
-  assert.deepEqual(reads, ['a'], 'a late event that says nothing new: no read');
-  handlers!.onEvent(event('CONTAINER_CREATED'));
-  await new Promise((r) => setImmediate(r));
-  assert.deepEqual(reads, ['a'], 'an event overtaken (created, the container known running): no read');
-  handlers!.onEvent(event('CONTAINER_EXITED'));
-  for (let i = 0; i < 5 && reads.length < 2; i++) await new Promise((r) => setImmediate(r));
-  assert.deepEqual(reads, ['a', 'a'], 'the exit is read');
-  pleg.stop();
-});
+test(
+  'evented PLEG: an event whose sandbox and container states the PLEG already knows, or knows past, reads nothing; one that ' +
+    'says something new reads the pod',
+  async () => {
+    const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
+    const runtime = {
+      listPodSandboxSummaries: async () => [
+        {
+          id: 's-a',
+          metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 },
+          state: 'SANDBOX_READY',
+          createdAt: 1,
+          labels,
+          runtimeHandler: '',
+        },
+      ],
+      listContainerSummaries: async () => [
+        {
+          id: 'c-a',
+          podSandboxId: 's-a',
+          metadata: { name: 'app', attempt: 0 },
+          imageRef: '',
+          state: 'CONTAINER_RUNNING',
+          createdAt: 1,
+          labels: { ...labels, 'io.kubernetes.container.name': 'app' },
+          imageId: '',
+        },
+      ],
+      getContainerEvents: (h: ContainerEventHandlers) => ((handlers = h), { cancel: () => undefined }),
+    } as unknown as RuntimeService;
+    let handlers: ContainerEventHandlers | undefined;
+    const reads: string[] = [];
+    const clock = new FakeClock();
+    const generic = new GenericPleg({ runtime, clock, inspect: async (uid) => (reads.push(uid), status(uid, 'running')) });
+    await generic.relist();
+    assert.deepEqual(reads, ['a']);
+    const pleg = new EventedPleg({ runtime, clock, generic });
+    pleg.start();
+    const event = (state: T.ContainerState): T.ContainerEventResponse =>
+      ({
+        containerId: 'c-a',
+        containerEventType: 'CONTAINER_STARTED_EVENT',
+        createdAt: 1,
+        podSandboxStatus: { id: 's-a', state: 'SANDBOX_READY', labels, metadata: { name: 'a', uid: 'a', namespace: 'default' } },
+        containersStatuses: [{ id: 'c-a', state }],
+      }) as unknown as T.ContainerEventResponse;
+    handlers!.onEvent(event('CONTAINER_RUNNING'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(reads, ['a'], 'a late event that says nothing new: no read');
+    handlers!.onEvent(event('CONTAINER_CREATED'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(reads, ['a'], 'an event overtaken (created, the container known running): no read');
+    handlers!.onEvent(event('CONTAINER_EXITED'));
+    for (let i = 0; i < 5 && reads.length < 2; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(reads, ['a', 'a'], 'the exit is read');
+    pleg.stop();
+  },
+);
 
 test('refreshPod: a refresh whose news the PLEG has learnt by its turn (a relist read the pod first) reads nothing', async () => {
   let releaseLists!: () => void;
   const lists = new Promise<void>((r) => (releaseLists = r));
   const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
   const runtime = {
-    listPodSandboxSummaries: async () => (await lists, [{ id: 's-a', metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels, runtimeHandler: '' }]),
-    listContainerSummaries: async () => (await lists, [{ id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: '', state: 'CONTAINER_RUNNING', createdAt: 1, labels, imageId: '' }]),
+    listPodSandboxSummaries: async () => (
+      await lists,
+      [
+        {
+          id: 's-a',
+          metadata: { name: 'a', uid: 'a', namespace: 'default', attempt: 0 },
+          state: 'SANDBOX_READY',
+          createdAt: 1,
+          labels,
+          runtimeHandler: '',
+        },
+      ]
+    ),
+    listContainerSummaries: async () => (
+      await lists,
+      [
+        {
+          id: 'c-a',
+          podSandboxId: 's-a',
+          metadata: { name: 'app', attempt: 0 },
+          imageRef: '',
+          state: 'CONTAINER_RUNNING',
+          createdAt: 1,
+          labels,
+          imageId: '',
+        },
+      ]
+    ),
   } as unknown as RuntimeService;
   const reads: string[] = [];
   const pleg = new GenericPleg({ runtime, clock: new FakeClock(), inspect: async (uid) => (reads.push(uid), status(uid, 'running')) });
   const relist = pleg.relist();
-  const refresh = pleg.refreshPod('a', 'a', 'default', [{ id: 's-a', state: 'running' }, { id: 'c-a', state: 'unknown' }]);
+  const refresh = pleg.refreshPod('a', 'a', 'default', [
+    { id: 's-a', state: 'running' },
+    { id: 'c-a', state: 'unknown' },
+  ]);
   releaseLists();
   await relist;
   assert.deepEqual(await refresh, []);
@@ -197,7 +294,13 @@ test('evented PLEG: an event is not kept while the refresh it asked for waits (o
   const labels = { 'io.kubernetes.pod.uid': 'a', 'io.podctl.managed-by': 'podctl' };
   let ref: WeakRef<object> | undefined;
   (() => {
-    const event = { containerId: 'c-a', containerEventType: 'CONTAINER_STARTED_EVENT', createdAt: 1, podSandboxStatus: { id: 's-a', state: 'SANDBOX_READY', labels, metadata: { name: 'a', uid: 'a', namespace: 'default' } }, containersStatuses: [{ id: 'c-a', state: 'CONTAINER_RUNNING' }] };
+    const event = {
+      containerId: 'c-a',
+      containerEventType: 'CONTAINER_STARTED_EVENT',
+      createdAt: 1,
+      podSandboxStatus: { id: 's-a', state: 'SANDBOX_READY', labels, metadata: { name: 'a', uid: 'a', namespace: 'default' } },
+      containersStatuses: [{ id: 'c-a', state: 'CONTAINER_RUNNING' }],
+    };
     ref = new WeakRef(event);
     handlers!.onEvent(event as unknown as T.ContainerEventResponse);
   })();
@@ -209,14 +312,35 @@ test('evented PLEG: an event is not kept while the refresh it asked for waits (o
   pleg.stop();
 });
 
-test('relist: a pod whose only news is starts takes the kubelet\'s newer read when it shows what the lists show; otherwise, and on an exit, the pod is read', async () => {
+test("relist: a pod whose only news is starts takes the kubelet's newer read when it shows what the lists show; otherwise, and on an exit, the pod is read", async () => {
   let containerState: T.ContainerState = 'CONTAINER_RUNNING';
-  const labels = (uid: string) => ({ 'io.kubernetes.pod.uid': uid, 'io.kubernetes.pod.name': uid, 'io.kubernetes.pod.namespace': 'default', 'io.podctl.managed-by': 'podctl' });
+  const labels = (uid: string) => ({
+    'io.kubernetes.pod.uid': uid,
+    'io.kubernetes.pod.name': uid,
+    'io.kubernetes.pod.namespace': 'default',
+    'io.podctl.managed-by': 'podctl',
+  });
   const runtime = {
     listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> =>
-      ['a', 'b'].map((uid) => ({ id: `s-${uid}`, metadata: { name: uid, uid, namespace: 'default', attempt: 0 }, state: 'SANDBOX_READY', createdAt: 1, labels: labels(uid), runtimeHandler: '' })),
+      ['a', 'b'].map((uid) => ({
+        id: `s-${uid}`,
+        metadata: { name: uid, uid, namespace: 'default', attempt: 0 },
+        state: 'SANDBOX_READY',
+        createdAt: 1,
+        labels: labels(uid),
+        runtimeHandler: '',
+      })),
     listContainerSummaries: async (): Promise<ContainerSummary[]> =>
-      ['a', 'b'].map((uid) => ({ id: `c-${uid}`, podSandboxId: `s-${uid}`, metadata: { name: 'app', attempt: 0 }, imageRef: 'busybox', state: containerState, createdAt: 1, labels: { ...labels(uid), 'io.kubernetes.container.name': 'app' }, imageId: 'sha256:1' })),
+      ['a', 'b'].map((uid) => ({
+        id: `c-${uid}`,
+        podSandboxId: `s-${uid}`,
+        metadata: { name: 'app', attempt: 0 },
+        imageRef: 'busybox',
+        state: containerState,
+        createdAt: 1,
+        labels: { ...labels(uid), 'io.kubernetes.container.name': 'app' },
+        imageId: 'sha256:1',
+      })),
   } as unknown as RuntimeService;
   const clock = new FakeClock();
   const reads: string[] = [];
@@ -232,8 +356,13 @@ test('relist: a pod whose only news is starts takes the kubelet\'s newer read wh
     latestStatus: (uid) => latest.get(uid),
   });
   const started = await pleg.relist();
-  assert.deepEqual(started.map((e) => `${e.type} ${e.data}`).sort(), ['ContainerStarted c-a', 'ContainerStarted c-b', 'ContainerStarted s-a', 'ContainerStarted s-b']);
-  assert.deepEqual(reads, ['b'], 'a is taken from the kubelet\'s read; b\'s read shows the container not yet running');
+  assert.deepEqual(started.map((e) => `${e.type} ${e.data}`).sort(), [
+    'ContainerStarted c-a',
+    'ContainerStarted c-b',
+    'ContainerStarted s-a',
+    'ContainerStarted s-b',
+  ]);
+  assert.deepEqual(reads, ['b'], "a is taken from the kubelet's read; b's read shows the container not yet running");
   assert.equal(pleg.cache.get('a'), latest.get('a'));
   assert.equal(pleg.cache.get('b')?.containers[0]?.state, 'running');
 
@@ -246,11 +375,25 @@ test('relist: a pod whose only news is starts takes the kubelet\'s newer read wh
   assert.deepEqual(reads.slice(1).sort(), ['a', 'b']);
 });
 
-test('relist: the kubelet\'s read is not taken when it is older than the cache\'s entry of the pod', async () => {
+test("relist: the kubelet's read is not taken when it is older than the cache's entry of the pod", async () => {
   const runtime = {
     listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> => [],
     listContainerSummaries: async (): Promise<ContainerSummary[]> => [
-      { id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: 'busybox', state: 'CONTAINER_RUNNING', createdAt: 1, labels: { 'io.kubernetes.pod.uid': 'a', 'io.kubernetes.pod.name': 'a', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.container.name': 'app' }, imageId: 'sha256:1' },
+      {
+        id: 'c-a',
+        podSandboxId: 's-a',
+        metadata: { name: 'app', attempt: 0 },
+        imageRef: 'busybox',
+        state: 'CONTAINER_RUNNING',
+        createdAt: 1,
+        labels: {
+          'io.kubernetes.pod.uid': 'a',
+          'io.kubernetes.pod.name': 'a',
+          'io.kubernetes.pod.namespace': 'default',
+          'io.kubernetes.container.name': 'app',
+        },
+        imageId: 'sha256:1',
+      },
     ],
   } as unknown as RuntimeService;
   const clock = new FakeClock();
@@ -258,19 +401,27 @@ test('relist: the kubelet\'s read is not taken when it is older than the cache\'
   // The kubelet's read (running) was made before an event's refresh, which found the container created.
   const kubeletRead: RuntimePodStatus = { ...status('a', 'running'), sandboxes: [], timestamp: clock.now() };
   let state: RuntimeContainerStatus['state'] = 'created';
-  const pleg = new GenericPleg({ runtime, clock, inspect: async (uid) => (reads.push(uid), { ...status(uid, state), sandboxes: [], timestamp: clock.now() }), latestStatus: () => kubeletRead });
+  const pleg = new GenericPleg({
+    runtime,
+    clock,
+    inspect: async (uid) => (reads.push(uid), { ...status(uid, state), sandboxes: [], timestamp: clock.now() }),
+    latestStatus: () => kubeletRead,
+  });
   clock.advance(1000);
   await pleg.refreshPod('a', 'a', 'default');
   state = 'running';
   clock.advance(1000);
   const events = await pleg.relist();
-  assert.deepEqual(events.map((e) => e.type), ['ContainerStarted']);
-  assert.deepEqual(reads, ['a', 'a'], 'read again: the kubelet\'s read is older than the entry');
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['ContainerStarted'],
+  );
+  assert.deepEqual(reads, ['a', 'a'], "read again: the kubelet's read is older than the entry");
   assert.notEqual(pleg.cache.get('a'), kubeletRead);
   assert.equal(pleg.cache.get('a')?.containers[0]?.state, 'running');
 });
 
-test('relist: a pod read by the relist is as fresh as the moment its read began, not the relist\'s start', async () => {
+test("relist: a pod read by the relist is as fresh as the moment its read began, not the relist's start", async () => {
   const clock = new FakeClock();
   let releaseLists!: () => void;
   const lists = new Promise<void>((r) => (releaseLists = r));
@@ -278,7 +429,23 @@ test('relist: a pod read by the relist is as fresh as the moment its read began,
     listPodSandboxSummaries: async (): Promise<PodSandboxSummary[]> => (await lists, []),
     listContainerSummaries: async (): Promise<ContainerSummary[]> => (
       await lists,
-      [{ id: 'c-a', podSandboxId: 's-a', metadata: { name: 'app', attempt: 0 }, imageRef: 'busybox', state: 'CONTAINER_RUNNING', createdAt: 1, labels: { 'io.kubernetes.pod.uid': 'a', 'io.kubernetes.pod.name': 'a', 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.container.name': 'app' }, imageId: 'sha256:1' }]
+      [
+        {
+          id: 'c-a',
+          podSandboxId: 's-a',
+          metadata: { name: 'app', attempt: 0 },
+          imageRef: 'busybox',
+          state: 'CONTAINER_RUNNING',
+          createdAt: 1,
+          labels: {
+            'io.kubernetes.pod.uid': 'a',
+            'io.kubernetes.pod.name': 'a',
+            'io.kubernetes.pod.namespace': 'default',
+            'io.kubernetes.container.name': 'app',
+          },
+          imageId: 'sha256:1',
+        },
+      ]
     ),
   } as unknown as RuntimeService;
   const pleg = new GenericPleg({ runtime, clock, inspect: async (uid) => ({ ...status(uid, 'running'), sandboxes: [] }) });

@@ -19,7 +19,12 @@ test('the field table accounts for every field path of the generated v1 Pod tree
 });
 
 test('removing any one entry from the table leaves its field unaccounted for', () => {
-  for (const key of ['spec.containers.lifecycle.stopSignal', 'spec.containers.image', 'spec.volumes.emptyDir.sizeLimit', 'spec.activeDeadlineSeconds']) {
+  for (const key of [
+    'spec.containers.lifecycle.stopSignal',
+    'spec.containers.image',
+    'spec.volumes.emptyDir.sizeLimit',
+    'spec.activeDeadlineSeconds',
+  ]) {
     const without: Record<string, FieldFate> = { ...POD_FIELDS };
     delete without[key];
     assert.ok(unaccountedFields(without).includes(key), `${key} reported missing`);
@@ -72,11 +77,17 @@ spec:
   // The Memory emptyDir's sizeLimit is its tmpfs size.
   assert.equal(parsed.pods.length, 1);
   assert.equal(parsed.pods[0]!.pod.spec!.nodeName, 'node-a', "the host's node name is used");
-  assert.match(parsed.problems.find((p) => p.field === 'spec.nodeName')!.message, /"elsewhere" is not this host: this host's node name is used \("node-a"\)/);
+  assert.match(
+    parsed.problems.find((p) => p.field === 'spec.nodeName')!.message,
+    /"elsewhere" is not this host: this host's node name is used \("node-a"\)/,
+  );
 });
 
-test('nodeSelector and required node affinity are honoured by admission without a warning; preferred terms and pod (anti-)affinity are warned, each at its path', () => {
-  const text = `apiVersion: v1
+test(
+  'nodeSelector and required node affinity are honoured by admission without a warning; preferred terms and pod ' +
+    '(anti-)affinity are warned, each at its path',
+  () => {
+    const text = `apiVersion: v1
 kind: Pod
 metadata: {name: placed}
 spec:
@@ -91,17 +102,22 @@ spec:
       requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: x}}}]
   containers: [{name: app, image: busybox:1.36}]
 `;
-  const parsed = parseManifestText(text, src, opts);
-  assert.deepEqual(parsed.problems.map((p) => `${p.severity} ${p.field}`).sort(), [
-    'warning spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution',
-    'warning spec.affinity.podAntiAffinity',
-  ]);
-  assert.match(parsed.problems[0]!.message, /only required node affinity is matched/);
-  const plain = parseManifestText(text.replace(/ {6}preferred[\s\S]*?(?= {4}podAntiAffinity)/, '').replace(/ {4}podAntiAffinity:\n.*\n/, ''), src, opts);
-  assert.deepEqual(plain.problems, []);
-});
+    const parsed = parseManifestText(text, src, opts);
+    assert.deepEqual(parsed.problems.map((p) => `${p.severity} ${p.field}`).sort(), [
+      'warning spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution',
+      'warning spec.affinity.podAntiAffinity',
+    ]);
+    assert.match(parsed.problems[0]!.message, /only required node affinity is matched/);
+    const plain = parseManifestText(
+      text.replace(/ {6}preferred[\s\S]*?(?= {4}podAntiAffinity)/, '').replace(/ {4}podAntiAffinity:\n.*\n/, ''),
+      src,
+      opts,
+    );
+    assert.deepEqual(plain.problems, []);
+  },
+);
 
-test('an init container shares the containers\' entries, and a refused field is an error', () => {
+test("an init container shares the containers' entries, and a refused field is an error", () => {
   const text = `apiVersion: v1
 kind: Pod
 metadata: {name: init}
@@ -124,11 +140,20 @@ spec:
 test("watch's sources say a file's warnings once, naming file, document and field, and again only when they change", async () => {
   const { dir, cleanup } = scratchDir('fields-source');
   const file = join(dir, 'pod.yaml');
-  const pod = (extra: string) => `apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  ${extra}\n  containers: [{name: app, image: busybox:1.36}]\n`;
+  const pod = (extra: string) =>
+    `apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  ${extra}\n  containers: [{name: app, image: busybox:1.36}]\n`;
   writeFileSync(file, pod('setHostnameAsFQDN: true'));
   const warnings: string[] = [];
   const snapshots: number[] = [];
-  const source = new FileSource({ path: dir, nodeName: 'node-a', clock: new FakeClock(), watch: false, onSnapshot: (pods) => snapshots.push(pods.length), onError: () => {}, onWarning: (w) => warnings.push(w.message) });
+  const source = new FileSource({
+    path: dir,
+    nodeName: 'node-a',
+    clock: new FakeClock(),
+    watch: false,
+    onSnapshot: (pods) => snapshots.push(pods.length),
+    onError: () => {},
+    onWarning: (w) => warnings.push(w.message),
+  });
   await source.readNow();
   await source.readNow();
   writeFileSync(file, pod('schedulingGates: [{name: wait}]'));
@@ -143,7 +168,9 @@ test("watch's sources say a file's warnings once, naming file, document and fiel
 
 test('validate names every ConfigMap, Secret, key and image pull secret the set does not provide, unless optional', async () => {
   const { dir, cleanup } = scratchDir('fields-refs');
-  writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+  writeFileSync(
+    join(dir, 'pod.yaml'),
+    `apiVersion: v1
 kind: Pod
 metadata: {name: refs}
 spec:
@@ -166,17 +193,22 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: present}
 data: {here: "1"}
-`);
+`,
+  );
   const set = await loadManifests([join(dir, 'pod.yaml')], opts);
   cleanup();
-  assert.deepEqual(set.warnings.map((w) => `${w.file.endsWith('pod.yaml')} doc${w.index + 1} ${w.field}: ${w.message}`), [
-    'true doc1 spec.containers[0].envFrom[0].secretRef: secret "creds" not found; no document of this set provides it, so the pod would never start (CreateContainerConfigError)',
-    'true doc1 spec.containers[0].env[0].valueFrom.configMapKeyRef: configmap "settings" not found; no document of this set provides it, so the pod would never start (CreateContainerConfigError)',
-    "true doc1 spec.containers[0].env[1].valueFrom.configMapKeyRef: couldn't find key nokey in ConfigMap default/present; no document of this set provides it, so the pod would never start (CreateContainerConfigError)",
-    'true doc1 spec.volumes[0].configMap: MountVolume.SetUp failed for volume "cfg" : configmap references non-existent config key: gone; no document of this set provides it, so the pod would never start (FailedMount)',
-    'true doc1 spec.volumes[1].secret: MountVolume.SetUp failed for volume "sec" : secret "tls" not found; no document of this set provides it, so the pod would never start (FailedMount)',
-    'true doc1 spec.imagePullSecrets[0]: Unable to retrieve some image pull secrets (regcred); attempting to pull the image may not succeed.',
-  ]);
+  assert.deepEqual(
+    set.warnings.map((w) => `${w.file.endsWith('pod.yaml')} doc${w.index + 1} ${w.field}: ${w.message}`),
+    [
+      'true doc1 spec.containers[0].envFrom[0].secretRef: secret "creds" not found; no document of this set provides it, so the pod would never start (CreateContainerConfigError)',
+      'true doc1 spec.containers[0].env[0].valueFrom.configMapKeyRef: configmap "settings" not found; no document of this set provides it, so the pod would never start (CreateContainerConfigError)',
+      "true doc1 spec.containers[0].env[1].valueFrom.configMapKeyRef: couldn't find key nokey in ConfigMap default/present; no document of this set provides it, so the pod would never start (CreateContainerConfigError)",
+      'true doc1 spec.volumes[0].configMap: MountVolume.SetUp failed for volume "cfg" : configmap references non-existent config key: gone; no document of this set provides it, so the pod would never start (FailedMount)',
+      'true doc1 spec.volumes[1].secret: MountVolume.SetUp failed for volume "sec" : secret "tls" not found; no document of this set provides it, so the pod would never start (FailedMount)',
+      'true doc1 spec.imagePullSecrets[0]: Unable to retrieve some image pull secrets (regcred); attempting to pull the image may ' +
+        'not succeed.',
+    ],
+  );
 });
 
 test('no field that restricts what a container may do is warned and run looser: each is honoured, or refused where it cannot be', () => {

@@ -82,7 +82,9 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
     const o = observed(client);
     const reader = new PodStatusReader({ runtime: o.runtime, clock });
     o.hold();
-    const reading = reader.getPodStatus(uid, 'expected', 'default', { expected: { sandboxIds: [sandbox.id], containerIds: [container.id, 'removed-meanwhile'] } });
+    const reading = reader.getPodStatus(uid, 'expected', 'default', {
+      expected: { sandboxIds: [sandbox.id], containerIds: [container.id, 'removed-meanwhile'] },
+    });
     // Nothing has answered yet: the lists are held.
     assert.deepEqual(o.log.filter((l) => l.startsWith('call')).sort(), [
       `call containerStatus ${container.id}`,
@@ -123,7 +125,8 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
       const failing = new Proxy(o.runtime, {
         get(target, prop, receiver) {
           if (prop === 'containerStatus') {
-            return (id: string, verbose?: boolean) => (id === 'broken' ? Promise.reject(new Error('connection reset')) : target.containerStatus(id, verbose));
+            return (id: string, verbose?: boolean) =>
+              id === 'broken' ? Promise.reject(new Error('connection reset')) : target.containerStatus(id, verbose);
           }
           return Reflect.get(target, prop, receiver) as unknown;
         },
@@ -148,7 +151,14 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
 
   test('SyncPod: the read after a start asks the new sandbox and container with the lists', async () => {
     const o = observed(client);
-    const kubelet = new Kubelet({ runtime: o.runtime, images: client, clock, logRoot: dir.dir, nodeName: 'unit', agent: 'status-read-unit' });
+    const kubelet = new Kubelet({
+      runtime: o.runtime,
+      images: client,
+      clock,
+      logRoot: dir.dir,
+      nodeName: 'unit',
+      agent: 'status-read-unit',
+    });
     const p = pod('after-start');
     await kubelet.syncPod(p, 'create');
     const uid = p.metadata!.uid!;
@@ -160,12 +170,23 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
     const read = o.log.slice(o.log.lastIndexOf('done startContainer'));
     const firstAnswer = read.findIndex((l, i) => i > 0 && l.startsWith('done'));
     assert.ok(firstAnswer > 0, read.join(', '));
-    assert.deepEqual(read.slice(1, firstAnswer).sort(), ['call containerStatus ' + container.id, 'call listContainers', 'call listPodSandbox', 'call podSandboxStatus ' + sandbox.id], 'all four asked before any answered');
+    assert.deepEqual(
+      read.slice(1, firstAnswer).sort(),
+      ['call containerStatus ' + container.id, 'call listContainers', 'call listPodSandbox', 'call podSandboxStatus ' + sandbox.id],
+      'all four asked before any answered',
+    );
   });
 
   test("SyncPod: a new sandbox's IPs are asked once for all the containers it starts", async () => {
     const o = observed(client);
-    const kubelet = new Kubelet({ runtime: o.runtime, images: client, clock, logRoot: dir.dir, nodeName: 'unit', agent: 'status-read-unit' });
+    const kubelet = new Kubelet({
+      runtime: o.runtime,
+      images: client,
+      clock,
+      logRoot: dir.dir,
+      nodeName: 'unit',
+      agent: 'status-read-unit',
+    });
     const p = pod('two-containers', ['one', 'two']);
     await kubelet.syncPod(p, 'create');
     const status = kubelet.statusManager.get(p.metadata!.uid!)!;

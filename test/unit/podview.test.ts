@@ -44,7 +44,10 @@ describe('PodView: v1 Pods rebuilt from the runtime by podctl labels', () => {
   });
 
   test('a crashed container under Always shows CrashLoopBackOff with the delay the kubelet would wait', async () => {
-    const p = pod('crashy', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n  - name: probed\n    image: busybox:1.36\n    readinessProbe: {exec: {command: ["true"]}}\n');
+    const p = pod(
+      'crashy',
+      '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n  - name: probed\n    image: busybox:1.36\n    readinessProbe: {exec: {command: ["true"]}}\n',
+    );
     await kubelet.syncPod(p, 'create');
     const appId = () => fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && c.metadata.name === 'app')!.id;
     fake.exitContainer(appId(), 1);
@@ -61,7 +64,10 @@ describe('PodView: v1 Pods rebuilt from the runtime by podctl labels', () => {
     const s = v.pod.status!;
     assert.equal(v.pod.metadata!.uid, p.metadata!.uid);
     assert.deepEqual(v.pod.metadata!.labels, { tier: 'web' });
-    assert.deepEqual(v.pod.spec!.containers.map((c) => c.name), ['app', 'probed']);
+    assert.deepEqual(
+      v.pod.spec!.containers.map((c) => c.name),
+      ['app', 'probed'],
+    );
     const appStatus = s.containerStatuses!.find((c) => c.name === 'app')!;
     assert.equal(appStatus.state?.waiting?.reason, 'CrashLoopBackOff');
     const kubeletSays = kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses!.find((c) => c.name === 'app')!.state!.waiting!;
@@ -79,7 +85,11 @@ describe('PodView: v1 Pods rebuilt from the runtime by podctl labels', () => {
     await kubelet.syncPod(p, 'create');
     const watched: IPod = { ...pod('only-in-watch', '  - {name: app, image: busybox:1.36}\n'), status: { phase: 'Pending' } };
     const socket = join(dir.dir, 'podctl.sock');
-    const server = await startStatusServer(socket, { pods: () => [watched], health: () => ({ ok: true, checks: [] }), metrics: new Metrics() });
+    const server = await startStatusServer(socket, {
+      pods: () => [watched],
+      health: () => ({ ok: true, checks: [] }),
+      metrics: new Metrics(),
+    });
     try {
       const view = new PodView({ runtime: client, images: client, clock, statusSocket: socket });
       const all = await view.list({ namespace: 'default' });
@@ -94,7 +104,7 @@ describe('PodView: v1 Pods rebuilt from the runtime by podctl labels', () => {
     }
   });
 
-  test('a pod whose sandbox status fails shows as Unknown with the runtime\'s error, beside the others', async () => {
+  test("a pod whose sandbox status fails shows as Unknown with the runtime's error, beside the others", async () => {
     const names = ['ok-pod', 'broken-pod'];
     for (const n of names) await kubelet.syncPod(pod(n, '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n'), 'create');
     const view = new PodView({ runtime: client, images: client, clock });
@@ -107,7 +117,7 @@ describe('PodView: v1 Pods rebuilt from the runtime by podctl labels', () => {
     assert.equal(unknown.length, 1);
     assert.match(unknown[0]!.runtimeError ?? '', /device or resource busy/);
     assert.match(unknown[0]!.pod.status!.message ?? '', /device or resource busy/);
-    assert.equal(unknown[0]!.pod.spec!.containers[0]!.name, 'app', 'the spec comes from the sandbox\'s copy');
+    assert.equal(unknown[0]!.pod.spec!.containers[0]!.name, 'app', "the spec comes from the sandbox's copy");
     assert.match(whyNotRunning(unknown[0]!.pod, () => undefined, clock.now()) ?? '', /device or resource busy.*retries/);
     for (const n of names) {
       const p = pod(n, '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
@@ -121,13 +131,23 @@ test('without a recorded pod spec, containers come back from their spec annotati
   const a = container('init-db');
   const b = container('web', { command: ['httpd'] });
   const p = makePod();
-  const status = podStatus(p, [sandbox({ hostNetwork: true })], [
-    instance(b, { createdAt: 3000, specJSON: JSON.stringify(b), terminationGracePeriod: 7 }),
-    instance(a, { createdAt: 1500, state: 'exited', exitCode: 0, kind: 'init', specJSON: JSON.stringify(a) }),
-  ]);
+  const status = podStatus(
+    p,
+    [sandbox({ hostNetwork: true })],
+    [
+      instance(b, { createdAt: 3000, specJSON: JSON.stringify(b), terminationGracePeriod: 7 }),
+      instance(a, { createdAt: 1500, state: 'exited', exitCode: 0, kind: 'init', specJSON: JSON.stringify(a) }),
+    ],
+  );
   const spec = specFromRuntime(undefined, status);
-  assert.deepEqual(spec.initContainers?.map((c) => c.name), ['init-db']);
-  assert.deepEqual(spec.containers.map((c) => c.command), [['httpd']]);
+  assert.deepEqual(
+    spec.initContainers?.map((c) => c.name),
+    ['init-db'],
+  );
+  assert.deepEqual(
+    spec.containers.map((c) => c.command),
+    [['httpd']],
+  );
   assert.equal(spec.terminationGracePeriodSeconds, 7);
   assert.equal(spec.hostNetwork, true);
 });
@@ -144,20 +164,37 @@ test('an exited container waits in CrashLoopBackOff only when its restartPolicy 
   assert.equal(under('OnFailure', 0), undefined);
   assert.equal(under('Never', 1), undefined);
   const p = makePod();
-  assert.equal(inferWaiting(p, podStatus(p, [sandbox({ state: 'notready' })], exited(1)), 'app'), undefined, 'a stopped pod is not restarting');
+  assert.equal(
+    inferWaiting(p, podStatus(p, [sandbox({ state: 'notready' })], exited(1)), 'app'),
+    undefined,
+    'a stopped pod is not restarting',
+  );
   assert.equal(inferWaiting(p, podStatus(p, [sandbox()], exited(1, 0)), 'app'), undefined, 'a first exit is restarted at once');
   assert.deepEqual([0, 1, 2, 3, 6, 10].map(crashBackoffMs), [0, 10_000, 20_000, 40_000, 300_000, 300_000]);
 });
 
 test("kubectl's durations and RESTARTS with how long ago", () => {
   assert.deepEqual(
-    [45_000, 119_000, 200_000, 25 * 60_000, (5 * 60 + 12) * 60_000, 30 * 3600_000, (3 * 24 + 4) * 3600_000, 40 * 86_400_000].map(humanDuration),
+    [45_000, 119_000, 200_000, 25 * 60_000, (5 * 60 + 12) * 60_000, 30 * 3600_000, (3 * 24 + 4) * 3600_000, 40 * 86_400_000].map(
+      humanDuration,
+    ),
     ['45s', '119s', '3m20s', '25m', '5h12m', '30h', '3d4h', '40d'],
   );
   const now = Date.parse('2026-01-01T00:01:00Z');
   const p: IPod = {
     ...makePod(),
-    status: { containerStatuses: [{ name: 'app', image: 'x', imageID: '', ready: true, restartCount: 3, lastState: { terminated: { exitCode: 1, finishedAt: '2026-01-01T00:00:20Z' } } }] },
+    status: {
+      containerStatuses: [
+        {
+          name: 'app',
+          image: 'x',
+          imageID: '',
+          ready: true,
+          restartCount: 3,
+          lastState: { terminated: { exitCode: 1, finishedAt: '2026-01-01T00:00:20Z' } },
+        },
+      ],
+    },
   };
   assert.equal(restartsCell(p, now), '3 (40s ago)');
   assert.equal(restartsCell(makePod(), now), '0');
@@ -167,7 +204,13 @@ test('crictl-style sizes and CPU percent between two samples', async () => {
   const { humanBytes } = await import('../../src/cli/table.js');
   const { cpuPercent } = await import('../../src/cli/stats.js');
   assert.deepEqual([512, 1090000, 4_260_000, 332_000].map(humanBytes), ['512B', '1.09MB', '4.26MB', '332kB']);
-  const at = (ns: number, used: number) => ({ attributes: null, memory: null, writableLayer: null, swap: null, cpu: { timestamp: ns, usageCoreNanoSeconds: { value: used }, usageNanoCores: null } });
+  const at = (ns: number, used: number) => ({
+    attributes: null,
+    memory: null,
+    writableLayer: null,
+    swap: null,
+    cpu: { timestamp: ns, usageCoreNanoSeconds: { value: used }, usageNanoCores: null },
+  });
   assert.equal(cpuPercent(at(1e9, 0), at(2e9, 5e8)), 50);
   assert.equal(cpuPercent(undefined, at(2e9, 5e8)), undefined, 'one sample gives no rate');
 });
@@ -187,64 +230,78 @@ test('get pods -w: a row after an empty listing comes with the header, aligned t
 });
 
 // The timeout only turns a hang (a change never read) into a failure.
-test('get pods -w reads the listing at each change the agent tells of, not only each second; a row is printed when it changes', { timeout: 30_000 }, async () => {
-  const { followPods } = await import('../../src/cli/pod-lister.js');
-  const pod = makePod({ name: 'watched' });
-  const withState = (state: object, ready = false) => ({
-    pod: { ...pod, status: { phase: 'Running', containerStatuses: [{ name: 'app', image: 'busybox:1.36', imageID: '', ready, restartCount: 0, state }] } } as IPod,
-    source: 'runtime' as const,
-    readinessUnknown: [],
-  });
-  const listings = [[withState({ waiting: { reason: 'ContainerCreating' } })], [withState({ waiting: { reason: 'ContainerCreating' } })], [withState({ running: {} }, true)]];
-  let reads = 0;
-  let wake!: () => void;
-  let subscribed!: () => void;
-  const subscribing = new Promise<void>((resolve) => (subscribed = resolve));
-  let unsubscribed = false;
-  const lines: string[] = [];
-  let onLine: (() => void) | undefined;
-  const stop = new AbortController();
-  const following = followPods(
-    async () => {
-      const listing = listings[reads++]!;
-      // A change told while the second listing is read: the loop reads again at once.
-      if (reads === 2) wake();
-      return listing;
-    },
-    [],
-    'table',
-    { now: Date.now() },
-    (line) => {
-      lines.push(line);
-      onLine?.();
-    },
-    {
-      changes: (w) => {
-        wake = w;
-        subscribed();
-        return () => (unsubscribed = true);
+test(
+  'get pods -w reads the listing at each change the agent tells of, not only each second; a row is printed when it changes',
+  { timeout: 30_000 },
+  async () => {
+    const { followPods } = await import('../../src/cli/pod-lister.js');
+    const pod = makePod({ name: 'watched' });
+    const withState = (state: object, ready = false) => ({
+      pod: {
+        ...pod,
+        status: {
+          phase: 'Running',
+          containerStatuses: [{ name: 'app', image: 'busybox:1.36', imageID: '', ready, restartCount: 0, state }],
+        },
+      } as IPod,
+      source: 'runtime' as const,
+      readinessUnknown: [],
+    });
+    const listings = [
+      [withState({ waiting: { reason: 'ContainerCreating' } })],
+      [withState({ waiting: { reason: 'ContainerCreating' } })],
+      [withState({ running: {} }, true)],
+    ];
+    let reads = 0;
+    let wake!: () => void;
+    let subscribed!: () => void;
+    const subscribing = new Promise<void>((resolve) => (subscribed = resolve));
+    let unsubscribed = false;
+    const lines: string[] = [];
+    let onLine: (() => void) | undefined;
+    const stop = new AbortController();
+    const following = followPods(
+      async () => {
+        const listing = listings[reads++]!;
+        // A change told while the second listing is read: the loop reads again at once.
+        if (reads === 2) wake();
+        return listing;
       },
-      // Far beyond the test: only the changes told read the listing.
-      pollMs: 3_600_000,
-      signal: stop.signal,
-    },
-  );
-  const nextLine = () => new Promise<void>((resolve) => (onLine = resolve));
-  try {
-    await subscribing;
-    let printed = nextLine();
-    wake();
-    await printed;
-    assert.match(lines[0]!, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nwatched\s+0\/1\s+ContainerCreating\s+0\s/);
-    printed = nextLine();
-    wake();
-    await printed;
-    assert.equal(reads, 3, 'the second read found no change; the third printed');
-    assert.equal(lines.length, 2);
-    assert.match(lines[1]!, /^watched\s+1\/1\s+Running\s+0\s/);
-  } finally {
-    stop.abort();
-    await following;
-  }
-  assert.equal(unsubscribed, true);
-});
+      [],
+      'table',
+      { now: Date.now() },
+      (line) => {
+        lines.push(line);
+        onLine?.();
+      },
+      {
+        changes: (w) => {
+          wake = w;
+          subscribed();
+          return () => (unsubscribed = true);
+        },
+        // Far beyond the test: only the changes told read the listing.
+        pollMs: 3_600_000,
+        signal: stop.signal,
+      },
+    );
+    const nextLine = () => new Promise<void>((resolve) => (onLine = resolve));
+    try {
+      await subscribing;
+      let printed = nextLine();
+      wake();
+      await printed;
+      assert.match(lines[0]!, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\nwatched\s+0\/1\s+ContainerCreating\s+0\s/);
+      printed = nextLine();
+      wake();
+      await printed;
+      assert.equal(reads, 3, 'the second read found no change; the third printed');
+      assert.equal(lines.length, 2);
+      assert.match(lines[1]!, /^watched\s+1\/1\s+Running\s+0\s/);
+    } finally {
+      stop.abort();
+      await following;
+    }
+    assert.equal(unsubscribed, true);
+  },
+);

@@ -13,7 +13,8 @@ const listen = (server: Server | ReturnType<typeof createTcpServer>): Promise<nu
   new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 
 /** Resolves once the listener is closed (close's callback also waits for the connections it accepted). */
-const closed = (server: ReturnType<typeof createTcpServer>): Promise<void> => new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+const closed = (server: ReturnType<typeof createTcpServer>): Promise<void> =>
+  new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
 
 describe('probe and hook handlers', () => {
   let http: Server;
@@ -37,7 +38,14 @@ describe('probe and hook handlers', () => {
     httpPort = await listen(http);
     fake = await FakeRuntime.start({ clock: realClock, images: ['docker.io/library/busybox:1.36'] });
     client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-    ctx = { runtime: client, clock: realClock, containerId: 'none', container: container('app', { ports: [{ name: 'web', containerPort: httpPort }] }), podIP: '127.0.0.1', timeoutSeconds: 2 };
+    ctx = {
+      runtime: client,
+      clock: realClock,
+      containerId: 'none',
+      container: container('app', { ports: [{ name: 'web', containerPort: httpPort }] }),
+      podIP: '127.0.0.1',
+      timeoutSeconds: 2,
+    };
   });
   after(async () => {
     http.close();
@@ -59,7 +67,10 @@ describe('probe and hook handlers', () => {
   test('httpGet: a redirect on the same host is followed; one to another host ends with a warning; a loop ends', async () => {
     seen = [];
     assert.equal((await runHandler({ httpGet: { path: '/moved', port: httpPort } }, ctx)).result, 'success');
-    assert.deepEqual(seen.map((s) => s.path), ['/moved', '/ok']);
+    assert.deepEqual(
+      seen.map((s) => s.path),
+      ['/moved', '/ok'],
+    );
     const away = await runHandler({ httpGet: { path: '/away', port: httpPort } }, ctx);
     assert.equal(away.result, 'warning');
     assert.match(away.output, /^Probe terminated redirects, Response body: bye/);
@@ -76,7 +87,10 @@ describe('probe and hook handlers', () => {
   });
 
   test('a port name the container does not declare is an error naming it', async () => {
-    await assert.rejects(runHandler({ httpGet: { path: '/', port: 'nope' } }, ctx), /port "nope" .* no port of container app has that name/);
+    await assert.rejects(
+      runHandler({ httpGet: { path: '/', port: 'nope' } }, ctx),
+      /port "nope" .* no port of container app has that name/,
+    );
   });
 
   test('tcpSocket: an open port succeeds, a closed one fails with connection refused', async () => {
@@ -125,7 +139,10 @@ describe('probe and hook handlers', () => {
     try {
       assert.equal((await runHandler({ grpc: { port, service: 'db' } }, ctx)).result, 'success');
       status = 2;
-      assert.deepEqual(await runHandler({ grpc: { port } }, ctx), { result: 'failure', output: 'service unhealthy (responded with "NOT_SERVING")' });
+      assert.deepEqual(await runHandler({ grpc: { port } }, ctx), {
+        result: 'failure',
+        output: 'service unhealthy (responded with "NOT_SERVING")',
+      });
       assert.deepEqual(services, ['db', '']);
     } finally {
       server.forceShutdown();
@@ -141,10 +158,17 @@ describe('probe and hook handlers', () => {
       return cmd[0] === 'check' ? { exitCode: 2, stdout: 'not yet\n' } : undefined;
     });
     const sb = await client.runPodSandbox({ metadata: { name: 'p', namespace: 'n', uid: 'u', attempt: 0 } });
-    const id = await client.createContainer(sb, { metadata: { name: 'app' }, image: { image: 'busybox:1.36' }, command: ['sleep', '3600'] }, { metadata: { name: 'p', namespace: 'n', uid: 'u' } });
+    const id = await client.createContainer(
+      sb,
+      { metadata: { name: 'app' }, image: { image: 'busybox:1.36' }, command: ['sleep', '3600'] },
+      { metadata: { name: 'p', namespace: 'n', uid: 'u' } },
+    );
     await client.startContainer(id);
     assert.equal((await runHandler({ exec: { command: ['true'] } }, { ...ctx, containerId: id })).result, 'success');
-    assert.deepEqual(await runHandler({ exec: { command: ['check'] } }, { ...ctx, containerId: id }), { result: 'failure', output: 'not yet' });
+    assert.deepEqual(await runHandler({ exec: { command: ['check'] } }, { ...ctx, containerId: id }), {
+      result: 'failure',
+      output: 'not yet',
+    });
     assert.deepEqual(calls, [`${id}:true`, `${id}:check`]);
     fake.setExecHandler(undefined);
   });

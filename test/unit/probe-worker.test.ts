@@ -11,7 +11,16 @@ function harness(type: ProbeType, probe: IProbe, extra: Partial<IContainer> = {}
   const clock = new FakeClock();
   const key = type === 'liveness' ? 'livenessProbe' : type === 'readiness' ? 'readinessProbe' : 'startupProbe';
   const pod: IPod = makePod({ containers: [container('app', { [key]: probe, ...extra })] });
-  let cs: IContainerStatus = { name: 'app', image: 'busybox', imageID: '', ready: false, restartCount: 0, started: true, containerID: 'containerd://c1', state: { running: { startedAt: new Date(clock.now()).toISOString() } } };
+  let cs: IContainerStatus = {
+    name: 'app',
+    image: 'busybox',
+    imageID: '',
+    ready: false,
+    restartCount: 0,
+    started: true,
+    containerID: 'containerd://c1',
+    state: { running: { startedAt: new Date(clock.now()).toISOString() } },
+  };
   const results: { id: string; result: ProbeResult }[] = [];
   const current = new Map<string, ProbeResult>();
   const runs: string[] = [];
@@ -138,7 +147,11 @@ describe('probe worker (the kubelet worker.doProbe rules, injected clock)', () =
     await h.advance(1000);
     assert.equal(h.runs.length, 1, 'the container is being killed: no more probes of it');
     h.answer('success');
-    h.setStatus({ containerID: 'containerd://c2', restartCount: 1, state: { running: { startedAt: new Date(h.clock.now()).toISOString() } } });
+    h.setStatus({
+      containerID: 'containerd://c2',
+      restartCount: 1,
+      state: { running: { startedAt: new Date(h.clock.now()).toISOString() } },
+    });
     await h.advance(1000);
     assert.equal(h.current.has('c1'), false, 'the old instance result is dropped');
     assert.equal(h.current.get('c2'), 'Success');

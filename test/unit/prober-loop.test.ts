@@ -48,7 +48,15 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
       const code = answers.get(key);
       return code === undefined ? undefined : { exitCode: code, stdout: code ? `${key}: failed\n` : '' };
     });
-    kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: `${dirs.dir}/logs`, rootDir: `${dirs.dir}/root`, nodeName: 'unit', agent: 'prober-unit' });
+    kubelet = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: `${dirs.dir}/logs`,
+      rootDir: `${dirs.dir}/root`,
+      nodeName: 'unit',
+      agent: 'prober-unit',
+    });
     loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 1000 }), clock, housekeepingPeriodMs: 3_600_000 });
     loop.start();
   });
@@ -81,35 +89,44 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
   const condition = (p: IPod, type: string) => status(p)?.conditions?.find((c) => c.type === type)?.status;
   const events = (p: IPod) => kubelet.events.eventsFor(p.metadata!.uid!);
 
-  test('liveness: failureThreshold consecutive failures kill and restart the container, with the kubelet events and last state', async () => {
-    const p = pod('live', '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    livenessProbe: {exec: {command: [cat, /tmp/healthy]}, periodSeconds: 2, failureThreshold: 3}\n');
-    loop.addPods([p]);
-    await until(() => app(p)?.state?.running !== undefined, 'app running');
-    const firstId = app(p)!.containerID;
-    await until(() => execs.length >= 2, 'two passing probes');
-    assert.equal(app(p)!.restartCount, 0);
-    answers.set('cat /tmp/healthy', 1);
-    const failedAt = execs.length;
-    await until(() => app(p)?.restartCount === 1 && app(p)?.state?.running !== undefined, 'the liveness restart');
-    const failing = execs.slice(failedAt).filter((e) => e.stopsBefore === execs[failedAt]!.stopsBefore);
-    assert.equal(failing.length, 3, 'killed after exactly failureThreshold failures, and not probed while dying');
-    assert.notEqual(app(p)!.containerID, firstId);
-    const last = app(p)!.lastState?.terminated;
-    assert.ok(last, 'the killed instance is the last state');
-    assert.equal(last.message, 'Container app failed liveness probe, will be restarted');
-    const unhealthy = events(p).find((e) => e.reason === 'Unhealthy');
-    assert.equal(unhealthy?.message, 'Liveness probe failed: cat /tmp/healthy: failed');
-    assert.equal(unhealthy?.count, 3);
-    assert.ok(events(p).some((e) => e.reason === 'Killing' && e.message === 'Container app failed liveness probe, will be restarted'));
-    // The new instance starts live and is probed again.
-    answers.delete('cat /tmp/healthy');
-    const before = execs.length;
-    await until(() => execs.length > before + 1, 'probes of the new instance');
-    assert.equal(app(p)!.restartCount, 1);
-  });
+  test(
+    'liveness: failureThreshold consecutive failures kill and restart the container, with the kubelet events and ' + 'last state',
+    async () => {
+      const p = pod(
+        'live',
+        '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    livenessProbe: {exec: {command: [cat, /tmp/healthy]}, periodSeconds: 2, failureThreshold: 3}\n',
+      );
+      loop.addPods([p]);
+      await until(() => app(p)?.state?.running !== undefined, 'app running');
+      const firstId = app(p)!.containerID;
+      await until(() => execs.length >= 2, 'two passing probes');
+      assert.equal(app(p)!.restartCount, 0);
+      answers.set('cat /tmp/healthy', 1);
+      const failedAt = execs.length;
+      await until(() => app(p)?.restartCount === 1 && app(p)?.state?.running !== undefined, 'the liveness restart');
+      const failing = execs.slice(failedAt).filter((e) => e.stopsBefore === execs[failedAt]!.stopsBefore);
+      assert.equal(failing.length, 3, 'killed after exactly failureThreshold failures, and not probed while dying');
+      assert.notEqual(app(p)!.containerID, firstId);
+      const last = app(p)!.lastState?.terminated;
+      assert.ok(last, 'the killed instance is the last state');
+      assert.equal(last.message, 'Container app failed liveness probe, will be restarted');
+      const unhealthy = events(p).find((e) => e.reason === 'Unhealthy');
+      assert.equal(unhealthy?.message, 'Liveness probe failed: cat /tmp/healthy: failed');
+      assert.equal(unhealthy?.count, 3);
+      assert.ok(events(p).some((e) => e.reason === 'Killing' && e.message === 'Container app failed liveness probe, will be restarted'));
+      // The new instance starts live and is probed again.
+      answers.delete('cat /tmp/healthy');
+      const before = execs.length;
+      await until(() => execs.length > before + 1, 'probes of the new instance');
+      assert.equal(app(p)!.restartCount, 1);
+    },
+  );
 
   test('readiness: Ready only once the probe passes, False again when it fails, never a restart', async () => {
-    const p = pod('ready', '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    readinessProbe: {exec: {command: [test, -f, /ready]}, periodSeconds: 1, failureThreshold: 2}\n');
+    const p = pod(
+      'ready',
+      '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    readinessProbe: {exec: {command: [test, -f, /ready]}, periodSeconds: 1, failureThreshold: 2}\n',
+    );
     answers.set('test -f /ready', 1);
     loop.addPods([p]);
     await until(() => app(p)?.state?.running !== undefined, 'app running');
@@ -150,24 +167,39 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
   });
 
   test('postStart runs after the start; when it fails the container is killed with FailedPostStartHook and waits to restart', async () => {
-    const good = pod('hook-ok', '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    lifecycle: {postStart: {exec: {command: [touch, /started]}}}\n');
+    const good = pod(
+      'hook-ok',
+      '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    lifecycle: {postStart: {exec: {command: [touch, /started]}}}\n',
+    );
     loop.addPods([good]);
     await until(() => app(good)?.state?.running !== undefined, 'running');
-    assert.deepEqual(execs.map((e) => e.cmd), ['touch /started']);
+    assert.deepEqual(
+      execs.map((e) => e.cmd),
+      ['touch /started'],
+    );
 
-    const bad = pod('hook-bad', '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    lifecycle: {postStart: {exec: {command: [boom]}}}\n');
+    const bad = pod(
+      'hook-bad',
+      '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    lifecycle: {postStart: {exec: {command: [boom]}}}\n',
+    );
     answers.set('boom', 7);
     loop.addPods([bad]);
     await until(() => events(bad).some((e) => e.reason === 'FailedPostStartHook'), 'the hook failure');
     const ev = events(bad).find((e) => e.reason === 'FailedPostStartHook')!;
-    assert.match(ev.message, /^Exec lifecycle hook \(\["boom"\]\) for Container "app" in Pod "hook-bad_default\(.+\)" failed - error: boom: failed$/);
+    assert.match(
+      ev.message,
+      /^Exec lifecycle hook \(\["boom"\]\) for Container "app" in Pod "hook-bad_default\(.+\)" failed - error: boom: failed$/,
+    );
     await until(() => app(bad)?.state?.waiting?.reason === 'PostStartHookError', 'waiting with PostStartHookError');
     assert.equal(app(bad)!.lastState?.terminated?.message, ev.message);
     await until(() => (app(bad)?.restartCount ?? 0) >= 1, 'a restart attempt');
   });
 
   test('preStop runs before the container is stopped, on removal', async () => {
-    const p = pod('stop', '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    lifecycle: {preStop: {exec: {command: [drain]}}}\n');
+    const p = pod(
+      'stop',
+      '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    lifecycle: {preStop: {exec: {command: [drain]}}}\n',
+    );
     loop.addPods([p]);
     await until(() => app(p)?.state?.running !== undefined, 'running');
     const stopsBefore = fake.calls().StopContainer ?? 0;
@@ -179,21 +211,28 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
     assert.ok((fake.calls().StopContainer ?? 0) > stopsBefore);
   });
 
-  test('terminationMessagePath: what the container wrote there is the terminated message; FallbackToLogsOnError uses the log tail', async () => {
-    const file = pod('msg-file', '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n', '  restartPolicy: Never\n');
-    const logs = pod('msg-logs', '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    terminationMessagePolicy: FallbackToLogsOnError\n', '  restartPolicy: Never\n');
-    loop.addPods([file, logs]);
-    await until(() => app(file)?.state?.running !== undefined && app(logs)?.state?.running !== undefined, 'both running');
-    const byPod = (name: string) => fake.containers().find((c) => c.labels['io.kubernetes.pod.name'] === name)!;
-    const mount = byPod('msg-file').mounts.find((m) => m.containerPath === '/dev/termination-log');
-    assert.ok(mount, 'a host file is mounted at terminationMessagePath');
-    assert.equal(statSync(`${dirs.dir}/root`).mode & 0o777, 0o700, 'the state dir is private to its user');
-    assert.equal(statSync(`${dirs.dir}/root/pods/${file.metadata!.uid}`).mode & 0o777, 0o750);
-    writeFileSync(mount.hostPath!, 'bye: disk full');
-    fake.exitContainer(byPod('msg-file').id, 3);
-    fake.exitContainer(byPod('msg-logs').id, 1);
-    await until(() => app(file)?.state?.terminated !== undefined && app(logs)?.state?.terminated !== undefined, 'both terminated');
-    assert.equal(app(file)!.state!.terminated!.message, 'bye: disk full');
-    assert.equal(app(logs)!.state!.terminated!.message, 'started', 'the fake writes one log line, "started"');
-  });
+  test(
+    'terminationMessagePath: what the container wrote there is the terminated message; FallbackToLogsOnError uses ' + 'the log tail',
+    async () => {
+      const file = pod('msg-file', '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n', '  restartPolicy: Never\n');
+      const logs = pod(
+        'msg-logs',
+        '  - name: app\n    image: busybox:1.36\n    command: [sleep, "3600"]\n    terminationMessagePolicy: FallbackToLogsOnError\n',
+        '  restartPolicy: Never\n',
+      );
+      loop.addPods([file, logs]);
+      await until(() => app(file)?.state?.running !== undefined && app(logs)?.state?.running !== undefined, 'both running');
+      const byPod = (name: string) => fake.containers().find((c) => c.labels['io.kubernetes.pod.name'] === name)!;
+      const mount = byPod('msg-file').mounts.find((m) => m.containerPath === '/dev/termination-log');
+      assert.ok(mount, 'a host file is mounted at terminationMessagePath');
+      assert.equal(statSync(`${dirs.dir}/root`).mode & 0o777, 0o700, 'the state dir is private to its user');
+      assert.equal(statSync(`${dirs.dir}/root/pods/${file.metadata!.uid}`).mode & 0o777, 0o750);
+      writeFileSync(mount.hostPath!, 'bye: disk full');
+      fake.exitContainer(byPod('msg-file').id, 3);
+      fake.exitContainer(byPod('msg-logs').id, 1);
+      await until(() => app(file)?.state?.terminated !== undefined && app(logs)?.state?.terminated !== undefined, 'both terminated');
+      assert.equal(app(file)!.state!.terminated!.message, 'bye: disk full');
+      assert.equal(app(logs)!.state!.terminated!.message, 'started', 'the fake writes one log line, "started"');
+    },
+  );
 });

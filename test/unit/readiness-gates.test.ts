@@ -16,11 +16,14 @@ test("Ready waits for every readiness gate's condition to be True, in the kubele
 
   const none = status([]);
   assert.equal(none.conditions!.find((c) => c.type === 'ContainersReady')!.status, 'True');
-  assert.deepEqual([readyOf(none.conditions)!.status, readyOf(none.conditions)!.reason, readyOf(none.conditions)!.message], [
-    'False',
-    'ReadinessGatesNotReady',
-    'corresponding condition of pod readiness gate "example.com/lb" does not exist., corresponding condition of pod readiness gate "example.com/feature" does not exist.',
-  ]);
+  assert.deepEqual(
+    [readyOf(none.conditions)!.status, readyOf(none.conditions)!.reason, readyOf(none.conditions)!.message],
+    [
+      'False',
+      'ReadinessGatesNotReady',
+      'corresponding condition of pod readiness gate "example.com/lb" does not exist., corresponding condition of pod readiness gate "example.com/feature" does not exist.',
+    ],
+  );
 
   const manager = new StatusManager();
   manager.setCondition('u', { type: 'example.com/lb', status: 'True' }, 1_000_000);
@@ -28,10 +31,13 @@ test("Ready waits for every readiness gate's condition to be True, in the kubele
   const one = status(manager.conditions('u'));
   assert.equal(readyOf(one.conditions)!.message, 'the status of pod readiness gate "example.com/feature" is not "True", but False');
   // The gates' own conditions are in the status, as the API server keeps them.
-  assert.deepEqual(one.conditions!.filter((c) => c.type.startsWith('example.com/')).map((c) => [c.type, c.status, c.reason]), [
-    ['example.com/lb', 'True', undefined],
-    ['example.com/feature', 'False', 'Rollout'],
-  ]);
+  assert.deepEqual(
+    one.conditions!.filter((c) => c.type.startsWith('example.com/')).map((c) => [c.type, c.status, c.reason]),
+    [
+      ['example.com/lb', 'True', undefined],
+      ['example.com/feature', 'False', 'Rollout'],
+    ],
+  );
 
   manager.setCondition('u', { type: 'example.com/feature', status: 'True' }, 2_000_000);
   const all = status(manager.conditions('u'));
@@ -46,8 +52,14 @@ test("Ready waits for every readiness gate's condition to be True, in the kubele
 test('a condition set again with the same status keeps its transition time; forgetting the pod drops its conditions', () => {
   const manager = new StatusManager();
   const first = manager.setCondition('u', { type: 'example.com/lb', status: 'False' }, 1_000);
-  assert.equal(manager.setCondition('u', { type: 'example.com/lb', status: 'False', message: 'still' }, 5_000).lastTransitionTime, first.lastTransitionTime);
-  assert.notEqual(manager.setCondition('u', { type: 'example.com/lb', status: 'True' }, 9_000).lastTransitionTime, first.lastTransitionTime);
+  assert.equal(
+    manager.setCondition('u', { type: 'example.com/lb', status: 'False', message: 'still' }, 5_000).lastTransitionTime,
+    first.lastTransitionTime,
+  );
+  assert.notEqual(
+    manager.setCondition('u', { type: 'example.com/lb', status: 'True' }, 9_000).lastTransitionTime,
+    first.lastTransitionTime,
+  );
   manager.forget('u');
   assert.deepEqual(manager.conditions('u'), []);
 });

@@ -7,7 +7,12 @@ import { expandCommand, makeEnvironmentVariables } from '../../src/core/kuberunt
 const SECRET = 'hunter2-s3cr3t';
 
 function secret(data: Record<string, string>): ISecret {
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'default' }, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) } as ISecret;
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'creds', namespace: 'default' },
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+  } as ISecret;
 }
 
 /**
@@ -16,8 +21,19 @@ function secret(data: Record<string, string>): ISecret {
  * and OCI spec (which adds the image's PATH).
  */
 function inspectDoc(container: IContainer, data: Record<string, string>): unknown {
-  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default', uid: 'u' }, spec: { containers: [container] } } as IPod;
-  const { env } = makeEnvironmentVariables({ pod, container, objects: { configMap: () => undefined, secret: () => secret(data) }, podIPs: ['10.0.0.2'], node: { cpuCores: 1, memoryBytes: 1 << 30 } });
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'default', uid: 'u' },
+    spec: { containers: [container] },
+  } as IPod;
+  const { env } = makeEnvironmentVariables({
+    pod,
+    container,
+    objects: { configMap: () => undefined, secret: () => secret(data) },
+    podIPs: ['10.0.0.2'],
+    node: { cpuCores: 1, memoryBytes: 1 << 30 },
+  });
   const command = expandCommand(container.command, env);
   const args = expandCommand(container.args, env);
   return {
@@ -25,48 +41,61 @@ function inspectDoc(container: IContainer, data: Record<string, string>): unknow
     info: {
       info: {
         config: { metadata: { name: container.name }, command, args, envs: env },
-        runtimeSpec: { process: { args: [...command, ...args], env: ['PATH=/usr/local/bin:/usr/bin:/bin', ...env.map((e) => `${e.key}=${e.value}`)] } },
+        runtimeSpec: {
+          process: { args: [...command, ...args], env: ['PATH=/usr/local/bin:/usr/bin:/bin', ...env.map((e) => `${e.key}=${e.value}`)] },
+        },
       },
     },
   };
 }
 
 const envsOf = (doc: unknown) => (doc as { info: { info: { config: { envs: { key: string; value: string }[] } } } }).info.info.config.envs;
-const ociOf = (doc: unknown) => (doc as { info: { info: { runtimeSpec: { process: { args: string[]; env: string[] } } } } }).info.info.runtimeSpec.process;
+const ociOf = (doc: unknown) =>
+  (doc as { info: { info: { runtimeSpec: { process: { args: string[]; env: string[] } } } } }).info.info.runtimeSpec.process;
 const configOf = (doc: unknown) => (doc as { info: { info: { config: { command: string[]; args: string[] } } } }).info.info.config;
 
-test('inspect and bundle: a Secret value expanded through $(VAR) into another variable, an argument or a command word is redacted; literal values stay', () => {
-  const container: IContainer = {
-    name: 'app',
-    image: 'busybox',
-    command: ['sh', '-c', 'echo token=$(PW); sleep 3600'],
-    args: ['--password=$(PW)', 'plain-arg'],
-    env: [
-      { name: 'PW', valueFrom: { secretKeyRef: { name: 'creds', key: 'password' } } },
-      { name: 'EXPANDED', value: 'pre-$(PW)-post' },
-      { name: 'COPY', value: SECRET },
-      { name: 'PLAIN', value: 'plain-value' },
-    ],
-  };
-  const doc = inspectDoc(container, { password: SECRET });
-  assert.ok(JSON.stringify(doc).includes(`pre-${SECRET}-post`), 'the kubelet expanded $(PW)');
-  // inspect (from the container's spec copy) and bundle (from the pod's spec) both redact with the container's predicate.
-  const out = redactEnv(doc, secretEnvPredicate(container));
-  assert.ok(!JSON.stringify(out).includes(SECRET), JSON.stringify(out, null, 1));
-  assert.deepEqual(envsOf(out), [
-    { key: 'PW', value: REDACTED },
-    { key: 'EXPANDED', value: REDACTED },
-    { key: 'COPY', value: REDACTED },
-    { key: 'PLAIN', value: 'plain-value' },
-  ]);
-  assert.deepEqual(configOf(out).command, ['sh', '-c', REDACTED]);
-  assert.deepEqual(configOf(out).args, [REDACTED, 'plain-arg']);
-  assert.deepEqual(ociOf(out).args, ['sh', '-c', REDACTED, REDACTED, 'plain-arg']);
-  assert.deepEqual(ociOf(out).env, ['PATH=/usr/local/bin:/usr/bin:/bin', `PW=${REDACTED}`, `EXPANDED=${REDACTED}`, `COPY=${REDACTED}`, 'PLAIN=plain-value']);
-  assert.equal(countRedacted(out), 10);
-  // Nothing else of the document changes.
-  assert.deepEqual((out as { status: unknown }).status, (doc as { status: unknown }).status);
-});
+test(
+  'inspect and bundle: a Secret value expanded through $(VAR) into another variable, an argument or a command word is ' +
+    'redacted; literal values stay',
+  () => {
+    const container: IContainer = {
+      name: 'app',
+      image: 'busybox',
+      command: ['sh', '-c', 'echo token=$(PW); sleep 3600'],
+      args: ['--password=$(PW)', 'plain-arg'],
+      env: [
+        { name: 'PW', valueFrom: { secretKeyRef: { name: 'creds', key: 'password' } } },
+        { name: 'EXPANDED', value: 'pre-$(PW)-post' },
+        { name: 'COPY', value: SECRET },
+        { name: 'PLAIN', value: 'plain-value' },
+      ],
+    };
+    const doc = inspectDoc(container, { password: SECRET });
+    assert.ok(JSON.stringify(doc).includes(`pre-${SECRET}-post`), 'the kubelet expanded $(PW)');
+    // inspect (from the container's spec copy) and bundle (from the pod's spec) both redact with the container's predicate.
+    const out = redactEnv(doc, secretEnvPredicate(container));
+    assert.ok(!JSON.stringify(out).includes(SECRET), JSON.stringify(out, null, 1));
+    assert.deepEqual(envsOf(out), [
+      { key: 'PW', value: REDACTED },
+      { key: 'EXPANDED', value: REDACTED },
+      { key: 'COPY', value: REDACTED },
+      { key: 'PLAIN', value: 'plain-value' },
+    ]);
+    assert.deepEqual(configOf(out).command, ['sh', '-c', REDACTED]);
+    assert.deepEqual(configOf(out).args, [REDACTED, 'plain-arg']);
+    assert.deepEqual(ociOf(out).args, ['sh', '-c', REDACTED, REDACTED, 'plain-arg']);
+    assert.deepEqual(ociOf(out).env, [
+      'PATH=/usr/local/bin:/usr/bin:/bin',
+      `PW=${REDACTED}`,
+      `EXPANDED=${REDACTED}`,
+      `COPY=${REDACTED}`,
+      'PLAIN=plain-value',
+    ]);
+    assert.equal(countRedacted(out), 10);
+    // Nothing else of the document changes.
+    assert.deepEqual((out as { status: unknown }).status, (doc as { status: unknown }).status);
+  },
+);
 
 test('a value from envFrom secretRef is redacted where a literal variable expands it', () => {
   const container: IContainer = {
@@ -110,7 +139,10 @@ test(`a Secret value shorter than ${MIN_SUBSTRING_SECRET} characters is redacted
   ]);
   assert.deepEqual(configOf(out).args, [REDACTED, 'x1', 'run-1-time']);
   // At the minimum length, a part of a value is enough.
-  const four = redactEnv(inspectDoc({ ...container, env: [{ name: 'N', valueFrom: { secretKeyRef: { name: 'creds', key: 'n' } } }] }, { n: 'abcd' }), secretEnvPredicate(container));
+  const four = redactEnv(
+    inspectDoc({ ...container, env: [{ name: 'N', valueFrom: { secretKeyRef: { name: 'creds', key: 'n' } } }] }, { n: 'abcd' }),
+    secretEnvPredicate(container),
+  );
   assert.deepEqual(configOf(four).args, ['1', REDACTED, 'run-1-time']);
 });
 

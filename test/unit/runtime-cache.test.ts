@@ -10,7 +10,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseManifestText } from '../../src/core/pod/index.js';
 
-const podLabels = (i: number) => ({ 'io.kubernetes.pod.name': `p${i}`, 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.uid': `uid-${i}`, [MANAGED_BY_LABEL]: 'podctl', [AGENT_LABEL]: 'watch' });
+const podLabels = (i: number) => ({
+  'io.kubernetes.pod.name': `p${i}`,
+  'io.kubernetes.pod.namespace': 'default',
+  'io.kubernetes.pod.uid': `uid-${i}`,
+  [MANAGED_BY_LABEL]: 'podctl',
+  [AGENT_LABEL]: 'watch',
+});
 
 test('the runtime cache answers while its lists are fresh, never goes back to older ones, and lists when stale', async () => {
   const clock = new FakeClock();
@@ -39,7 +45,15 @@ test("housekeeping reads the PLEG's lists while they are fresh and lists for its
   try {
     fake.seed({ pods: 2, containersPerPod: 1, labels: podLabels });
     const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch', removeOrphans: false });
+    const kubelet = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: '/nonexistent',
+      nodeName: 'unit',
+      agent: 'watch',
+      removeOrphans: false,
+    });
     const pleg = kubelet.createPleg();
     await kubelet.housekeeping(); // image GC's first pass lists everything itself (then every 5 minutes)
     await pleg.relist();
@@ -65,7 +79,7 @@ test("housekeeping reads the PLEG's lists while they are fresh and lists for its
   }
 });
 
-test('event-driven, the runtime cache keeps a caller\'s complete lists for a minute; housekeeping acts on one pair of lists once', async () => {
+test("event-driven, the runtime cache keeps a caller's complete lists for a minute; housekeeping acts on one pair of lists once", async () => {
   const clock = new FakeClock();
   const cache = new RuntimeCache(clock);
   let listed = 0;
@@ -98,7 +112,11 @@ test('event-driven, the runtime cache keeps a caller\'s complete lists for a min
     fake.seed({ pods: 1, containersPerPod: 1, labels: podLabels });
     fake.resetCalls();
     const again = await kubelet.housekeeping();
-    assert.deepEqual([again.removedPods, fake.calls().ListContainers ?? 0, fake.calls().ListPodSandbox ?? 0], [[], 0, 0], 'the same lists: nothing new to act on, nothing listed');
+    assert.deepEqual(
+      [again.removedPods, fake.calls().ListContainers ?? 0, fake.calls().ListPodSandbox ?? 0],
+      [[], 0, 0],
+      'the same lists: nothing new to act on, nothing listed',
+    );
     clock.advance(60_000);
     const later = await kubelet.housekeeping();
     assert.deepEqual(later.removedPods, ['default/p0'], 'lists a minute old are listed again');
@@ -127,30 +145,42 @@ test("log rotation's running containers come from the PLEG's caches while they a
   }
 });
 
-test('event-driven, log rotation takes the runtime cache only while it is younger than its own interval, so a container started since is rotated', async () => {
-  const f = await startFake();
-  const { fake, client } = f;
-  try {
-    fake.seed({ pods: 1, containersPerPod: 1, labels: podLabels });
-    const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch', containerLogs: { monitorIntervalMs: 10_000 } });
-    kubelet.runtimeCache.setEventDriven(true);
-    const pleg = kubelet.createPleg();
-    await pleg.relist();
-    fake.resetCalls();
-    await kubelet.containerLogs.rotateLogs();
-    assert.equal(fake.calls().ListContainers ?? 0, 0, 'lists younger than the interval serve it');
-    // A container starts after those lists; the event-driven cache would keep them a minute.
-    fake.seed({ pods: 1, containersPerPod: 1, labels: (i) => podLabels(i + 1) });
-    clock.advance(10_000);
-    await kubelet.containerLogs.rotateLogs();
-    assert.equal(fake.calls().ListContainers, 1, 'older than the interval: listed, though the cache would still answer for 50 s');
-    const cached = await kubelet.runtimeCache.get(async () => assert.fail('the list just made is cached'));
-    assert.equal(cached.containers.length, 2, 'the new container is in the lists rotation saw');
-  } finally {
-    await stopFake(f);
-  }
-});
+test(
+  'event-driven, log rotation takes the runtime cache only while it is younger than its own interval, so a container started ' +
+    'since is rotated',
+  async () => {
+    const f = await startFake();
+    const { fake, client } = f;
+    try {
+      fake.seed({ pods: 1, containersPerPod: 1, labels: podLabels });
+      const clock = new FakeClock();
+      const kubelet = new Kubelet({
+        runtime: client,
+        images: client,
+        clock,
+        logRoot: '/nonexistent',
+        nodeName: 'unit',
+        agent: 'watch',
+        containerLogs: { monitorIntervalMs: 10_000 },
+      });
+      kubelet.runtimeCache.setEventDriven(true);
+      const pleg = kubelet.createPleg();
+      await pleg.relist();
+      fake.resetCalls();
+      await kubelet.containerLogs.rotateLogs();
+      assert.equal(fake.calls().ListContainers ?? 0, 0, 'lists younger than the interval serve it');
+      // A container starts after those lists; the event-driven cache would keep them a minute.
+      fake.seed({ pods: 1, containersPerPod: 1, labels: (i) => podLabels(i + 1) });
+      clock.advance(10_000);
+      await kubelet.containerLogs.rotateLogs();
+      assert.equal(fake.calls().ListContainers, 1, 'older than the interval: listed, though the cache would still answer for 50 s');
+      const cached = await kubelet.runtimeCache.get(async () => assert.fail('the list just made is cached'));
+      assert.equal(cached.containers.length, 2, 'the new container is in the lists rotation saw');
+    } finally {
+      await stopFake(f);
+    }
+  },
+);
 
 test("log rotation takes the running containers and their log paths from the PLEG's pod cache while it is current: no list, no ContainerStatus", async () => {
   const f = await startFake();
@@ -158,9 +188,21 @@ test("log rotation takes the running containers and their log paths from the PLE
   const logs = mkdtempSync(join(tmpdir(), 'podctl-rotation-'));
   try {
     const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs, nodeName: 'unit', agent: 'watch', containerLogs: { maxSizeBytes: 100, monitorIntervalMs: 10_000 } });
+    const kubelet = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: logs,
+      nodeName: 'unit',
+      agent: 'watch',
+      containerLogs: { maxSizeBytes: 100, monitorIntervalMs: 10_000 },
+    });
     const pleg = kubelet.createPleg();
-    const pod = parseManifestText('apiVersion: v1\nkind: Pod\nmetadata: {name: chatty, namespace: default}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "9"]}\n', { kind: 'file', path: '/chatty.yaml' }, { nodeName: 'unit' }).pods[0]!.pod;
+    const pod = parseManifestText(
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: chatty, namespace: default}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "9"]}\n',
+      { kind: 'file', path: '/chatty.yaml' },
+      { nodeName: 'unit' },
+    ).pods[0]!.pod;
     kubelet.addOrUpdatePod(pod);
     await kubelet.workers.waitIdle();
     await pleg.relist();
@@ -174,7 +216,10 @@ test("log rotation takes the running containers and their log paths from the PLE
     fake.resetCalls();
     const rotated = await kubelet.containerLogs.rotateLogs();
     assert.deepEqual(rotated, [path]);
-    assert.deepEqual([fake.calls().ListContainers ?? 0, fake.calls().ContainerStatus ?? 0, fake.calls().ReopenContainerLog ?? 0], [0, 0, 1]);
+    assert.deepEqual(
+      [fake.calls().ListContainers ?? 0, fake.calls().ContainerStatus ?? 0, fake.calls().ReopenContainerLog ?? 0],
+      [0, 0, 1],
+    );
     await kubelet.syncTerminatingPod(pod, 0);
     await kubelet.syncTerminatedPod(pod);
   } finally {

@@ -40,10 +40,16 @@ test('a RuntimeClass document is read with its handler; a bad one is refused nam
   assert.match(wrongVersion.problems[0]!.message, /expected node\.k8s\.io\/v1/);
 });
 
-test('a pod naming a RuntimeClass the set does not hold is a missing reference, in the kubelet\'s words', () => {
+test("a pod naming a RuntimeClass the set does not hold is a missing reference, in the kubelet's words", () => {
   const pod = parse(podText('p', 'ghost')).pods[0]!.pod;
   const missing = missingReferences(pod, setLookup([], [], [{ name: 'fast', handler: 'crun' }]));
-  assert.deepEqual(missing, [{ field: 'spec.runtimeClassName', message: 'failed to lookup RuntimeClass ghost: runtimeclass.node.k8s.io "ghost" not found', reason: 'CreatePodSandboxError' }]);
+  assert.deepEqual(missing, [
+    {
+      field: 'spec.runtimeClassName',
+      message: 'failed to lookup RuntimeClass ghost: runtimeclass.node.k8s.io "ghost" not found',
+      reason: 'CreatePodSandboxError',
+    },
+  ]);
   assert.deepEqual(missingReferences(parse(podText('q', 'fast')).pods[0]!.pod, setLookup([], [], [{ name: 'fast', handler: 'crun' }])), []);
 });
 
@@ -51,7 +57,9 @@ test("SyncPod runs the sandbox with the RuntimeClass's handler, else the default
   const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', runtimeHandler: 'runc' });
   const results = new Map<string, SyncPodResult>();
   kubelet.observe({ onSyncResult: (pod, result) => results.set(podMeta(pod).name, result) });
-  const set = parse(`${RUNTIME_CLASS}---\n${podText('with-class', 'fast')}---\n${podText('default-handler')}---\n${podText('missing-class', 'ghost')}`);
+  const set = parse(
+    `${RUNTIME_CLASS}---\n${podText('with-class', 'fast')}---\n${podText('default-handler')}---\n${podText('missing-class', 'ghost')}`,
+  );
   kubelet.objects.set('file', { configMaps: [], secrets: [], runtimeClasses: set.runtimeClasses });
   const thrown = new Map<string, string>();
   for (const { pod } of set.pods) await kubelet.syncPod(pod, 'create').catch((err: Error) => thrown.set(podMeta(pod).name, err.message));
@@ -63,8 +71,17 @@ test("SyncPod runs the sandbox with the RuntimeClass's handler, else the default
   assert.equal(handlerOf('default-handler'), 'runc');
   assert.equal(handlerOf('missing-class'), undefined);
   const failed = results.get('missing-class')!.steps.find((s) => s.error);
-  assert.deepEqual([failed?.action, failed?.reason, failed?.error], ['CreatePodSandbox', 'CreatePodSandboxError', 'failed to lookup RuntimeClass ghost: runtimeclass.node.k8s.io "ghost" not found']);
+  assert.deepEqual(
+    [failed?.action, failed?.reason, failed?.error],
+    ['CreatePodSandbox', 'CreatePodSandboxError', 'failed to lookup RuntimeClass ghost: runtimeclass.node.k8s.io "ghost" not found'],
+  );
   // The kubelet's event for it, which describe and run --detach's wait show.
   const warning = kubelet.events.all().find((e) => e.name === 'missing-class' && e.type === 'Warning');
-  assert.deepEqual([warning?.reason, warning?.message], ['FailedCreatePodSandBox', 'Failed to create pod sandbox: failed to lookup RuntimeClass ghost: runtimeclass.node.k8s.io "ghost" not found']);
+  assert.deepEqual(
+    [warning?.reason, warning?.message],
+    [
+      'FailedCreatePodSandBox',
+      'Failed to create pod sandbox: failed to lookup RuntimeClass ghost: runtimeclass.node.k8s.io "ghost" not found',
+    ],
+  );
 });

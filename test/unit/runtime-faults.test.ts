@@ -31,28 +31,38 @@ describe('runtime faults (fake runtime, injected clock): retried with backoff, r
 
   const app = (s: IPodStatus | undefined) => s?.containerStatuses?.[0];
 
-  test('a StartContainer that fails once: the reason is in the status and the events, the pod worker retries after its backoff, and the pod runs', async () => {
-    const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'faults-1' });
-    const p = pod('fails-once');
-    fake.failNext('StartContainer', grpc.status.UNKNOWN, 'OCI runtime start failed: boom');
-    kubelet.addOrUpdatePod(p);
-    await kubelet.workers.waitIdle();
-    const s = kubelet.statusManager.get(p.metadata!.uid!);
-    assert.equal(app(s)?.state?.waiting?.reason, 'RunContainerError');
-    assert.match(app(s)!.state!.waiting!.message!, /OCI runtime start failed: boom/);
-    assert.match(kubelet.workers.lastError(p.metadata!.uid!) ?? '', /StartContainer app/);
-    assert.ok(kubelet.events.eventsFor(p.metadata!.uid!).some((e) => e.type === 'Warning' && e.reason === 'Failed' && /boom/.test(e.message)));
-    clock.advance(9_999);
-    assert.deepEqual(kubelet.workers.syncDue(), [], 'not before the 10 s backoff');
-    clock.advance(1);
-    assert.deepEqual(kubelet.workers.syncDue(), [p.metadata!.uid!]);
-    await kubelet.workers.waitIdle();
-    assert.ok(app(kubelet.statusManager.get(p.metadata!.uid!))?.state?.running);
-    assert.deepEqual(fake.containers().map((c) => c.state), ['CONTAINER_RUNNING'], 'the instance whose start failed is removed once a new one runs, not leaked');
-    await kubelet.syncTerminatingPod(p, 0);
-    await kubelet.syncTerminatedPod(p);
-  });
+  test(
+    'a StartContainer that fails once: the reason is in the status and the events, the pod worker retries after its backoff, ' +
+      'and the pod runs',
+    async () => {
+      const clock = new FakeClock();
+      const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'faults-1' });
+      const p = pod('fails-once');
+      fake.failNext('StartContainer', grpc.status.UNKNOWN, 'OCI runtime start failed: boom');
+      kubelet.addOrUpdatePod(p);
+      await kubelet.workers.waitIdle();
+      const s = kubelet.statusManager.get(p.metadata!.uid!);
+      assert.equal(app(s)?.state?.waiting?.reason, 'RunContainerError');
+      assert.match(app(s)!.state!.waiting!.message!, /OCI runtime start failed: boom/);
+      assert.match(kubelet.workers.lastError(p.metadata!.uid!) ?? '', /StartContainer app/);
+      assert.ok(
+        kubelet.events.eventsFor(p.metadata!.uid!).some((e) => e.type === 'Warning' && e.reason === 'Failed' && /boom/.test(e.message)),
+      );
+      clock.advance(9_999);
+      assert.deepEqual(kubelet.workers.syncDue(), [], 'not before the 10 s backoff');
+      clock.advance(1);
+      assert.deepEqual(kubelet.workers.syncDue(), [p.metadata!.uid!]);
+      await kubelet.workers.waitIdle();
+      assert.ok(app(kubelet.statusManager.get(p.metadata!.uid!))?.state?.running);
+      assert.deepEqual(
+        fake.containers().map((c) => c.state),
+        ['CONTAINER_RUNNING'],
+        'the instance whose start failed is removed once a new one runs, not leaked',
+      );
+      await kubelet.syncTerminatingPod(p, 0);
+      await kubelet.syncTerminatedPod(p);
+    },
+  );
 
   test('a CreateContainer that hangs past its deadline fails that sync with a clear reason; the next sync runs the pod', async () => {
     const clock = new FakeClock();
@@ -73,12 +83,18 @@ describe('runtime faults (fake runtime, injected clock): retried with backoff, r
       fake.hang('CreateContainer');
       await assert.rejects(kubelet.syncPod(p, 'create'), /CreateContainer did not answer within 300ms/);
       assert.equal(app(kubelet.statusManager.get(p.metadata!.uid!))?.state?.waiting?.reason, 'CreateContainerError');
-      assert.match(app(kubelet.statusManager.get(p.metadata!.uid!))!.state!.waiting!.message!, /raise --request-timeout or check the runtime/);
+      assert.match(
+        app(kubelet.statusManager.get(p.metadata!.uid!))!.state!.waiting!.message!,
+        /raise --request-timeout or check the runtime/,
+      );
       fake.unhang('CreateContainer');
       createVia = client;
       await kubelet.syncPod(p, 'sync');
       assert.ok(app(kubelet.statusManager.get(p.metadata!.uid!))?.state?.running);
-      assert.deepEqual(fake.containers().map((c) => c.state), ['CONTAINER_RUNNING']);
+      assert.deepEqual(
+        fake.containers().map((c) => c.state),
+        ['CONTAINER_RUNNING'],
+      );
       await kubelet.syncTerminatingPod(p, 0);
       await kubelet.syncTerminatedPod(p);
       assert.equal(fake.containers().length, 0);

@@ -32,7 +32,12 @@ function scratch(t: TestContext, prefix: string): string {
 }
 
 function podNamed(m: { uid?: string; name?: string; namespace?: string }): IPod {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { uid: UID, name: 'web', namespace: 'default', ...m }, spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { uid: UID, name: 'web', namespace: 'default', ...m },
+    spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] },
+  };
 }
 
 function manifestWithUID(uid: string): string {
@@ -40,7 +45,16 @@ function manifestWithUID(uid: string): string {
 }
 
 test('metadata.uid must be a UID: RFC 4122 or 32 hex digits; a traversing one is refused naming the field', () => {
-  for (const bad of ['../../../../../tmp/victim', '../x', '/etc', 'victim', 'a\\0b', '3f2b9c1e-7d4a-4b8e-9f0a-12c34d56e78', '3f2b9c1e7d4a4b8e9f0a12c34d56e78f0', 'g'.repeat(32)]) {
+  for (const bad of [
+    '../../../../../tmp/victim',
+    '../x',
+    '/etc',
+    'victim',
+    'a\\0b',
+    '3f2b9c1e-7d4a-4b8e-9f0a-12c34d56e78',
+    '3f2b9c1e7d4a4b8e9f0a12c34d56e78f0',
+    'g'.repeat(32),
+  ]) {
     const parsed = parseManifestText(manifestWithUID(bad), { kind: 'file', path: '/unit/p.yaml', display: 'p.yaml' }, { nodeName: 'unit' });
     assert.deepEqual(parsed.pods, [], 'no pod to start');
     assert.deepEqual(
@@ -59,23 +73,62 @@ test('metadata.uid must be a UID: RFC 4122 or 32 hex digits; a traversing one is
 test('safeJoin refuses every traversal attempt in every manifest-derived component', () => {
   for (const what of COMPONENTS) {
     for (const bad of TRAVERSALS) {
-      assert.throws(() => safeJoin('/var/lib/podctl', [['pods', 'pods'], [what, bad]]), UnsafePathError, `${what} ${JSON.stringify(bad)}`);
-      assert.throws(() => checkComponent(bad, what), (e: Error) => e instanceof UnsafePathError && e.message.includes(what), `${what} ${JSON.stringify(bad)}`);
+      assert.throws(
+        () =>
+          safeJoin('/var/lib/podctl', [
+            ['pods', 'pods'],
+            [what, bad],
+          ]),
+        UnsafePathError,
+        `${what} ${JSON.stringify(bad)}`,
+      );
+      assert.throws(
+        () => checkComponent(bad, what),
+        (e: Error) => e instanceof UnsafePathError && e.message.includes(what),
+        `${what} ${JSON.stringify(bad)}`,
+      );
     }
   }
-  assert.equal(safeJoin('/var/lib/podctl', [['pods', 'pods'], ['metadata.uid', UID]]), `/var/lib/podctl/pods/${UID}`);
-  assert.equal(safeJoin('/var/lib/podctl', [['pods', 'pods'], ['metadata.uid', 'a'.repeat(32)]]), `/var/lib/podctl/pods/${'a'.repeat(32)}`);
-  assert.equal(safeJoin('/r', [['volume name', 'cfg-vol'], ['container name', 'app'], ['index', '0']]), '/r/cfg-vol/app/0');
+  assert.equal(
+    safeJoin('/var/lib/podctl', [
+      ['pods', 'pods'],
+      ['metadata.uid', UID],
+    ]),
+    `/var/lib/podctl/pods/${UID}`,
+  );
+  assert.equal(
+    safeJoin('/var/lib/podctl', [
+      ['pods', 'pods'],
+      ['metadata.uid', 'a'.repeat(32)],
+    ]),
+    `/var/lib/podctl/pods/${'a'.repeat(32)}`,
+  );
+  assert.equal(
+    safeJoin('/r', [
+      ['volume name', 'cfg-vol'],
+      ['container name', 'app'],
+      ['index', '0'],
+    ]),
+    '/r/cfg-vol/app/0',
+  );
   assert.throws(() => safeJoin('', [['metadata.uid', UID]]), /no root directory/);
 });
 
 test('the log directory, the container log path and the volume directories refuse a traversing uid, namespace, name or container', () => {
   for (const bad of TRAVERSALS) {
     assert.throws(() => podLogDirectory('/var/log/pods', podNamed({ uid: bad })), UnsafePathError, `uid ${JSON.stringify(bad)}`);
-    assert.throws(() => podLogDirectory('/var/log/pods', podNamed({ namespace: bad || '/' })), UnsafePathError, `namespace ${JSON.stringify(bad)}`);
+    assert.throws(
+      () => podLogDirectory('/var/log/pods', podNamed({ namespace: bad || '/' })),
+      UnsafePathError,
+      `namespace ${JSON.stringify(bad)}`,
+    );
     assert.throws(() => podLogDirectory('/var/log/pods', podNamed({ name: bad })), UnsafePathError, `name ${JSON.stringify(bad)}`);
     assert.throws(() => containerLogPath(bad, 0), UnsafePathError, `container ${JSON.stringify(bad)}`);
-    const vm = new VolumeManager({ rootDir: '/var/lib/podctl', objects: { configMap: () => undefined, secret: () => undefined }, node: { nodeName: 'n', cpuCores: 1, memoryBytes: 1 } });
+    const vm = new VolumeManager({
+      rootDir: '/var/lib/podctl',
+      objects: { configMap: () => undefined, secret: () => undefined },
+      node: { nodeName: 'n', cpuCores: 1, memoryBytes: 1 },
+    });
     assert.throws(() => vm.podDir(bad), UnsafePathError, `pod dir ${JSON.stringify(bad)}`);
     assert.throws(() => vm.subPathTarget(UID, bad, 'app', 0), UnsafePathError, `subPath volume ${JSON.stringify(bad)}`);
     assert.throws(() => vm.subPathTarget(UID, 'cfg', bad, 0), UnsafePathError, `subPath container ${JSON.stringify(bad)}`);
@@ -86,7 +139,11 @@ test('the log directory, the container log path and the volume directories refus
 
 test('safeJoinRelative refuses item paths and subPaths that leave their root; keeps those that stay', () => {
   for (const bad of ['..', '../x', '/etc', 'a/../../b', 'a\0b', '.', '', 'x'.repeat(5000), 'a/..']) {
-    assert.throws(() => safeJoinRelative('/vol', bad, 'items[].path'), (e: Error) => e instanceof UnsafePathError && e.message.includes('items[].path'), JSON.stringify(bad));
+    assert.throws(
+      () => safeJoinRelative('/vol', bad, 'items[].path'),
+      (e: Error) => e instanceof UnsafePathError && e.message.includes('items[].path'),
+      JSON.stringify(bad),
+    );
   }
   assert.equal(safeJoinRelative('/vol', 'a/b.txt', 'items[].path'), '/vol/a/b.txt');
   assert.equal(safeJoinRelative('/vol', 'key', 'items[].path'), '/vol/key');
@@ -122,31 +179,34 @@ test('removeBelow removes only strictly below a root, and not through a symlink 
   assert.equal(await removeBelow([join(root, 'root')], inside), true, 'absent is fine');
 });
 
-test('removePodDirectory unmounts beneath the pod dir, deepest first, then removes it; anything but <root>/pods/<uid> is refused', async (t) => {
-  const root = scratch(t, 'safe-poddir');
-  const victim = join(root, 'victim');
-  mkdirSync(victim);
-  writeFileSync(join(victim, 'keep'), 'keep');
-  await assert.rejects(removePodDirectory(victim, 'victim'), /not a pod directory/);
-  await assert.rejects(removePodDirectory(join(root, 'pods', UID), '../victim'), UnsafePathError);
-  await assert.rejects(removePodDirectory(join(root, 'pods', 'other'), UID), /not a pod directory/);
-  mkdirSync(join(root, 'pods'));
-  symlinkSync(victim, join(root, 'pods', UID));
-  await assert.rejects(removePodDirectory(join(root, 'pods', UID), UID), /refusing to tear down/);
-  assert.equal(readFileSync(join(victim, 'keep'), 'utf8'), 'keep');
-  execFileSync('rm', [join(root, 'pods', UID)]);
+test(
+  'removePodDirectory unmounts beneath the pod dir, deepest first, then removes it; anything but <root>/pods/<uid> ' + 'is refused',
+  async (t) => {
+    const root = scratch(t, 'safe-poddir');
+    const victim = join(root, 'victim');
+    mkdirSync(victim);
+    writeFileSync(join(victim, 'keep'), 'keep');
+    await assert.rejects(removePodDirectory(victim, 'victim'), /not a pod directory/);
+    await assert.rejects(removePodDirectory(join(root, 'pods', UID), '../victim'), UnsafePathError);
+    await assert.rejects(removePodDirectory(join(root, 'pods', 'other'), UID), /not a pod directory/);
+    mkdirSync(join(root, 'pods'));
+    symlinkSync(victim, join(root, 'pods', UID));
+    await assert.rejects(removePodDirectory(join(root, 'pods', UID), UID), /refusing to tear down/);
+    assert.equal(readFileSync(join(victim, 'keep'), 'utf8'), 'keep');
+    execFileSync('rm', [join(root, 'pods', UID)]);
 
-  const podDir = join(root, 'pods', UID);
-  const outer = join(podDir, 'volumes', 'kubernetes.io~empty-dir', 'mem');
-  mkdirSync(outer, { recursive: true });
-  execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', outer]);
-  mkdirSync(join(outer, 'nested'));
-  execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', join(outer, 'nested')]);
-  assert.equal((await mountsUnder(podDir)).length, 2);
-  await removePodDirectory(podDir, UID);
-  assert.deepEqual(await mountsUnder(root), []);
-  assert.equal(existsSync(podDir), false);
-});
+    const podDir = join(root, 'pods', UID);
+    const outer = join(podDir, 'volumes', 'kubernetes.io~empty-dir', 'mem');
+    mkdirSync(outer, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', outer]);
+    mkdirSync(join(outer, 'nested'));
+    execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', join(outer, 'nested')]);
+    assert.equal((await mountsUnder(podDir)).length, 2);
+    await removePodDirectory(podDir, UID);
+    assert.deepEqual(await mountsUnder(root), []);
+    assert.equal(existsSync(podDir), false);
+  },
+);
 
 test('removePod removes the directories and mounts the sandbox recorded, whatever root dir and log root started the pod', async (t) => {
   const root = scratch(t, 'safe-removepod');
@@ -171,7 +231,14 @@ spec:
   assert.deepEqual(parsed.problems, []);
   const p = parsed.pods[0]!.pod;
   const uid = p.metadata!.uid!;
-  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: join(root, 'logs'), rootDir: join(root, 'root'), nodeName: 'unit' });
+  const kubelet = new Kubelet({
+    runtime: client,
+    images: client,
+    clock,
+    logRoot: join(root, 'logs'),
+    rootDir: join(root, 'root'),
+    nodeName: 'unit',
+  });
   await kubelet.syncPod(p, 'create');
   const podDir = join(root, 'root', 'pods', uid);
   const logDir = podLogDirectory(join(root, 'logs'), p);
@@ -193,7 +260,7 @@ spec:
   assert.deepEqual(fake.sandboxes(), []);
 });
 
-test('removePod refuses recorded paths that are not this pod\'s, removing nothing there', async (t) => {
+test("removePod refuses recorded paths that are not this pod's, removing nothing there", async (t) => {
   const root = scratch(t, 'safe-tampered');
   const clock = new FakeClock();
   const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
@@ -210,7 +277,12 @@ test('removePod refuses recorded paths that are not this pod\'s, removing nothin
     [undefined, canary],
     [join(root, 'x', 'pods', '..', '..', 'canary'), undefined],
   ] as const) {
-    const labels = { [L.POD_UID_LABEL]: UID, [L.POD_NAME_LABEL]: 'web', [L.POD_NAMESPACE_LABEL]: 'default', [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
+    const labels = {
+      [L.POD_UID_LABEL]: UID,
+      [L.POD_NAME_LABEL]: 'web',
+      [L.POD_NAMESPACE_LABEL]: 'default',
+      [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE,
+    };
     const annotations: Record<string, string> = {};
     if (podDir) annotations[L.POD_DIR_ANNOTATION] = podDir;
     if (logDir) annotations[L.POD_LOG_DIR_ANNOTATION] = logDir;

@@ -45,13 +45,22 @@ test('a selector that is not one is refused, naming what is wrong', () => {
     ['app=we b', /"we b" is not a label value/],
     ['replicas>two', /expected an integer/],
   ] as const) {
-    assert.throws(() => parseSelector(selector), (err: Error) => err.message.startsWith(`invalid --selector ${JSON.stringify(selector)}: `) && why.test(err.message), selector);
+    assert.throws(
+      () => parseSelector(selector),
+      (err: Error) => err.message.startsWith(`invalid --selector ${JSON.stringify(selector)}: `) && why.test(err.message),
+      selector,
+    );
   }
 });
 
 test('--show-labels: a LABELS column last, the pairs sorted by key as kubectl prints them, <none> for a pod without', async () => {
   const { podRow, podTableHead } = await import('../../src/cli/table.js');
-  const pod = (labels?: Record<string, string>): IPod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default', uid: 'u', labels }, spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] } });
+  const pod = (labels?: Record<string, string>): IPod => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'default', uid: 'u', labels },
+    spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] },
+  });
   const opts = { showLabels: true, wide: true, now: 0 };
   assert.deepEqual(podTableHead(opts).slice(-2), ['CONTAINERS', 'LABELS']);
   assert.equal(podRow(pod({ tier: 'front', app: 'web', 'a.io/x': '1' }), opts).at(-1), 'a.io/x=1,app=web,tier=front');

@@ -35,7 +35,15 @@ describe('spec copies live in the pod directory, not on the records every relist
   let kubelet: Kubelet;
   before(async () => {
     ({ fake, client } = await startFake({ clock }));
-    kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: join(dir.dir, 'logs'), rootDir, nodeName: 'unit', agent: 'spec-copy-unit' });
+    kubelet = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: join(dir.dir, 'logs'),
+      rootDir,
+      nodeName: 'unit',
+      agent: 'spec-copy-unit',
+    });
   });
   after(async () => {
     await stopFake({ fake, client });
@@ -62,7 +70,7 @@ describe('spec copies live in the pod directory, not on the records every relist
     assert.equal(readFileSync(file, 'utf8'), containerSpecJSON(spec));
   });
 
-  test('the pod spec copy too: a file named by the hash the sandbox records; the views, image prune and the pod\'s own annotations see what they saw', async () => {
+  test("the pod spec copy too: a file named by the hash the sandbox records; the views, image prune and the pod's own annotations see what they saw", async () => {
     const p = pod('web');
     const [sb] = await client.listPodSandbox({ labelSelector: { [L.POD_UID_LABEL]: uidOf(p) } });
     assert.equal(sb!.annotations[L.POD_SPEC_ANNOTATION], undefined, 'no pod spec copy on the listed sandbox');
@@ -74,52 +82,86 @@ describe('spec copies live in the pod directory, not on the records every relist
     const rp = await findRuntimePod(view, 'default', 'web');
     assert.deepEqual(rp!.spec, JSON.parse(podSpecJSON(p)));
     const [viewed] = await view.list({ namespace: 'default', name: 'web' });
-    assert.deepEqual(viewed!.pod.spec!.containers.map((c) => c.image), ['busybox:1.36']);
-    assert.deepEqual(Object.keys(viewed!.pod.metadata!.annotations ?? {}).filter((k) => k.startsWith('io.podctl.')), [], 'podctl\'s records are not shown as the pod\'s annotations');
+    assert.deepEqual(
+      viewed!.pod.spec!.containers.map((c) => c.image),
+      ['busybox:1.36'],
+    );
+    assert.deepEqual(
+      Object.keys(viewed!.pod.metadata!.annotations ?? {}).filter((k) => k.startsWith('io.podctl.')),
+      [],
+      "podctl's records are not shown as the pod's annotations",
+    );
     // podctl image prune keeps what a pod names.
     const named = await imagesNamedByPods(client);
-    assert.equal(named({ id: 'sha256:x', repoTags: ['docker.io/library/busybox:1.36'], repoDigests: [], size: 0, pinned: false, username: '', spec: null, uid: null }), true);
+    assert.equal(
+      named({
+        id: 'sha256:x',
+        repoTags: ['docker.io/library/busybox:1.36'],
+        repoDigests: [],
+        size: 0,
+        pinned: false,
+        username: '',
+        spec: null,
+        uid: null,
+      }),
+      true,
+    );
     // A torn copy is none: the view falls back to rebuilding the spec from the containers' copies.
     const file = join(rootDir, 'pods', uidOf(p), `${hash}.pod-spec.json`);
     writeFileSync(file, '{"containers":[]}');
-    assert.deepEqual((await findRuntimePod(new PodView({ runtime: client, images: client, clock }), 'default', 'web'))!.spec.containers, [JSON.parse(containerSpecJSON(p.spec!.containers[0]!))]);
+    assert.deepEqual((await findRuntimePod(new PodView({ runtime: client, images: client, clock }), 'default', 'web'))!.spec.containers, [
+      JSON.parse(containerSpecJSON(p.spec!.containers[0]!)),
+    ]);
     writeFileSync(file, podSpecJSON(p));
   });
 
-  test('a pod\'s own annotations named as podctl\'s records never reach the sandbox', () => {
+  test("a pod's own annotations named as podctl's records never reach the sandbox", () => {
     const p = pod('web');
     p.metadata!.annotations = { [L.POD_SPEC_ANNOTATION]: '{"containers":[]}', [L.POD_SPEC_HASH_ANNOTATION]: '00000000', mine: 'yes' };
     const withDir = podSandboxConfig(p, 0, '', 'a', '', '/var/lib/podctl/pods/x').annotations!;
-    assert.deepEqual(withDir, { mine: 'yes', [L.POD_SPEC_HASH_ANNOTATION]: fnv32a(podSpecJSON(p)), [L.POD_DIR_ANNOTATION]: '/var/lib/podctl/pods/x' });
+    assert.deepEqual(withDir, {
+      mine: 'yes',
+      [L.POD_SPEC_HASH_ANNOTATION]: fnv32a(podSpecJSON(p)),
+      [L.POD_DIR_ANNOTATION]: '/var/lib/podctl/pods/x',
+    });
     const bare = podSandboxConfig(p, 0, '', 'a').annotations!;
     assert.deepEqual(bare, { mine: 'yes', [L.POD_SPEC_ANNOTATION]: podSpecJSON(p) });
   });
 
-  test('read back by another process through the pod directory its sandbox recorded: status, image, explanations, pod view, inspect', async () => {
-    const p = pod('web');
-    const spec = p.spec!.containers[0]!;
-    const status = await freshReader().getPodStatus(uidOf(p), 'web', 'default');
-    const [app] = status.containers;
-    assert.equal(app!.specJSON, containerSpecJSON(spec));
-    assert.equal(app!.image, 'busybox:1.36');
-    // podctl plan explains a replacement field by field.
-    const edited = await planPods({ runtime: client, images: client, statusReader: freshReader() }, [pod('web', 'busybox:1.37')], { now: clock.now() });
-    assert.deepEqual(edited.pods[0]!.actions[0]!.changes, [{ field: 'containers[app].image', from: 'busybox:1.36', to: 'busybox:1.37' }]);
-    // The pod views rebuild a container from its copy (a sandbox without the pod's own copy).
-    assert.deepEqual(specFromRuntime(undefined, status).containers, [JSON.parse(containerSpecJSON(spec))]);
-    // inspect finds it for its redaction, and says where it looked.
-    const [c] = await listed(p);
-    const recorded = await recordedContainerSpec(client, c!);
-    assert.equal(recorded.specJSON, containerSpecJSON(spec));
-    assert.equal(recorded.path, join(rootDir, 'pods', uidOf(p), 'containers', 'app', `${hashContainer(spec)}.spec.json`));
-  });
+  test(
+    'read back by another process through the pod directory its sandbox recorded: status, image, explanations, pod ' + 'view, inspect',
+    async () => {
+      const p = pod('web');
+      const spec = p.spec!.containers[0]!;
+      const status = await freshReader().getPodStatus(uidOf(p), 'web', 'default');
+      const [app] = status.containers;
+      assert.equal(app!.specJSON, containerSpecJSON(spec));
+      assert.equal(app!.image, 'busybox:1.36');
+      // podctl plan explains a replacement field by field.
+      const edited = await planPods({ runtime: client, images: client, statusReader: freshReader() }, [pod('web', 'busybox:1.37')], {
+        now: clock.now(),
+      });
+      assert.deepEqual(edited.pods[0]!.actions[0]!.changes, [{ field: 'containers[app].image', from: 'busybox:1.36', to: 'busybox:1.37' }]);
+      // The pod views rebuild a container from its copy (a sandbox without the pod's own copy).
+      assert.deepEqual(specFromRuntime(undefined, status).containers, [JSON.parse(containerSpecJSON(spec))]);
+      // inspect finds it for its redaction, and says where it looked.
+      const [c] = await listed(p);
+      const recorded = await recordedContainerSpec(client, c!);
+      assert.equal(recorded.specJSON, containerSpecJSON(spec));
+      assert.equal(recorded.path, join(rootDir, 'pods', uidOf(p), 'containers', 'app', `${hashContainer(spec)}.spec.json`));
+    },
+  );
 
   test('a container an older podctl made still carries its copy as an annotation: that one is read', async () => {
     const p = pod('web');
     const older = { ...p.spec!.containers[0]!, name: 'old', image: 'busybox:1.35' };
     const [sb] = await client.listPodSandbox({ labelSelector: { [L.POD_UID_LABEL]: uidOf(p) } });
     const config = containerConfig({ pod: p, container: older, kind: 'app', restartCount: 0, imageRef: 'docker.io/library/busybox:1.36' });
-    assert.equal(config.annotations![L.CONTAINER_SPEC_ANNOTATION], containerSpecJSON(older), 'the copy stays an annotation unless recorded in a pod directory');
+    assert.equal(
+      config.annotations![L.CONTAINER_SPEC_ANNOTATION],
+      containerSpecJSON(older),
+      'the copy stays an annotation unless recorded in a pod directory',
+    );
     const id = await client.createContainer(sb!.id, config, podSandboxConfig(p, 0, ''));
     assert.equal(existsSync(join(rootDir, 'pods', uidOf(p), 'containers', 'old')), false, 'no file for it');
     const status = await freshReader().getPodStatus(uidOf(p), 'web', 'default');
@@ -160,7 +202,14 @@ describe('spec copies live in the pod directory, not on the records every relist
   });
 
   test('without a root dir the copy stays an annotation (there is no pod directory)', async () => {
-    const bare = new Kubelet({ runtime: client, images: client, clock, logRoot: join(dir.dir, 'logs'), nodeName: 'unit', agent: 'spec-copy-bare' });
+    const bare = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: join(dir.dir, 'logs'),
+      nodeName: 'unit',
+      agent: 'spec-copy-bare',
+    });
     const p = pod('bare');
     await bare.syncPod(p, 'create');
     const [c] = await listed(p);
@@ -168,8 +217,14 @@ describe('spec copies live in the pod directory, not on the records every relist
     const [sb] = await client.listPodSandbox({ labelSelector: { [L.POD_UID_LABEL]: uidOf(p) } });
     assert.equal(sb!.annotations[L.POD_SPEC_ANNOTATION], podSpecJSON(p));
     assert.equal(sb!.annotations[L.POD_SPEC_HASH_ANNOTATION], undefined);
-    assert.deepEqual((await findRuntimePod(new PodView({ runtime: client, images: client, clock }), 'default', 'bare'))!.spec, JSON.parse(podSpecJSON(p)));
-    assert.equal((await freshReader().getPodStatus(uidOf(p), 'bare', 'default')).containers[0]!.specJSON, containerSpecJSON(p.spec!.containers[0]!));
+    assert.deepEqual(
+      (await findRuntimePod(new PodView({ runtime: client, images: client, clock }), 'default', 'bare'))!.spec,
+      JSON.parse(podSpecJSON(p)),
+    );
+    assert.equal(
+      (await freshReader().getPodStatus(uidOf(p), 'bare', 'default')).containers[0]!.specJSON,
+      containerSpecJSON(p.spec!.containers[0]!),
+    );
     await bare.syncTerminatingPod(p, 0);
     await bare.syncTerminatedPod(p);
   });

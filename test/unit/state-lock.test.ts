@@ -15,7 +15,10 @@ test('one owner per state dir: a second owner is refused naming the first PID; r
     assert.equal(statSync(first.path).mode & 0o777, 0o600);
     assert.throws(
       () => acquireStateLock(root),
-      (err: unknown) => err instanceof PodctlError && err.message.startsWith(`another podctl agent (pid ${process.pid},`) && /another --root-dir/.test(err.describe()),
+      (err: unknown) =>
+        err instanceof PodctlError &&
+        err.message.startsWith(`another podctl agent (pid ${process.pid},`) &&
+        /another --root-dir/.test(err.describe()),
     );
     first.release();
     assert.equal(existsSync(first.path), false);

@@ -90,13 +90,29 @@ test('exchange sends a body as Node reads it: method, path, JSON content type an
       let body = '';
       req.setEncoding('utf8');
       req.on('data', (d: string) => (body += d));
-      req.on('end', () => res.writeHead(201).end(JSON.stringify({ method: req.method, url: req.url, type: req.headers['content-type'], length: req.headers['content-length'], body })));
+      req.on('end', () =>
+        res.writeHead(201).end(
+          JSON.stringify({
+            method: req.method,
+            url: req.url,
+            type: req.headers['content-type'],
+            length: req.headers['content-length'],
+            body,
+          }),
+        ),
+      );
     }),
     async (socket) => {
       const sent = JSON.stringify({ pods: ['ä'.repeat(70_000)] });
       const answer = await exchange(socket, { method: 'POST', path: '/v1/plan?x=1', body: sent, timeoutMs: 5000 });
       assert.equal(answer.status, 201);
-      assert.deepEqual(JSON.parse(answer.body), { method: 'POST', url: '/v1/plan?x=1', type: 'application/json', length: String(Buffer.byteLength(sent)), body: sent });
+      assert.deepEqual(JSON.parse(answer.body), {
+        method: 'POST',
+        url: '/v1/plan?x=1',
+        type: 'application/json',
+        length: String(Buffer.byteLength(sent)),
+        body: sent,
+      });
       const bare = await exchange(socket, { method: 'DELETE', path: '/v1/pods/default/a', timeoutMs: 5000 });
       assert.deepEqual(JSON.parse(bare.body), { method: 'DELETE', url: '/v1/pods/default/a', length: '0', body: '' });
     },
@@ -115,14 +131,22 @@ test('exchange: a body to the close, an answer cut short, no answer in time, no 
     await assert.rejects(exchange(socket, { method: 'GET', path: '/', timeoutMs: 5000 }), /closed before the end of the answer/);
   });
   await withSocket(rawServer(['SSH-2.0-OpenSSH\r\n\r\n']), async (socket) => {
-    await assert.rejects(exchange(socket, { method: 'GET', path: '/', timeoutMs: 5000 }), (err: Error) => err.message.startsWith(`${socket}: not an HTTP answer`));
+    await assert.rejects(exchange(socket, { method: 'GET', path: '/', timeoutMs: 5000 }), (err: Error) =>
+      err.message.startsWith(`${socket}: not an HTTP answer`),
+    );
   });
   await withSocket(rawServer([], { end: false }), async (socket) => {
-    await assert.rejects(exchange(socket, { method: 'GET', path: '/', timeoutMs: 50, timeoutMessage: 'the agent did not answer' }), /^Error: the agent did not answer$/);
+    await assert.rejects(
+      exchange(socket, { method: 'GET', path: '/', timeoutMs: 50, timeoutMessage: 'the agent did not answer' }),
+      /^Error: the agent did not answer$/,
+    );
   });
   const dir = mkdtempSync(join(tmpdir(), 'podctl-status-client-'));
   try {
-    await assert.rejects(exchange(join(dir, 'podctl.sock'), { method: 'GET', path: '/', timeoutMs: 50 }), (err: NodeJS.ErrnoException) => err.code === 'ENOENT' && err.syscall === 'connect');
+    await assert.rejects(
+      exchange(join(dir, 'podctl.sock'), { method: 'GET', path: '/', timeoutMs: 50 }),
+      (err: NodeJS.ErrnoException) => err.code === 'ENOENT' && err.syscall === 'connect',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -7,7 +7,13 @@ test('statusManager: set returns the status it replaces; waiting reasons are kep
   assert.equal(m.set('u1', { phase: 'Pending' }), undefined);
   assert.deepEqual(m.set('u1', { phase: 'Running' }), { phase: 'Pending' });
   assert.deepEqual(m.get('u1'), { phase: 'Running' });
-  m.recordWaiting('u1', new Map([['app', { reason: 'ErrImagePull', message: 'not found' }], ['side', null]]));
+  m.recordWaiting(
+    'u1',
+    new Map([
+      ['app', { reason: 'ErrImagePull', message: 'not found' }],
+      ['side', null],
+    ]),
+  );
   assert.deepEqual(m.waitingReason('u1', 'app'), { reason: 'ErrImagePull', message: 'not found' });
   assert.equal(m.waitingReason('u1', 'side'), undefined);
   m.recordWaiting('u1', new Map([['app', null]]));

@@ -71,12 +71,20 @@ test('a half-sent request is cut off by the server', async () => {
 });
 
 test('fuzz: random request lines, methods, paths and headers never take the server down', async () => {
-  const token = fc.string({ unit: fc.constantFrom(...'abcAZ09/%[]{}?#&=:@!$\'()*+,;~.-_ \t\\"<>^`|\u0000\u00e9\u4e2d'.split('')), maxLength: 40 });
+  const token = fc.string({
+    unit: fc.constantFrom(...'abcAZ09/%[]{}?#&=:@!$\'()*+,;~.-_ \t\\"<>^`|\u0000\u00e9\u4e2d'.split('')),
+    maxLength: 40,
+  });
   const method = fc.constantFrom('GET', 'POST', 'DELETE', 'PUT', 'HEAD', 'OPTIONS', 'BREW', '', 'G\u00c9T');
   const header = fc.tuple(fc.string({ unit: fc.constantFrom(...'abcXY-_:'.split('')), maxLength: 12 }), token);
   const request = fc.record({
     method,
-    path: fc.oneof(token, token.map((t: string) => `/${t}`), token.map((t: string) => `//${t}`), token.map((t: string) => `/v1/pods/${t}/${t}`)),
+    path: fc.oneof(
+      token,
+      token.map((t: string) => `/${t}`),
+      token.map((t: string) => `//${t}`),
+      token.map((t: string) => `/v1/pods/${t}/${t}`),
+    ),
     version: fc.constantFrom('HTTP/1.1', 'HTTP/1.0', 'HTTP/2', 'HTTP/9.9', ''),
     headers: fc.array(header, { maxLength: 5 }),
     body: fc.oneof(fc.constant(''), token),

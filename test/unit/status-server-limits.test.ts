@@ -15,7 +15,11 @@ import { scratchDir } from '../support/e2e.js';
 const health: StatusSource['health'] = () => ({ ok: true, checks: [{ name: 'ping', ok: true, message: '' }] });
 
 /** A status server on a socket of its own (dir/podctl.sock, where an AgentClient of dir asks) for fn's time. */
-async function withServer(source: Partial<StatusSource>, limits: ServerLimits, fn: (socket: string, dir: string, server: Server) => Promise<void>): Promise<void> {
+async function withServer(
+  source: Partial<StatusSource>,
+  limits: ServerLimits,
+  fn: (socket: string, dir: string, server: Server) => Promise<void>,
+): Promise<void> {
   const scratch = scratchDir('unit-server-limits');
   const socket = join(scratch.dir, 'podctl.sock');
   const server = await startStatusServer(socket, { pods: () => [], health, metrics: new Metrics(), ...source }, limits);
@@ -45,82 +49,113 @@ function postChunked(socket: string, path: string, size: number): Promise<{ stat
 
 test("a request body over the API server's 3 MiB is answered 413 with the limit, and nothing is handled; one at the limit is taken", async () => {
   let handled = 0;
-  await withServer({ apply: async () => (handled++, { pods: [] }), plan: async () => (handled++, { runtimeEndpoint: '', plan: { pods: [], changes: false } } as never) }, {}, async (socket, dir) => {
-    assert.equal(MAX_REQUEST_BODY_BYTES, 3 * 1024 * 1024);
-    const over = await exchange(socket, { method: 'POST', path: '/v1/pods', body: 'x'.repeat(MAX_REQUEST_BODY_BYTES + 1), timeoutMs: 30_000 });
-    assert.equal(over.status, 413);
-    assert.equal((JSON.parse(over.body) as { message: string }).message, `request body too large: ${MAX_REQUEST_BODY_BYTES + 1} bytes; the limit is ${MAX_REQUEST_BODY_BYTES} bytes (3 MiB)`);
-    // Without a Content-Length, the body is counted as it comes.
-    const chunked = await postChunked(socket, '/v1/plan', MAX_REQUEST_BODY_BYTES + 100);
-    assert.equal(chunked.status, 413);
-    assert.match(chunked.body, /request body too large: 3145828 bytes; the limit is 3145728 bytes/);
-    // The agent's client says what the agent said.
-    const refused = await new AgentClient(dir).apply([{ file: 'big.yaml', text: 'x'.repeat(MAX_REQUEST_BODY_BYTES) }]).then(
-      () => assert.fail('taken'),
-      (err: unknown) => err as AgentRequestError,
-    );
-    assert.ok(refused instanceof AgentRequestError);
-    assert.equal(refused.status, 413);
-    assert.match(refused.message, /^request body too large: \d+ bytes; the limit is 3145728 bytes \(3 MiB\)$/);
-    assert.equal(handled, 0, 'no body over the limit was handled');
-    const atLimit = await exchange(socket, { method: 'POST', path: '/v1/pods', body: 'x'.repeat(MAX_REQUEST_BODY_BYTES), timeoutMs: 30_000 });
-    assert.equal(atLimit.status, 200);
-    assert.equal(handled, 1);
-    assert.equal((await exchange(socket, { method: 'GET', path: '/v1/healthz', timeoutMs: 5000 })).status, 200);
-  });
+  await withServer(
+    {
+      apply: async () => (handled++, { pods: [] }),
+      plan: async () => (handled++, { runtimeEndpoint: '', plan: { pods: [], changes: false } } as never),
+    },
+    {},
+    async (socket, dir) => {
+      assert.equal(MAX_REQUEST_BODY_BYTES, 3 * 1024 * 1024);
+      const over = await exchange(socket, {
+        method: 'POST',
+        path: '/v1/pods',
+        body: 'x'.repeat(MAX_REQUEST_BODY_BYTES + 1),
+        timeoutMs: 30_000,
+      });
+      assert.equal(over.status, 413);
+      assert.equal(
+        (JSON.parse(over.body) as { message: string }).message,
+        `request body too large: ${MAX_REQUEST_BODY_BYTES + 1} bytes; the limit is ${MAX_REQUEST_BODY_BYTES} bytes (3 MiB)`,
+      );
+      // Without a Content-Length, the body is counted as it comes.
+      const chunked = await postChunked(socket, '/v1/plan', MAX_REQUEST_BODY_BYTES + 100);
+      assert.equal(chunked.status, 413);
+      assert.match(chunked.body, /request body too large: 3145828 bytes; the limit is 3145728 bytes/);
+      // The agent's client says what the agent said.
+      const refused = await new AgentClient(dir).apply([{ file: 'big.yaml', text: 'x'.repeat(MAX_REQUEST_BODY_BYTES) }]).then(
+        () => assert.fail('taken'),
+        (err: unknown) => err as AgentRequestError,
+      );
+      assert.ok(refused instanceof AgentRequestError);
+      assert.equal(refused.status, 413);
+      assert.match(refused.message, /^request body too large: \d+ bytes; the limit is 3145728 bytes \(3 MiB\)$/);
+      assert.equal(handled, 0, 'no body over the limit was handled');
+      const atLimit = await exchange(socket, {
+        method: 'POST',
+        path: '/v1/pods',
+        body: 'x'.repeat(MAX_REQUEST_BODY_BYTES),
+        timeoutMs: 30_000,
+      });
+      assert.equal(atLimit.status, 200);
+      assert.equal(handled, 1);
+      assert.equal((await exchange(socket, { method: 'GET', path: '/v1/healthz', timeoutMs: 5000 })).status, 200);
+    },
+  );
 });
 
-test('request bodies in flight are bounded: 40 at once are read and handled 4 at a time, /healthz answers meanwhile, and each is answered', async () => {
-  let running = 0;
-  let most = 0;
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let fourRunning!: () => void;
-  const four = new Promise<void>((resolve) => (fourRunning = resolve));
-  const apply = async (body: string) => {
-    running++;
-    most = Math.max(most, running);
-    if (running === 4) fourRunning();
-    await released;
-    running--;
-    return { pods: [], size: body.length };
-  };
-  await withServer({ apply }, {}, async (socket, _dir, server) => {
-    let arrived = 0;
-    server.on('request', () => arrived++);
-    const body = 'x'.repeat(256 << 10);
-    const answers = Array.from({ length: 40 }, () => exchange(socket, { method: 'POST', path: '/v1/pods', body, timeoutMs: 120_000 }));
-    await four;
-    // Every request has come in (its head read); 36 wait their turn unread.
-    while (arrived < 40) await new Promise((resolve) => setTimeout(resolve, 10));
-    const healthz = await exchange(socket, { method: 'GET', path: '/v1/healthz', timeoutMs: 30_000 });
-    assert.equal(healthz.status, 200);
-    assert.equal(running, 4, 'four bodies handled at once');
-    release();
-    const done = await Promise.all(answers);
-    assert.deepEqual(new Set(done.map((a) => a.status)), new Set([200]));
-    assert.ok(done.every((a) => (JSON.parse(a.body) as { size: number }).size === body.length), 'each body read whole in its turn');
-    assert.equal(most, 4, 'never more than four at once');
-  });
-});
+test(
+  'request bodies in flight are bounded: 40 at once are read and handled 4 at a time, /healthz answers meanwhile, and each ' +
+    'is answered',
+  async () => {
+    let running = 0;
+    let most = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let fourRunning!: () => void;
+    const four = new Promise<void>((resolve) => (fourRunning = resolve));
+    const apply = async (body: string) => {
+      running++;
+      most = Math.max(most, running);
+      if (running === 4) fourRunning();
+      await released;
+      running--;
+      return { pods: [], size: body.length };
+    };
+    await withServer({ apply }, {}, async (socket, _dir, server) => {
+      let arrived = 0;
+      server.on('request', () => arrived++);
+      const body = 'x'.repeat(256 << 10);
+      const answers = Array.from({ length: 40 }, () => exchange(socket, { method: 'POST', path: '/v1/pods', body, timeoutMs: 120_000 }));
+      await four;
+      // Every request has come in (its head read); 36 wait their turn unread.
+      while (arrived < 40) await new Promise((resolve) => setTimeout(resolve, 10));
+      const healthz = await exchange(socket, { method: 'GET', path: '/v1/healthz', timeoutMs: 30_000 });
+      assert.equal(healthz.status, 200);
+      assert.equal(running, 4, 'four bodies handled at once');
+      release();
+      const done = await Promise.all(answers);
+      assert.deepEqual(new Set(done.map((a) => a.status)), new Set([200]));
+      assert.ok(
+        done.every((a) => (JSON.parse(a.body) as { size: number }).size === body.length),
+        'each body read whole in its turn',
+      );
+      assert.equal(most, 4, 'never more than four at once');
+    });
+  },
+);
 
 test('beyond the bodies waiting their turn, a request is answered 429 with Retry-After', async () => {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let started = 0;
-  await withServer({ apply: async () => (started++, await released, { pods: [] }) }, { bodiesInFlight: 1, bodiesQueued: 1 }, async (socket, _dir, server) => {
-    let arrived = 0;
-    server.on('request', () => arrived++);
-    const first = exchange(socket, { method: 'POST', path: '/v1/pods', body: '{}', timeoutMs: 60_000 });
-    const second = exchange(socket, { method: 'POST', path: '/v1/pods', body: '{}', timeoutMs: 60_000 });
-    while (arrived < 2 || started < 1) await new Promise((resolve) => setTimeout(resolve, 10));
-    const third = await exchange(socket, { method: 'POST', path: '/v1/pods', body: '{}', timeoutMs: 60_000 });
-    assert.equal(third.status, 429);
-    assert.equal(third.headers['retry-after'], '1');
-    assert.match((JSON.parse(third.body) as { message: string }).message, /too many requests/);
-    release();
-    assert.deepEqual([(await first).status, (await second).status], [200, 200]);
-  });
+  await withServer(
+    { apply: async () => (started++, await released, { pods: [] }) },
+    { bodiesInFlight: 1, bodiesQueued: 1 },
+    async (socket, _dir, server) => {
+      let arrived = 0;
+      server.on('request', () => arrived++);
+      const first = exchange(socket, { method: 'POST', path: '/v1/pods', body: '{}', timeoutMs: 60_000 });
+      const second = exchange(socket, { method: 'POST', path: '/v1/pods', body: '{}', timeoutMs: 60_000 });
+      while (arrived < 2 || started < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      const third = await exchange(socket, { method: 'POST', path: '/v1/pods', body: '{}', timeoutMs: 60_000 });
+      assert.equal(third.status, 429);
+      assert.equal(third.headers['retry-after'], '1');
+      assert.match((JSON.parse(third.body) as { message: string }).message, /too many requests/);
+      release();
+      assert.deepEqual([(await first).status, (await second).status], [200, 200]);
+    },
+  );
 });
 
 test('10 watchers that never read: the agent closes each past its bound, its RSS stays within 50 MB, and its log says so', async () => {
@@ -196,7 +231,13 @@ test('10 watchers that never read: the agent closes each past its bound, its RSS
     for (const n of received) assert.ok(n < 4 << 20, `a watcher got ${n} bytes before it was closed`);
     agent.send('exit');
     await exited;
-    const lines = log.split('\n').filter((l) => /^GET \/v1\/pods\?watch=1: closed a watcher that does not read its events \(\d+ bytes unread, over the bound of \d+ bytes\)/.test(l));
+    const lines = log
+      .split('\n')
+      .filter((l) =>
+        /^GET \/v1\/pods\?watch=1: closed a watcher that does not read its events \(\d+ bytes unread, over the bound of \d+ bytes\)/.test(
+          l,
+        ),
+      );
     assert.equal(lines.length, 10, log);
   } finally {
     for (const w of watchers) w.destroy();

@@ -44,7 +44,7 @@ describe('syncLoop on the fake runtime', () => {
     logs.cleanup();
   });
 
-  test('housekeeping removes pods of its own agent that no source wants, never a run\'s pods', async () => {
+  test("housekeeping removes pods of its own agent that no source wants, never a run's pods", async () => {
     const clock = new FakeClock();
     const run = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
     const watch = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
@@ -55,34 +55,72 @@ describe('syncLoop on the fake runtime', () => {
     await watch.workers.waitIdle();
     const r = await watch.housekeeping();
     assert.deepEqual(r.removedPods, ['default/stale-watch']);
-    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['from-run', 'wanted']);
-    for (const k of [run, watch]) for (const name of ['from-run', 'wanted']) {
-      await k.syncTerminatingPod(pod(name), 0);
-      await k.syncTerminatedPod(pod(name));
-    }
+    assert.deepEqual(
+      fake
+        .sandboxes()
+        .map((s) => s.metadata.name)
+        .sort(),
+      ['from-run', 'wanted'],
+    );
+    for (const k of [run, watch])
+      for (const name of ['from-run', 'wanted']) {
+        await k.syncTerminatingPod(pod(name), 0);
+        await k.syncTerminatedPod(pod(name));
+      }
     assert.equal(fake.sandboxes().length, 0);
   });
 
-  test('two watches on different root dirs: neither takes the other\'s pods for orphans', async () => {
+  test("two watches on different root dirs: neither takes the other's pods for orphans", async () => {
     const clock = new FakeClock();
     assert.equal(watchAgent(DEFAULT_ROOT_DIR), 'watch');
     assert.equal(watchAgent(`${DEFAULT_ROOT_DIR}/`), 'watch', 'the same directory spelled differently');
     assert.notEqual(watchAgent('/srv/a'), watchAgent('/srv/b'));
     assert.match(watchAgent('/srv/a'), /^watch-[0-9a-f]{10}$/, 'a valid label value');
-    const a = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: watchAgent('/srv/a'), removeOrphans: true });
-    const b = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: watchAgent('/srv/b'), removeOrphans: true });
+    const a = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: logs.dir,
+      nodeName: 'unit',
+      agent: watchAgent('/srv/a'),
+      removeOrphans: true,
+    });
+    const b = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: logs.dir,
+      nodeName: 'unit',
+      agent: watchAgent('/srv/b'),
+      removeOrphans: true,
+    });
     a.addOrUpdatePod(pod('of-a'));
     b.addOrUpdatePod(pod('of-b'));
     await a.workers.waitIdle();
     await b.workers.waitIdle();
     assert.deepEqual((await a.housekeeping()).removedPods, []);
     assert.deepEqual((await b.housekeeping()).removedPods, []);
-    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['of-a', 'of-b']);
+    assert.deepEqual(
+      fake
+        .sandboxes()
+        .map((s) => s.metadata.name)
+        .sort(),
+      ['of-a', 'of-b'],
+    );
     // A pod of its own that no source wants is still an orphan to each.
     await b.syncPod(pod('stale-b'), 'create');
     assert.deepEqual((await b.housekeeping()).removedPods, ['default/stale-b']);
-    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['of-a', 'of-b']);
-    for (const [k, name] of [[a, 'of-a'], [b, 'of-b']] as const) {
+    assert.deepEqual(
+      fake
+        .sandboxes()
+        .map((s) => s.metadata.name)
+        .sort(),
+      ['of-a', 'of-b'],
+    );
+    for (const [k, name] of [
+      [a, 'of-a'],
+      [b, 'of-b'],
+    ] as const) {
       await k.syncTerminatingPod(pod(name), 0);
       await k.syncTerminatedPod(pod(name));
     }
@@ -102,7 +140,10 @@ describe('syncLoop on the fake runtime', () => {
     const failed = first.failedPods![0]!;
     assert.match(failed.error, /device or resource busy/);
     assert.equal(failed.retryInMs, 10_000);
-    assert.deepEqual(fake.sandboxes().map((s) => `default/${s.metadata.name}`), [failed.pod]);
+    assert.deepEqual(
+      fake.sandboxes().map((s) => `default/${s.metadata.name}`),
+      [failed.pod],
+    );
 
     const soon = await watch.housekeeping();
     assert.deepEqual([soon.removedPods, soon.failedPods], [[], undefined], 'not retried within its backoff');
@@ -114,15 +155,36 @@ describe('syncLoop on the fake runtime', () => {
 
   test('container GC keeps --maximum-dead-containers-per-container per container and --maximum-dead-containers in all', async () => {
     const clock = new FakeClock(Date.now()); // the fake runtime's exit times are real: backoff is measured from them
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch', containerGC: { maxPerPodContainer: 2, maxContainers: 3 } });
+    const kubelet = new Kubelet({
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: logs.dir,
+      nodeName: 'unit',
+      agent: 'watch',
+      containerGC: { maxPerPodContainer: 2, maxContainers: 3 },
+    });
     const pods = [pod('gc-a'), pod('gc-b')];
-    const dead = (name: string) => fake.containers().filter((c) => c.metadata.name === 'app' && c.state === 'CONTAINER_EXITED' && fake.sandboxes().find((s) => s.id === c.podSandboxId)?.metadata.name === name);
+    const dead = (name: string) =>
+      fake
+        .containers()
+        .filter(
+          (c) =>
+            c.metadata.name === 'app' &&
+            c.state === 'CONTAINER_EXITED' &&
+            fake.sandboxes().find((s) => s.id === c.podSandboxId)?.metadata.name === name,
+        );
     for (const p of pods) {
       kubelet.addOrUpdatePod(p);
       await kubelet.workers.waitIdle();
       // Four crashes, each restarted once its backoff has passed.
       for (let i = 0; i < 4; i++) {
-        const running = fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && fake.sandboxes().find((s) => s.id === c.podSandboxId)?.metadata.name === p.metadata!.name)!;
+        const running = fake
+          .containers()
+          .find(
+            (c) =>
+              c.state === 'CONTAINER_RUNNING' && fake.sandboxes().find((s) => s.id === c.podSandboxId)?.metadata.name === p.metadata!.name,
+          )!;
         fake.exitContainer(running.id, 1);
         clock.advance(301_000);
         await kubelet.syncPod(p, 'sync');
@@ -143,7 +205,7 @@ describe('syncLoop on the fake runtime', () => {
     }
   });
 
-  test('a run\'s housekeeping never removes pods another run started', async () => {
+  test("a run's housekeeping never removes pods another run started", async () => {
     const clock = new FakeClock();
     const detached = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
     const foreground = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
@@ -152,8 +214,17 @@ describe('syncLoop on the fake runtime', () => {
     await foreground.workers.waitIdle();
     const r = await foreground.housekeeping();
     assert.deepEqual(r.removedPods, []);
-    assert.deepEqual(fake.sandboxes().map((s) => s.metadata.name).sort(), ['detached', 'mine']);
-    for (const [k, name] of [[detached, 'detached'], [foreground, 'mine']] as const) {
+    assert.deepEqual(
+      fake
+        .sandboxes()
+        .map((s) => s.metadata.name)
+        .sort(),
+      ['detached', 'mine'],
+    );
+    for (const [k, name] of [
+      [detached, 'detached'],
+      [foreground, 'mine'],
+    ] as const) {
       await k.syncTerminatingPod(pod(name), 0);
       await k.syncTerminatedPod(pod(name));
     }
@@ -181,7 +252,8 @@ describe('syncLoop on the fake runtime', () => {
     loop.addPods([mine]);
     await kubelet.workers.waitIdle();
     await pleg.relist();
-    const running = (name: string) => fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === name)!;
+    const running = (name: string) =>
+      fake.containers().find((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === name)!;
     fake.exitContainer(running('theirs').id, 1);
     fake.exitContainer(running('mine-pleg').id, 1);
     told.length = 0;
@@ -217,7 +289,8 @@ describe('syncLoop on the fake runtime', () => {
     loop.addPods([p]);
     await kubelet.workers.waitIdle();
     await settle(clock, 1500);
-    const running = () => fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'survivor');
+    const running = () =>
+      fake.containers().filter((c) => c.state === 'CONTAINER_RUNNING' && c.labels['io.kubernetes.pod.name'] === 'survivor');
     assert.equal(running().length, 1);
 
     down = true;
@@ -267,7 +340,6 @@ describe('syncLoop on the fake runtime', () => {
   });
 });
 
-
 test('status server: /healthz, /pods as a v1 PodList, /metrics as Prometheus text, socket 0600', async () => {
   const dir = scratchDir('status');
   const socket = join(dir.dir, 'podctl.sock');
@@ -295,7 +367,8 @@ test('status server: /healthz, /pods as a v1 PodList, /metrics as Prometheus tex
     assert.match(text, /^podctl_runtime_operations_total\{operation_type="ListContainers"\} 1$/m);
     assert.match(text, /^podctl_runtime_operations_errors_total\{operation_type="StartContainer"\} 1$/m);
     // Every sample line parses as name{labels} value.
-    for (const line of text.split('\n').filter((l) => l && !l.startsWith('#'))) assert.match(line, /^[a-zA-Z_:][\w:]*(\{[^}]*\})? -?[\d.e+-]+|NaN|[+-]Inf$/);
+    for (const line of text.split('\n').filter((l) => l && !l.startsWith('#')))
+      assert.match(line, /^[a-zA-Z_:][\w:]*(\{[^}]*\})? -?[\d.e+-]+|NaN|[+-]Inf$/);
     assert.equal((await get(socket, '/nope')).status, 404);
   } finally {
     server.close();
@@ -303,13 +376,21 @@ test('status server: /healthz, /pods as a v1 PodList, /metrics as Prometheus tex
   }
 });
 
-test('a container\'s last termination is kept on disk: Last State survives container GC and a new agent', async () => {
+test("a container's last termination is kept on disk: Last State survives container GC and a new agent", async () => {
   const fake = await FakeRuntime.start({ images: ['docker.io/library/busybox:1.36'] });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   const dirs = scratchDir('unit-termination-records');
   try {
     const clock = new FakeClock(Date.now());
-    const opts = { runtime: client, images: client, clock, logRoot: join(dirs.dir, 'logs'), rootDir: join(dirs.dir, 'root'), nodeName: 'unit', containerGC: { maxPerPodContainer: 0 } };
+    const opts = {
+      runtime: client,
+      images: client,
+      clock,
+      logRoot: join(dirs.dir, 'logs'),
+      rootDir: join(dirs.dir, 'root'),
+      nodeName: 'unit',
+      containerGC: { maxPerPodContainer: 0 },
+    };
     const first = new Kubelet(opts);
     const p = pod('recorded');
     first.addOrUpdatePod(p);

@@ -9,7 +9,19 @@ const pod = (phase: string, deletionTimestamp?: string, waiting?: string): IPod 
   ({
     metadata: { name: 'web', namespace: 'default', uid: 'u1', ...(deletionTimestamp ? { deletionTimestamp } : {}) },
     spec: { containers: [{ name: 'app', image: 'busybox' }] },
-    status: { phase, containerStatuses: [{ name: 'app', ready: false, restartCount: 0, image: 'busybox', imageID: '', state: waiting ? { waiting: { reason: waiting } } : { running: {} } }] },
+    status: {
+      phase,
+      containerStatuses: [
+        {
+          name: 'app',
+          ready: false,
+          restartCount: 0,
+          image: 'busybox',
+          imageID: '',
+          state: waiting ? { waiting: { reason: waiting } } : { running: {} },
+        },
+      ],
+    },
   }) as unknown as IPod;
 
 const status = (p: IPod) => podRow(p, { now: 0 })[2];
@@ -40,5 +52,8 @@ test('get pods -w: a terminating pod is printed as Terminating, then, once gone,
     (text) => lines.push(text),
     { pollMs: 1, signal: abort.signal },
   );
-  assert.deepEqual(lines.map((l) => l.split(/\s+/)[2]), ['Terminating', 'Deleted']);
+  assert.deepEqual(
+    lines.map((l) => l.split(/\s+/)[2]),
+    ['Terminating', 'Deleted'],
+  );
 });

@@ -1,7 +1,22 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, renameSync, lstatSync, mkdirSync, openSync, constants as fsc, readFileSync, readdirSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  renameSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  constants as fsc,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { IConfigMap, IContainer, IDownwardAPIVolumeFile, IPod, ISecret, IVolume } from 'kubernetes-models/v1';
 import {
@@ -34,7 +49,13 @@ class Objects implements VolumeObjects {
     return this.secrets.get(`${namespace}/${name}`);
   }
   addConfigMap(name: string, data: Record<string, string>, binaryData?: Record<string, string>) {
-    this.configMaps.set(`default/${name}`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data, binaryData });
+    this.configMaps.set(`default/${name}`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: 'default' },
+      data,
+      binaryData,
+    });
   }
   addSecret(name: string, plain: Record<string, string>) {
     const data = Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
@@ -60,7 +81,16 @@ function setup(t: TestContext): Env {
   return { root, objects, vm: new VolumeManager({ rootDir: root, objects, node: NODE }) };
 }
 
-function podWith(volumes: IVolume[], extra: { containers?: IContainer[]; fsGroup?: number; uid?: string; labels?: Record<string, string>; annotations?: Record<string, string> } = {}): IPod {
+function podWith(
+  volumes: IVolume[],
+  extra: {
+    containers?: IContainer[];
+    fsGroup?: number;
+    uid?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  } = {},
+): IPod {
   const p = makePod({ uid: extra.uid ?? 'uid-vol', containers: extra.containers });
   p.spec!.volumes = volumes;
   if (extra.fsGroup !== undefined) p.spec!.securityContext = { fsGroup: extra.fsGroup };
@@ -110,7 +140,9 @@ test('emptyDir medium Memory: a tmpfs sized from sizeLimit, mounted once, unmoun
   let mounts = await mountedAt(dir);
   assert.equal(mounts.length, 1);
   assert.equal(mounts[0]!.fsType, 'tmpfs');
-  const opts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.split(' ')[4] === dir)!;
+  const opts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .find((l) => l.split(' ')[4] === dir)!;
   assert.match(opts, /size=65536k/);
   assert.equal(mode(dir), 0o777);
   await vm.setUpPodVolumes(pod, []);
@@ -127,7 +159,12 @@ test('emptyDir medium Memory: a tmpfs sized from sizeLimit, mounted once, unmoun
 
 test('emptyDir with an unsupported medium is a FailedMount', async (t) => {
   const { vm } = setup(t);
-  await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: 'huge', emptyDir: { medium: 'HugePages-2Mi' } }]), []), 'huge', 'FailedMount', /medium "HugePages-2Mi" is not supported/);
+  await rejectsVolume(
+    vm.setUpPodVolumes(podWith([{ name: 'huge', emptyDir: { medium: 'HugePages-2Mi' } }]), []),
+    'huge',
+    'FailedMount',
+    /medium "HugePages-2Mi" is not supported/,
+  );
 });
 
 test('hostPath: used as is, with the kubelet type checks', async (t) => {
@@ -179,7 +216,10 @@ test('configMap: every key as a ..data link, default mode 0644, binaryData decod
   assert.equal(readlinkSync(join(v.hostPath, 'app.conf')), '..data/app.conf');
   assert.match(readlinkSync(join(v.hostPath, '..data')), /^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\w+$/);
   assert.equal(mode(join(v.hostPath, 'app.conf')), 0o644);
-  assert.deepEqual(readdirSync(v.hostPath).sort(), ['..data', readlinkSync(join(v.hostPath, '..data')), 'app.conf', 'blob.bin', 'other'].sort());
+  assert.deepEqual(
+    readdirSync(v.hostPath).sort(),
+    ['..data', readlinkSync(join(v.hostPath, '..data')), 'app.conf', 'blob.bin', 'other'].sort(),
+  );
   assert.equal((await mountedAt(v.hostPath)).length, 0, 'configMap volumes are on disk');
 });
 
@@ -187,7 +227,20 @@ test('configMap items: chosen keys at nested paths with per-item and default mod
   const { objects, vm } = setup(t);
   objects.addConfigMap('cfg', { a: 'A', b: 'B', c: 'C' });
   const vols = await vm.setUpPodVolumes(
-    podWith([{ name: 'config', configMap: { name: 'cfg', defaultMode: 0o400, items: [{ key: 'a', path: 'dir/sub/a.txt', mode: 0o600 }, { key: 'b', path: 'b.txt' }, { key: 'c', path: 'c.sh', mode: 0o4755 }] } }]),
+    podWith([
+      {
+        name: 'config',
+        configMap: {
+          name: 'cfg',
+          defaultMode: 0o400,
+          items: [
+            { key: 'a', path: 'dir/sub/a.txt', mode: 0o600 },
+            { key: 'b', path: 'b.txt' },
+            { key: 'c', path: 'c.sh', mode: 0o4755 },
+          ],
+        },
+      },
+    ]),
     [],
   );
   const dir = vols.dirs.get('config')!.hostPath;
@@ -206,16 +259,45 @@ test('configMap and secret: optional versus required objects and keys', async (t
     podWith([
       { name: 'gone', configMap: { name: 'nope', optional: true } },
       { name: 'gone-secret', secret: { secretName: 'nope', optional: true } },
-      { name: 'partial', configMap: { name: 'cfg', optional: true, items: [{ key: 'a', path: 'a' }, { key: 'missing', path: 'm' }] } },
+      {
+        name: 'partial',
+        configMap: {
+          name: 'cfg',
+          optional: true,
+          items: [
+            { key: 'a', path: 'a' },
+            { key: 'missing', path: 'm' },
+          ],
+        },
+      },
     ]),
     [],
   );
-  assert.deepEqual(readdirSync(vols.dirs.get('gone')!.hostPath).filter((n) => !n.startsWith('..')), []);
-  assert.deepEqual(readdirSync(vols.dirs.get('gone-secret')!.hostPath).filter((n) => !n.startsWith('..')), []);
-  assert.deepEqual(readdirSync(vols.dirs.get('partial')!.hostPath).filter((n) => !n.startsWith('..')), ['a']);
+  assert.deepEqual(
+    readdirSync(vols.dirs.get('gone')!.hostPath).filter((n) => !n.startsWith('..')),
+    [],
+  );
+  assert.deepEqual(
+    readdirSync(vols.dirs.get('gone-secret')!.hostPath).filter((n) => !n.startsWith('..')),
+    [],
+  );
+  assert.deepEqual(
+    readdirSync(vols.dirs.get('partial')!.hostPath).filter((n) => !n.startsWith('..')),
+    ['a'],
+  );
 
-  await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: 'c', configMap: { name: 'nope' } }], { uid: 'u2' }), []), 'c', 'FailedMount', /: configmap "nope" not found$/);
-  await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: 's', secret: { secretName: 'nope' } }], { uid: 'u3' }), []), 's', 'FailedMount', /: secret "nope" not found$/);
+  await rejectsVolume(
+    vm.setUpPodVolumes(podWith([{ name: 'c', configMap: { name: 'nope' } }], { uid: 'u2' }), []),
+    'c',
+    'FailedMount',
+    /: configmap "nope" not found$/,
+  );
+  await rejectsVolume(
+    vm.setUpPodVolumes(podWith([{ name: 's', secret: { secretName: 'nope' } }], { uid: 'u3' }), []),
+    's',
+    'FailedMount',
+    /: secret "nope" not found$/,
+  );
   assert.deepEqual(await mountsUnder(join(root, 'pods', 'u3')), [], 'no tmpfs for a secret that is not there');
   await rejectsVolume(
     vm.setUpPodVolumes(podWith([{ name: 'k', configMap: { name: 'cfg', items: [{ key: 'missing', path: 'm' }] } }], { uid: 'u4' }), []),
@@ -232,10 +314,25 @@ test('a failing volume does not stop the others; the first failure is thrown', a
     { name: 'eph', ephemeral: {} },
     { name: 'scratch', emptyDir: {} },
   ]);
-  await rejectsVolume(vm.setUpPodVolumes(pod, []), 'claim', 'FailedMount', /persistentVolumeClaim volumes are not supported: podctl runs pods on a single host/);
+  await rejectsVolume(
+    vm.setUpPodVolumes(pod, []),
+    'claim',
+    'FailedMount',
+    /persistentVolumeClaim volumes are not supported: podctl runs pods on a single host/,
+  );
   assert.ok(existsSync(join(root, 'pods', 'uid-vol', 'volumes', 'kubernetes.io~empty-dir', 'scratch')));
-  await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: 'eph', ephemeral: {} }], { uid: 'u5' }), []), 'eph', 'FailedMount', /ephemeral volumes are not supported/);
-  await rejectsVolume(vm.setUpPodVolumes(podWith([{ name: '../../x', emptyDir: {} }], { uid: 'u5b' }), []), '../../x', 'FailedMount', /invalid volume name/);
+  await rejectsVolume(
+    vm.setUpPodVolumes(podWith([{ name: 'eph', ephemeral: {} }], { uid: 'u5' }), []),
+    'eph',
+    'FailedMount',
+    /ephemeral volumes are not supported/,
+  );
+  await rejectsVolume(
+    vm.setUpPodVolumes(podWith([{ name: '../../x', emptyDir: {} }], { uid: 'u5b' }), []),
+    '../../x',
+    'FailedMount',
+    /invalid volume name/,
+  );
   assert.equal(existsSync(join(root, 'pods', 'x')), false);
 });
 
@@ -321,7 +418,7 @@ test('downwardAPI: metadata fields, labels and annotations as sorted Go-quoted l
         },
       },
     ],
-    { labels: { tier: 'web', app: 'shop' }, annotations: { note: 'say "hi"\nthen\tgo', 'é': 'ünï' } },
+    { labels: { tier: 'web', app: 'shop' }, annotations: { note: 'say "hi"\nthen\tgo', é: 'ünï' } },
   );
   const v = (await vm.setUpPodVolumes(pod, ['10.0.0.5'])).dirs.get('info')!;
   assert.equal(v.kind, 'downwardAPI');
@@ -348,7 +445,10 @@ test('downwardAPI resourceFieldRef: divisors round up, unset limits fall back to
   const { vm } = setup(t);
   const app = container('app', { resources: { limits: { cpu: '250m', memory: '100Mi' }, requests: { cpu: '250m', memory: '100Mi' } } });
   const bare = container('bare');
-  const item = (path: string, containerName: string, resource: string, divisor?: string) => ({ path, resourceFieldRef: { containerName, resource, divisor } });
+  const item = (path: string, containerName: string, resource: string, divisor?: string) => ({
+    path,
+    resourceFieldRef: { containerName, resource, divisor },
+  });
   const pod = podWith(
     [
       {
@@ -382,9 +482,15 @@ test('downwardAPI resourceFieldRef: divisors round up, unset limits fall back to
   assert.equal(f('bare-req-cpu'), '0');
   assert.equal(f('bare-eph-gi'), '100');
 
-  const bad = (items: IDownwardAPIVolumeFile[], uid: string) => vm.setUpPodVolumes(podWith([{ name: 'd', downwardAPI: { items } }], { uid, containers: [app] }), []);
+  const bad = (items: IDownwardAPIVolumeFile[], uid: string) =>
+    vm.setUpPodVolumes(podWith([{ name: 'd', downwardAPI: { items } }], { uid, containers: [app] }), []);
   await rejectsVolume(bad([item('x', 'nope', 'limits.cpu')], 'u7'), 'd', 'FailedMount', /container nope not found/);
-  await rejectsVolume(bad([{ path: 'x', fieldRef: { fieldPath: 'status.podIP' } }], 'u8'), 'd', 'FailedMount', /fieldRef "status.podIP" is not supported in a downwardAPI volume/);
+  await rejectsVolume(
+    bad([{ path: 'x', fieldRef: { fieldPath: 'status.podIP' } }], 'u8'),
+    'd',
+    'FailedMount',
+    /fieldRef "status.podIP" is not supported in a downwardAPI volume/,
+  );
   await rejectsVolume(bad([item('x', 'app', 'limits.gpu')], 'u9'), 'd', 'FailedMount', /unsupported container resource/);
 });
 
@@ -418,7 +524,9 @@ test('projected: configMap, secret and downwardAPI in one tmpfs directory with d
 
   const sat = podWith([{ name: 'tok', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } }], { uid: 'u10' });
   await rejectsVolume(vm.setUpPodVolumes(sat, []), 'tok', 'FailedMount', /serviceAccountToken projections are not supported/);
-  const dup = podWith([{ name: 'dup', projected: { sources: [{ configMap: { name: 'cfg' } }, { configMap: { name: 'cfg' } }] } }], { uid: 'u11' });
+  const dup = podWith([{ name: 'dup', projected: { sources: [{ configMap: { name: 'cfg' } }, { configMap: { name: 'cfg' } }] } }], {
+    uid: 'u11',
+  });
   await rejectsVolume(vm.setUpPodVolumes(dup, []), 'dup', 'FailedMount', /conflicting duplicate paths/);
 });
 
@@ -436,7 +544,9 @@ test('item paths: absolute, .. and ..-prefixed elements are refused', async (t) 
     const pod = podWith([{ name: 'cfg', configMap: { name: 'cfg', items: [{ key: 'a', path }] } }], { uid: `path-${n++}` });
     await rejectsVolume(vm.setUpPodVolumes(pod, []), 'cfg', 'FailedMount', re);
   }
-  const dpod = podWith([{ name: 'd', downwardAPI: { items: [{ path: '../x', fieldRef: { fieldPath: 'metadata.name' } }] } }], { uid: 'path-d' });
+  const dpod = podWith([{ name: 'd', downwardAPI: { items: [{ path: '../x', fieldRef: { fieldPath: 'metadata.name' } }] } }], {
+    uid: 'path-d',
+  });
   await rejectsVolume(vm.setUpPodVolumes(dpod, []), 'd', 'FailedMount', /must not contain/);
 });
 
@@ -463,7 +573,17 @@ test('fsGroup: volumes belong to the group, with group access and setgid directo
   const pod = podWith(
     [
       { name: 'scratch', emptyDir: {} },
-      { name: 'config', configMap: { name: 'cfg', defaultMode: 0o400, items: [{ key: 'a', path: 'sub/a' }, { key: 'b', path: 'b' }] } },
+      {
+        name: 'config',
+        configMap: {
+          name: 'cfg',
+          defaultMode: 0o400,
+          items: [
+            { key: 'a', path: 'sub/a' },
+            { key: 'b', path: 'b' },
+          ],
+        },
+      },
       { name: 'mem', emptyDir: { medium: 'Memory' } },
     ],
     { fsGroup: GID },
@@ -496,7 +616,16 @@ test('fsGroup: volumes belong to the group, with group access and setgid directo
 
 function mountPod(volumeMounts: IContainer['volumeMounts'], extra: Partial<IContainer> = {}) {
   const c = container('app', { volumeMounts, ...extra });
-  return { c, pod: podWith([{ name: 'scratch', emptyDir: {} }, { name: 'config', configMap: { name: 'cfg' } }], { containers: [c] }) };
+  return {
+    c,
+    pod: podWith(
+      [
+        { name: 'scratch', emptyDir: {} },
+        { name: 'config', configMap: { name: 'cfg' } },
+      ],
+      { containers: [c] },
+    ),
+  };
 }
 
 test('containerMounts: paths, readOnly (forced for configMap), propagation, recursiveReadOnly', async (t) => {
@@ -513,18 +642,58 @@ test('containerMounts: paths, readOnly (forced for configMap), propagation, recu
   const scratch = vols.dirs.get('scratch')!.hostPath;
   const config = vols.dirs.get('config')!.hostPath;
   assert.deepEqual(mounts, [
-    { containerPath: '/data', hostPath: scratch, readonly: false, recursiveReadOnly: false, propagation: 'PROPAGATION_PRIVATE', selinuxRelabel: true },
-    { containerPath: '/ro', hostPath: scratch, readonly: true, recursiveReadOnly: false, propagation: 'PROPAGATION_HOST_TO_CONTAINER', selinuxRelabel: true },
-    { containerPath: '/etc/app', hostPath: config, readonly: true, recursiveReadOnly: false, propagation: 'PROPAGATION_PRIVATE', selinuxRelabel: true },
-    { containerPath: '/etc/rro', hostPath: config, readonly: true, recursiveReadOnly: true, propagation: 'PROPAGATION_PRIVATE', selinuxRelabel: true },
+    {
+      containerPath: '/data',
+      hostPath: scratch,
+      readonly: false,
+      recursiveReadOnly: false,
+      propagation: 'PROPAGATION_PRIVATE',
+      selinuxRelabel: true,
+    },
+    {
+      containerPath: '/ro',
+      hostPath: scratch,
+      readonly: true,
+      recursiveReadOnly: false,
+      propagation: 'PROPAGATION_HOST_TO_CONTAINER',
+      selinuxRelabel: true,
+    },
+    {
+      containerPath: '/etc/app',
+      hostPath: config,
+      readonly: true,
+      recursiveReadOnly: false,
+      propagation: 'PROPAGATION_PRIVATE',
+      selinuxRelabel: true,
+    },
+    {
+      containerPath: '/etc/rro',
+      hostPath: config,
+      readonly: true,
+      recursiveReadOnly: true,
+      propagation: 'PROPAGATION_PRIVATE',
+      selinuxRelabel: true,
+    },
   ]);
 
   const bidi = mountPod([{ name: 'scratch', mountPath: '/shared', mountPropagation: 'Bidirectional' }]);
-  await rejectsVolume(vm.containerMounts(bidi.pod, bidi.c, vols, {}), 'scratch', 'CreateContainerConfigError', /Bidirectional mount propagation is available only to privileged containers/);
-  const priv = mountPod([{ name: 'scratch', mountPath: '/shared', mountPropagation: 'Bidirectional' }], { securityContext: { privileged: true } });
+  await rejectsVolume(
+    vm.containerMounts(bidi.pod, bidi.c, vols, {}),
+    'scratch',
+    'CreateContainerConfigError',
+    /Bidirectional mount propagation is available only to privileged containers/,
+  );
+  const priv = mountPod([{ name: 'scratch', mountPath: '/shared', mountPropagation: 'Bidirectional' }], {
+    securityContext: { privileged: true },
+  });
   assert.equal((await vm.containerMounts(priv.pod, priv.c, vols, {}))[0]!.propagation, 'PROPAGATION_BIDIRECTIONAL');
   const missing = mountPod([{ name: 'nope', mountPath: '/x' }]);
-  await rejectsVolume(vm.containerMounts(missing.pod, missing.c, vols, {}), 'nope', 'CreateContainerConfigError', /cannot find volume "nope" to mount into container "app"/);
+  await rejectsVolume(
+    vm.containerMounts(missing.pod, missing.c, vols, {}),
+    'nope',
+    'CreateContainerConfigError',
+    /cannot find volume "nope" to mount into container "app"/,
+  );
   const hp: PodVolumes = { uid: 'uid-vol', dirs: new Map([['host', { hostPath: '/var/log', kind: 'hostPath', readOnly: false }]]) };
   const hpc = container('app', { volumeMounts: [{ name: 'host', mountPath: '/logs' }] });
   assert.equal((await vm.containerMounts(pod, hpc, hp, {}))[0]!.selinuxRelabel, false, 'a host path keeps its label');
@@ -540,7 +709,8 @@ test('subPath: stays inside the volume through symlinks; missing directories are
   symlinkSync('/etc', join(scratch, 'etc-link'));
   symlinkSync('real', join(scratch, 'inside-link'));
   symlinkSync('../../../../../../../..', join(scratch, 'up'));
-  const mountsOf = (volumeMounts: IContainer['volumeMounts'], env: Record<string, string> = {}) => vm.containerMounts(pod, container('app', { volumeMounts }), vols, env);
+  const mountsOf = (volumeMounts: IContainer['volumeMounts'], env: Record<string, string> = {}) =>
+    vm.containerMounts(pod, container('app', { volumeMounts }), vols, env);
 
   writeFileSync(join(scratch, 'real', 'marker'), 'inside');
   const specs = [
@@ -553,7 +723,10 @@ test('subPath: stays inside the volume through symlinks; missing directories are
   // The runtime gets a bind of the checked path under volume-subpaths, which no container can swap.
   const hostPaths = ok.map((m) => m.hostPath ?? '');
   const podDir = join(vols.dirs.get('scratch')!.hostPath, '..', '..', '..');
-  assert.deepEqual(hostPaths, [0, 1, 2, 3].map((i) => join(podDir, 'volume-subpaths', specs[i]!.name, 'app', String(i))));
+  assert.deepEqual(
+    hostPaths,
+    [0, 1, 2, 3].map((i) => join(podDir, 'volume-subpaths', specs[i]!.name, 'app', String(i))),
+  );
   for (const p of hostPaths) assert.equal((await mountedAt(p)).length, 1, p);
   assert.equal(read(join(hostPaths[0]!, 'marker')), 'inside');
   assert.equal(read(join(hostPaths[1]!, 'marker')), 'inside');
@@ -645,7 +818,7 @@ test('tearDown unmounts subPath binds, tmpfs volumes and propagated mounts befor
   assert.equal(existsSync(join(root, 'pods', 'uid-vol')), false);
 });
 
-test('the kubelet\'s object store of a parsed manifest feeds the volumes (stringData included)', async (t) => {
+test("the kubelet's object store of a parsed manifest feeds the volumes (stringData included)", async (t) => {
   const { root } = setup(t);
   const text = `apiVersion: v1
 kind: ConfigMap
@@ -675,14 +848,23 @@ spec:
   - {name: creds, secret: {secretName: creds}}
 `;
   const parsed = parseManifestText(text, { kind: 'file', path: '/m/pod.yaml', display: 'pod.yaml' }, { nodeName: 'node-a' });
-  assert.deepEqual(parsed.problems.filter((p) => p.severity === 'error'), []);
+  assert.deepEqual(
+    parsed.problems.filter((p) => p.severity === 'error'),
+    [],
+  );
   const vm = new VolumeManager({ rootDir: root, objects: objectStoreOf(parsed), node: NODE });
   const pod = parsed.pods[0]!.pod;
   const vols = await vm.setUpPodVolumes(pod, []);
   assert.equal(read(join(vols.dirs.get('cfg')!.hostPath, 'greeting')), 'hello');
   assert.equal(read(join(vols.dirs.get('creds')!.hostPath, 'password')), 'pw');
   const mounts = await vm.containerMounts(pod, pod.spec!.containers[0]!, vols, {});
-  assert.deepEqual(mounts.map((m) => [m.containerPath, m.readonly]), [['/cfg', true], ['/creds', true]]);
+  assert.deepEqual(
+    mounts.map((m) => [m.containerPath, m.readonly]),
+    [
+      ['/cfg', true],
+      ['/creds', true],
+    ],
+  );
   await vm.tearDown(pod.metadata!.uid!);
   assert.deepEqual(await mountsUnder(root), []);
 });

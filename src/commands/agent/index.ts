@@ -9,7 +9,11 @@ outlive it and are adopted without a restart), restarts crashed containers with 
 events and serves every other command on <root-dir>/podctl.sock. \`run --detach\` starts it in the background
 when none runs (output in <root-dir>/agent.log); \`podctl agent install\` starts it at boot. SIGTERM stops it
 and leaves the pods running; \`podctl agent stop\` sends that SIGTERM, \`podctl agent status\` says whether it runs.`;
-  static override examples = ['<%= config.bin %> agent', '<%= config.bin %> agent --root-dir /tmp/lab', '<%= config.bin %> agent --manifest-url http://127.0.0.1:8080/pods.yaml'];
+  static override examples = [
+    '<%= config.bin %> agent',
+    '<%= config.bin %> agent --root-dir /tmp/lab',
+    '<%= config.bin %> agent --manifest-url http://127.0.0.1:8080/pods.yaml',
+  ];
   static override flags = agentFlags;
 
   async run(): Promise<void> {

@@ -9,7 +9,11 @@ export class AgentInstall extends PodctlCommand {
   static override description = `Writes podctl-agent.service into --dir (default /etc/systemd/system), running this podctl's agent on
 --root-dir and --log-root with the node flags given here (log rotation, GC, --kubelet-config, …); then enable it with \`systemctl daemon-reload && systemctl enable --now podctl-agent\`.
 --init openrc writes /etc/init.d/podctl-agent instead (\`rc-update add podctl-agent default\`). Nothing is started.`;
-  static override examples = ['<%= config.bin %> agent install', '<%= config.bin %> agent install --init openrc', '<%= config.bin %> agent install --dir /tmp/units --root-dir /srv/podctl'];
+  static override examples = [
+    '<%= config.bin %> agent install',
+    '<%= config.bin %> agent install --init openrc',
+    '<%= config.bin %> agent install --dir /tmp/units --root-dir /srv/podctl',
+  ];
   static override flags = {
     ...nodeFlags,
     init: Flags.string({ summary: 'Which init system.', options: ['systemd', 'openrc'], default: 'systemd' }),
@@ -18,7 +22,10 @@ export class AgentInstall extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags, metadata } = await this.parse(AgentInstall);
-    const [{ agentArgs }, { openrcScript, systemdUnit }] = await Promise.all([import('../../cli/node.js'), import('../../core/node/supervise.js')]);
+    const [{ agentArgs }, { openrcScript, systemdUnit }] = await Promise.all([
+      import('../../cli/node.js'),
+      import('../../core/node/supervise.js'),
+    ]);
     const unit = {
       exec: [process.execPath, process.argv[1]!],
       rootDir: flags['root-dir'],
@@ -35,6 +42,10 @@ export class AgentInstall extends PodctlCommand {
     writeFileSync(path, text);
     if (openrc) chmodSync(path, 0o755);
     this.log(`wrote ${path}`);
-    this.log(openrc ? 'start it at boot: rc-update add podctl-agent default && rc-service podctl-agent start' : 'start it at boot: systemctl daemon-reload && systemctl enable --now podctl-agent');
+    this.log(
+      openrc
+        ? 'start it at boot: rc-update add podctl-agent default && rc-service podctl-agent start'
+        : 'start it at boot: systemctl daemon-reload && systemctl enable --now podctl-agent',
+    );
   }
 }

@@ -14,7 +14,11 @@ export class AgentStatus extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(AgentStatus);
-    const [{ AgentClient }, { agentLogFile }, { agentProcess }] = await Promise.all([import('../../core/node/client.js'), import('../../core/node/paths.js'), import('../../core/node/supervise.js')]);
+    const [{ AgentClient }, { agentLogFile }, { agentProcess }] = await Promise.all([
+      import('../../core/node/client.js'),
+      import('../../core/node/paths.js'),
+      import('../../core/node/supervise.js'),
+    ]);
     const holder = agentProcess(flags['root-dir']);
     const client = new AgentClient(flags['root-dir']);
     const info = holder && (await client.running()) ? await client.info().catch(() => undefined) : undefined;
@@ -22,9 +26,16 @@ export class AgentStatus extends PodctlCommand {
       this.log(JSON.stringify({ running: !!info, ...(holder ?? {}), ...(info ?? {}) }, null, 2));
     } else if (holder) {
       this.log(`${holder.kind} pid ${holder.pid} on ${flags['root-dir']} since ${holder.since}`);
-      this.log(info ? `API ${info.socket}; ${info.pods} pod(s); log ${info.log ?? agentLogFile(flags['root-dir'])}` : `it does not answer on ${client.socket}`);
+      this.log(
+        info
+          ? `API ${info.socket}; ${info.pods} pod(s); log ${info.log ?? agentLogFile(flags['root-dir'])}`
+          : `it does not answer on ${client.socket}`,
+      );
     }
-    if (!holder) throw new PodctlError(`no agent runs on ${flags['root-dir']}`, { hint: '`podctl run --detach FILE` starts one; `podctl agent` runs one in the foreground' });
+    if (!holder)
+      throw new PodctlError(`no agent runs on ${flags['root-dir']}`, {
+        hint: '`podctl run --detach FILE` starts one; `podctl agent` runs one in the foreground',
+      });
     if (!info) this.exit(1);
   }
 }

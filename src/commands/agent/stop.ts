@@ -5,7 +5,9 @@ import { parseDuration } from '../../core/util/duration.js';
 
 export class AgentStop extends PodctlCommand {
   static override summary = 'Stop the node agent of this --root-dir (SIGTERM to the PID in its lock); its pods keep running.';
-  static override description = 'Waits until it has stopped. Its pods keep running; the next agent on the same --root-dir adopts them without restarting any. No agent running is not an error.';
+  static override description =
+    'Waits until it has stopped. Its pods keep running; the next agent on the same --root-dir adopts them without restarting any. ' +
+    'No agent running is not an error.';
   static override examples = ['<%= config.bin %> agent stop', '<%= config.bin %> agent stop --root-dir /tmp/lab'];
   static override flags = {
     ...podViewFlags,

@@ -2,14 +2,24 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../../cli/pod-flags.js';
 
-const STATE: Record<string, string> = { CONTAINER_CREATED: 'Created', CONTAINER_RUNNING: 'Running', CONTAINER_EXITED: 'Exited', CONTAINER_UNKNOWN: 'Unknown' };
+const STATE: Record<string, string> = {
+  CONTAINER_CREATED: 'Created',
+  CONTAINER_RUNNING: 'Running',
+  CONTAINER_EXITED: 'Exited',
+  CONTAINER_UNKNOWN: 'Unknown',
+};
 
 export class GetContainers extends PodctlCommand {
   static override summary = "List the containers of podctl's pods, in crictl ps's spirit.";
   static override aliases = ['get:container'];
   static override description = `Running containers by default (-a: exited ones too), with the pod each belongs to. The IDs are what
 \`podctl inspect container\` and crictl take. -o json prints the CRI Container objects.`;
-  static override examples = ['<%= config.bin %> get containers', '<%= config.bin %> get containers -a -A', '<%= config.bin %> get containers --pod web -o json', '<%= config.bin %> get containers -q'];
+  static override examples = [
+    '<%= config.bin %> get containers',
+    '<%= config.bin %> get containers -a -A',
+    '<%= config.bin %> get containers --pod web -o json',
+    '<%= config.bin %> get containers -q',
+  ];
   static override flags = {
     ...podViewFlags,
     namespace: namespaceFlag,
@@ -35,7 +45,10 @@ export class GetContainers extends PodctlCommand {
       const selector: Record<string, string> = { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
       if (!flags['all-namespaces']) selector[L.POD_NAMESPACE_LABEL] = flags.namespace;
       if (flags.pod) selector[L.POD_NAME_LABEL] = flags.pod;
-      const [containers, sandboxes] = await Promise.all([client.listContainers({ labelSelector: selector }), client.listPodSandbox({ labelSelector: selector })]);
+      const [containers, sandboxes] = await Promise.all([
+        client.listContainers({ labelSelector: selector }),
+        client.listPodSandbox({ labelSelector: selector }),
+      ]);
       const shown = containers.filter((c) => flags.all || c.state === 'CONTAINER_RUNNING').sort((a, b) => b.createdAt - a.createdAt);
       if (flags.output === 'json') {
         this.log(JSON.stringify({ containers: shown }, null, 2));
@@ -62,7 +75,11 @@ export class GetContainers extends PodctlCommand {
         process.stderr.write('No containers found.\n');
         return;
       }
-      this.log(plainTable(['CONTAINER', 'IMAGE', 'CREATED', 'STATE', 'NAME', 'ATTEMPT', 'POD ID', 'POD'], rows, { noHeaders: flags['no-headers'] }));
+      this.log(
+        plainTable(['CONTAINER', 'IMAGE', 'CREATED', 'STATE', 'NAME', 'ATTEMPT', 'POD ID', 'POD'], rows, {
+          noHeaders: flags['no-headers'],
+        }),
+      );
     } finally {
       client.close();
     }

@@ -14,7 +14,10 @@ export class GetImages extends PodctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(GetImages);
-    const [{ connect }, { humanBytes, plainTable, shortId }] = await Promise.all([import('../../cli/runtime.js'), import('../../cli/table.js')]);
+    const [{ connect }, { humanBytes, plainTable, shortId }] = await Promise.all([
+      import('../../cli/runtime.js'),
+      import('../../cli/table.js'),
+    ]);
     const { client } = await connect(flags);
     try {
       const images = (await client.listImages()).sort((a, b) => (a.repoTags[0] ?? a.id).localeCompare(b.repoTags[0] ?? b.id));

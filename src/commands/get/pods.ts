@@ -32,7 +32,10 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     'no-headers': Flags.boolean({ summary: 'Print the table without its header line.' }),
     watch: Flags.boolean({ char: 'w', summary: 'After the listing, print each pod again whenever it changes.' }),
     'show-labels': Flags.boolean({ summary: "A LABELS column, as kubectl's --show-labels." }),
-    selector: Flags.string({ char: 'l', summary: "Only pods whose labels match, as kubectl's -l: app=web, tier!=db, 'env in (a,b)', !canary." }),
+    selector: Flags.string({
+      char: 'l',
+      summary: "Only pods whose labels match, as kubectl's -l: app=web, tier!=db, 'env in (a,b)', !canary.",
+    }),
   };
 
   async run(): Promise<void> {
@@ -46,13 +49,21 @@ runtime, readiness that comes from a readiness probe is unknown (shown not ready
     const view = await openPodLister(flags);
     // js-yaml loads only for -o yaml.
     const dumpYaml = output === 'yaml' ? await yamlDumper() : undefined;
-    const tableOpts: PodTableOptions = { allNamespaces: flags['all-namespaces'], wide: output === 'wide', showLabels: flags['show-labels'], noHeaders: flags['no-headers'], dumpYaml };
+    const tableOpts: PodTableOptions = {
+      allNamespaces: flags['all-namespaces'],
+      wide: output === 'wide',
+      showLabels: flags['show-labels'],
+      noHeaders: flags['no-headers'],
+      dumpYaml,
+    };
     const list = async () => (await view.list(query)).filter((v) => !matches || matches(v.pod.metadata?.labels));
     try {
       const viewed = await list();
-      if (args.name && viewed.length === 0 && !flags.watch) throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
+      if (args.name && viewed.length === 0 && !flags.watch)
+        throw new PodctlError(`pod "${args.name}" not found in namespace ${flags.namespace}`);
       await this.print(viewed, output, tableOpts, !!args.name, flags['all-namespaces'] ? 'any' : flags.namespace);
-      if (flags.watch) await followPods(list, viewed, output, tableOpts, (line) => this.log(line), { changes: (wake) => view.changes(wake) });
+      if (flags.watch)
+        await followPods(list, viewed, output, tableOpts, (line) => this.log(line), { changes: (wake) => view.changes(wake) });
     } finally {
       view.close();
     }

@@ -16,7 +16,10 @@ returns at once.`;
 
   async run(): Promise<void> {
     const { flags } = await this.parse(RuntimeUp);
-    const [{ sandboxIds, waitRuntimeReady }, { embeddedUp }] = await Promise.all([import('../../cli/runtime-ready.js'), import('../../core/embedded/index.js')]);
+    const [{ sandboxIds, waitRuntimeReady }, { embeddedUp }] = await Promise.all([
+      import('../../cli/runtime-ready.js'),
+      import('../../core/embedded/index.js'),
+    ]);
     const status = await embeddedUp({
       install: flags.install,
       timeoutMs: flags['wait-timeout'] * 1000,

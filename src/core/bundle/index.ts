@@ -8,7 +8,9 @@ import { pack as tarPack } from 'tar-stream';
 
 /** The container of a spec by name (app, init or ephemeral). */
 export function specContainer(spec: IPodSpec, name: string): IContainer | undefined {
-  return [...spec.containers, ...(spec.initContainers ?? []), ...((spec.ephemeralContainers ?? []) as IContainer[])].find((c) => c.name === name);
+  return [...spec.containers, ...(spec.initContainers ?? []), ...((spec.ephemeralContainers ?? []) as IContainer[])].find(
+    (c) => c.name === name,
+  );
 }
 
 export class BundleOutputError extends Error {}
@@ -51,7 +53,8 @@ export class Bundle {
    */
   async writeTo(output: string): Promise<void> {
     const target = resolve(output);
-    if ((await lstat(target).catch(() => undefined))?.isDirectory()) throw new BundleOutputError(`${output} is a directory: name the archive file to write`);
+    if ((await lstat(target).catch(() => undefined))?.isDirectory())
+      throw new BundleOutputError(`${output} is a directory: name the archive file to write`);
     const staging = await mkdtemp(join(dirname(target), `.${basename(target)}.`)).catch((err: NodeJS.ErrnoException) => {
       throw err.code === 'ENOENT' ? new BundleOutputError(`${dirname(output)}: no such directory`) : err;
     });

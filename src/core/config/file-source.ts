@@ -92,11 +92,17 @@ export class FileSource {
     try {
       const st = await stat(path);
       isDir = st.isDirectory();
-      names = isDir ? (await readdir(path)).filter(isManifestFileName).sort().map((n) => join(path, n)) : [path];
+      names = isDir
+        ? (await readdir(path))
+            .filter(isManifestFileName)
+            .sort()
+            .map((n) => join(path, n))
+        : [path];
       this.missingReported = false;
     } catch (err) {
       // A path that is not there yet: say so once, keep what we had, look again later.
-      if (!this.missingReported) this.opts.onError({ source: 'file', file: path, message: `${path}: cannot read: ${(err as Error).message}` });
+      if (!this.missingReported)
+        this.opts.onError({ source: 'file', file: path, message: `${path}: cannot read: ${(err as Error).message}` });
       this.missingReported = true;
       this.schedule();
       return;
@@ -120,13 +126,20 @@ export class FileSource {
         this.report(file, state, `${file}: cannot read: ${(err as Error).message}`);
         continue;
       }
-      const parsed = parseManifestText(text, { kind: 'file', path: resolve(file), display: file }, { nodeName: this.opts.nodeName, now: () => new Date(this.opts.clock.now()) });
+      const parsed = parseManifestText(
+        text,
+        { kind: 'file', path: resolve(file), display: file },
+        { nodeName: this.opts.nodeName, now: () => new Date(this.opts.clock.now()) },
+      );
       const errors = parsed.problems.filter((p) => p.severity === 'error');
       if (errors.length) {
         this.report(file, state, `${errors.map(formatProblem).join('\n')}\n(keeping the last good version of ${file})`);
         continue;
       }
-      const warnings = parsed.problems.filter((p) => p.severity === 'warning').map(formatProblem).join('\n');
+      const warnings = parsed.problems
+        .filter((p) => p.severity === 'warning')
+        .map(formatProblem)
+        .join('\n');
       if (warnings && warnings !== state.warnings) this.opts.onWarning?.({ source: 'file', file, message: warnings });
       state.warnings = warnings;
       state.pods = parsed.pods.map((p) => p.pod);
@@ -137,7 +150,11 @@ export class FileSource {
     const files = [...this.files.values()];
     this.opts.onSnapshot(
       files.flatMap((s) => s.pods),
-      { configMaps: files.flatMap((s) => s.objects.configMaps), secrets: files.flatMap((s) => s.objects.secrets), runtimeClasses: files.flatMap((s) => s.objects.runtimeClasses ?? []) },
+      {
+        configMaps: files.flatMap((s) => s.objects.configMaps),
+        secrets: files.flatMap((s) => s.objects.secrets),
+        runtimeClasses: files.flatMap((s) => s.objects.runtimeClasses ?? []),
+      },
     );
     this.schedule();
   }

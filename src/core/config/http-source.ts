@@ -43,7 +43,10 @@ function get(url: URL, headers: Record<string, string> | undefined, signal: Abor
  * port), at most 5 times, so the custom headers (an API key, say) never leave it; a redirect
  * elsewhere is refused. The body is read up to maxBytes, and refused past that.
  */
-export async function fetchManifest(url: string, opts: { headers?: Record<string, string>; timeoutMs?: number; maxBytes?: number }): Promise<string> {
+export async function fetchManifest(
+  url: string,
+  opts: { headers?: Record<string, string>; timeoutMs?: number; maxBytes?: number },
+): Promise<string> {
   const origin = new URL(url).origin;
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const signal = AbortSignal.timeout(timeoutMs);
@@ -61,7 +64,9 @@ export async function fetchManifest(url: string, opts: { headers?: Record<string
       res.destroy();
       const next = new URL(res.headers.location, current);
       if (next.origin !== origin) {
-        throw new Error(`${url}: refusing the redirect to ${next.href}: podctl follows redirects only within ${origin}, so its headers never go elsewhere`);
+        throw new Error(
+          `${url}: refusing the redirect to ${next.href}: podctl follows redirects only within ${origin}, so its headers never go elsewhere`,
+        );
       }
       if (hop >= MAX_REDIRECTS) throw new Error(`${url}: more than ${MAX_REDIRECTS} redirects`);
       current = next;
@@ -123,12 +128,23 @@ export class HttpSource {
 
   async poll(): Promise<void> {
     try {
-      const text = await fetchManifest(this.opts.url, { headers: this.opts.headers, timeoutMs: this.opts.timeoutMs, maxBytes: this.opts.maxBytes });
-      const parsed = parseManifestText(text, { kind: 'http', path: this.opts.url }, { nodeName: this.opts.nodeName, now: () => new Date(this.opts.clock.now()) });
+      const text = await fetchManifest(this.opts.url, {
+        headers: this.opts.headers,
+        timeoutMs: this.opts.timeoutMs,
+        maxBytes: this.opts.maxBytes,
+      });
+      const parsed = parseManifestText(
+        text,
+        { kind: 'http', path: this.opts.url },
+        { nodeName: this.opts.nodeName, now: () => new Date(this.opts.clock.now()) },
+      );
       const errors = parsed.problems.filter((p) => p.severity === 'error');
       if (errors.length) throw new Error(errors.map(formatProblem).join('\n'));
       this.lastError = undefined;
-      const warnings = parsed.problems.filter((p) => p.severity === 'warning').map(formatProblem).join('\n');
+      const warnings = parsed.problems
+        .filter((p) => p.severity === 'warning')
+        .map(formatProblem)
+        .join('\n');
       if (warnings && warnings !== this.lastWarnings) this.opts.onWarning?.({ source: 'http', file: this.opts.url, message: warnings });
       this.lastWarnings = warnings;
       this.lastGood = parsed.pods.map((p) => p.pod);

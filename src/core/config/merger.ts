@@ -50,13 +50,21 @@ export class PodConfigMerger {
       }
       const first = keys.get(podKey(pod)) ?? next.get(uid);
       if (first) {
-        const why = podKey(first) === podKey(pod) ? `is defined twice (also in ${fileOf(first) ?? `the ${source} source`}); the first is kept` : `has metadata.uid ${uid}, which pod ${podKey(first)} already holds (${fileOf(first) ?? `the ${source} source`})`;
+        const why =
+          podKey(first) === podKey(pod)
+            ? `is defined twice (also in ${fileOf(first) ?? `the ${source} source`}); the first is kept`
+            : `has metadata.uid ${uid}, which pod ${podKey(first)} already holds (${fileOf(first) ?? `the ${source} source`})`;
         this.onConflict?.(source, pod, source, why);
         continue;
       }
       const holder = this.holderOfUID(uid, podKey(pod), source);
       if (holder) {
-        this.onConflict?.(source, pod, holder.source, `has metadata.uid ${uid}, which pod ${podKey(holder.pod)} of the ${holder.source} source already holds`);
+        this.onConflict?.(
+          source,
+          pod,
+          holder.source,
+          `has metadata.uid ${uid}, which pod ${podKey(holder.pod)} of the ${holder.source} source already holds`,
+        );
         continue;
       }
       keys.set(podKey(pod), pod);

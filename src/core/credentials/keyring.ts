@@ -96,7 +96,12 @@ function splitPort(host: string): [string, string?] {
 }
 
 function globMatch(pattern: string, text: string): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^.]*').replace(/\?/g, '[^.]')}$`);
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '[^.]*')
+      .replace(/\?/g, '[^.]')}$`,
+  );
   return re.test(text);
 }
 
@@ -149,7 +154,9 @@ export class DockerKeyring {
     const slash = repo.indexOf('/');
     const host = repo.slice(0, slash);
     const path = repo.slice(slash);
-    const matched = this.entries.filter((e) => hostMatches(e.host, host) && (e.path === '' || path === e.path || path.startsWith(`${e.path.replace(/\/$/, '')}/`)));
+    const matched = this.entries.filter(
+      (e) => hostMatches(e.host, host) && (e.path === '' || path === e.path || path.startsWith(`${e.path.replace(/\/$/, '')}/`)),
+    );
     if (matched.length) return matched.map((e) => e.auth);
     if (isDefaultRegistry(repo)) return this.entries.filter((e) => e.host === DEFAULT_REGISTRY_HOST && e.path === '').map((e) => e.auth);
     return [];

@@ -29,7 +29,8 @@ export function runtimeClient(endpoint: string): grpc.Client {
 export const passBytes = (bytes: Buffer): Buffer => bytes;
 
 /** The bytes of a finished message as a Buffer, without a copy (protobufjs's Writer gives one under Node). */
-export const asBuffer = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+export const asBuffer = (bytes: Uint8Array): Buffer =>
+  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 /** A failure of a call that never reached grpc-js, or that podctl ended (a handler that threw). */
 export function failure(code: GrpcStatus, details: string): GrpcFailure {

@@ -156,7 +156,12 @@ export class CriClient implements RuntimeService, ImageService {
     if (this.images !== this.runtime) this.images.close();
   }
 
-  private call<Req, Res>(service: Service, method: string, request: Req, opts: { timeoutMs?: number; decode?: (buf: Buffer) => Res } = {}): Promise<Res> {
+  private call<Req, Res>(
+    service: Service,
+    method: string,
+    request: Req,
+    opts: { timeoutMs?: number; decode?: (buf: Buffer) => Res } = {},
+  ): Promise<Res> {
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
     const client = service === 'ImageService' ? this.images : this.runtime;
     const socket = service === 'ImageService' ? this.imageSocket : this.runtimeSocket;
@@ -168,7 +173,8 @@ export class CriClient implements RuntimeService, ImageService {
     // some 8 MB live at once while 5,000 pods start.)
     const observer = this.opts.observer;
     const scope = observer && new AsyncResource('CriCall');
-    const observe = (error?: CriError) => scope?.runInAsyncScope(observer!, undefined, { method, durationMs: performance.now() - started, error });
+    const observe = (error?: CriError) =>
+      scope?.runInAsyncScope(observer!, undefined, { method, durationMs: performance.now() - started, error });
     // A missing socket fails at once instead of waiting for a connect timeout.
     if (!existsSync(socket)) {
       const err = noRuntimeError(endpoint, method);
@@ -323,7 +329,8 @@ export class CriClient implements RuntimeService, ImageService {
 
   getContainerEvents(handlers: ContainerEventHandlers): ContainerEventStream {
     const started = this.opts.observer ? performance.now() : 0;
-    const observe = (error?: CriError) => this.opts.observer?.({ method: 'GetContainerEvents', durationMs: performance.now() - started, error });
+    const observe = (error?: CriError) =>
+      this.opts.observer?.({ method: 'GetContainerEvents', durationMs: performance.now() - started, error });
     if (!existsSync(this.runtimeSocket)) {
       const err = noRuntimeError(this.endpoint, 'GetContainerEvents');
       observe(err);
@@ -371,4 +378,3 @@ export class CriClient implements RuntimeService, ImageService {
     return this.img('ImageFsInfo', {});
   }
 }
-

@@ -74,8 +74,15 @@ let loaded: Promise<SubscribeCodec> | undefined;
 export function loadContainerdEvents(): Promise<SubscribeCodec> {
   loaded ??= (async () => {
     const [{ default: pb }, { asBuffer }] = await Promise.all([import('./generated/containerd-pb.js'), import('./channel.js')]);
-    type Message = { encode(m: object): { finish(): Uint8Array }; decode(b: Uint8Array): object; fromObject(o: object): object; toObject(m: object, o: object): Record<string, unknown> };
-    const root = pb as unknown as { containerd: { services: { events: { v1: Record<string, Message> } }; events: Record<string, Message> } };
+    type Message = {
+      encode(m: object): { finish(): Uint8Array };
+      decode(b: Uint8Array): object;
+      fromObject(o: object): object;
+      toObject(m: object, o: object): Record<string, unknown>;
+    };
+    const root = pb as unknown as {
+      containerd: { services: { events: { v1: Record<string, Message> } }; events: Record<string, Message> };
+    };
     const { SubscribeRequest, Envelope } = root.containerd.services.events.v1;
     const events = root.containerd.events;
     const conversion = { longs: Number, enums: String, defaults: true };
@@ -83,12 +90,17 @@ export function loadContainerdEvents(): Promise<SubscribeCodec> {
       encode: (request) => asBuffer(SubscribeRequest!.encode(SubscribeRequest!.fromObject(request)).finish()),
       decode: (message) => {
         // protobufjs's own google.protobuf types keep the .proto's field names (type_url).
-        const envelope = Envelope!.toObject(Envelope!.decode(message), conversion) as Omit<EnvelopeOutput, 'event'> & { event?: { type_url?: string; value?: Uint8Array } | null };
+        const envelope = Envelope!.toObject(Envelope!.decode(message), conversion) as Omit<EnvelopeOutput, 'event'> & {
+          event?: { type_url?: string; value?: Uint8Array } | null;
+        };
         const any = envelope.event;
         if (!any) return { ...envelope, event: null };
         const typeUrl = any.type_url ?? '';
         const typeName = typeUrl.slice(typeUrl.lastIndexOf('/') + 1);
-        const type = typeName.startsWith('containerd.events.') && Object.hasOwn(events, typeName.slice('containerd.events.'.length)) ? events[typeName.slice('containerd.events.'.length)] : undefined;
+        const type =
+          typeName.startsWith('containerd.events.') && Object.hasOwn(events, typeName.slice('containerd.events.'.length))
+            ? events[typeName.slice('containerd.events.'.length)]
+            : undefined;
         const fields = type && any.value ? type.toObject(type.decode(any.value), conversion) : {};
         return { ...envelope, event: { '@type': typeName, ...fields } };
       },
@@ -158,7 +170,15 @@ export class ContainerdEventsClient implements ContainerdEventSource {
           },
         });
       },
-      (err: unknown) => handlers.onError(new CriError(`containerd's event service could not be loaded: ${(err as Error).message}`, { code: GrpcStatus.INTERNAL, method: 'Subscribe', endpoint: this.endpoint, details: String(err) })),
+      (err: unknown) =>
+        handlers.onError(
+          new CriError(`containerd's event service could not be loaded: ${(err as Error).message}`, {
+            code: GrpcStatus.INTERNAL,
+            method: 'Subscribe',
+            endpoint: this.endpoint,
+            details: String(err),
+          }),
+        ),
     );
     return {
       cancel: () => {

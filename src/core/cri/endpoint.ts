@@ -113,7 +113,10 @@ const SETTING_KEYS: Record<string, keyof PodctlSettings> = {
  * file named explicitly, bad YAML or an unknown key is an error naming the
  * file and the key.
  */
-export async function loadSettings(file: string | undefined, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): Promise<PodctlSettings> {
+export async function loadSettings(
+  file: string | undefined,
+  read: (path: string) => string = (p) => readFileSync(p, 'utf8'),
+): Promise<PodctlSettings> {
   const path = file ?? DEFAULT_CONFIG_FILE;
   let text: string;
   try {
@@ -160,4 +163,3 @@ export async function loadSettings(file: string | undefined, read: (path: string
 function settingType(path: string, key: string, expected: string): PodctlError {
   return new PodctlError(`config file ${path}: setting "${key}" must be ${expected}`, { exitCode: 2 });
 }
-

@@ -34,7 +34,10 @@ export class CriError extends PodctlError {
   /** The runtime's own message, unchanged. */
   readonly details: string;
 
-  constructor(message: string, opts: { code: GrpcStatus; method: string; endpoint: string; details: string; hint?: string; cause?: unknown }) {
+  constructor(
+    message: string,
+    opts: { code: GrpcStatus; method: string; endpoint: string; details: string; hint?: string; cause?: unknown },
+  ) {
     super(message, { hint: opts.hint, cause: opts.cause });
     this.name = 'CriError';
     this.code = opts.code;
@@ -97,7 +100,10 @@ export function mapGrpcError(err: GrpcFailure, method: string, endpoint: string,
   switch (err.code) {
     case GrpcStatus.UNAVAILABLE:
       if (/EACCES|permission denied/i.test(details)) {
-        return new CriError(`permission denied on ${endpoint}`, { ...base, hint: 'run podctl as root or as a user allowed to use that socket' });
+        return new CriError(`permission denied on ${endpoint}`, {
+          ...base,
+          hint: 'run podctl as root or as a user allowed to use that socket',
+        });
       }
       // Only the socket itself missing or refusing; a runtime passing on its own connection error is not that.
       if (/connect (ENOENT|ECONNREFUSED)|No connection established/.test(details)) return noRuntimeError(endpoint, method, err);

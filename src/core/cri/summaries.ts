@@ -60,24 +60,28 @@ function enumName<E>(names: readonly E[], n: number): E {
 }
 
 function sandbox(r: ProtoReader): PodSandboxSummary {
-  return message<PodSandboxSummary>(r, { id: '', metadata: null, state: 'SANDBOX_READY', createdAt: 0, labels: {}, runtimeHandler: '' }, (r, s, no, wire) => {
-    if (no === F.PodSandbox.id && wire === WIRE_LENGTH) s.id = intern(r.string());
-    else if (no === F.PodSandbox.metadata && wire === WIRE_LENGTH)
-      s.metadata = message<T.PodSandboxMetadata>(r, { name: '', uid: '', namespace: '', attempt: 0 }, (r, m, no, wire) => {
-        if (no === F.PodSandboxMetadata.name && wire === WIRE_LENGTH) m.name = intern(r.string());
-        else if (no === F.PodSandboxMetadata.uid && wire === WIRE_LENGTH) m.uid = intern(r.string());
-        else if (no === F.PodSandboxMetadata.namespace && wire === WIRE_LENGTH) m.namespace = intern(r.string());
-        else if (no === F.PodSandboxMetadata.attempt && wire === WIRE_VARINT) m.attempt = r.uint32();
-        else return false;
-        return true;
-      });
-    else if (no === F.PodSandbox.state && wire === WIRE_VARINT) s.state = enumName(SANDBOX_STATES, r.int32());
-    else if (no === F.PodSandbox.createdAt && wire === WIRE_VARINT) s.createdAt = int64(r);
-    else if (no === F.PodSandbox.labels && wire === WIRE_LENGTH) mapEntry(r, s.labels);
-    else if (no === F.PodSandbox.runtimeHandler && wire === WIRE_LENGTH) s.runtimeHandler = intern(r.string());
-    else return false;
-    return true;
-  });
+  return message<PodSandboxSummary>(
+    r,
+    { id: '', metadata: null, state: 'SANDBOX_READY', createdAt: 0, labels: {}, runtimeHandler: '' },
+    (r, s, no, wire) => {
+      if (no === F.PodSandbox.id && wire === WIRE_LENGTH) s.id = intern(r.string());
+      else if (no === F.PodSandbox.metadata && wire === WIRE_LENGTH)
+        s.metadata = message<T.PodSandboxMetadata>(r, { name: '', uid: '', namespace: '', attempt: 0 }, (r, m, no, wire) => {
+          if (no === F.PodSandboxMetadata.name && wire === WIRE_LENGTH) m.name = intern(r.string());
+          else if (no === F.PodSandboxMetadata.uid && wire === WIRE_LENGTH) m.uid = intern(r.string());
+          else if (no === F.PodSandboxMetadata.namespace && wire === WIRE_LENGTH) m.namespace = intern(r.string());
+          else if (no === F.PodSandboxMetadata.attempt && wire === WIRE_VARINT) m.attempt = r.uint32();
+          else return false;
+          return true;
+        });
+      else if (no === F.PodSandbox.state && wire === WIRE_VARINT) s.state = enumName(SANDBOX_STATES, r.int32());
+      else if (no === F.PodSandbox.createdAt && wire === WIRE_VARINT) s.createdAt = int64(r);
+      else if (no === F.PodSandbox.labels && wire === WIRE_LENGTH) mapEntry(r, s.labels);
+      else if (no === F.PodSandbox.runtimeHandler && wire === WIRE_LENGTH) s.runtimeHandler = intern(r.string());
+      else return false;
+      return true;
+    },
+  );
 }
 
 function container(r: ProtoReader): ContainerSummary {
@@ -116,8 +120,16 @@ interface ListShape<I> {
 
 const lengthTag = (field: number) => (field << 3) | WIRE_LENGTH;
 
-const SANDBOXES: ListShape<PodSandboxSummary> = { item: sandbox, listTag: lengthTag(F.ListPodSandboxResponse.items), idTag: lengthTag(F.PodSandbox.id) };
-const CONTAINERS: ListShape<ContainerSummary> = { item: container, listTag: lengthTag(F.ListContainersResponse.containers), idTag: lengthTag(F.Container.id) };
+const SANDBOXES: ListShape<PodSandboxSummary> = {
+  item: sandbox,
+  listTag: lengthTag(F.ListPodSandboxResponse.items),
+  idTag: lengthTag(F.PodSandbox.id),
+};
+const CONTAINERS: ListShape<ContainerSummary> = {
+  item: container,
+  listTag: lengthTag(F.ListContainersResponse.containers),
+  idTag: lengthTag(F.Container.id),
+};
 
 /** A whole response: its repeated field of items. */
 function list<I>(buf: Uint8Array, { item, listTag }: ListShape<I>): I[] {
@@ -197,7 +209,11 @@ export class SummaryDecoder<S extends { id: string }> {
       const id = recordId(r, end, this.shape.idTag);
       const entry = id === undefined ? undefined : this.last.get(id);
       let summary: S;
-      const same = entry !== undefined && entry.gen !== gen && entry.bytes.length === end - start && buf.compare(entry.bytes, 0, entry.bytes.length, start, end) === 0;
+      const same =
+        entry !== undefined &&
+        entry.gen !== gen &&
+        entry.bytes.length === end - start &&
+        buf.compare(entry.bytes, 0, entry.bytes.length, start, end) === 0;
       if (same) {
         summary = entry.summary;
         reused++;

@@ -66,7 +66,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `;
 }
 
-/** A bridge network on its own subnet (podman's default is 10.88.0.0/16), with host-local IPAM kept under our root; masqueraded by one chain (masquerade.ts). */
+/**
+ * A bridge network on its own subnet (podman's default is 10.88.0.0/16), with host-local IPAM kept under our root; masqueraded by one chain
+ * (masquerade.ts).
+ */
 export function cniConflist(paths: EmbeddedPaths): string {
   return `${JSON.stringify(
     {

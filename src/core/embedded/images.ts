@@ -68,7 +68,10 @@ export function servedImages(): string[] {
 
 async function registryHas(port: number, repo: string, tag: string): Promise<boolean> {
   try {
-    const res = await fetch(`http://127.0.0.1:${port}/v2/${repo}/manifests/${tag}`, { method: 'HEAD', headers: { Accept: MANIFEST_ACCEPT } });
+    const res = await fetch(`http://127.0.0.1:${port}/v2/${repo}/manifests/${tag}`, {
+      method: 'HEAD',
+      headers: { Accept: MANIFEST_ACCEPT },
+    });
     return res.ok;
   } catch {
     return false;

@@ -28,7 +28,6 @@ export interface EmbeddedStatus {
 
 type Log = (line: string) => void;
 
-
 export async function embeddedStatus(opts: { paths?: EmbeddedPaths } = {}): Promise<EmbeddedStatus> {
   const paths = opts.paths ?? embeddedPaths();
   const containerd = embeddedContainerd(paths);
@@ -51,7 +50,17 @@ async function writeIfChanged(file: string, content: string): Promise<boolean> {
 }
 
 async function writeConfigs(paths: EmbeddedPaths, port: number): Promise<boolean> {
-  for (const dir of [paths.rootDir, paths.runDir, paths.stateDir, paths.cniConfDir, paths.cniDataDir, paths.certsDir, paths.registryDir, paths.imagesDir, paths.logDir]) {
+  for (const dir of [
+    paths.rootDir,
+    paths.runDir,
+    paths.stateDir,
+    paths.cniConfDir,
+    paths.cniDataDir,
+    paths.certsDir,
+    paths.registryDir,
+    paths.imagesDir,
+    paths.logDir,
+  ]) {
     await mkdir(dir, { recursive: true, mode: 0o700 });
   }
   let changed = await writeIfChanged(paths.configFile, containerdConfig(paths));
@@ -72,7 +81,10 @@ async function writeConfigs(paths: EmbeddedPaths, port: number): Promise<boolean
  * which leaves cgroup2 empty: both OCI runtimes then manage the same v1 controllers.
  */
 async function ensureCrunCgroups(log: Log, root = '/sys/fs/cgroup'): Promise<void> {
-  const controllers = readFileSync(join(root, 'unified', 'cgroup.controllers'), 'utf8').trim().split(/\s+/).filter(Boolean);
+  const controllers = readFileSync(join(root, 'unified', 'cgroup.controllers'), 'utf8')
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean);
   for (const controller of controllers) {
     const dir = join(root, controller);
     try {
@@ -80,7 +92,9 @@ async function ensureCrunCgroups(log: Log, root = '/sys/fs/cgroup'): Promise<voi
       await run('mount', ['-t', 'cgroup', '-o', controller, 'cgroup', dir]);
       log(`mounted the ${controller} cgroup controller as v1 at ${dir} (crun needs cgroup2 without controllers in a hybrid layout)`);
     } catch (err) {
-      log(`warning: crun will not start containers here: the cgroup2 hierarchy holds ${controller}, and mounting it as v1 failed: ${(err as Error).message}`);
+      log(
+        `warning: crun will not start containers here: the cgroup2 hierarchy holds ${controller}, and mounting it as v1 failed: ${(err as Error).message}`,
+      );
     }
   }
 }
@@ -94,7 +108,10 @@ async function ensureForwarding(log: Log): Promise<void> {
     await writeFile(file, '1\n');
     log('enabled net.ipv4.ip_forward for the pod network');
   } catch (err) {
-    throw new EmbeddedRuntimeError(`cannot enable IP forwarding for the pod network: ${(err as Error).message}`, 'run `sysctl -w net.ipv4.ip_forward=1` as root');
+    throw new EmbeddedRuntimeError(
+      `cannot enable IP forwarding for the pod network: ${(err as Error).message}`,
+      'run `sysctl -w net.ipv4.ip_forward=1` as root',
+    );
   }
 }
 
@@ -103,9 +120,13 @@ const iptables: Iptables = (args) => run('iptables', ['-w', '5', ...args], { tim
 
 async function ensureMasquerade(log: Log): Promise<void> {
   try {
-    if ((await ensurePodMasquerade(iptables, POD_SUBNET)) === 'added') log(`masquerading the pod network ${POD_SUBNET} (iptables nat chain ${MASQUERADE_CHAIN})`);
+    if ((await ensurePodMasquerade(iptables, POD_SUBNET)) === 'added')
+      log(`masquerading the pod network ${POD_SUBNET} (iptables nat chain ${MASQUERADE_CHAIN})`);
   } catch (err) {
-    throw new EmbeddedRuntimeError(`cannot set up masquerading for the pod network ${POD_SUBNET}: ${(err as Error).message}`, 'podctl needs iptables (Debian package iptables) and root');
+    throw new EmbeddedRuntimeError(
+      `cannot set up masquerading for the pod network ${POD_SUBNET}: ${(err as Error).message}`,
+      'podctl needs iptables (Debian package iptables) and root',
+    );
   }
 }
 
@@ -122,14 +143,20 @@ async function sweepMasquerades(live: ReadonlySet<string>, log: Log): Promise<vo
 async function startRegistry(paths: EmbeddedPaths, port: number): Promise<void> {
   if (livePid(paths.pidFile('registry'), isRegistry(paths)) !== undefined && (await registryAnswers(port))) return;
   if (await registryAnswers(port)) {
-    throw new EmbeddedRuntimeError(`something else already serves 127.0.0.1:${port}`, 'stop it, or choose another port with PODCTL_REGISTRY_PORT');
+    throw new EmbeddedRuntimeError(
+      `something else already serves 127.0.0.1:${port}`,
+      'stop it, or choose another port with PODCTL_REGISTRY_PORT',
+    );
   }
   startDaemon('docker-registry', ['serve', paths.registryConfig], join(paths.logDir, 'registry.log'), paths.pidFile('registry'));
   for (let i = 0; i < 100; i++) {
     if (await registryAnswers(port)) return;
     await sleep(100);
   }
-  throw new EmbeddedRuntimeError(`the image registry did not answer on 127.0.0.1:${port} within 10 s`, `see ${join(paths.logDir, 'registry.log')}`);
+  throw new EmbeddedRuntimeError(
+    `the image registry did not answer on 127.0.0.1:${port} within 10 s`,
+    `see ${join(paths.logDir, 'registry.log')}`,
+  );
 }
 
 /** The running containerd's pid: the one there, or one started now. */
@@ -173,7 +200,10 @@ export async function embeddedUp(opts: {
   const paths = opts.paths ?? embeddedPaths();
   const log = opts.log ?? (() => undefined);
   if (process.getuid?.() !== 0) {
-    throw new EmbeddedRuntimeError('the embedded runtime must be started as root (containerd needs it)', 'run `sudo podctl runtime up`, or point podctl at a runtime with --runtime-endpoint');
+    throw new EmbeddedRuntimeError(
+      'the embedded runtime must be started as root (containerd needs it)',
+      'run `sudo podctl runtime up`, or point podctl at a runtime with --runtime-endpoint',
+    );
   }
   await ensurePackages(opts.install ?? true, log);
   const port = registryPort();
@@ -192,8 +222,13 @@ export async function embeddedUp(opts: {
   let detail = 'not checked';
   while (Date.now() < deadline) {
     if (livePid(paths.pidFile('containerd'), isContainerd(paths)) === undefined) {
-      const end = daemonEnd(started) ?? (processCmdline(started) ? `pid ${started} is now: ${processCmdline(started)!.join(' ')}` : `pid ${started} is gone`);
-      throw new EmbeddedRuntimeError(`the embedded containerd exited during start-up (${end})`, `its log ends with:\n${tail(join(paths.logDir, 'containerd.log'), 10)}`);
+      const end =
+        daemonEnd(started) ??
+        (processCmdline(started) ? `pid ${started} is now: ${processCmdline(started)!.join(' ')}` : `pid ${started} is gone`);
+      throw new EmbeddedRuntimeError(
+        `the embedded containerd exited during start-up (${end})`,
+        `its log ends with:\n${tail(join(paths.logDir, 'containerd.log'), 10)}`,
+      );
     }
     if (existsSync(paths.socket)) {
       const r = await opts.waitReady(endpoint, abort.signal);
@@ -230,7 +265,11 @@ export function mountsBelow(mountinfo: string, roots: string[]): string[] {
  * Stops what up started, by recorded PIDs only: pods first (beforeStop), then
  * containerd, then the registry; unmounts what containerd left below our dirs.
  */
-export async function embeddedDown(opts: { paths?: EmbeddedPaths; log?: Log; beforeStop?: (endpoint: string) => Promise<void> }): Promise<void> {
+export async function embeddedDown(opts: {
+  paths?: EmbeddedPaths;
+  log?: Log;
+  beforeStop?: (endpoint: string) => Promise<void>;
+}): Promise<void> {
   const paths = opts.paths ?? embeddedPaths();
   const log = opts.log ?? (() => undefined);
   const containerd = livePid(paths.pidFile('containerd'), isContainerd(paths));

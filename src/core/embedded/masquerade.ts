@@ -94,7 +94,20 @@ export async function sweepBridgeMasquerades(ipt: Iptables, network: string, liv
   const swept: string[] = [];
   for (const m of bridgeMasquerades(postrouting, network)) {
     if (liveSandboxIds.has(m.sandboxId)) continue;
-    await ipt(['-t', 'nat', '-D', 'POSTROUTING', '-s', m.source, '-m', 'comment', '--comment', `name: "${network}" id: "${m.sandboxId}"`, '-j', m.chain]);
+    await ipt([
+      '-t',
+      'nat',
+      '-D',
+      'POSTROUTING',
+      '-s',
+      m.source,
+      '-m',
+      'comment',
+      '--comment',
+      `name: "${network}" id: "${m.sandboxId}"`,
+      '-j',
+      m.chain,
+    ]);
     if (await exists(ipt, ['-t', 'nat', '-F', m.chain])) await exists(ipt, ['-t', 'nat', '-X', m.chain]);
     swept.push(m.sandboxId);
   }

@@ -9,7 +9,11 @@ export const REQUIREMENTS: { what: string; paths: string[]; pkg: string }[] = [
   { what: 'runc', paths: ['runc'], pkg: 'runc' },
   // A second OCI runtime, registered as the handler "crun" (a RuntimeClass's handler, or --runtime-handler).
   { what: 'crun', paths: ['crun'], pkg: 'crun' },
-  { what: 'CNI plugins', paths: ['/usr/lib/cni/bridge', '/usr/lib/cni/host-local', '/usr/lib/cni/portmap', '/usr/lib/cni/loopback'], pkg: 'containernetworking-plugins' },
+  {
+    what: 'CNI plugins',
+    paths: ['/usr/lib/cni/bridge', '/usr/lib/cni/host-local', '/usr/lib/cni/portmap', '/usr/lib/cni/loopback'],
+    pkg: 'containernetworking-plugins',
+  },
   { what: 'iptables', paths: ['iptables'], pkg: 'iptables' },
   { what: 'image registry', paths: ['docker-registry'], pkg: 'docker-registry' },
   { what: 'umoci', paths: ['umoci'], pkg: 'umoci' },
@@ -42,7 +46,10 @@ export async function ensurePackages(install: boolean, log: (line: string) => vo
   const isRoot = process.getuid?.() === 0;
   if (!install || !isRoot || !which('apt-get')) {
     const why = !install ? '--no-install was given' : !isRoot ? 'podctl is not running as root' : 'apt-get is not available';
-    throw new EmbeddedRuntimeError(`the embedded runtime needs the Debian packages ${missing.join(', ')}, and ${why}`, `install them with: ${command}`);
+    throw new EmbeddedRuntimeError(
+      `the embedded runtime needs the Debian packages ${missing.join(', ')}, and ${why}`,
+      `install them with: ${command}`,
+    );
   }
   log(`installing ${missing.join(', ')} with apt-get (once)…`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };

@@ -3,8 +3,10 @@ import { embeddedEndpoint, type EmbeddedPaths } from './paths.js';
 import { livePid } from './pid.js';
 
 /** A pid file's process is ours only when its command line names our own config. */
-export const isContainerd = (paths: EmbeddedPaths) => (cmd: string[]) => cmd[0]?.endsWith('containerd') === true && cmd.includes(paths.configFile);
-export const isRegistry = (paths: EmbeddedPaths) => (cmd: string[]) => cmd.some((c) => c.endsWith('docker-registry')) && cmd.includes(paths.registryConfig);
+export const isContainerd = (paths: EmbeddedPaths) => (cmd: string[]) =>
+  cmd[0]?.endsWith('containerd') === true && cmd.includes(paths.configFile);
+export const isRegistry = (paths: EmbeddedPaths) => (cmd: string[]) =>
+  cmd.some((c) => c.endsWith('docker-registry')) && cmd.includes(paths.registryConfig);
 
 /**
  * Whether the embedded containerd runs: endpoint resolution asks this on every command that may

@@ -29,7 +29,12 @@ export function startDaemon(cmd: string, args: string[], logFile: string, pidFil
 }
 
 /** SIGTERM, then SIGKILL after the grace period; only the pid we recorded. */
-export async function stopPid(pid: number, graceMs: number, isAlive: () => boolean, kill: (pid: number, signal: NodeJS.Signals) => void = (p, s) => process.kill(p, s)): Promise<void> {
+export async function stopPid(
+  pid: number,
+  graceMs: number,
+  isAlive: () => boolean,
+  kill: (pid: number, signal: NodeJS.Signals) => void = (p, s) => process.kill(p, s),
+): Promise<void> {
   try {
     kill(pid, 'SIGTERM');
   } catch {
@@ -57,13 +62,18 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Runs a command to completion; rejects with its stderr. */
 export function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 300_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) {
-        const detail = (stderr || stdout || err.message).trim().split('\n').slice(-5).join('\n');
-        reject(new Error(`${cmd} ${args.join(' ')} failed: ${detail}`));
-        return;
-      }
-      resolve(stdout);
-    });
+    execFile(
+      cmd,
+      args,
+      { env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 300_000, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (err) {
+          const detail = (stderr || stdout || err.message).trim().split('\n').slice(-5).join('\n');
+          reject(new Error(`${cmd} ${args.join(' ')} failed: ${detail}`));
+          return;
+        }
+        resolve(stdout);
+      },
+    );
   });
 }

@@ -34,7 +34,10 @@ const statFields = (pid: number): string[] | undefined => {
 };
 
 export const hostProcTable = (): ProcTable => ({
-  pids: () => readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number),
+  pids: () =>
+    readdirSync('/proc')
+      .filter((e) => /^\d+$/.test(e))
+      .map(Number),
   cmdline: (pid) => processCmdline(pid),
   // state ppid pgrp ... (stat(5): ppid is field 4, starttime field 22).
   parent: (pid) => {
@@ -80,21 +83,38 @@ interface ReapOptions {
 }
 
 /** The shims without a bundle; one that still runs a process is said and left alone, since ending it would orphan that process. */
-function lostShims(paths: EmbeddedPaths, log: (line: string) => void, procs: ProcTable, bundleExists: (path: string) => boolean): ShimProcess[] {
+function lostShims(
+  paths: EmbeddedPaths,
+  log: (line: string) => void,
+  procs: ProcTable,
+  bundleExists: (path: string) => boolean,
+): ShimProcess[] {
   return embeddedShims(paths, procs).filter((shim) => {
     if (bundleExists(shim.bundle)) return false;
-    if (shim.children.length) log(`warning: containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}) has no bundle but runs process ${shim.children.join(', ')}: left alone`);
+    if (shim.children.length)
+      log(
+        `warning: containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}) has no bundle but runs process ${shim.children.join(', ')}: left alone`,
+      );
     return shim.children.length === 0;
   });
 }
 
 /** Ends these shims by their PIDs, as the embedded runtime stops what it started: SIGTERM, then SIGKILL after the grace period. */
-async function endShims(paths: EmbeddedPaths, shims: ShimProcess[], log: (line: string) => void, procs: ProcTable, opts: ReapOptions): Promise<number[]> {
+async function endShims(
+  paths: EmbeddedPaths,
+  shims: ShimProcess[],
+  log: (line: string) => void,
+  procs: ProcTable,
+  opts: ReapOptions,
+): Promise<number[]> {
   // The same process, by its command line.
   const alive = (pid: number) => procs.cmdline(pid)?.includes(paths.socket) === true;
   const present = shims.filter((shim) => alive(shim.pid));
   await Promise.all(present.map((shim) => stopPid(shim.pid, opts.graceMs ?? 3000, () => alive(shim.pid), opts.kill)));
-  for (const shim of present) log(`ended containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}): its bundle was gone, so containerd could no longer stop it`);
+  for (const shim of present)
+    log(
+      `ended containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}): its bundle was gone, so containerd could no longer stop it`,
+    );
   return present.map((s) => s.pid);
 }
 

@@ -23,7 +23,10 @@ const ephemeralLimit = (c: IContainer): string | undefined => {
 
 /** Whether the eviction manager has anything to measure for this pod: a limited disk emptyDir or an ephemeral-storage limit. */
 export function hasLocalStorageLimits(pod: IPod): boolean {
-  return limitedEmptyDirs(pod).length > 0 || [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].some((c) => ephemeralLimit(c) !== undefined);
+  return (
+    limitedEmptyDirs(pod).length > 0 ||
+    [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].some((c) => ephemeralLimit(c) !== undefined)
+  );
 }
 
 /** What a pod uses of the node's ephemeral storage, as the kubelet's stats provider counts it. */
@@ -39,10 +42,24 @@ export interface PodStorageUsage {
  * divides it (3Mi), else a decimal one (1500k), else plain bytes.
  */
 export function formatBytesQuantity(n: number): string {
-  for (const [suffix, size] of [['Ei', 2 ** 60], ['Pi', 2 ** 50], ['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
+  for (const [suffix, size] of [
+    ['Ei', 2 ** 60],
+    ['Pi', 2 ** 50],
+    ['Ti', 2 ** 40],
+    ['Gi', 2 ** 30],
+    ['Mi', 2 ** 20],
+    ['Ki', 2 ** 10],
+  ] as const) {
     if (n >= size && n % size === 0) return `${n / size}${suffix}`;
   }
-  for (const [suffix, size] of [['E', 1e18], ['P', 1e15], ['T', 1e12], ['G', 1e9], ['M', 1e6], ['k', 1e3]] as const) {
+  for (const [suffix, size] of [
+    ['E', 1e18],
+    ['P', 1e15],
+    ['T', 1e12],
+    ['G', 1e9],
+    ['M', 1e6],
+    ['k', 1e3],
+  ] as const) {
     if (n >= size && n % size === 0) return `${n / size}${suffix}`;
   }
   return String(n);
@@ -69,10 +86,12 @@ export function localStorageEviction(pod: IPod, usage: PodStorageUsage): string 
   let total = 0;
   for (const used of usage.emptyDirs.values()) total += used;
   for (const c of usage.containers.values()) total += c.rootfs + c.logs;
-  if (podLimit > 0 && total > podLimit) return `Pod ephemeral local storage usage exceeds the total limit of containers ${formatBytesQuantity(podLimit)}. `;
+  if (podLimit > 0 && total > podLimit)
+    return `Pod ephemeral local storage usage exceeds the total limit of containers ${formatBytesQuantity(podLimit)}. `;
   for (const c of limited) {
     const used = usage.containers.get(c.name);
-    if (used && used.rootfs + used.logs > bytes(c.limit)!) return `Container ${c.name} exceeded its local ephemeral storage limit "${c.limit}". `;
+    if (used && used.rootfs + used.logs > bytes(c.limit)!)
+      return `Container ${c.name} exceeded its local ephemeral storage limit "${c.limit}". `;
   }
   return undefined;
 }

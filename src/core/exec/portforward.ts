@@ -77,7 +77,8 @@ export function parsePortSpec(spec: string): PortSpec {
   const m = /^(?:(\d*):)?(\d+)$/.exec(spec);
   const check = (text: string, what: string, allowZero: boolean) => {
     const n = Number(text);
-    if (!Number.isInteger(n) || n < (allowZero ? 0 : 1) || n > 65535) throw new Error(`${spec}: ${what} port must be ${allowZero ? '0' : '1'}-65535`);
+    if (!Number.isInteger(n) || n < (allowZero ? 0 : 1) || n > 65535)
+      throw new Error(`${spec}: ${what} port must be ${allowZero ? '0' : '1'}-65535`);
     return n;
   };
   if (!m) throw new Error(`${spec}: expected [LOCAL:]REMOTE, e.g. 8080, 18080:8080 or :8080`);

@@ -115,7 +115,7 @@ async function feed(pack: Pack, entries: LocalEntry[], pool: FramePool, framed: 
       // Rejected too when a read below fails and the pack is destroyed: the read's error is the one thrown.
       done.catch(() => undefined);
       // The header announced this size: a file that shrank fails the copy rather than corrupting the archive.
-      for (let left = e.size; left > 0; ) {
+      for (let left = e.size; left > 0;) {
         const frame = await pool.take();
         const { bytesRead } = await fh.read(frame, FRAME_HEAD, Math.min(CHUNK, left), null);
         if (bytesRead === 0) throw new TarError(`${e.path} became shorter while it was read`);
@@ -141,7 +141,10 @@ async function feed(pack: Pack, entries: LocalEntry[], pool: FramePool, framed: 
  * the rest the archive's next bytes. A frame is the caller's only until it asks for the next one:
  * a file's data is read into frames that are reused, so that sending it makes no garbage.
  */
-export async function packLocal(path: string, name: string): Promise<{ size: number; frames: () => AsyncGenerator<Buffer, void, undefined> }> {
+export async function packLocal(
+  path: string,
+  name: string,
+): Promise<{ size: number; frames: () => AsyncGenerator<Buffer, void, undefined> }> {
   const entries = await localEntries(path, name);
   const size = await archiveSize(entries);
   async function* frames(): AsyncGenerator<Buffer, void, undefined> {
@@ -169,7 +172,8 @@ export async function packLocal(path: string, name: string): Promise<{ size: num
       pool.close();
       pack.destroy();
     }
-    if (sent !== size) throw new TarError(`the archive came to ${sent} bytes, not the ${size} announced (did a file change while it was read?)`);
+    if (sent !== size)
+      throw new TarError(`the archive came to ${sent} bytes, not the ${size} announced (did a file change while it was read?)`);
   }
   return { size, frames };
 }
@@ -322,7 +326,8 @@ export class Extraction {
     // tar-stream gives a type it does not know (GNU sparse, volume labels) as null.
     const type: string = (h.type as string | null) ?? 'unknown';
     if (REFUSED_TYPES[type]) throw new TarError(`archive entry "${name}" is ${REFUSED_TYPES[type]}, which podctl cp does not copy`);
-    if (!['file', 'contiguous-file', 'directory', 'symlink', 'link'].includes(type)) throw new TarError(`archive entry "${name}" has a type podctl cp does not copy (${type})`);
+    if (!['file', 'contiguous-file', 'directory', 'symlink', 'link'].includes(type))
+      throw new TarError(`archive entry "${name}" has a type podctl cp does not copy (${type})`);
     const rel = this.relPath(name);
     if (rel.split('/')[0] === posix.basename(this.staging)) throw this.refuse(name, `${rel} is where podctl stages the copy`);
     if (rel === '') {
@@ -359,12 +364,17 @@ export class Extraction {
       } catch {
         to = undefined;
       }
-      if (to === undefined || !this.files.has(to)) throw this.refuse(name, `a hard link to "${target}", which is not a file earlier in the archive`);
+      if (to === undefined || !this.files.has(to))
+        throw this.refuse(name, `a hard link to "${target}", which is not a file earlier in the archive`);
       await link(join(this.staging, to), staged);
       this.files.add(rel);
     } else {
       // O_EXCL: never through anything already there. The mode is only the permission bits, and open() applies the umask.
-      const fh = await open(staged, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, ((h.mode ?? 0) & 0o777) || 0o644);
+      const fh = await open(
+        staged,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        (h.mode ?? 0) & 0o777 || 0o644,
+      );
       try {
         const chunks = data[Symbol.asyncIterator]();
         for (;;) {

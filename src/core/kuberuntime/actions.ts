@@ -195,7 +195,12 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
     }
     if (inits.length > 0) {
       actions.initContainersToStart = [
-        { index: 0, name: inits[0]!.name, kind: isSidecar(inits[0]!) ? 'sidecar' : 'init', reason: 'first init container of a new sandbox' },
+        {
+          index: 0,
+          name: inits[0]!.name,
+          kind: isSidecar(inits[0]!) ? 'sidecar' : 'init',
+          reason: 'first init container of a new sandbox',
+        },
       ];
       return actions;
     }
@@ -212,7 +217,13 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
       } else {
         const c = inits[init.next]!;
         if (init.failed?.state === 'unknown') {
-          actions.containersToKill.push({ id: init.failed.id, name: c.name, container: c, reason: 'Unknown', message: 'init container is in unknown state' });
+          actions.containersToKill.push({
+            id: init.failed.id,
+            name: c.name,
+            container: c,
+            reason: 'Unknown',
+            message: 'init container is in unknown state',
+          });
         }
         actions.initContainersToStart.push({
           index: init.next,
@@ -239,8 +250,18 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
     const v = killReason(c, cs, probes);
     if (v && 'resize' in v) {
       const qos = qosChange();
-      const refused = qos ? `Pod QOS Class may not change as a result of resizing (${qos}); delete the pod and run it again to change it` : undefined;
-      actions.containersToResize.push({ id: cs.id, name: c.name, kind, container: c, changes: v.resize.changes, linux: v.resize.linux, ...(refused ? { refused } : {}) });
+      const refused = qos
+        ? `Pod QOS Class may not change as a result of resizing (${qos}); delete the pod and run it again to change it`
+        : undefined;
+      actions.containersToResize.push({
+        id: cs.id,
+        name: c.name,
+        kind,
+        container: c,
+        changes: v.resize.changes,
+        linux: v.resize.linux,
+        ...(refused ? { refused } : {}),
+      });
       return undefined;
     }
     return v;
@@ -257,7 +278,12 @@ export function computePodActions(pod: IPod, status: RuntimePodStatus, probes: P
       actions.initContainersToStart.push({ index, name: c.name, kind: 'sidecar', reason: kill.message });
       return;
     }
-    actions.initContainersToStart.push({ index, name: c.name, kind: 'sidecar', reason: cs ? `sidecar exited with code ${cs.exitCode ?? 'unknown'}` : 'never started' });
+    actions.initContainersToStart.push({
+      index,
+      name: c.name,
+      kind: 'sidecar',
+      reason: cs ? `sidecar exited with code ${cs.exitCode ?? 'unknown'}` : 'never started',
+    });
   });
 
   let keepCount = 0;
@@ -293,7 +319,8 @@ function alreadyStopped(status: RuntimePodStatus): boolean {
   return status.sandboxes.every((s) => s.state !== 'ready') && status.containers.every((c) => c.state !== 'running');
 }
 
-type Verdict = { reason: ContainerToKill['reason']; message: string } | { resize: Extract<ReturnType<typeof resizeDecision>, { kind: 'resize' }> };
+type Verdict =
+  { reason: ContainerToKill['reason']; message: string } | { resize: Extract<ReturnType<typeof resizeDecision>, { kind: 'resize' }> };
 
 /**
  * Why a running container must go (a spec change, a failed probe), or the in-place resize it

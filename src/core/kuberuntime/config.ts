@@ -59,7 +59,14 @@ function sandboxAnnotations(pod: IPod, logRoot: string, podDir: string | undefin
 }
 
 /** The kubelet's generatePodSandboxConfig; podDir is the pod's state directory (<root-dir>/pods/<uid>), when there is one. */
-export function podSandboxConfig(pod: IPod, attempt: number, logRoot: string, agent = 'run', hostResolvConf?: string, podDir?: string): T.PodSandboxConfigInput {
+export function podSandboxConfig(
+  pod: IPod,
+  attempt: number,
+  logRoot: string,
+  agent = 'run',
+  hostResolvConf?: string,
+  podDir?: string,
+): T.PodSandboxConfigInput {
   const spec = pod.spec!;
   const id = podIdentity(pod);
   const portMappings: T.PortMappingInput[] = [];
@@ -137,8 +144,10 @@ export function parseResolvConf(text: string): { servers: string[]; searches: st
 export function dnsConfigFor(pod: IPod, hostResolvConf: string | undefined): T.DNSConfigInput | undefined {
   const spec = pod.spec!;
   const extra = spec.dnsConfig;
-  const opts = (list: { name?: string; value?: string }[] | undefined) => (list ?? []).map((o) => (o.value === undefined ? (o.name ?? '') : `${o.name}:${o.value}`));
-  if (spec.dnsPolicy === 'None') return { servers: extra?.nameservers ?? [], searches: extra?.searches ?? [], options: opts(extra?.options) };
+  const opts = (list: { name?: string; value?: string }[] | undefined) =>
+    (list ?? []).map((o) => (o.value === undefined ? (o.name ?? '') : `${o.name}:${o.value}`));
+  if (spec.dnsPolicy === 'None')
+    return { servers: extra?.nameservers ?? [], searches: extra?.searches ?? [], options: opts(extra?.options) };
   if (!extra) return undefined;
   const base = parseResolvConf(hostResolvConf ?? '');
   const byName = new Map<string, string>();
@@ -163,7 +172,9 @@ export function managedHostsFile(pod: IPod, podIPs: string[], hostEtcHosts: stri
     text = hostEtcHosts.endsWith('\n') || hostEtcHosts === '' ? hostEtcHosts : `${hostEtcHosts}\n`;
   } else {
     const hostname = (spec.hostname ?? m.name!).slice(0, 63);
-    const names = spec.subdomain ? `${hostname}.${spec.subdomain}.${m.namespace ?? 'default'}.svc.${CLUSTER_DOMAIN}\t${hostname}` : hostname;
+    const names = spec.subdomain
+      ? `${hostname}.${spec.subdomain}.${m.namespace ?? 'default'}.svc.${CLUSTER_DOMAIN}\t${hostname}`
+      : hostname;
     text = [
       '# Kubernetes-managed hosts file.',
       '127.0.0.1\tlocalhost',
@@ -177,7 +188,8 @@ export function managedHostsFile(pod: IPod, podIPs: string[], hostEtcHosts: stri
     ].join('\n');
   }
   const aliases = spec.hostAliases ?? [];
-  if (aliases.length) text += `\n# Entries added by HostAliases.\n${aliases.map((a) => `${a.ip}\t${(a.hostnames ?? []).join('\t')}`).join('\n')}\n`;
+  if (aliases.length)
+    text += `\n# Entries added by HostAliases.\n${aliases.map((a) => `${a.ip}\t${(a.hostnames ?? []).join('\t')}`).join('\n')}\n`;
   return text;
 }
 
@@ -236,7 +248,10 @@ const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
  * annotation; as the CRI SecurityProfile and the older string both (containerd 1.6 reads either).
  * None set: nothing is sent and the runtime applies its own default.
  */
-export function appArmorProfile(pod: IPod, container: IContainer): { apparmor: T.SecurityProfileInput; apparmorProfile: string } | undefined {
+export function appArmorProfile(
+  pod: IPod,
+  container: IContainer,
+): { apparmor: T.SecurityProfileInput; apparmorProfile: string } | undefined {
   let p = container.securityContext?.appArmorProfile ?? pod.spec?.securityContext?.appArmorProfile;
   if (!p) {
     const a = pod.metadata?.annotations?.[`${APPARMOR_ANNOTATION}${container.name}`];
@@ -245,26 +260,38 @@ export function appArmorProfile(pod: IPod, container: IContainer): { apparmor: T
     else if (a?.startsWith('localhost/')) p = { type: 'Localhost', localhostProfile: a.slice('localhost/'.length) };
   }
   if (!p) return undefined;
-  if (p.type === 'Localhost') return { apparmor: { profileType: 'Localhost', localhostRef: p.localhostProfile ?? '' }, apparmorProfile: `localhost/${p.localhostProfile ?? ''}` };
+  if (p.type === 'Localhost')
+    return {
+      apparmor: { profileType: 'Localhost', localhostRef: p.localhostProfile ?? '' },
+      apparmorProfile: `localhost/${p.localhostProfile ?? ''}`,
+    };
   if (p.type === 'RuntimeDefault') return { apparmor: { profileType: 'RuntimeDefault' }, apparmorProfile: 'runtime/default' };
   return { apparmor: { profileType: 'Unconfined' }, apparmorProfile: 'unconfined' };
 }
 
 /** SELinux options: the container's replace the pod's as a whole, as in the kubelet's effective security context. */
-function seLinuxOptions(o: { user?: string; role?: string; type?: string; level?: string } | undefined): T.LinuxContainerSecurityContextInput['selinuxOptions'] {
+function seLinuxOptions(
+  o: { user?: string; role?: string; type?: string; level?: string } | undefined,
+): T.LinuxContainerSecurityContextInput['selinuxOptions'] {
   return o ? { user: o.user ?? '', role: o.role ?? '', type: o.type ?? '', level: o.level ?? '' } : undefined;
 }
 
 /** The kubelet's generateContainerConfig (env from values only; volumes come later). */
 export function containerConfig(inputs: ContainerConfigInputs): T.ContainerConfigInput {
   const { pod, container, kind, restartCount, imageRef, terminationMessageFile } = inputs;
-  const env = inputs.env ?? (container.env ?? []).filter((e) => e.valueFrom === undefined).map((e) => ({ key: e.name, value: e.value ?? '' }));
+  const env =
+    inputs.env ?? (container.env ?? []).filter((e) => e.valueFrom === undefined).map((e) => ({ key: e.name, value: e.value ?? '' }));
   const id = podIdentity(pod);
   const sc = container.securityContext ?? {};
   const podSc = pod.spec?.securityContext ?? {};
   const runAsUser = sc.runAsUser ?? podSc.runAsUser;
   const runAsGroup = sc.runAsGroup ?? podSc.runAsGroup;
-  const ports = (container.ports ?? []).map((p) => ({ name: p.name, containerPort: p.containerPort, protocol: p.protocol ?? 'TCP', hostPort: p.hostPort }));
+  const ports = (container.ports ?? []).map((p) => ({
+    name: p.name,
+    containerPort: p.containerPort,
+    protocol: p.protocol ?? 'TCP',
+    hostPort: p.hostPort,
+  }));
   const annotations: Record<string, string> = {
     [L.CONTAINER_HASH_ANNOTATION]: hashContainer(container),
     [L.CONTAINER_RESTART_COUNT_ANNOTATION]: String(restartCount),
@@ -289,7 +316,9 @@ export function containerConfig(inputs: ContainerConfigInputs): T.ContainerConfi
     logPath: containerLogPath(container.name, restartCount),
     mounts: [
       ...(inputs.mounts ?? []),
-      ...(terminationMessageFile ? [{ containerPath: container.terminationMessagePath ?? '/dev/termination-log', hostPath: terminationMessageFile, readonly: false }] : []),
+      ...(terminationMessageFile
+        ? [{ containerPath: container.terminationMessagePath ?? '/dev/termination-log', hostPath: terminationMessageFile, readonly: false }]
+        : []),
     ],
     stdin: container.stdin ?? false,
     stdinOnce: container.stdinOnce ?? false,

@@ -124,7 +124,9 @@ export class ImageGCManager {
     for (const image of images) {
       const names = [image.id, ...image.repoTags, ...image.repoDigests];
       const used = names.some((n) => usedRefs.has(n) || usedRefs.has(normalizeImageName(n)));
-      const pinned = image.pinned || (sandboxImage !== undefined && image.repoTags.some((t) => normalizeImageName(t) === normalizeImageName(sandboxImage)));
+      const pinned =
+        image.pinned ||
+        (sandboxImage !== undefined && image.repoTags.some((t) => normalizeImageName(t) === normalizeImageName(sandboxImage)));
       const record = this.records.get(image.id) ?? { firstDetected: now, lastUsed: 0, size: Number(image.size) };
       record.size = Number(image.size);
       if (used) record.lastUsed = now;
@@ -140,11 +142,13 @@ export class ImageGCManager {
   async garbageCollect(): Promise<ImageGCResult> {
     const fs = (await this.opts.images.imageFsInfo()).imageFilesystems[0];
     const detected = await this.detectImages();
-    if (!fs?.fsId?.mountpoint || this.policy.highThresholdPercent >= 100) return { wanted: 0, freed: 0, removed: [], inUse: detected.kept.size };
+    if (!fs?.fsId?.mountpoint || this.policy.highThresholdPercent >= 100)
+      return { wanted: 0, freed: 0, removed: [], inUse: detected.kept.size };
     const { capacityBytes, availableBytes } = await this.fsStats(fs.fsId.mountpoint);
     if (capacityBytes <= 0) return { wanted: 0, freed: 0, removed: [], inUse: detected.kept.size };
     const usagePercent = 100 - (availableBytes * 100) / capacityBytes;
-    if (usagePercent < this.policy.highThresholdPercent) return { usagePercent, wanted: 0, freed: 0, removed: [], inUse: detected.kept.size };
+    if (usagePercent < this.policy.highThresholdPercent)
+      return { usagePercent, wanted: 0, freed: 0, removed: [], inUse: detected.kept.size };
     const wanted = Math.ceil((capacityBytes * (100 - this.policy.lowThresholdPercent)) / 100 - availableBytes);
     return { usagePercent, ...(await this.free(detected, wanted, this.policy.minAgeMs)) };
   }
@@ -159,7 +163,11 @@ export class ImageGCManager {
     return this.free(detected, Infinity, opts.minAgeMs ?? 0);
   }
 
-  private async free(detected: { images: T.Image[]; kept: Set<string> }, wanted: number, minAgeMs: number): Promise<Omit<ImageGCResult, 'usagePercent'>> {
+  private async free(
+    detected: { images: T.Image[]; kept: Set<string> },
+    wanted: number,
+    minAgeMs: number,
+  ): Promise<Omit<ImageGCResult, 'usagePercent'>> {
     const now = this.opts.clock.now();
     const candidates = detected.images
       .filter((i) => !detected.kept.has(i.id))
@@ -167,7 +175,12 @@ export class ImageGCManager {
       .filter((c) => now - c.record.firstDetected >= minAgeMs)
       // Least recently used first; never used ones by when they were first seen.
       .sort((a, b) => a.record.lastUsed - b.record.lastUsed || a.record.firstDetected - b.record.firstDetected);
-    const result: Omit<ImageGCResult, 'usagePercent'> = { wanted: Number.isFinite(wanted) ? wanted : 0, freed: 0, removed: [], inUse: detected.kept.size };
+    const result: Omit<ImageGCResult, 'usagePercent'> = {
+      wanted: Number.isFinite(wanted) ? wanted : 0,
+      freed: 0,
+      removed: [],
+      inUse: detected.kept.size,
+    };
     for (const { image, record } of candidates) {
       if (result.freed >= wanted) break;
       await this.opts.images.removeImage(image.id);
@@ -190,7 +203,10 @@ export async function imagesNamedByPods(runtime: Pick<RuntimeService, 'listPodSa
   for (const listed of await runtime.listPodSandbox({ labelSelector: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } })) {
     const s = await withPodSpecCopy(listed, copies);
     try {
-      const spec = JSON.parse(s.annotations[POD_SPEC_ANNOTATION] ?? '{}') as { containers?: { image?: string }[]; initContainers?: { image?: string }[] };
+      const spec = JSON.parse(s.annotations[POD_SPEC_ANNOTATION] ?? '{}') as {
+        containers?: { image?: string }[];
+        initContainers?: { image?: string }[];
+      };
       for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) if (c.image) named.add(normalizeImageName(c.image));
     } catch {
       // A sandbox without a readable spec copy names nothing.

@@ -108,7 +108,13 @@ export class ImagePuller {
   }
 
   /** Returns the image reference to create the container from. `checked`: what checkPresent asked for this image. */
-  async ensureImageExists(pod: IPod, container: IContainer, sandboxConfig: T.PodSandboxConfigInput, now: number, checked?: Promise<T.Image | undefined>): Promise<string> {
+  async ensureImageExists(
+    pod: IPod,
+    container: IContainer,
+    sandboxConfig: T.PodSandboxConfigInput,
+    now: number,
+    checked?: Promise<T.Image | undefined>,
+  ): Promise<string> {
     const image = container.image ?? '';
     const policy = pullPolicyOf(container);
     // Always pulls without asking whether the image is present.

@@ -10,7 +10,14 @@ import type * as T from '../cri/types.js';
 import { errorMessage } from '../errors.js';
 import { EventRecorder, type PodRef } from '../events.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
-import { computePodActions, noProbeFailures, type ContainerToResize, type ContainerToStart, type PodActions, type ProbeVerdicts } from './actions.js';
+import {
+  computePodActions,
+  noProbeFailures,
+  type ContainerToResize,
+  type ContainerToStart,
+  type PodActions,
+  type ProbeVerdicts,
+} from './actions.js';
 import { containerConfig, managedHostsFile, oomScoreAdj, podLogDirectory, podLogDirectoryName, podSandboxConfig } from './config.js';
 import { ImagePuller, StartContainerError } from './images.js';
 import { runHandler, type Handler } from '../prober/handlers.js';
@@ -29,7 +36,6 @@ import { containerSpecJSON, podSpecJSON } from './hash.js';
 
 /** The kubelet's minimum grace when killing (minimumGracePeriodInSeconds). */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
-
 
 export interface SyncStepResult {
   action: 'KillPod' | 'CreatePodSandbox' | 'KillContainer' | 'ResizeContainer' | 'StartContainer';
@@ -185,20 +191,35 @@ export class RuntimeManager {
     this.defaultRuntimeHandler = opts.defaultRuntimeHandler ?? '';
     this.containerGC = { ...DEFAULT_CONTAINER_GC, ...opts.containerGC };
     this.crashBackoff = new Backoff(opts.clock, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS);
-    this.imagePuller = new ImagePuller(opts.images, opts.clock, (pod, container, type, reason, message) => this.events.record(podRef(pod), type, reason, message, container.name), {
-      secret: (namespace, name) => this.objects.secret(namespace, name),
-      nodeConfigPaths: nodeDockerConfigPaths(opts.rootDir),
-      onMissingPullSecrets: (pod, names) => {
-        for (const name of names) this.events.record(podRef(pod), 'Warning', 'FailedToRetrieveImagePullSecret', `Unable to retrieve some image pull secrets (${name}); attempting to pull the image may not succeed.`);
+    this.imagePuller = new ImagePuller(
+      opts.images,
+      opts.clock,
+      (pod, container, type, reason, message) => this.events.record(podRef(pod), type, reason, message, container.name),
+      {
+        secret: (namespace, name) => this.objects.secret(namespace, name),
+        nodeConfigPaths: nodeDockerConfigPaths(opts.rootDir),
+        onMissingPullSecrets: (pod, names) => {
+          for (const name of names)
+            this.events.record(
+              podRef(pod),
+              'Warning',
+              'FailedToRetrieveImagePullSecret',
+              `Unable to retrieve some image pull secrets (${name}); attempting to pull the image may not succeed.`,
+            );
+        },
       },
-    });
+    );
     this.statusReader = new PodStatusReader({ runtime: opts.runtime, clock: opts.clock });
   }
 
-  getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean; expected?: ExpectedIds } = {}): Promise<RuntimePodStatus> {
+  getPodStatus(
+    uid: string,
+    name: string,
+    namespace: string,
+    opts: { all?: boolean; expected?: ExpectedIds } = {},
+  ): Promise<RuntimePodStatus> {
     return this.statusReader.getPodStatus(uid, name, namespace, opts);
   }
-
 
   /** SyncPod: compute the actions and carry them out, one step at a time, as the kubelet does. */
   async syncPod(pod: IPod, status: RuntimePodStatus, probes: ProbeVerdicts = noProbeFailures): Promise<SyncPodResult> {
@@ -285,7 +306,14 @@ export class RuntimeManager {
     // Nothing to create or start (a pod as it should be, the periodic resync's usual case): no sandbox config to build.
     if (!starting) return result;
     let sandboxId = actions.sandboxId;
-    const sandboxConfig = podSandboxConfig(pod, actions.attempt, this.logRoot, this.agent, (await this.readHostFiles()).resolvConf, this.rootDir ? this.podDir(podMeta(pod).uid) : undefined);
+    const sandboxConfig = podSandboxConfig(
+      pod,
+      actions.attempt,
+      this.logRoot,
+      this.agent,
+      (await this.readHostFiles()).resolvConf,
+      this.rootDir ? this.podDir(podMeta(pod).uid) : undefined,
+    );
     const inits = pod.spec?.initContainers ?? [];
     let imagesChecked: Map<string, Promise<T.Image | undefined>> | undefined;
     if (actions.createSandbox) {
@@ -326,7 +354,16 @@ export class RuntimeManager {
         // A check made before this sync's first container started is used once; later ones ask again.
         const checked = imagesChecked?.get(container.image ?? '');
         imagesChecked?.delete(container.image ?? '');
-        await this.startContainer(pod, container, item, { sandboxId: sandboxId!, sandboxConfig, podIPs }, status, podVolumes, checked, (id) => result.createdContainerIds.push(id));
+        await this.startContainer(
+          pod,
+          container,
+          item,
+          { sandboxId: sandboxId!, sandboxConfig, podIPs },
+          status,
+          podVolumes,
+          checked,
+          (id) => result.createdContainerIds.push(id),
+        );
         result.waiting.set(item.name, null);
         result.steps.push({ action: 'StartContainer', target: item.name });
         return true;
@@ -362,7 +399,8 @@ export class RuntimeManager {
     if (wanted > 0 && (current === 0 || wanted < current)) {
       const stats = await this.runtime.containerStats(r.id).catch(() => undefined);
       const usage = Number(stats?.memory?.usageBytes?.value ?? stats?.memory?.workingSetBytes?.value ?? 0);
-      if (usage > wanted) throw new Error(`attempting to set container ${r.name}'s memory limit (${wanted}) below its current usage (${usage})`);
+      if (usage > wanted)
+        throw new Error(`attempting to set container ${r.name}'s memory limit (${wanted}) below its current usage (${usage})`);
     }
     await this.runtime.updateContainerResources(r.id, {
       cpuShares: r.linux.cpuShares,
@@ -371,7 +409,13 @@ export class RuntimeManager {
       memoryLimitInBytes: r.linux.memoryLimitInBytes,
       oomScoreAdj: oomScoreAdj(pod, r.container, this.node.memoryBytes),
     });
-    this.events.record(podRef(pod), 'Normal', 'Resized', `Container ${r.name} resized in place: ${formatResourceChanges(r.changes)}`, r.name);
+    this.events.record(
+      podRef(pod),
+      'Normal',
+      'Resized',
+      `Container ${r.name} resized in place: ${formatResourceChanges(r.changes)}`,
+      r.name,
+    );
   }
 
   /** Sets retryAfterMs to when the nearest backoff ends, so the loop syncs again then. */
@@ -421,7 +465,10 @@ export class RuntimeManager {
     }
     const imageRef = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, this.clock.now(), imageChecked);
     const restartCount = previous ? previous.restartCount + 1 : 0;
-    await mkdir(join(podLogDirectory(this.logRoot, pod), checkComponent(container.name, 'container name')), { recursive: true, mode: 0o755 });
+    await mkdir(join(podLogDirectory(this.logRoot, pod), checkComponent(container.name, 'container name')), {
+      recursive: true,
+      mode: 0o755,
+    });
     const podIPs = await sandbox.podIPs();
     let env: { key: string; value: string }[];
     let mounts: T.MountInput[] = [];
@@ -429,17 +476,38 @@ export class RuntimeManager {
       const resolved = makeEnvironmentVariables({ pod, container, objects: this.objects, podIPs, hostIP: this.hostIP, node: this.node });
       env = resolved.env;
       if (resolved.skipped.length) {
-        this.events.record(podRef(pod), 'Warning', 'InvalidEnvironmentVariableNames', `Keys [${resolved.skipped.join(', ')}] from the EnvFrom were skipped since they are invalid environment variable names.`, container.name);
+        this.events.record(
+          podRef(pod),
+          'Warning',
+          'InvalidEnvironmentVariableNames',
+          `Keys [${resolved.skipped.join(', ')}] from the EnvFrom were skipped since they are invalid environment variable names.`,
+          container.name,
+        );
       }
-      if (podVolumes && this.volumes) mounts = await this.volumes.containerMounts(pod, container, podVolumes, Object.fromEntries(env.map((e) => [e.key, e.value])));
+      if (podVolumes && this.volumes)
+        mounts = await this.volumes.containerMounts(pod, container, podVolumes, Object.fromEntries(env.map((e) => [e.key, e.value])));
     } catch (err) {
       throw err instanceof StartContainerError ? err : new StartContainerError('CreateContainerConfigError', errorMessage(err));
     }
     const [hosts] = await Promise.all([this.etcHostsMount(pod, container, podIPs), this.verifyRunAsNonRoot(pod, container, imageRef)]);
     if (hosts) mounts.push(hosts);
     // Once nothing can refuse the container: a file made for a container that is never created would stay.
-    const [terminationMessageFile, specCopyInPodDir] = await Promise.all([this.terminationMessageFile(pod, container, restartCount), this.recordSpec(pod, container)]);
-    const config = containerConfig({ pod, container, kind: item.kind, restartCount, imageRef, terminationMessageFile, env, mounts, memoryCapacityBytes: this.node.memoryBytes, specCopyInPodDir });
+    const [terminationMessageFile, specCopyInPodDir] = await Promise.all([
+      this.terminationMessageFile(pod, container, restartCount),
+      this.recordSpec(pod, container),
+    ]);
+    const config = containerConfig({
+      pod,
+      container,
+      kind: item.kind,
+      restartCount,
+      imageRef,
+      terminationMessageFile,
+      env,
+      mounts,
+      memoryCapacityBytes: this.node.memoryBytes,
+      specCopyInPodDir,
+    });
     let id: string;
     try {
       id = await this.runtime.createContainer(sandboxId, config, sandboxConfig);
@@ -467,7 +535,10 @@ export class RuntimeManager {
   }
 
   private readHostFiles(): Promise<{ resolvConf: string; etcHosts: string }> {
-    this.hostFiles ??= Promise.all([readFile('/etc/resolv.conf', 'utf8').catch(() => ''), readFile('/etc/hosts', 'utf8').catch(() => '')]).then(([resolvConf, etcHosts]) => ({
+    this.hostFiles ??= Promise.all([
+      readFile('/etc/resolv.conf', 'utf8').catch(() => ''),
+      readFile('/etc/hosts', 'utf8').catch(() => ''),
+    ]).then(([resolvConf, etcHosts]) => ({
       resolvConf,
       etcHosts,
     }));
@@ -502,14 +573,19 @@ export class RuntimeManager {
     const who = `(pod: "${m.name}_${m.namespace}(${m.uid})", container: ${container.name})`;
     const runAsUser = sc.runAsUser ?? podSc.runAsUser;
     if (runAsUser !== undefined) {
-      if (runAsUser === 0) throw new StartContainerError('CreateContainerConfigError', `container's runAsUser breaks non-root policy ${who}`);
+      if (runAsUser === 0)
+        throw new StartContainerError('CreateContainerConfigError', `container's runAsUser breaks non-root policy ${who}`);
       return;
     }
     const image = await this.images.imageStatus(imageRef);
     const uid = image?.uid ? Number(image.uid.value) : image?.username ? undefined : 0;
-    if (uid === 0) throw new StartContainerError('CreateContainerConfigError', `container has runAsNonRoot and image will run as root ${who}`);
+    if (uid === 0)
+      throw new StartContainerError('CreateContainerConfigError', `container has runAsNonRoot and image will run as root ${who}`);
     if (uid === undefined) {
-      throw new StartContainerError('CreateContainerConfigError', `container has runAsNonRoot and image has non-numeric user (${image!.username}), cannot verify user is non-root ${who}`);
+      throw new StartContainerError(
+        'CreateContainerConfigError',
+        `container has runAsNonRoot and image has non-numeric user (${image!.username}), cannot verify user is non-root ${who}`,
+      );
     }
   }
 
@@ -547,7 +623,10 @@ export class RuntimeManager {
   }
 
   private podDir(uid: string): string {
-    return safeJoin(this.rootDir!, [['pods', 'pods'], ['pod UID', uid]]);
+    return safeJoin(this.rootDir!, [
+      ['pods', 'pods'],
+      ['pod UID', uid],
+    ]);
   }
 
   /**
@@ -585,11 +664,22 @@ export class RuntimeManager {
     sandboxId: string | undefined,
     timeoutSeconds: number,
   ): Promise<string | undefined> {
-    const what = hook.exec ? `Exec lifecycle hook (${JSON.stringify(hook.exec.command ?? [])})` : hook.httpGet ? `HTTP lifecycle hook (${hook.httpGet.path ?? '/'})` : 'Sleep lifecycle hook';
+    const what = hook.exec
+      ? `Exec lifecycle hook (${JSON.stringify(hook.exec.command ?? [])})`
+      : hook.httpGet
+        ? `HTTP lifecycle hook (${hook.httpGet.path ?? '/'})`
+        : 'Sleep lifecycle hook';
     const m = podMeta(pod);
     try {
       const podIP = hook.httpGet && !hook.httpGet.host ? await this.podIP(pod, sandboxId) : undefined;
-      const outcome = await runHandler(hook as Handler, { runtime: this.runtime, clock: this.clock, containerId, container, podIP, timeoutSeconds });
+      const outcome = await runHandler(hook as Handler, {
+        runtime: this.runtime,
+        clock: this.clock,
+        containerId,
+        container,
+        podIP,
+        timeoutSeconds,
+      });
       if (outcome.result !== 'failure') return undefined;
       return `${what} for Container "${container.name}" in Pod "${m.name}_${m.namespace}(${m.uid})" failed - error: ${outcome.output.trim()}`;
     } catch (err) {
@@ -634,9 +724,12 @@ export class RuntimeManager {
     probeKill = false,
     terminationMessage?: string,
   ): Promise<void> {
-    const spec = target.container ?? [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === target.name);
+    const spec =
+      target.container ?? [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].find((c) => c.name === target.name);
     // A liveness or startup kill may carry its own grace period (probe-level terminationGracePeriodSeconds).
-    const probeGrace = probeKill ? (spec?.livenessProbe?.terminationGracePeriodSeconds ?? spec?.startupProbe?.terminationGracePeriodSeconds) : undefined;
+    const probeGrace = probeKill
+      ? (spec?.livenessProbe?.terminationGracePeriodSeconds ?? spec?.startupProbe?.terminationGracePeriodSeconds)
+      : undefined;
     let grace = gracePeriodOverride ?? probeGrace ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
     this.events.record(podRef(pod), 'Normal', 'Killing', message || `Stopping container ${target.name}`, target.name);
     if (probeKill || terminationMessage) this.statusReader.noteKillMessage(target.id, terminationMessage ?? message);
@@ -680,11 +773,12 @@ export class RuntimeManager {
     }
   }
 
-
-
   /** Kills a pod known only from the runtime (no spec): every container, then its sandboxes. */
   async killPodByStatus(status: RuntimePodStatus, gracePeriodSeconds: number): Promise<void> {
-    const ghost = { metadata: { name: status.name, namespace: status.namespace, uid: status.uid }, spec: { containers: [], terminationGracePeriodSeconds: gracePeriodSeconds } } as unknown as IPod;
+    const ghost = {
+      metadata: { name: status.name, namespace: status.namespace, uid: status.uid },
+      spec: { containers: [], terminationGracePeriodSeconds: gracePeriodSeconds },
+    } as unknown as IPod;
     await this.killPod(ghost, status, gracePeriodSeconds);
   }
 
@@ -753,12 +847,14 @@ export class RuntimeManager {
     if (!status.name) return;
     const name = podLogDirectoryName({ uid: status.uid, name: status.name, namespace: status.namespace });
     const logDirs = new Set<string>(status.sandboxes.flatMap((s) => (s.logDirectory ? [s.logDirectory] : [])));
-    if (this.logRoot) logDirs.add(podLogDirectory(this.logRoot, { metadata: { uid: status.uid, name: status.name, namespace: status.namespace } }));
+    if (this.logRoot)
+      logDirs.add(podLogDirectory(this.logRoot, { metadata: { uid: status.uid, name: status.name, namespace: status.namespace } }));
     for (const c of status.containers) if (c.logPath) logDirs.add(dirname(dirname(c.logPath)));
     for (const dir of logDirs) {
       // Only a directory named for this very pod, and never beyond its log root once symlinks are resolved.
       if (!isAbsolute(dir) || resolve(dir) !== dir || basename(dir) !== name) continue;
-      if (!(await removeBelow([dirname(dir)], dir))) throw new UnsafePathError(`refusing to remove ${dir}: it resolves outside ${dirname(dir)}`);
+      if (!(await removeBelow([dirname(dir)], dir)))
+        throw new UnsafePathError(`refusing to remove ${dir}: it resolves outside ${dirname(dir)}`);
     }
   }
 }

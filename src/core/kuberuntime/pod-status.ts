@@ -66,23 +66,37 @@ export class PodStatusReader {
    * sync is one round trip, not three. The lists still decide what the pod has: a status asked for an
    * ID they do not show is dropped, and one they show that was not expected is asked after them.
    */
-  async getPodStatus(uid: string, name: string, namespace: string, opts: { all?: boolean; expected?: ExpectedIds } = {}): Promise<RuntimePodStatus> {
+  async getPodStatus(
+    uid: string,
+    name: string,
+    namespace: string,
+    opts: { all?: boolean; expected?: ExpectedIds } = {},
+  ): Promise<RuntimePodStatus> {
     // podctl's own objects only, unless a debugging command asks for every agent's.
-    const selector: Record<string, string> = opts.all ? { [L.POD_UID_LABEL]: uid } : { [L.POD_UID_LABEL]: uid, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
+    const selector: Record<string, string> = opts.all
+      ? { [L.POD_UID_LABEL]: uid }
+      : { [L.POD_UID_LABEL]: uid, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
     const askedSandboxes = new Map<string, Promise<T.PodSandboxStatusResponse | undefined>>();
     const askedContainers = new Map<string, Promise<T.ContainerStatusResponse | undefined>>();
-    for (const id of opts.expected?.sandboxIds ?? []) if (!askedSandboxes.has(id)) askedSandboxes.set(id, ignoreNotFound(this.runtime.podSandboxStatus(id)));
-    for (const id of opts.expected?.containerIds ?? []) if (!askedContainers.has(id)) askedContainers.set(id, ignoreNotFound(this.runtime.containerStatus(id)));
+    for (const id of opts.expected?.sandboxIds ?? [])
+      if (!askedSandboxes.has(id)) askedSandboxes.set(id, ignoreNotFound(this.runtime.podSandboxStatus(id)));
+    for (const id of opts.expected?.containerIds ?? [])
+      if (!askedContainers.has(id)) askedContainers.set(id, ignoreNotFound(this.runtime.containerStatus(id)));
     // An answer no one waits for (an ID the lists do not show, or lists that failed) must not end as an unhandled rejection.
     for (const p of [...askedSandboxes.values(), ...askedContainers.values()]) p.catch(() => undefined);
-    const [sandboxes, containers] = await Promise.all([this.runtime.listPodSandbox({ labelSelector: selector }), this.runtime.listContainers({ labelSelector: selector })]);
+    const [sandboxes, containers] = await Promise.all([
+      this.runtime.listPodSandbox({ labelSelector: selector }),
+      this.runtime.listContainers({ labelSelector: selector }),
+    ]);
     // Sandboxes and containers at once: neither status needs the other.
     const [sandboxStatuses, containerStatuses] = await Promise.all([
       Promise.all(sandboxes.map((s) => this.sandboxStatus(s, askedSandboxes.get(s.id)))),
       Promise.all(containers.map((c) => this.containerStatus(c, askedContainers.get(c.id)))),
     ]);
     await this.withSpecCopies(containers, containerStatuses, sandboxStatuses);
-    const live = sandboxStatuses.filter((s): s is RuntimeSandboxStatus => s !== undefined).sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
+    const live = sandboxStatuses
+      .filter((s): s is RuntimeSandboxStatus => s !== undefined)
+      .sort((a, b) => b.createdAt - a.createdAt || b.attempt - a.attempt);
     const ready = live.find((s) => s.state === 'ready');
     const known = containerStatuses.filter((c): c is RuntimeContainerStatus => c !== undefined).sort(newerFirst);
     const ephemeralIds = new Set(containers.filter((c) => c.labels[L.EPHEMERAL_LABEL] === 'true').map((c) => c.id));
@@ -103,7 +117,11 @@ export class PodStatusReader {
    * The spec copies kept in the pod directory (spec-copy.ts), for containers whose record carries none:
    * found through the directory their sandbox recorded (any pod's sandbox, when theirs is gone).
    */
-  private async withSpecCopies(containers: T.Container[], statuses: (RuntimeContainerStatus | undefined)[], sandboxes: (RuntimeSandboxStatus | undefined)[]): Promise<void> {
+  private async withSpecCopies(
+    containers: T.Container[],
+    statuses: (RuntimeContainerStatus | undefined)[],
+    sandboxes: (RuntimeSandboxStatus | undefined)[],
+  ): Promise<void> {
     const podDirs = new Map<string, string>();
     for (const s of sandboxes) if (s?.podDir) podDirs.set(s.id, s.podDir);
     const anyPodDir = podDirs.values().next().value;
@@ -119,7 +137,10 @@ export class PodStatusReader {
     );
   }
 
-  private async sandboxStatus(sandbox: T.PodSandbox, asked?: Promise<T.PodSandboxStatusResponse | undefined>): Promise<RuntimeSandboxStatus | undefined> {
+  private async sandboxStatus(
+    sandbox: T.PodSandbox,
+    asked?: Promise<T.PodSandboxStatusResponse | undefined>,
+  ): Promise<RuntimeSandboxStatus | undefined> {
     const res = await (asked ?? ignoreNotFound(this.runtime.podSandboxStatus(sandbox.id)));
     if (!res) return undefined;
     const status = res.status;
@@ -136,7 +157,10 @@ export class PodStatusReader {
     };
   }
 
-  private async containerStatus(container: T.Container, asked?: Promise<T.ContainerStatusResponse | undefined>): Promise<RuntimeContainerStatus | undefined> {
+  private async containerStatus(
+    container: T.Container,
+    asked?: Promise<T.ContainerStatusResponse | undefined>,
+  ): Promise<RuntimeContainerStatus | undefined> {
     const res = await (asked ?? ignoreNotFound(this.runtime.containerStatus(container.id)));
     if (!res) return undefined;
     const status = toRuntimeContainerStatus(container, res.status ?? undefined);
@@ -146,7 +170,8 @@ export class PodStatusReader {
     const early = this.earlyExits.size ? this.earlyExits.ahead(container.id, status.state === 'running') : undefined;
     if (early) Object.assign(status, { state: 'exited', exitCode: early.exitCode, finishedAt: early.finishedAt, reason: early.reason });
     // Read again once the CRI has recorded the exit: the log a fallback message tails may still be flushing.
-    if (status.state === 'exited' && res.status) status.message = (await this.terminationMessage(status, res.status, !early)) || status.message;
+    if (status.state === 'exited' && res.status)
+      status.message = (await this.terminationMessage(status, res.status, !early)) || status.message;
     return status;
   }
 
@@ -157,8 +182,18 @@ export class PodStatusReader {
    * log comes with the CRI's own record, when the log has been flushed.
    */
   exitedStatus(c: RuntimeContainerStatus, exit: ContainerExit): RuntimeContainerStatus {
-    const message = this.terminationMessages.get(c.id) || (c.terminationMessageFile ? readHeadSync(c.terminationMessageFile, MAX_TERMINATION_MESSAGE_BYTES) : '') || this.killMessages.get(c.id);
-    return { ...c, state: 'exited', exitCode: exit.exitCode, finishedAt: exit.finishedAt, reason: exit.reason, message: message || undefined };
+    const message =
+      this.terminationMessages.get(c.id) ||
+      (c.terminationMessageFile ? readHeadSync(c.terminationMessageFile, MAX_TERMINATION_MESSAGE_BYTES) : '') ||
+      this.killMessages.get(c.id);
+    return {
+      ...c,
+      state: 'exited',
+      exitCode: exit.exitCode,
+      finishedAt: exit.finishedAt,
+      reason: exit.reason,
+      message: message || undefined,
+    };
   }
 
   /**
@@ -171,7 +206,12 @@ export class PodStatusReader {
     if (known !== undefined) return known || undefined;
     const annotations = status.annotations ?? {};
     let message = c.terminationMessageFile ? await readHead(c.terminationMessageFile, MAX_TERMINATION_MESSAGE_BYTES) : '';
-    if (!message && annotations[L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] === 'FallbackToLogsOnError' && c.exitCode !== 0 && status.logPath) {
+    if (
+      !message &&
+      annotations[L.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION] === 'FallbackToLogsOnError' &&
+      c.exitCode !== 0 &&
+      status.logPath
+    ) {
       message = await readLogTail(status.logPath, FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES);
     }
     message ||= this.killMessages.get(c.id) ?? '';
@@ -232,7 +272,9 @@ export function toRuntimeContainerStatus(container: T.Container, status?: T.Cont
     startedAt: nsToMs(status?.startedAt),
     finishedAt: nsToMs(status?.finishedAt),
     exitCode: status && (status.state === 'CONTAINER_EXITED' || status.finishedAt) ? status.exitCode : undefined,
-    image: intern(specImage(annotations[L.CONTAINER_SPEC_ANNOTATION]) || container.image?.userSpecifiedImage || container.image?.image || ''),
+    image: intern(
+      specImage(annotations[L.CONTAINER_SPEC_ANNOTATION]) || container.image?.userSpecifiedImage || container.image?.image || '',
+    ),
     imageRef: intern(status?.imageRef || container.imageRef),
     imageId: intern(container.imageRef),
     hash: intern(annotations[L.CONTAINER_HASH_ANNOTATION] ?? ''),

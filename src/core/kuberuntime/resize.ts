@@ -39,7 +39,8 @@ function specOf(cs: RuntimeContainerStatus): IContainer | undefined {
   }
 }
 
-const quantities = (r: IResourceRequirements | undefined, field: 'requests' | 'limits') => (r?.[field] ?? {}) as Record<string, string | number>;
+const quantities = (r: IResourceRequirements | undefined, field: 'requests' | 'limits') =>
+  (r?.[field] ?? {}) as Record<string, string | number>;
 
 /** Whether two resource requirements differ in anything but cpu and memory (those restart the container). */
 function otherResourcesDiffer(a: IResourceRequirements | undefined, b: IResourceRequirements | undefined): boolean {
@@ -57,7 +58,9 @@ function otherResourcesDiffer(a: IResourceRequirements | undefined, b: IResource
 const sameValue = (resource: ResourceName, a: string | number | undefined, b: string | number | undefined) =>
   a === undefined || b === undefined ? a === b : resource === 'cpu' ? milliCPU(a) === milliCPU(b) : bytes(a) === bytes(b);
 
-/** The runtime's cgroup settings back in the spec's terms: cpu from shares and quota, the memory limit; memory requests as the spec said. */
+/**
+ * The runtime's cgroup settings back in the spec's terms: cpu from shares and quota, the memory limit; memory requests as the spec said.
+ */
 export function resourcesFromRuntime(linux: EffectiveResources, spec: IResourceRequirements | undefined): IResourceRequirements {
   const requests: Record<string, string> = {};
   const limits: Record<string, string> = {};
@@ -112,17 +115,24 @@ export function resizeDecision(c: IContainer, cs: RuntimeContainerStatus): Resiz
     for (const resource of RESIZABLE) {
       if ((resource === 'cpu' && !cpuMoved) || (resource === 'memory' && !memoryMoved)) continue;
       // A request left out follows the limit (the API server's default): the limit's change says it.
-      const value = (r: IResourceRequirements | undefined) => quantities(r, field)[resource] ?? (field === 'requests' ? quantities(r, 'limits')[resource] : undefined);
+      const value = (r: IResourceRequirements | undefined) =>
+        quantities(r, field)[resource] ?? (field === 'requests' ? quantities(r, 'limits')[resource] : undefined);
       const followsLimit = (r: IResourceRequirements | undefined) => sameValue(resource, value(r), quantities(r, 'limits')[resource]);
       if (field === 'requests' && followsLimit(before) && followsLimit(c.resources)) continue;
       const from = value(before);
       const to = value(c.resources);
       if (sameValue(resource, from, to)) continue;
-      changes.push({ resource, field, ...(from === undefined ? {} : { from: String(from) }), ...(to === undefined ? {} : { to: String(to) }) });
+      changes.push({
+        resource,
+        field,
+        ...(from === undefined ? {} : { from: String(from) }),
+        ...(to === undefined ? {} : { to: String(to) }),
+      });
     }
   }
   const moved = RESIZABLE.filter((r) => (r === 'cpu' ? cpuMoved : memoryMoved));
-  if (moved.some((r) => policyOf(c, r) === 'RestartContainer')) return { kind: 'restart', changes, message: `Container ${c.name} resize requires restart` };
+  if (moved.some((r) => policyOf(c, r) === 'RestartContainer'))
+    return { kind: 'restart', changes, message: `Container ${c.name} resize requires restart` };
   return { kind: 'resize', changes, linux: wanted };
 }
 
@@ -144,5 +154,8 @@ export function podAsCreated(pod: IPod, statuses: RuntimeContainerStatus[]): IPo
     const effective = cs.resources ? resourcesFromRuntime(cs.resources, created.resources) : created.resources;
     return { ...c, resources: effective };
   };
-  return { ...pod, spec: { ...pod.spec!, containers: pod.spec!.containers.map(asCreated), initContainers: pod.spec!.initContainers?.map(asCreated) } };
+  return {
+    ...pod,
+    spec: { ...pod.spec!, containers: pod.spec!.containers.map(asCreated), initContainers: pod.spec!.initContainers?.map(asCreated) },
+  };
 }

@@ -138,7 +138,10 @@ export async function recordedContainerSpec(
  * pod directory: read from there when the sandbox carries only its hash. Unchanged otherwise (an
  * older podctl's sandbox, no pod directory, or no readable copy).
  */
-export async function withPodSpecCopy<S extends { annotations: Record<string, string> }>(sandbox: S, copies: SpecCopies = new SpecCopies()): Promise<S> {
+export async function withPodSpecCopy<S extends { annotations: Record<string, string> }>(
+  sandbox: S,
+  copies: SpecCopies = new SpecCopies(),
+): Promise<S> {
   const a = sandbox.annotations;
   const hash = a[L.POD_SPEC_HASH_ANNOTATION];
   const podDir = a[L.POD_DIR_ANNOTATION];

@@ -156,7 +156,13 @@ export async function readLogFile(path: string): Promise<LogRecord[]> {
 const gunzipAsync = async (data: Buffer): Promise<Buffer> => promisify((await import('node:zlib')).gunzip)(data);
 
 /** Reads a handle from `position` to its end in chunks through the parser; the bytes read. */
-async function streamHandle(fh: FileHandle, parser: CriLogParser, decoder: StringDecoder, sink: (records: LogRecord[]) => unknown, position = 0): Promise<number> {
+async function streamHandle(
+  fh: FileHandle,
+  parser: CriLogParser,
+  decoder: StringDecoder,
+  sink: (records: LogRecord[]) => unknown,
+  position = 0,
+): Promise<number> {
   const buf = Buffer.alloc(CHUNK);
   let offset = position;
   for (;;) {
@@ -169,7 +175,13 @@ async function streamHandle(fh: FileHandle, parser: CriLogParser, decoder: Strin
 }
 
 /** Streams a rotated file (gunzipped) through the parser; false when it is gone, or is the file `skipIno` names (read elsewhere). */
-async function streamRotatedFile(file: string, parser: CriLogParser, decoder: StringDecoder, sink: (records: LogRecord[]) => unknown, skipIno?: number): Promise<boolean> {
+async function streamRotatedFile(
+  file: string,
+  parser: CriLogParser,
+  decoder: StringDecoder,
+  sink: (records: LogRecord[]) => unknown,
+  skipIno?: number,
+): Promise<boolean> {
   const fh = await openIfExists(file);
   if (!fh) return false;
   try {
@@ -194,10 +206,17 @@ async function streamRotatedFile(file: string, parser: CriLogParser, decoder: St
  * (gzipped or not), oldest first, through one parser, so a line split across a rotation is joined.
  * The sink gets them in batches as they are read.
  */
-export async function streamRotatedLogs(path: string, sink: (records: LogRecord[]) => unknown, parser = new CriLogParser(), skipIno?: number, decoder = new StringDecoder('utf8')): Promise<void> {
+export async function streamRotatedLogs(
+  path: string,
+  sink: (records: LogRecord[]) => unknown,
+  parser = new CriLogParser(),
+  skipIno?: number,
+  decoder = new StringDecoder('utf8'),
+): Promise<void> {
   for (const file of await rotatedLogFiles(path)) {
     // Gzipped meanwhile: the rotation writes `<file>.gz` before it removes the file.
-    if (!(await streamRotatedFile(file, parser, decoder, sink, skipIno)) && !file.endsWith('.gz')) await streamRotatedFile(`${file}.gz`, parser, decoder, sink);
+    if (!(await streamRotatedFile(file, parser, decoder, sink, skipIno)) && !file.endsWith('.gz'))
+      await streamRotatedFile(`${file}.gz`, parser, decoder, sink);
   }
 }
 
@@ -272,7 +291,7 @@ async function* linesFromEnd(segments: (() => Promise<Segment | undefined>)[], f
   for (let s = segments.length - 1; s >= 0; s--) {
     const seg = await segments[s]!();
     if (!seg) continue;
-    for (let pos = seg.size; pos > 0; ) {
+    for (let pos = seg.size; pos > 0;) {
       const len = Math.min(CHUNK, pos);
       pos -= len;
       const chunk = await seg.read(pos, len);
@@ -354,7 +373,9 @@ async function tailFromEnd(segments: (() => Promise<Segment | undefined>)[], sel
     // Enough once the lines kept are whole and a line in progress has its start.
     if (full && streams.every((st) => !open[st] && (seenFull[st] || !trailing[st]))) break;
   }
-  const records = started.reverse().map((b): LogRecord => ({ time: b.time, timeMs: Date.parse(b.time), stream: b.stream, text: b.parts.reverse().join('') }));
+  const records = started
+    .reverse()
+    .map((b): LogRecord => ({ time: b.time, timeMs: Date.parse(b.time), stream: b.stream, text: b.parts.reverse().join('') }));
   const partials: LogTail['partials'] = {};
   for (const st of ['stdout', 'stderr'] as const) {
     const t = trailing[st];
@@ -363,7 +384,12 @@ async function tailFromEnd(segments: (() => Promise<Segment | undefined>)[], sel
   return { records, partials, fragment };
 }
 /** Reads the segments of a log from its end, closing every file it opened. */
-async function withSegments<T>(fn: (segment: (file: string, skipIno?: number) => () => Promise<Segment | undefined>, handle: (fh: FileHandle, size: number) => () => Promise<Segment>) => Promise<T>): Promise<T> {
+async function withSegments<T>(
+  fn: (
+    segment: (file: string, skipIno?: number) => () => Promise<Segment | undefined>,
+    handle: (fh: FileHandle, size: number) => () => Promise<Segment>,
+  ) => Promise<T>,
+): Promise<T> {
   const opened: FileHandle[] = [];
   const fromFile = async (file: string, skipIno?: number): Promise<Segment | undefined> => {
     const fh = await openIfExists(file);
@@ -378,7 +404,8 @@ async function withSegments<T>(fn: (segment: (file: string, skipIno?: number) =>
   };
   try {
     return await fn(
-      (file, skipIno) => async () => (await fromFile(file, skipIno)) ?? (file.endsWith('.gz') ? undefined : await fromFile(`${file}.gz`, skipIno)),
+      (file, skipIno) => async () =>
+        (await fromFile(file, skipIno)) ?? (file.endsWith('.gz') ? undefined : await fromFile(`${file}.gz`, skipIno)),
       (fh, size) => async () => fileSegment(fh, size),
     );
   } finally {
@@ -398,7 +425,14 @@ export async function readContainerLogTail(path: string, sel: LogSelection): Pro
     return out;
   }
   const files = [...(await rotatedLogFiles(path)), path];
-  return (await withSegments((segment) => tailFromEnd(files.map((f) => segment(f)), sel))).records;
+  return (
+    await withSegments((segment) =>
+      tailFromEnd(
+        files.map((f) => segment(f)),
+        sel,
+      ),
+    )
+  ).records;
 }
 
 /** The last `tail` lines of one log file, read from its end. */
@@ -537,7 +571,10 @@ export async function followContainerLog(opts: FollowOptions): Promise<void> {
         // The follow goes on after what was read, with the lines still in progress as the reader found them.
         const inCurrent = Math.min(tail.fragment.length, size);
         if (current) current.offset = size - inCurrent;
-        parser.resume(tail.partials, inCurrent < tail.fragment.length ? tail.fragment.subarray(0, tail.fragment.length - inCurrent).toString('utf8') : '');
+        parser.resume(
+          tail.partials,
+          inCurrent < tail.fragment.length ? tail.fragment.subarray(0, tail.fragment.length - inCurrent).toString('utf8') : '',
+        );
         opts.backlog(tail.records);
       } else {
         let batch: LogRecord[] = [];

@@ -171,7 +171,10 @@ export class ContainerLogManager {
     let path = this.logPaths.get(c.id);
     if (path === undefined) {
       const guess = this.opts.logPathOf?.(c);
-      path = guess && (await stat(guess).catch(() => undefined))?.isFile() ? guess : ((await this.opts.runtime.containerStatus(c.id)).status?.logPath ?? '');
+      path =
+        guess && (await stat(guess).catch(() => undefined))?.isFile()
+          ? guess
+          : ((await this.opts.runtime.containerStatus(c.id)).status?.logPath ?? '');
       this.logPaths.set(c.id, path);
     }
     return path || undefined;

@@ -26,7 +26,10 @@ type Doc = { kind?: string; metadata?: { name?: string; namespace?: string } };
  * plus the ConfigMaps and Secrets of its namespace that it names, and its RuntimeClass. Problems (errors only) are returned,
  * naming the file, document and field; nothing is split when there is one.
  */
-export function splitApplied(files: { file: string; text: string }[], nodeName: string): { pods: AppliedPod[]; problems: ManifestProblem[]; warnings: ManifestProblem[] } {
+export function splitApplied(
+  files: { file: string; text: string }[],
+  nodeName: string,
+): { pods: AppliedPod[]; problems: ManifestProblem[]; warnings: ManifestProblem[] } {
   const problems: ManifestProblem[] = [];
   const warnings: ManifestProblem[] = [];
   const documents: { file: string; docs: unknown[] }[] = [];
@@ -38,7 +41,16 @@ export function splitApplied(files: { file: string; text: string }[], nodeName: 
     for (const lp of parsed.pods) {
       const key = podKey(lp.pod);
       const prev = keys.get(key);
-      if (prev) problems.push({ file, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field: 'metadata.name', message: `pod ${key} is defined twice (also in ${prev}); pod names must be unique per namespace`, severity: 'error' });
+      if (prev)
+        problems.push({
+          file,
+          index: lp.source.index,
+          kind: 'Pod',
+          name: podMeta(lp.pod).name,
+          field: 'metadata.name',
+          message: `pod ${key} is defined twice (also in ${prev}); pod names must be unique per namespace`,
+          severity: 'error',
+        });
       keys.set(key, file);
     }
     if (parsed.problems.some((p) => p.severity === 'error')) continue;
@@ -65,7 +77,9 @@ export function appliedPods(documents: { file: string; docs: unknown[] }[]): App
       .map((r) => r.doc)
       .filter(
         (d) =>
-          (ns(d) === ns(doc) && ((d.kind === 'ConfigMap' && refs.configMaps.has(d.metadata?.name ?? '')) || (d.kind === 'Secret' && refs.secrets.has(d.metadata?.name ?? '')))) ||
+          (ns(d) === ns(doc) &&
+            ((d.kind === 'ConfigMap' && refs.configMaps.has(d.metadata?.name ?? '')) ||
+              (d.kind === 'Secret' && refs.secrets.has(d.metadata?.name ?? '')))) ||
           // RuntimeClasses are cluster-scoped: the one the pod names goes with it.
           (d.kind === 'RuntimeClass' && d.metadata?.name === (doc as IPod).spec?.runtimeClassName),
       );
@@ -81,7 +95,9 @@ export function appliedPods(documents: { file: string; docs: unknown[] }[]): App
  * so that it can never end the comment and add documents of its own.
  */
 export function originComment(file: string): string {
-  const shown = /^[\x20-\x7e]*$/.test(file) ? file : JSON.stringify(file).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const shown = /^[\x20-\x7e]*$/.test(file)
+    ? file
+    : JSON.stringify(file).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return `# handed to the podctl agent from ${shown}\n`;
 }
 
@@ -228,18 +244,30 @@ export class AppliedSource {
     if (!ref) return { error: `${path}: not an applied file (expected <namespace>_<name>.yaml, as the agent writes them)` };
     const key = `${ref.namespace}/${ref.name}`;
     if (text.trim() === '') return { error: `${path}: the file is empty (a write cut short?); expected the pod ${key}` };
-    const parsed = parseManifestText(text, { kind: 'file', path }, { nodeName: this.opts.nodeName, now: () => new Date(this.opts.clock.now()) });
+    const parsed = parseManifestText(
+      text,
+      { kind: 'file', path },
+      { nodeName: this.opts.nodeName, now: () => new Date(this.opts.clock.now()) },
+    );
     const errors = parsed.problems.filter((p) => p.severity === 'error');
     if (errors.length) return { error: errors.map(formatProblem).join('\n') };
     const keys = parsed.pods.map(({ pod }) => podKey(pod));
-    if (keys.length !== 1 || keys[0] !== key) return { error: `${path}: expected exactly the pod ${key}, found ${keys.length ? `the pod(s) ${keys.join(', ')}` : 'no pod'}` };
+    if (keys.length !== 1 || keys[0] !== key)
+      return { error: `${path}: expected exactly the pod ${key}, found ${keys.length ? `the pod(s) ${keys.join(', ')}` : 'no pod'}` };
     const pods = parsed.pods.map(({ pod }) => {
       // Handed over through the API: no source file would bring it back once deleted.
       const annotations: Record<string, string> = { ...pod.metadata?.annotations, [CONFIG_SOURCE_ANNOTATION]: 'api' };
       delete annotations[CONFIG_FILE_ANNOTATION];
       return { ...pod, metadata: { ...pod.metadata, annotations } };
     });
-    return { pods, objects: { configMaps: parsed.configMaps as IConfigMap[], secrets: parsed.secrets as ISecret[], runtimeClasses: parsed.runtimeClasses } };
+    return {
+      pods,
+      objects: {
+        configMaps: parsed.configMaps as IConfigMap[],
+        secrets: parsed.secrets as ISecret[],
+        runtimeClasses: parsed.runtimeClasses,
+      },
+    };
   }
 
   /** A file that cannot be read or is invalid: its last good version stays; with none, it still claims its pod. */
@@ -294,7 +322,11 @@ export class AppliedSource {
     const all = [...this.files.values()];
     this.opts.onSnapshot(
       all.flatMap((f) => f.pods),
-      { configMaps: all.flatMap((f) => f.objects.configMaps), secrets: all.flatMap((f) => f.objects.secrets), runtimeClasses: all.flatMap((f) => f.objects.runtimeClasses ?? []) },
+      {
+        configMaps: all.flatMap((f) => f.objects.configMaps),
+        secrets: all.flatMap((f) => f.objects.secrets),
+        runtimeClasses: all.flatMap((f) => f.objects.runtimeClasses ?? []),
+      },
     );
     if (!this.stopped) {
       if (this.timer) this.opts.clock.clearTimeout(this.timer);

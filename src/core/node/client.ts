@@ -36,7 +36,13 @@ export class AgentClient {
 
   private call(method: string, path: string, opts: { body?: string; timeoutMs?: number } = {}): Promise<Answer> {
     const timeoutMs = opts.timeoutMs ?? 5000;
-    return exchange(this.socket, { method, path, body: opts.body, timeoutMs, timeoutMessage: `the agent on ${this.socket} did not answer ${method} ${path} within ${timeoutMs} ms` });
+    return exchange(this.socket, {
+      method,
+      path,
+      body: opts.body,
+      timeoutMs,
+      timeoutMessage: `the agent on ${this.socket} did not answer ${method} ${path} within ${timeoutMs} ms`,
+    });
   }
 
   private async json<T>(method: string, path: string, opts: { body?: string; timeoutMs?: number } = {}): Promise<T> {
@@ -49,7 +55,11 @@ export class AgentClient {
     }
     if (r.status !== 200) {
       const answer = parsed !== null && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
-      throw new AgentRequestError(r.status, typeof answer.message === 'string' ? answer.message : `${method} ${path}: HTTP ${r.status}: ${r.body.trim()}`, answer);
+      throw new AgentRequestError(
+        r.status,
+        typeof answer.message === 'string' ? answer.message : `${method} ${path}: HTTP ${r.status}: ${r.body.trim()}`,
+        answer,
+      );
     }
     return parsed as T;
   }
@@ -70,7 +80,12 @@ export class AgentClient {
 
   /** The agent's events as a v1 EventList's items, one pod's when uid is given. */
   async events(uid?: string): Promise<{ reason?: string; message?: string; type?: string; lastTimestamp?: string }[]> {
-    return (await this.json<{ items: { reason?: string; message?: string; type?: string; lastTimestamp?: string }[] }>('GET', `/v1/events${uid ? `?uid=${encodeURIComponent(uid)}` : ''}`)).items;
+    return (
+      await this.json<{ items: { reason?: string; message?: string; type?: string; lastTimestamp?: string }[] }>(
+        'GET',
+        `/v1/events${uid ? `?uid=${encodeURIComponent(uid)}` : ''}`,
+      )
+    ).items;
   }
 
   async pods(): Promise<IPod[]> {
@@ -87,7 +102,9 @@ export class AgentClient {
    * 400 with them), and plans their pods against its runtime. Undefined from an agent without the
    * route (an older one): the caller reads the manifests itself.
    */
-  planManifests(request: ManifestsRequest & { prune: boolean }): Promise<(PlanAnswer & { pods: number; warnings: ManifestProblem[] }) | undefined> {
+  planManifests(
+    request: ManifestsRequest & { prune: boolean },
+  ): Promise<(PlanAnswer & { pods: number; warnings: ManifestProblem[] }) | undefined> {
     return this.olderAgentUndefined(this.json('POST', '/v1/manifests/plan', { body: JSON.stringify(request), timeoutMs: 30_000 }));
   }
 
@@ -96,7 +113,9 @@ export class AgentClient {
    * problems), admits their pods as the command asks (403 with the pods rejected) and keeps them, all
    * or nothing. Undefined from an agent without the route (an older one).
    */
-  applyManifests(request: ManifestsRequest & { admission: { allowPrivileged: boolean; node: NodeInfo } }): Promise<{ pods: AppliedPodRef[]; warnings: ManifestProblem[] } | undefined> {
+  applyManifests(
+    request: ManifestsRequest & { admission: { allowPrivileged: boolean; node: NodeInfo } },
+  ): Promise<{ pods: AppliedPodRef[]; warnings: ManifestProblem[] } | undefined> {
     return this.olderAgentUndefined(this.json('POST', '/v1/manifests/apply', { body: JSON.stringify(request), timeoutMs: 30_000 }));
   }
 
@@ -165,8 +184,14 @@ export class AgentClient {
   }
 
   /** Sets a pod condition (a readiness gate's); the pod as the agent now has it. */
-  setCondition(namespace: string, name: string, condition: { type: string; status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string }): Promise<IPod> {
-    return this.json('POST', `/v1/pods/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/conditions`, { body: JSON.stringify(condition) });
+  setCondition(
+    namespace: string,
+    name: string,
+    condition: { type: string; status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string },
+  ): Promise<IPod> {
+    return this.json('POST', `/v1/pods/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/conditions`, {
+      body: JSON.stringify(condition),
+    });
   }
 
   /** Tells the agent to forget the pod; it terminates it (poll pods() for the end). */

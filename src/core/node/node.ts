@@ -16,7 +16,16 @@ import type { SourceObjects } from '../objects.js';
 import type { Pleg } from '../pleg/evented.js';
 import type { PodLifecycleEvent } from '../pleg/generic.js';
 import { planPods, withKeptUIDs, type PlanAnswer } from '../plan.js';
-import { formatProblem, ManifestError, manifestSetWithDocuments, validateDocument, type ManifestDocuments, type ManifestProblem, type ManifestSet, type ReadManifests } from '../pod/index.js';
+import {
+  formatProblem,
+  ManifestError,
+  manifestSetWithDocuments,
+  validateDocument,
+  type ManifestDocuments,
+  type ManifestProblem,
+  type ManifestSet,
+  type ReadManifests,
+} from '../pod/index.js';
 import { PodView, type PodQuery, type PodViewAnswer } from '../podview/index.js';
 import { ApiError, startStatusServer, type PodWatchEvent } from '../status/server.js';
 import { StatusManager } from '../status/manager.js';
@@ -178,7 +187,10 @@ export class StandaloneNode {
     this.pleg = wired.pleg;
     this.loop = wired.loop;
     opts.trace?.attach(this.kubelet);
-    this.merger = new PodConfigMerger((u) => this.handleUpdate(u), (source, pod, owner, why) => hooks.onConflict?.(source, pod, owner, why));
+    this.merger = new PodConfigMerger(
+      (u) => this.handleUpdate(u),
+      (source, pod, owner, why) => hooks.onConflict?.(source, pod, owner, why),
+    );
     this.kubelet.observe({
       onSynced: (pod) => this.observed.set(podMeta(pod).uid, pod.metadata?.generation ?? 1),
       onTerminated: (pod) => {
@@ -207,11 +219,19 @@ export class StandaloneNode {
       onError: (file, message, ref) => {
         hooks.onSourceError?.(message.includes(file) ? message : `${file}: ${message}`);
         // On the pod it keeps (its last good version) too, for describe; one it does not keep yet gets it from housekeeping.
-        const pod = ref && [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === ref.namespace && podMeta(p).name === ref.name);
-        if (pod) this.kubelet.events.record({ uid: podMeta(pod).uid, namespace: ref.namespace, name: ref.name }, 'Warning', 'FailedValidation', message.includes(file) ? message : `${file}: ${message}`);
+        const pod =
+          ref && [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === ref.namespace && podMeta(p).name === ref.name);
+        if (pod)
+          this.kubelet.events.record(
+            { uid: podMeta(pod).uid, namespace: ref.namespace, name: ref.name },
+            'Warning',
+            'FailedValidation',
+            message.includes(file) ? message : `${file}: ${message}`,
+          );
       },
     });
-    const onError = (e: { file: string; message: string }) => hooks.onSourceError?.(e.message.includes(e.file) ? e.message : `${e.file}: ${e.message}`);
+    const onError = (e: { file: string; message: string }) =>
+      hooks.onSourceError?.(e.message.includes(e.file) ? e.message : `${e.file}: ${e.message}`);
     // Fields one host cannot honour: said once per file (or URL) and change, like the errors.
     const onWarning = (e: { message: string }) => e.message.split('\n').forEach((line) => hooks.onSourceError?.(`Warning: ${line}`));
     if (opts.manifestPath) {
@@ -253,7 +273,14 @@ export class StandaloneNode {
       source,
       pods.map((pod) => {
         const adopted = hasDerivedUID(pod, this.opts.nodeName) ? this.adopted.get(podKey(pod)) : undefined;
-        return { ...pod, metadata: { ...pod.metadata, ...(adopted ? { uid: adopted } : {}), annotations: { ...pod.metadata?.annotations, [KEPT_BY_ANNOTATION]: keeper } } };
+        return {
+          ...pod,
+          metadata: {
+            ...pod.metadata,
+            ...(adopted ? { uid: adopted } : {}),
+            annotations: { ...pod.metadata?.annotations, [KEPT_BY_ANNOTATION]: keeper },
+          },
+        };
       }),
     );
   }
@@ -268,7 +295,8 @@ export class StandaloneNode {
     const agent = nodeAgentLabel(this.opts.rootDir);
     for (const h of this.held) {
       const key = podKey(h);
-      if (h.ready && h.agent === agent && !this.adopted.has(key) && !hasDerivedUID({ metadata: h }, this.opts.nodeName)) this.adopted.set(key, h.uid);
+      if (h.ready && h.agent === agent && !this.adopted.has(key) && !hasDerivedUID({ metadata: h }, this.opts.nodeName))
+        this.adopted.set(key, h.uid);
     }
   }
 
@@ -304,21 +332,25 @@ export class StandaloneNode {
     this.applied.start();
     if (this.opts.serve !== false) {
       mkdirSync(this.opts.rootDir, { recursive: true, mode: 0o700 });
-      this.server = await startStatusServer(this.socket, {
-        pods: () => this.pods(),
-        health: () => this.health(),
-        metrics: this.metrics,
-        events: () => this.events(),
-        agent: () => this.info(),
-        view: (q) => this.view(q),
-        plan: (body) => this.plan(body),
-        planManifests: (body) => this.planManifests(body),
-        applyManifests: (body) => this.applyManifests(body),
-        watchPods: (listener) => this.watchPods(listener),
-        apply: (body, contentType) => this.applyBody(body, contentType),
-        remove: (namespace, name, grace) => this.delete(namespace, name, grace),
-        setCondition: async (namespace, name, body) => this.setCondition(namespace, name, body) as unknown as Record<string, unknown>,
-      }, { log: (message) => this.opts.hooks?.onApiLog?.(message) });
+      this.server = await startStatusServer(
+        this.socket,
+        {
+          pods: () => this.pods(),
+          health: () => this.health(),
+          metrics: this.metrics,
+          events: () => this.events(),
+          agent: () => this.info(),
+          view: (q) => this.view(q),
+          plan: (body) => this.plan(body),
+          planManifests: (body) => this.planManifests(body),
+          applyManifests: (body) => this.applyManifests(body),
+          watchPods: (listener) => this.watchPods(listener),
+          apply: (body, contentType) => this.applyBody(body, contentType),
+          remove: (namespace, name, grace) => this.delete(namespace, name, grace),
+          setCondition: async (namespace, name, body) => this.setCondition(namespace, name, body) as unknown as Record<string, unknown>,
+        },
+        { log: (message) => this.opts.hooks?.onApiLog?.(message) },
+      );
     }
     this.loop.start();
     this.sources.forEach((s) => s.start());
@@ -359,7 +391,9 @@ export class StandaloneNode {
     return { runtimeEndpoint: this.opts.runtime.endpoint, items: await this.podView.list(q) };
   }
 
-  /** POST /v1/plan: the pods planned against this node's runtime, as SyncPod would act on them now (plan's answer without gRPC in the CLI). */
+  /**
+   * POST /v1/plan: the pods planned against this node's runtime, as SyncPod would act on them now (plan's answer without gRPC in the CLI).
+   */
   async plan(body: string): Promise<PlanAnswer> {
     let req: { pods?: unknown; prune?: unknown } | undefined;
     try {
@@ -368,25 +402,36 @@ export class StandaloneNode {
       req = undefined;
     }
     if (req === null || typeof req !== 'object' || !Array.isArray(req.pods)) {
-      throw new ApiError(400, 'plan: expected {"pods": [v1 Pods with metadata.name, metadata.uid and spec.containers, defaulted], "prune": true|false}');
+      throw new ApiError(
+        400,
+        'plan: expected {"pods": [v1 Pods with metadata.name, metadata.uid and spec.containers, defaulted], "prune": true|false}',
+      );
     }
     // Each pod validated as apply validates a manifest's, before anything asks the runtime about it.
     const problems: { field: string; message: string }[] = [];
     req.pods.forEach((pod: unknown, i) => {
       const at = `pods[${i}]`;
       if (pod === null || typeof pod !== 'object' || Array.isArray(pod)) {
-        return void problems.push({ field: at, message: `expected a v1 Pod (a mapping), got ${pod === null ? 'null' : Array.isArray(pod) ? 'a list' : typeof pod}` });
+        return void problems.push({
+          field: at,
+          message: `expected a v1 Pod (a mapping), got ${pod === null ? 'null' : Array.isArray(pod) ? 'a list' : typeof pod}`,
+        });
       }
-      for (const p of validateDocument('Pod', pod as Record<string, unknown>, 'error')) if (p.severity === 'error') problems.push({ field: `${at}.${p.field}`, message: p.message });
+      for (const p of validateDocument('Pod', pod as Record<string, unknown>, 'error'))
+        if (p.severity === 'error') problems.push({ field: `${at}.${p.field}`, message: p.message });
       const uid = (pod as IPod).metadata?.uid;
-      if (typeof uid !== 'string' || uid === '') problems.push({ field: `${at}.metadata.uid`, message: 'required: the UID the command gave the pod' });
+      if (typeof uid !== 'string' || uid === '')
+        problems.push({ field: `${at}.metadata.uid`, message: 'required: the UID the command gave the pod' });
     });
     if (problems.length) {
       throw new ApiError(400, problems.map((p) => `${p.field}: ${p.message}`).join('\n'), { problems });
     }
     const pods = withKeptUIDs(req.pods as IPod[], this.pods());
     const cri = { runtime: this.opts.runtime, images: this.opts.images, statusReader: this.kubelet.runtimeManager.statusReader };
-    return { runtimeEndpoint: this.opts.runtime.endpoint, plan: await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now(), nodeName: this.opts.nodeName }) };
+    return {
+      runtimeEndpoint: this.opts.runtime.endpoint,
+      plan: await planPods(cri, pods, { prune: req.prune === true, now: this.opts.clock.now(), nodeName: this.opts.nodeName }),
+    };
   }
 
   /**
@@ -414,7 +459,12 @@ export class StandaloneNode {
   applyManifests(body: string): Promise<Record<string, unknown>> {
     const req = parseRequest(body, 'apply');
     const admission = req.admission as { allowPrivileged?: unknown; node?: NodeInfo } | undefined;
-    if (!admission || typeof admission.node?.name !== 'string' || typeof admission.node.allocatable !== 'object' || admission.node.allocatable === null) {
+    if (
+      !admission ||
+      typeof admission.node?.name !== 'string' ||
+      typeof admission.node.allocatable !== 'object' ||
+      admission.node.allocatable === null
+    ) {
       throw new ApiError(400, 'apply: expected "admission": {"allowPrivileged": true|false, "node": {name, labels, allocatable}}');
     }
     // Each text is parsed and validated once: its documents as loaded are what the applied files are made of.
@@ -435,7 +485,12 @@ export class StandaloneNode {
     const texts = documents.map(({ entry, docs }) => ({ file: entry.kind === 'file' ? entry.path : '<stdin>', docs }));
     const files = [...texts.filter((t) => t.file === '<stdin>'), ...texts.filter((t) => t.file !== '<stdin>')];
     const uids = new Map(set.pods.map(({ pod }) => [podKey(pod), podMeta(pod).uid]));
-    return this.readHeld().then(() => ({ apiVersion: 'v1', kind: 'Applied', pods: this.keepApplied(appliedPods(files), uids), warnings: set.warnings }));
+    return this.readHeld().then(() => ({
+      apiVersion: 'v1',
+      kind: 'Applied',
+      pods: this.keepApplied(appliedPods(files), uids),
+      warnings: set.warnings,
+    }));
   }
 
   private withStatus(p: IPod): IPod {
@@ -444,7 +499,13 @@ export class StandaloneNode {
     const observed = this.observed.get(uid);
     const deletion = this.kubelet.deletionOf(uid);
     if (deletion) p = { ...p, metadata: { ...p.metadata, ...deletion } };
-    return { ...p, status: { ...(status ?? { phase: 'Pending' }), ...(observed === undefined ? {} : { observedGeneration: observed }) } as IPod['status'] };
+    return {
+      ...p,
+      status: {
+        ...(status ?? { phase: 'Pending' }),
+        ...(observed === undefined ? {} : { observedGeneration: observed }),
+      } as IPod['status'],
+    };
   }
 
   events(): PodEvent[] {
@@ -521,7 +582,11 @@ export class StandaloneNode {
       }
       // A file's name only says where the pods came from (escaped in their applied files' comment); a path's length at most.
       const long = files.findIndex((f) => Buffer.byteLength(f.file) > 4096);
-      if (long >= 0) throw new ApiError(400, `files[${long}].file: expected a file name of at most 4096 bytes (PATH_MAX), got ${Buffer.byteLength(files[long]!.file)}`);
+      if (long >= 0)
+        throw new ApiError(
+          400,
+          `files[${long}].file: expected a file name of at most 4096 bytes (PATH_MAX), got ${Buffer.byteLength(files[long]!.file)}`,
+        );
     } else files = [{ file: '<request>', text: body }];
     return { apiVersion: 'v1', kind: 'Applied', pods: this.apply(files) };
   }
@@ -537,7 +602,12 @@ export class StandaloneNode {
       throw new ApiError(400, split.problems.map(formatProblem).join('\n'), { problems: split.problems });
     }
     if (split.pods.length === 0) throw new ApiError(400, `no Pod found in ${files.map((f) => f.file).join(', ')}`);
-    const uids = new Map(split.pods.map((p) => [`${p.namespace}/${p.name}`, podMeta(parseManifestText(p.text, { kind: 'file', path: p.name }, { nodeName: this.opts.nodeName }).pods[0]?.pod ?? {}).uid]));
+    const uids = new Map(
+      split.pods.map((p) => [
+        `${p.namespace}/${p.name}`,
+        podMeta(parseManifestText(p.text, { kind: 'file', path: p.name }, { nodeName: this.opts.nodeName }).pods[0]?.pod ?? {}).uid,
+      ]),
+    );
     return this.keepApplied(split.pods, uids);
   }
 
@@ -546,7 +616,8 @@ export class StandaloneNode {
     const refused = pods.flatMap((p) => {
       const kept = this.keptPod(p.namespace, p.name);
       const owner = this.merger.sourceOfName(p.namespace, p.name);
-      if (kept && owner && owner !== APPLIED_SOURCE) return [`${p.namespace}/${p.name}: rejected at admission: ${keptByMessage(kept, this.opts.rootDir, this.opts)}`];
+      if (kept && owner && owner !== APPLIED_SOURCE)
+        return [`${p.namespace}/${p.name}: rejected at admission: ${keptByMessage(kept, this.opts.rootDir, this.opts)}`];
       const conflict = this.uidConflict(p, uids.get(`${p.namespace}/${p.name}`) ?? '');
       return conflict ? [`${p.namespace}/${p.name}: rejected at admission: ${conflict}`] : [];
     });
@@ -556,24 +627,37 @@ export class StandaloneNode {
     this.applied.write(pods);
     return pods.map((p) => {
       const pod = [...this.kubelet.pods.values()].find((x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name);
-      const pending = [...this.readdAfterTermination.values()].find((x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name);
+      const pending = [...this.readdAfterTermination.values()].find(
+        (x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name,
+      );
       const uid = pod?.metadata?.uid ?? pending?.metadata?.uid ?? '';
       return { namespace: p.namespace, name: p.name, uid, generation: this.generations.get(uid) ?? 1 };
     });
   }
 
   private keptPod(namespace: string, name: string): IPod | undefined {
-    return [...this.kubelet.pods.values()].find((x) => podMeta(x).namespace === namespace && podMeta(x).name === name) ?? this.merger.pods().find((x) => podMeta(x).namespace === namespace && podMeta(x).name === name);
+    return (
+      [...this.kubelet.pods.values()].find((x) => podMeta(x).namespace === namespace && podMeta(x).name === name) ??
+      this.merger.pods().find((x) => podMeta(x).namespace === namespace && podMeta(x).name === name)
+    );
   }
 
-  /** A pod handed over whose UID another pod holds (one this node keeps, or one the runtime runs), or whose namespace/name runs under another explicit UID. */
+  /**
+   * A pod handed over whose UID another pod holds (one this node keeps, or one the runtime runs), or whose namespace/name runs under
+   * another explicit UID.
+   */
   private uidConflict(p: AppliedPod, uid: string): string | undefined {
     const pod: IPod = { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: p.namespace, name: p.name, uid } };
     const holder = this.merger.pods().find((x) => podMeta(x).uid === uid && podKey(x) !== podKey(pod));
-    if (holder) return `metadata.uid ${uid} is already the UID of pod ${podKey(holder)} (${keptByMessage(holder, this.opts.rootDir, this.opts)}); give this pod another metadata.uid, or none`;
+    if (holder)
+      return `metadata.uid ${uid} is already the UID of pod ${podKey(holder)} (${keptByMessage(holder, this.opts.rootDir, this.opts)}); give this pod another metadata.uid, or none`;
     // What this node keeps under that namespace/name is its own to update; what else runs is checked.
     const kept = new Set(this.merger.pods().map((x) => podMeta(x).uid));
-    const settled = settleIdentities([pod], this.held.filter((h) => !kept.has(h.uid)), this.opts.nodeName);
+    const settled = settleIdentities(
+      [pod],
+      this.held.filter((h) => !kept.has(h.uid)),
+      this.opts.nodeName,
+    );
     if (settled.refused.length) return settled.refused[0]!.message;
     const adopted = podMeta(settled.pods[0]!).uid;
     // This node's own sandbox of it, when it has one, is the one kept (readHeld found it).
@@ -593,13 +677,22 @@ export class StandaloneNode {
     const pod = [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === namespace && podMeta(p).name === name);
     const owner = this.merger.sourceOfName(namespace, name);
     if (owner && owner !== APPLIED_SOURCE && owner !== RUN_SOURCE) {
-      throw new ApiError(409, `pod ${namespace}/${name} comes from the watch's ${owner === 'file' ? this.opts.manifestPath : this.opts.manifestUrl}; remove it there to delete it for good`);
+      throw new ApiError(
+        409,
+        `pod ${namespace}/${name} comes from the watch's ${owner === 'file' ? this.opts.manifestPath : this.opts.manifestUrl}; remove it there to delete it for good`,
+      );
     }
     const uid = pod?.metadata?.uid;
     if (uid && gracePeriodSeconds !== undefined && gracePeriodSeconds >= 0) this.kubelet.removePod(uid, gracePeriodSeconds);
     const had = this.applied.remove(namespace, name);
     this.adopted.delete(`${namespace}/${name}`);
-    if (owner === RUN_SOURCE) this.merger.merge(RUN_SOURCE, this.merger.pods().filter((p) => this.merger.sourceOfName(podMeta(p).namespace!, podMeta(p).name) === RUN_SOURCE && podMeta(p).uid !== uid));
+    if (owner === RUN_SOURCE)
+      this.merger.merge(
+        RUN_SOURCE,
+        this.merger
+          .pods()
+          .filter((p) => this.merger.sourceOfName(podMeta(p).namespace!, podMeta(p).name) === RUN_SOURCE && podMeta(p).uid !== uid),
+      );
     if (!had && !uid) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
     return { apiVersion: 'v1', kind: 'Deleted', namespace, name, ...(uid ? { uid } : {}) };
   }
@@ -618,12 +711,20 @@ export class StandaloneNode {
     if (typeof c !== 'object' || c === null || typeof c.type !== 'string' || !/^([a-z0-9.-]+\/)?[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(c.type)) {
       throw new ApiError(400, 'type: expected a condition type, e.g. example.com/feature-1 (a qualified name)');
     }
-    if (StatusManager.OWNED_CONDITIONS.has(c.type)) throw new ApiError(400, `type: ${c.type} is set by the kubelet itself; set a readiness gate's condition instead`);
-    if (c.status !== 'True' && c.status !== 'False' && c.status !== 'Unknown') throw new ApiError(400, `status: expected True, False or Unknown, got ${JSON.stringify(c.status)}`);
-    for (const f of ['reason', 'message'] as const) if (c[f] !== undefined && typeof c[f] !== 'string') throw new ApiError(400, `${f}: expected a string`);
+    if (StatusManager.OWNED_CONDITIONS.has(c.type))
+      throw new ApiError(400, `type: ${c.type} is set by the kubelet itself; set a readiness gate's condition instead`);
+    if (c.status !== 'True' && c.status !== 'False' && c.status !== 'Unknown')
+      throw new ApiError(400, `status: expected True, False or Unknown, got ${JSON.stringify(c.status)}`);
+    for (const f of ['reason', 'message'] as const)
+      if (c[f] !== undefined && typeof c[f] !== 'string') throw new ApiError(400, `${f}: expected a string`);
     const pod = [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === namespace && podMeta(p).name === name);
     if (!pod) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
-    this.kubelet.setPodCondition(podMeta(pod).uid, { type: c.type, status: c.status, reason: c.reason as string | undefined, message: c.message as string | undefined });
+    this.kubelet.setPodCondition(podMeta(pod).uid, {
+      type: c.type,
+      status: c.status,
+      reason: c.reason as string | undefined,
+      message: c.message as string | undefined,
+    });
     return this.withStatus(pod);
   }
 
@@ -633,15 +734,27 @@ export class StandaloneNode {
     const accepted = pods.filter((pod) => {
       const owner = this.merger.sourceOfName(podMeta(pod).namespace!, podMeta(pod).name);
       if (!owner || owner === RUN_SOURCE) return true;
-      refused.push({ pod, message: keptByMessage(this.keptPod(podMeta(pod).namespace, podMeta(pod).name) ?? pod, this.opts.rootDir, this.opts) });
+      refused.push({
+        pod,
+        message: keptByMessage(this.keptPod(podMeta(pod).namespace, podMeta(pod).name) ?? pod, this.opts.rootDir, this.opts),
+      });
       return false;
     });
     // What else runs under the same namespace/name is that pod; a UID another pod holds is refused.
     const kept = new Set(this.merger.pods().map((x) => podMeta(x).uid));
-    const settled = settleIdentities(accepted, this.held.filter((h) => !kept.has(h.uid)), this.opts.nodeName);
+    const settled = settleIdentities(
+      accepted,
+      this.held.filter((h) => !kept.has(h.uid)),
+      this.opts.nodeName,
+    );
     refused.push(...settled.refused);
-    for (const pod of settled.pods) if (!accepted.some((a) => podMeta(a).uid === podMeta(pod).uid)) this.adopted.set(podKey(pod), podMeta(pod).uid);
-    this.snapshot(RUN_SOURCE, accepted.filter((pod) => !settled.refused.some((r) => r.pod === pod)), objects);
+    for (const pod of settled.pods)
+      if (!accepted.some((a) => podMeta(a).uid === podMeta(pod).uid)) this.adopted.set(podKey(pod), podMeta(pod).uid);
+    this.snapshot(
+      RUN_SOURCE,
+      accepted.filter((pod) => !settled.refused.some((r) => r.pod === pod)),
+      objects,
+    );
     return refused;
   }
 
@@ -698,10 +811,21 @@ function parseRequest(body: string, what: string): ManifestsBody {
     const x = e as Record<string, unknown> | null;
     if (typeof x !== 'object' || x === null) return false;
     if ('problem' in x) return typeof (x.problem as { file?: unknown; message?: unknown } | null)?.message === 'string';
-    return (x.kind === 'file' || x.kind === 'stdin') && typeof x.path === 'string' && typeof x.display === 'string' && typeof x.text === 'string';
+    return (
+      (x.kind === 'file' || x.kind === 'stdin') && typeof x.path === 'string' && typeof x.display === 'string' && typeof x.text === 'string'
+    );
   };
-  if (!req || typeof req.nodeName !== 'string' || !req.nodeName || !Array.isArray(req.manifests?.entries) || !req.manifests.entries.every(entryOK)) {
-    throw new ApiError(400, `${what}: expected {"manifests": {"entries": [{"kind": "file"|"stdin", "path", "display", "text"} | {"problem"}]}, "nodeName"}`);
+  if (
+    !req ||
+    typeof req.nodeName !== 'string' ||
+    !req.nodeName ||
+    !Array.isArray(req.manifests?.entries) ||
+    !req.manifests.entries.every(entryOK)
+  ) {
+    throw new ApiError(
+      400,
+      `${what}: expected {"manifests": {"entries": [{"kind": "file"|"stdin", "path", "display", "text"} | {"problem"}]}, "nodeName"}`,
+    );
   }
   return req as ManifestsBody;
 }

@@ -18,7 +18,13 @@ function logTail(path: string, lines = 10): string {
  * shell's exit do not reach it), output appended to <root-dir>/agent.log. Resolves once it answers on
  * its socket; the agent takes the state dir's lock itself, so a race with another start leaves one.
  */
-export async function startAgentInBackground(opts: { rootDir: string; command: string; args: string[]; timeoutMs?: number; env?: NodeJS.ProcessEnv }): Promise<{ pid: number; log: string }> {
+export async function startAgentInBackground(opts: {
+  rootDir: string;
+  command: string;
+  args: string[];
+  timeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+}): Promise<{ pid: number; log: string }> {
   mkdirSync(opts.rootDir, { recursive: true, mode: 0o700 });
   const log = agentLogFile(opts.rootDir);
   const fd = openSync(log, 'a', 0o600);
@@ -38,5 +44,8 @@ export async function startAgentInBackground(opts: { rootDir: string; command: s
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new PodctlError(`the agent (pid ${child.pid}) does not answer on its socket after ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`, { hint: `see ${log}` });
+  throw new PodctlError(
+    `the agent (pid ${child.pid}) does not answer on its socket after ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`,
+    { hint: `see ${log}` },
+  );
 }

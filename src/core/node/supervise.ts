@@ -21,7 +21,10 @@ export async function stopAgent(rootDir: string, timeoutMs = 60_000): Promise<{ 
   }
   const deadline = Date.now() + timeoutMs;
   while (readStateLock(rootDir)?.pid === holder.pid) {
-    if (Date.now() > deadline) throw new PodctlError(`the agent (pid ${holder.pid}) is still running ${Math.round(timeoutMs / 1000)} s after SIGTERM`, { hint: `kill -KILL ${holder.pid} stops it at once; its pods keep running` });
+    if (Date.now() > deadline)
+      throw new PodctlError(`the agent (pid ${holder.pid}) is still running ${Math.round(timeoutMs / 1000)} s after SIGTERM`, {
+        hint: `kill -KILL ${holder.pid} stops it at once; its pods keep running`,
+      });
     await new Promise((r) => setTimeout(r, 100));
   }
   return { pid: holder.pid };
@@ -45,7 +48,10 @@ export interface BootUnitOptions {
  */
 function systemdWord(a: string, executable = false): string {
   if (executable && /["'\\]/.test(a)) {
-    throw new PodctlError(`agent install: systemd does not start an executable whose path holds a quote or a backslash: ${JSON.stringify(a)}`, { hint: 'run podctl (and node) from a path without them' });
+    throw new PodctlError(
+      `agent install: systemd does not start an executable whose path holds a quote or a backslash: ${JSON.stringify(a)}`,
+      { hint: 'run podctl (and node) from a path without them' },
+    );
   }
   if (/^[\w@+=:,./-]+$/.test(a)) return a;
   const escaped = a.replace(/[\\"]/g, '\\$&').replace(/%/g, '%%');
@@ -63,7 +69,11 @@ function agentArgv(o: BootUnitOptions): string[] {
   const argv = [...o.exec, 'agent', '--root-dir', resolve(o.rootDir), '--log-root', resolve(o.logRoot), ...(o.args ?? [])];
   // eslint-disable-next-line no-control-regex
   const bad = argv.find((a) => /[\x00-\x1f\x7f]/.test(a));
-  if (bad !== undefined) throw new PodctlError(`agent install: ${JSON.stringify(bad)} holds a control character, which a unit file or init script cannot carry`, { hint: 'choose paths and flag values without control characters (newline, tab, …)' });
+  if (bad !== undefined)
+    throw new PodctlError(
+      `agent install: ${JSON.stringify(bad)} holds a control character, which a unit file or init script cannot carry`,
+      { hint: 'choose paths and flag values without control characters (newline, tab, …)' },
+    );
   return argv;
 }
 

@@ -8,7 +8,16 @@ import { podKey } from '../util/pod-key.js';
 export type WaitFor = 'running' | 'ready' | 'none';
 
 /** Waiting reasons that mean the pod cannot start as it is: waiting longer changes nothing. */
-export const CANNOT_START = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError', 'CrashLoopBackOff']);
+export const CANNOT_START = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+  'CrashLoopBackOff',
+]);
 
 export interface PodWaitResult {
   ref: AppliedPodRef;
@@ -57,7 +66,8 @@ export function podProgress(ref: AppliedPodRef, pod: IPod | undefined, waitFor: 
   if (status.phase === 'Failed') return { ref, pod, ok: false, ...failedPodReason(status) };
   for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
     const w = c.state?.waiting;
-    if (w?.reason && CANNOT_START.has(w.reason)) return { ref, pod, ok: false, reason: w.reason, message: `${c.name}: ${w.reason}${w.message ? `: ${w.message}` : ''}` };
+    if (w?.reason && CANNOT_START.has(w.reason))
+      return { ref, pod, ok: false, reason: w.reason, message: `${c.name}: ${w.reason}${w.message ? `: ${w.message}` : ''}` };
   }
   if (waitFor === 'running' && status.phase === 'Running') return { ref, pod, ok: true };
   if (waitFor === 'ready' && ready(status)) return { ref, pod, ok: true };
@@ -88,7 +98,11 @@ function standsUntil(pod: IPod, settleMs: number, now: number): number {
  * as the agent publishes it (a pod that can end when its containers exit: once its Running status
  * has stood SETTLE_MS). Should the watch break, the agent's pods are polled instead (every pollMs).
  */
-export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], opts: { waitFor: WaitFor; timeoutMs: number; clock: Clock; pollMs?: number; settleMs?: number }): Promise<PodWaitResult[]> {
+export async function waitForPods(
+  client: AgentClient,
+  refs: AppliedPodRef[],
+  opts: { waitFor: WaitFor; timeoutMs: number; clock: Clock; pollMs?: number; settleMs?: number },
+): Promise<PodWaitResult[]> {
   const results = new Map<string, PodWaitResult>();
   const key = (r: { namespace?: string; name?: string }) => podKey(r);
   if (opts.waitFor === 'none') return refs.map((ref) => ({ ref, ok: true }));
@@ -129,12 +143,15 @@ export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], op
     onStanding = () => {
       if (standTimer) opts.clock.clearTimeout(standTimer);
       const next = Math.min(...[...standing.values()].map((s) => s.until));
-      standTimer = opts.clock.setTimeout(() => {
-        standTimer = undefined;
-        promote();
-        if (settled()) finish(false);
-        else if (standing.size) onStanding();
-      }, Math.max(0, next - opts.clock.now()));
+      standTimer = opts.clock.setTimeout(
+        () => {
+          standTimer = undefined;
+          promote();
+          if (settled()) finish(false);
+          else if (standing.size) onStanding();
+        },
+        Math.max(0, next - opts.clock.now()),
+      );
     };
     const watch = client.watchPods(
       (e) => {
@@ -168,7 +185,13 @@ export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], op
       // What the kubelet last warned about says why (FailedCreatePodSandBox, FailedMount, …).
       const warning = await lastWarning(client, pod?.metadata?.uid ?? ref.uid);
       const message = why.message || `not ${opts.waitFor} yet`;
-      return { ref, pod, ok: false, reason: why.reason || (opts.waitFor === 'ready' ? 'NotReady' : 'NotRunning'), message: warning ? `${message}; last warning: ${warning}` : message };
+      return {
+        ref,
+        pod,
+        ok: false,
+        reason: why.reason || (opts.waitFor === 'ready' ? 'NotReady' : 'NotRunning'),
+        message: warning ? `${message}; last warning: ${warning}` : message,
+      };
     }),
   );
 }
@@ -176,6 +199,9 @@ export async function waitForPods(client: AgentClient, refs: AppliedPodRef[], op
 async function lastWarning(client: AgentClient, uid: string | undefined): Promise<string | undefined> {
   if (!uid) return undefined;
   const events = await client.events(uid).catch(() => []);
-  const w = events.filter((e) => e.type === 'Warning').sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? '')).at(-1);
+  const w = events
+    .filter((e) => e.type === 'Warning')
+    .sort((a, b) => (a.lastTimestamp ?? '').localeCompare(b.lastTimestamp ?? ''))
+    .at(-1);
   return w ? `${w.reason}: ${w.message}` : undefined;
 }

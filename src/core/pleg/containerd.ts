@@ -105,7 +105,11 @@ export class ContainerdPleg implements Pleg {
     this.genericPeriodMs = opts.generic.relistPeriodMs;
     // An event being handled may still be finding its pod or waiting for the CRI to record it: the cache
     // is not current for that pod until its refresh, which the generic PLEG then counts as outstanding.
-    this.cacheUpdater = new GlobalCacheUpdater(opts.clock, opts.generic, () => this.running && !this.fellBack && this.caughtUp && this.handling === 0);
+    this.cacheUpdater = new GlobalCacheUpdater(
+      opts.clock,
+      opts.generic,
+      () => this.running && !this.fellBack && this.caughtUp && this.handling === 0,
+    );
   }
 
   get cache(): PodCache {
@@ -230,7 +234,8 @@ export class ContainerdPleg implements Pleg {
       const c = (await runtime.containerStatus(id)).status;
       const labels = c?.labels ?? {};
       const uid = labels[L.POD_UID_LABEL];
-      if (uid && generic.selects(labels)) return { uid, name: labels[L.POD_NAME_LABEL] ?? '', namespace: labels[L.POD_NAMESPACE_LABEL] ?? '' };
+      if (uid && generic.selects(labels))
+        return { uid, name: labels[L.POD_NAME_LABEL] ?? '', namespace: labels[L.POD_NAMESPACE_LABEL] ?? '' };
     } catch (err) {
       if (!isNotFound(err)) throw err;
       try {
@@ -277,7 +282,13 @@ export class ContainerdPleg implements Pleg {
     // TaskExit carries what ContainerDied needs: a container seen running is reported exited at once,
     // in the CRI's words, instead of after the CRI's lag of tens of milliseconds. Not an OOM kill:
     // the CRI may already hold that exit as Error, so its reason is waited for as before.
-    const early = !oom && generic.applyExit(id, { exitCode: event.exitStatus ?? 0, finishedAt: event.exitedAt ?? event.timestamp, reason: event.exitStatus ? 'Error' : 'Completed' });
+    const early =
+      !oom &&
+      generic.applyExit(id, {
+        exitCode: event.exitStatus ?? 0,
+        finishedAt: event.exitedAt ?? event.timestamp,
+        reason: event.exitStatus ? 'Error' : 'Completed',
+      });
     const first = early ? this.cachedContainer(generic.podOf(id)?.uid, id) : undefined;
     const pod = await this.podOf(id);
     if (!pod) return;
@@ -310,7 +321,13 @@ export class ContainerdPleg implements Pleg {
    * The CRI's record of an exit can say more than the event did (a TaskOOM after the TaskExit, a
    * fallback message from a log still flushing): then the pod is synced again, as the kubelet's PodSync.
    */
-  private async settle(id: string, pod: { uid: string; name: string; namespace: string }, done: ((state: PlegState | undefined) => boolean) | undefined, first: RuntimeContainerStatus | undefined, firstDelayMs = 0): Promise<void> {
+  private async settle(
+    id: string,
+    pod: { uid: string; name: string; namespace: string },
+    done: ((state: PlegState | undefined) => boolean) | undefined,
+    first: RuntimeContainerStatus | undefined,
+    firstDelayMs = 0,
+  ): Promise<void> {
     const { generic } = this.opts;
     if (firstDelayMs) await new Promise<void>((resolve) => this.later(firstDelayMs, resolve));
     for (let attempt = 0; ; attempt++) {
@@ -321,7 +338,11 @@ export class ContainerdPleg implements Pleg {
       await new Promise<void>((resolve) => this.later(REREAD_DELAYS_MS[attempt]!, resolve));
     }
     const recorded = first ? this.cachedContainer(pod.uid, id) : undefined;
-    if (first && recorded && (recorded.reason !== first.reason || recorded.message !== first.message || recorded.exitCode !== first.exitCode)) {
+    if (
+      first &&
+      recorded &&
+      (recorded.reason !== first.reason || recorded.message !== first.message || recorded.exitCode !== first.exitCode)
+    ) {
       generic.podSync(pod.uid, pod.name, pod.namespace);
     }
   }

@@ -26,7 +26,6 @@ export interface Pleg {
   healthy(): { ok: boolean; message: string };
 }
 
-
 /**
  * The kubelet's updateGlobalCache, for a PLEG fed by an event stream: every change reaches it as an
  * event, so while `current()` says nothing is missing (the stream up, no event still being handled)
@@ -184,7 +183,9 @@ export class EventedPleg implements Pleg {
     this.fellBack = true;
     this.cacheUpdater.stop();
     this.handedOver = next;
-    this.opts.onFallback?.(`the runtime does not implement GetContainerEvents: using ${next.source === 'containerd-events' ? "containerd's event service" : next.source}`);
+    this.opts.onFallback?.(
+      `the runtime does not implement GetContainerEvents: using ${next.source === 'containerd-events' ? "containerd's event service" : next.source}`,
+    );
     next.start();
   }
 
@@ -209,8 +210,15 @@ export class EventedPleg implements Pleg {
     // read, and a read it waits for is skipped if a read begun since told the PLEG as much.
     // (CONTAINER_UNKNOWN is no step in a container's progress, and a deletion no state: always read.)
     let news: PodObjectState[] | undefined;
-    if (event.containerEventType !== 'CONTAINER_DELETED_EVENT' && sandbox && !event.containersStatuses.some((c) => c.state === 'CONTAINER_UNKNOWN')) {
-      news = [{ id: sandbox.id, state: sandbox.state === 'SANDBOX_READY' ? 'running' : 'exited' }, ...event.containersStatuses.map((c) => ({ id: c.id, state: containerState(c.state) }))];
+    if (
+      event.containerEventType !== 'CONTAINER_DELETED_EVENT' &&
+      sandbox &&
+      !event.containersStatuses.some((c) => c.state === 'CONTAINER_UNKNOWN')
+    ) {
+      news = [
+        { id: sandbox.id, state: sandbox.state === 'SANDBOX_READY' ? 'running' : 'exited' },
+        ...event.containersStatuses.map((c) => ({ id: c.id, state: containerState(c.state) })),
+      ];
       if (this.opts.generic.knows(uid, news)) return;
     }
     // Only what the refresh needs waits with it: an event (the pod's full statuses) kept reachable until

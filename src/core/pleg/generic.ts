@@ -74,7 +74,8 @@ export function containerState(state: T.ContainerState | undefined): PlegState {
 
 /** A sandbox's and a container's state in a pod status, as the PLEG names them. */
 const sandboxPlegState = (s: RuntimePodStatus['sandboxes'][number]): PlegState => (s.state === 'ready' ? 'running' : 'exited');
-const containerPlegState = (c: RuntimeContainerStatus): PlegState => (c.state === 'running' ? 'running' : c.state === 'exited' ? 'exited' : 'unknown');
+const containerPlegState = (c: RuntimeContainerStatus): PlegState =>
+  c.state === 'running' ? 'running' : c.state === 'exited' ? 'exited' : 'unknown';
 
 /** The events a move between two states produces (generic.go generateEvents). */
 export function eventsFor(oldState: PlegState, newState: PlegState): PodLifecycleEventType[] {
@@ -193,7 +194,11 @@ export class GenericPleg {
     const last = this.lastRelistAt ?? this.relistStarted;
     if (last === undefined) return { ok: true, message: 'PLEG has not relisted yet' };
     const since = now - last;
-    if (since > this.relistThresholdMs) return { ok: false, message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; threshold is ${this.relistThresholdMs / 1000} s` };
+    if (since > this.relistThresholdMs)
+      return {
+        ok: false,
+        message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; threshold is ${this.relistThresholdMs / 1000} s`,
+      };
     return { ok: true, message: `PLEG relisted ${Math.round(since)} ms ago` };
   }
 
@@ -260,7 +265,15 @@ export class GenericPleg {
     this.cache.set(seen.uid, this.withEarlyExits(cached, time), time);
     const rec: Seen = { ...seen, state: 'exited' };
     this.see(containerId, rec);
-    const e: PodLifecycleEvent = { type: 'ContainerDied', id: rec.uid, data: containerId, namespace: rec.namespace, name: rec.name, containerName: rec.containerName, time };
+    const e: PodLifecycleEvent = {
+      type: 'ContainerDied',
+      id: rec.uid,
+      data: containerId,
+      namespace: rec.namespace,
+      name: rec.name,
+      containerName: rec.containerName,
+      time,
+    };
     for (const l of this.listeners) l(e);
     return true;
   }
@@ -275,7 +288,15 @@ export class GenericPleg {
         const exit = c.state === 'running' ? store.ahead(c.id, true) : undefined;
         if (!exit) return c;
         changed = true;
-        return this.opts.exitedStatus?.(c, exit) ?? { ...c, state: 'exited' as const, exitCode: exit.exitCode, finishedAt: exit.finishedAt, reason: exit.reason };
+        return (
+          this.opts.exitedStatus?.(c, exit) ?? {
+            ...c,
+            state: 'exited' as const,
+            exitCode: exit.exitCode,
+            finishedAt: exit.finishedAt,
+            reason: exit.reason,
+          }
+        );
       });
     const containers = apply(status.containers);
     const ephemeral = status.ephemeral && apply(status.ephemeral);
@@ -354,7 +375,8 @@ export class GenericPleg {
     const status = this.withEarlyExits(await this.opts.inspect(uid, name, namespace));
     const current = new Map<string, Seen>();
     for (const s of status.sandboxes) current.set(s.id, { uid, name, namespace, state: sandboxPlegState(s) });
-    for (const c of [...status.containers, ...(status.ephemeral ?? [])]) current.set(c.id, { uid, name, namespace, containerName: c.name, state: containerPlegState(c) });
+    for (const c of [...status.containers, ...(status.ephemeral ?? [])])
+      current.set(c.id, { uid, name, namespace, containerName: c.name, state: containerPlegState(c) });
     const events: PodLifecycleEvent[] = [];
     const changed = new Map<string, { name: string; namespace: string }>();
     for (const id of [...(this.byPod.get(uid) ?? [])]) {
@@ -366,7 +388,15 @@ export class GenericPleg {
     }
     for (const [id, after] of current) {
       const before = this.previous.get(id);
-      this.collect(events, changed, id, { ...after, containerName: after.containerName ?? before?.containerName }, before?.state ?? 'non-existent', after.state, time);
+      this.collect(
+        events,
+        changed,
+        id,
+        { ...after, containerName: after.containerName ?? before?.containerName },
+        before?.state ?? 'non-existent',
+        after.state,
+        time,
+      );
       if (!before || before.state !== after.state) this.see(id, after);
     }
     if (current.size > 0) this.cache.set(uid, status, time);
@@ -413,7 +443,14 @@ export class GenericPleg {
    * whose inspection failed gets the error instead.
    */
   holdsNothingOf(uid: string): boolean {
-    return this.lastRelistAt !== undefined && this.cache.currentAsOf() > 0 && !this.cache.get(uid) && !this.byPod.has(uid) && !this.reinspect.has(uid) && !this.waitingRefresh.has(uid);
+    return (
+      this.lastRelistAt !== undefined &&
+      this.cache.currentAsOf() > 0 &&
+      !this.cache.get(uid) &&
+      !this.byPod.has(uid) &&
+      !this.reinspect.has(uid) &&
+      !this.waitingRefresh.has(uid)
+    );
   }
 
   /** One relist: list, compare with the last one, inspect what changed, emit the events. */
@@ -515,7 +552,10 @@ export class GenericPleg {
       this.cache.updateTime(started);
       this.lastRelistAt = this.opts.clock.now();
       this.lastRelistDurationMs = this.lastRelistAt - started;
-      this.opts.onRelist?.(this.lastRelistDurationMs, this.previousRelistStart === undefined ? undefined : started - this.previousRelistStart);
+      this.opts.onRelist?.(
+        this.lastRelistDurationMs,
+        this.previousRelistStart === undefined ? undefined : started - this.previousRelistStart,
+      );
       this.previousRelistStart = started;
       for (const e of events) for (const l of this.listeners) l(e);
       return events;

@@ -24,8 +24,17 @@ export interface PlegChoice {
 
 /** The one place that picks a PLEG (the agent, watch and pleg-events use it). */
 export function choosePleg(c: PlegChoice): Pleg {
-  const containerd = () => new ContainerdPleg({ runtime: c.runtime, clock: c.clock, generic: c.generic, events: c.containerdEvents(), onFallback: c.onFallback, onError: c.onError });
-  const evented = (next?: Pleg) => new EventedPleg({ runtime: c.runtime, clock: c.clock, generic: c.generic, onFallback: c.onFallback, next });
+  const containerd = () =>
+    new ContainerdPleg({
+      runtime: c.runtime,
+      clock: c.clock,
+      generic: c.generic,
+      events: c.containerdEvents(),
+      onFallback: c.onFallback,
+      onError: c.onError,
+    });
+  const evented = (next?: Pleg) =>
+    new EventedPleg({ runtime: c.runtime, clock: c.clock, generic: c.generic, onFallback: c.onFallback, next });
   switch (c.kind) {
     case 'generic':
       return c.generic;

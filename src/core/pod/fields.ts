@@ -26,7 +26,9 @@ const refused = (reason: string): FieldFate => ({ fate: 'refused', reason });
 
 const NO_API_SERVER = warned('ignored: set by the API server, which one host does not have');
 /** One object for every driverless volume type: validate names the type before the reason. */
-export const OTHER_VOLUME = refused('not supported on a single host; supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected');
+export const OTHER_VOLUME = refused(
+  'not supported on a single host; supported: emptyDir, hostPath, configMap, secret, downwardAPI, projected',
+);
 
 const table: Record<string, FieldFate> = {
   apiVersion: honoured('pod/load'),
@@ -53,7 +55,11 @@ const table: Record<string, FieldFate> = {
   // Scheduling: one node, no scheduler.
   'spec.nodeSelector': honoured("admission (NodeAffinity against this node's labels, --node-labels)"),
   'spec.affinity': honoured('admission (required node affinity, as nodeSelector)', {
-    notRequiredNode: { fate: 'warned', when: 'preferred node affinity terms, pod affinity or pod anti-affinity', reason: 'ignored: there is no scheduler and one node; only required node affinity is matched' },
+    notRequiredNode: {
+      fate: 'warned',
+      when: 'preferred node affinity terms, pod affinity or pod anti-affinity',
+      reason: 'ignored: there is no scheduler and one node; only required node affinity is matched',
+    },
   }),
   'spec.tolerations': warned('ignored: this node has no taints'),
   'spec.topologySpreadConstraints': warned('ignored: there is one node to spread over'),
@@ -80,16 +86,24 @@ const table: Record<string, FieldFate> = {
   'spec.readinessGates.conditionType': honoured('status/generate'),
   'spec.imagePullSecrets': honoured('credentials/keyring'),
   'spec.imagePullSecrets.name': honoured('credentials/keyring'),
-  'spec.resources': warned('ignored: podctl builds no pod-level cgroup; only the containers\' resources apply'),
+  'spec.resources': warned("ignored: podctl builds no pod-level cgroup; only the containers' resources apply"),
   'spec.resourceClaims': refused('dynamic resource allocation needs a cluster; not supported'),
   'spec.ephemeralContainers': refused('ephemeral containers are added through the API server, which this host does not have'),
 
   // Identity and service accounts.
   'spec.serviceAccountName': honoured('pod/validate', {
-    noToken: { fate: 'warned', when: 'other than default, with a token automounted', reason: 'no service account token is mounted: there is no API server to issue one' },
+    noToken: {
+      fate: 'warned',
+      when: 'other than default, with a token automounted',
+      reason: 'no service account token is mounted: there is no API server to issue one',
+    },
   }),
   'spec.serviceAccount': honoured('pod/validate', {
-    noToken: { fate: 'warned', when: 'other than default, with a token automounted', reason: 'no service account token is mounted: there is no API server to issue one' },
+    noToken: {
+      fate: 'warned',
+      when: 'other than default, with a token automounted',
+      reason: 'no service account token is mounted: there is no API server to issue one',
+    },
   }),
   'spec.automountServiceAccountToken': honoured('pod/validate'),
   'spec.enableServiceLinks': honoured('kuberuntime/env (there are no Services, so no service variables)'),
@@ -109,7 +123,11 @@ const table: Record<string, FieldFate> = {
   'spec.hostAliases.ip': honoured('kuberuntime/config'),
   'spec.hostAliases.hostnames': honoured('kuberuntime/config'),
   'spec.dnsPolicy': honoured('kuberuntime/config', {
-    clusterFirst: { fate: 'warned', when: 'ClusterFirst (when written)', reason: 'there is no cluster DNS on one host: resolves as Default (the host resolv.conf)' },
+    clusterFirst: {
+      fate: 'warned',
+      when: 'ClusterFirst (when written)',
+      reason: 'there is no cluster DNS on one host: resolves as Default (the host resolv.conf)',
+    },
   }),
   'spec.dnsConfig': honoured('kuberuntime/config'),
   'spec.dnsConfig.nameservers': honoured('kuberuntime/config'),
@@ -126,8 +144,13 @@ const table: Record<string, FieldFate> = {
   'spec.securityContext.supplementalGroups': honoured('kuberuntime/config'),
   // Strict cannot be honoured: containerd 1.6's CRI has no field for it and the runtime merges the
   // image's /etc/group memberships. As the kubelet on such a runtime, admission refuses the pod.
-  'spec.securityContext.supplementalGroupsPolicy': honoured('kuberuntime/config (Merge: the runtime adds the image\'s groups)', {
-    strict: { fate: 'refused', when: 'Strict', reason: 'refused at admission (SupplementalGroupsPolicyNotSupported: SupplementalGroupsPolicy=Strict is not supported in this node): containerd 1.6\'s CRI has no field for it, so the image\'s groups would be merged' },
+  'spec.securityContext.supplementalGroupsPolicy': honoured("kuberuntime/config (Merge: the runtime adds the image's groups)", {
+    strict: {
+      fate: 'refused',
+      when: 'Strict',
+      reason:
+        "refused at admission (SupplementalGroupsPolicyNotSupported: SupplementalGroupsPolicy=Strict is not supported in this node): containerd 1.6's CRI has no field for it, so the image's groups would be merged",
+    },
   }),
   'spec.securityContext.fsGroup': honoured('volumes/ownership'),
   'spec.securityContext.fsGroupChangePolicy': warned('ignored: ownership is always changed (Always)'),
@@ -135,18 +158,25 @@ const table: Record<string, FieldFate> = {
   'spec.securityContext.sysctls.name': honoured('kuberuntime/config'),
   'spec.securityContext.sysctls.value': honoured('kuberuntime/config'),
   'spec.securityContext.windowsOptions': warned('ignored: Windows only'),
-  'spec.securityContext.seLinuxChangePolicy': warned('ignored: podctl does not relabel volumes; SELinux options go to the runtime as they are'),
+  'spec.securityContext.seLinuxChangePolicy': warned(
+    'ignored: podctl does not relabel volumes; SELinux options go to the runtime as they are',
+  ),
 
   // Volumes.
   'spec.volumes': honoured('volumes/manager'),
   'spec.volumes.name': honoured('volumes/manager'),
   'spec.volumes.emptyDir': honoured('volumes/manager'),
   'spec.volumes.emptyDir.medium': honoured('volumes/manager'),
-  'spec.volumes.emptyDir.sizeLimit': honoured('volumes/manager (the tmpfs size for medium: Memory), eviction/local-storage (on disk: the pod is evicted once the emptyDir outgrows it)'),
+  'spec.volumes.emptyDir.sizeLimit': honoured(
+    'volumes/manager (the tmpfs size for medium: Memory), eviction/local-storage (on disk: the pod is evicted once the emptyDir ' +
+      'outgrows it)',
+  ),
   'spec.volumes.hostPath': honoured('volumes/manager'),
   'spec.volumes.hostPath.path': honoured('volumes/manager'),
   'spec.volumes.hostPath.type': honoured('volumes/manager'),
-  'spec.volumes.persistentVolumeClaim': refused('not supported on a single host (no PersistentVolume controller); use hostPath or emptyDir'),
+  'spec.volumes.persistentVolumeClaim': refused(
+    'not supported on a single host (no PersistentVolume controller); use hostPath or emptyDir',
+  ),
   'spec.volumes.ephemeral': refused('not supported on a single host (no PersistentVolume provisioner); use emptyDir'),
   'spec.volumes.projected.sources.serviceAccountToken': refused('no API server issues service account tokens here'),
   'spec.volumes.projected.sources.clusterTrustBundle': refused('no API server serves ClusterTrustBundles here'),
@@ -174,14 +204,24 @@ const table: Record<string, FieldFate> = {
   'spec.containers.resources': honoured('kuberuntime/config'),
   // ephemeral-storage limits: eviction/local-storage (the eviction manager).
   'spec.containers.resources.limits': honoured('kuberuntime/config', {
-    extended: { fate: 'refused', when: 'an extended resource (nvidia.com/gpu, …)', reason: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*' },
+    extended: {
+      fate: 'refused',
+      when: 'an extended resource (nvidia.com/gpu, …)',
+      reason: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*',
+    },
   }),
   'spec.containers.resources.requests': honoured('kuberuntime/config', {
-    extended: { fate: 'refused', when: 'an extended resource (nvidia.com/gpu, …)', reason: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*' },
+    extended: {
+      fate: 'refused',
+      when: 'an extended resource (nvidia.com/gpu, …)',
+      reason: 'no device plugin serves it on this host; supported: cpu, memory, ephemeral-storage, hugepages-*',
+    },
   }),
   'spec.containers.resources.claims': refused('dynamic resource allocation needs a cluster; not supported'),
   'spec.containers.lifecycle': honoured('kuberuntime/manager'),
-  'spec.containers.lifecycle.stopSignal': warned("not sent: containerd 1.6's CRI has no field for it; the image's STOPSIGNAL (or SIGTERM) is sent"),
+  'spec.containers.lifecycle.stopSignal': warned(
+    "not sent: containerd 1.6's CRI has no field for it; the image's STOPSIGNAL (or SIGTERM) is sent",
+  ),
   'spec.containers.securityContext': honoured('kuberuntime/config'),
   'spec.containers.securityContext.runAsUser': honoured('kuberuntime/config'),
   'spec.containers.securityContext.runAsGroup': honoured('kuberuntime/config'),
@@ -204,7 +244,11 @@ const table: Record<string, FieldFate> = {
   'spec.containers.volumeMounts.subPath': honoured('volumes/subpath'),
   'spec.containers.volumeMounts.subPathExpr': honoured('volumes/subpath'),
   'spec.containers.volumeMounts.mountPropagation': honoured('volumes/manager', {
-    bidirectional: { fate: 'refused', when: 'Bidirectional without privileged', reason: 'Bidirectional mount propagation needs a privileged container' },
+    bidirectional: {
+      fate: 'refused',
+      when: 'Bidirectional without privileged',
+      reason: 'Bidirectional mount propagation needs a privileged container',
+    },
   }),
   'spec.containers.volumeDevices': refused('raw block volumes need a PersistentVolumeClaim, which one host does not provide'),
 };
@@ -213,18 +257,47 @@ const table: Record<string, FieldFate> = {
 // without AppArmor is refused at admission (reason AppArmor). SELinux: passed to the runtime; a label on a
 // host without SELinux, where containerd would apply none, is refused at admission (reason SELinux).
 for (const sc of ['spec.securityContext', 'spec.containers.securityContext']) {
-  for (const f of ['appArmorProfile', 'appArmorProfile.type', 'appArmorProfile.localhostProfile']) table[`${sc}.${f}`] = honoured('kuberuntime/config, admission');
+  for (const f of ['appArmorProfile', 'appArmorProfile.type', 'appArmorProfile.localhostProfile'])
+    table[`${sc}.${f}`] = honoured('kuberuntime/config, admission');
   table[`${sc}.seLinuxOptions`] = honoured('kuberuntime/config, admission', {
-    noSELinux: { fate: 'refused', when: 'a label on a host without SELinux', reason: 'refused at admission (SELinux): the runtime would apply no label' },
+    noSELinux: {
+      fate: 'refused',
+      when: 'a label on a host without SELinux',
+      reason: 'refused at admission (SELinux): the runtime would apply no label',
+    },
   });
-  for (const f of ['seLinuxOptions.user', 'seLinuxOptions.role', 'seLinuxOptions.type', 'seLinuxOptions.level']) table[`${sc}.${f}`] = honoured('kuberuntime/config, admission');
+  for (const f of ['seLinuxOptions.user', 'seLinuxOptions.role', 'seLinuxOptions.type', 'seLinuxOptions.level'])
+    table[`${sc}.${f}`] = honoured('kuberuntime/config, admission');
   table[`${sc}.seccompProfile`] = honoured('kuberuntime/config');
   table[`${sc}.seccompProfile.type`] = honoured('kuberuntime/config');
   table[`${sc}.seccompProfile.localhostProfile`] = honoured('kuberuntime/config');
 }
 
 // Volume types one host has no driver for.
-for (const t of ['awsElasticBlockStore', 'azureDisk', 'azureFile', 'cephfs', 'cinder', 'csi', 'fc', 'flexVolume', 'flocker', 'gcePersistentDisk', 'gitRepo', 'glusterfs', 'image', 'iscsi', 'nfs', 'photonPersistentDisk', 'portworxVolume', 'quobyte', 'rbd', 'scaleIO', 'storageos', 'vsphereVolume']) {
+for (const t of [
+  'awsElasticBlockStore',
+  'azureDisk',
+  'azureFile',
+  'cephfs',
+  'cinder',
+  'csi',
+  'fc',
+  'flexVolume',
+  'flocker',
+  'gcePersistentDisk',
+  'gitRepo',
+  'glusterfs',
+  'image',
+  'iscsi',
+  'nfs',
+  'photonPersistentDisk',
+  'portworxVolume',
+  'quobyte',
+  'rbd',
+  'scaleIO',
+  'storageos',
+  'vsphereVolume',
+]) {
   table[`spec.volumes.${t}`] = OTHER_VOLUME;
 }
 
@@ -326,7 +399,9 @@ export function unsupportedFieldsMarkdown(): string {
     for (const x of Object.values(e.except ?? {})) add(`\`${path}\`: ${x.when}`, x.fate, x.reason);
   }
   const lines = ['| field | podctl says | why |', '| --- | --- | --- |'];
-  const sorted = [...rows.entries()].sort(([a], [b]) => (a.startsWith('error') === b.startsWith('error') ? 0 : a.startsWith('error') ? 1 : -1));
+  const sorted = [...rows.entries()].sort(([a], [b]) =>
+    a.startsWith('error') === b.startsWith('error') ? 0 : a.startsWith('error') ? 1 : -1,
+  );
   for (const [key, fields] of sorted) {
     const [says, why] = key.split(' | ');
     lines.push(`| ${fields.join(', ')} | ${says} | ${why!.replace(/\|/g, '\\|')} |`);

@@ -103,10 +103,15 @@ const POD_TEMPLATE_OF: Record<string, string> = {
 };
 /** The apiVersion each supported kind is read in. */
 const API_VERSION_OF: Record<string, string> = { Pod: 'v1', ConfigMap: 'v1', Secret: 'v1', RuntimeClass: 'node.k8s.io/v1' };
-/** The typed lists whose items may leave out their kind (kubectl get -o yaml writes them with it; the kubelet's file source reads a PodList). */
+/**
+ * The typed lists whose items may leave out their kind (kubectl get -o yaml writes them with it; the kubelet's file source reads a
+ * PodList).
+ */
 const ITEM_KIND_OF: Record<string, string> = { PodList: 'Pod', ConfigMapList: 'ConfigMap', SecretList: 'Secret' };
 
-/** One object of a manifest: a document, or an item of a v1 List (or PodList…) document, which kubectl and the kubelet read as its items. */
+/**
+ * One object of a manifest: a document, or an item of a v1 List (or PodList…) document, which kubectl and the kubelet read as its items.
+ */
 interface ManifestObject {
   doc: unknown;
   /** The YAML document it is, or is an item of. */
@@ -120,15 +125,29 @@ function manifestObjects(docs: unknown[], listProblem: (index: number, field: st
   const out: ManifestObject[] = [];
   docs.forEach((doc, index) => {
     const obj = doc as { apiVersion?: unknown; kind?: unknown; items?: unknown } | null;
-    const isList = obj !== null && typeof obj === 'object' && !Array.isArray(obj) && obj.apiVersion === 'v1' && (obj.kind === 'List' || (typeof obj.kind === 'string' && obj.kind in ITEM_KIND_OF));
+    const isList =
+      obj !== null &&
+      typeof obj === 'object' &&
+      !Array.isArray(obj) &&
+      obj.apiVersion === 'v1' &&
+      (obj.kind === 'List' || (typeof obj.kind === 'string' && obj.kind in ITEM_KIND_OF));
     if (!isList) return void out.push({ doc, index });
     if (!Array.isArray(obj.items)) {
-      return listProblem(index, 'items', obj.items === undefined ? `required; expected the ${String(obj.kind)}'s objects` : `expected a list of objects, got ${obj.items !== null && typeof obj.items === 'object' ? 'a mapping' : JSON.stringify(obj.items)}`);
+      return listProblem(
+        index,
+        'items',
+        obj.items === undefined
+          ? `required; expected the ${String(obj.kind)}'s objects`
+          : `expected a list of objects, got ${obj.items !== null && typeof obj.items === 'object' ? 'a mapping' : JSON.stringify(obj.items)}`,
+      );
     }
     const itemKind = ITEM_KIND_OF[obj.kind as string];
     obj.items.forEach((item: unknown, k: number) => {
       // A typed list's items are of its type: kind and apiVersion may be left out, as in the API's own lists.
-      const typed = itemKind && item !== null && typeof item === 'object' && !Array.isArray(item) ? { kind: itemKind, apiVersion: 'v1', ...(item as object) } : item;
+      const typed =
+        itemKind && item !== null && typeof item === 'object' && !Array.isArray(item)
+          ? { kind: itemKind, apiVersion: 'v1', ...(item as object) }
+          : item;
       out.push({ doc: typed, index, item: `items[${k}]` });
     });
   });
@@ -140,18 +159,28 @@ function manifestObjects(docs: unknown[], listProblem: (index: number, field: st
  * name, and a handler that is a DNS label (the CRI runtime handler it selects). Its overhead
  * and scheduling belong to a cluster's admission and scheduler: warned and ignored.
  */
-function runtimeClassProblems(doc: Record<string, unknown>, unknown: 'error' | 'warn'): { field: string; message: string; severity: 'error' | 'warning' }[] {
+function runtimeClassProblems(
+  doc: Record<string, unknown>,
+  unknown: 'error' | 'warn',
+): { field: string; message: string; severity: 'error' | 'warning' }[] {
   const out: { field: string; message: string; severity: 'error' | 'warning' }[] = [];
   const name = (doc.metadata as { name?: unknown } | undefined)?.name;
-  if (typeof name !== 'string' || !isDNS1123Subdomain(name)) out.push({ field: 'metadata.name', message: `required; expected ${DNS1123_SUBDOMAIN_EXPECTED}`, severity: 'error' });
+  if (typeof name !== 'string' || !isDNS1123Subdomain(name))
+    out.push({ field: 'metadata.name', message: `required; expected ${DNS1123_SUBDOMAIN_EXPECTED}`, severity: 'error' });
   if (typeof doc.handler !== 'string' || !isDNS1123Label(doc.handler)) {
-    out.push({ field: 'handler', message: `required; expected the CRI runtime handler's name (${DNS1123_LABEL_EXPECTED}), e.g. runc or crun`, severity: 'error' });
+    out.push({
+      field: 'handler',
+      message: `required; expected the CRI runtime handler's name (${DNS1123_LABEL_EXPECTED}), e.g. runc or crun`,
+      severity: 'error',
+    });
   }
   for (const field of ['overhead', 'scheduling']) {
-    if (doc[field] !== undefined) out.push({ field, message: 'ignored: a single node has no scheduler or RuntimeClass admission to apply it', severity: 'warning' });
+    if (doc[field] !== undefined)
+      out.push({ field, message: 'ignored: a single node has no scheduler or RuntimeClass admission to apply it', severity: 'warning' });
   }
   for (const field of Object.keys(doc)) {
-    if (!['apiVersion', 'kind', 'metadata', 'handler', 'overhead', 'scheduling'].includes(field)) out.push({ field, message: 'unknown field', severity: unknown === 'error' ? 'error' : 'warning' });
+    if (!['apiVersion', 'kind', 'metadata', 'handler', 'overhead', 'scheduling'].includes(field))
+      out.push({ field, message: 'unknown field', severity: unknown === 'error' ? 'error' : 'warning' });
   }
   return out;
 }
@@ -164,7 +193,8 @@ export const MAX_MANIFEST_BYTES = 8 << 20;
  */
 export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
 /** The typed lists (and v1 List) whose items are objects of their own: kubectl sends each item alone. */
-const LIST_KIND = /^kind:[ \t]*["']?(List|PodList|ConfigMapList|SecretList)["']?[ \t]*(#.*)?$|"kind"\s*:\s*"(List|PodList|ConfigMapList|SecretList)"/m;
+const LIST_KIND =
+  /^kind:[ \t]*["']?(List|PodList|ConfigMapList|SecretList)["']?[ \t]*(#.*)?$|"kind"\s*:\s*"(List|PodList|ConfigMapList|SecretList)"/m;
 
 /**
  * The documents of a text larger than one object may be whose own text is larger too, with their
@@ -231,12 +261,17 @@ export function expandedWeight(doc: unknown): string | undefined {
   };
   const total = weigh(doc);
   if (cyclic) return 'an alias refers to a node that contains it (a recursive document); expected a tree';
-  if (total > MAX_EXPANDED_WEIGHT) return `the document expands to more than ${MAX_EXPANDED_WEIGHT.toLocaleString('en-US')} nodes and characters once its YAML aliases are followed (an alias bomb?); refused before validation`;
+  if (total > MAX_EXPANDED_WEIGHT)
+    return `the document expands to more than ${MAX_EXPANDED_WEIGHT.toLocaleString('en-US')} nodes and characters once its YAML aliases are followed (an alias bomb?); refused before validation`;
   return undefined;
 }
 
 /** Splits YAML (or JSON) text into documents and validates each; pure. */
-export function parseManifestText(text: string, source: { kind: PodSource['kind']; path: string; display?: string }, opts: LoadOptions): ParsedManifest {
+export function parseManifestText(
+  text: string,
+  source: { kind: PodSource['kind']; path: string; display?: string },
+  opts: LoadOptions,
+): ParsedManifest {
   return parseManifestDocuments(text, source, opts).parsed;
 }
 
@@ -244,18 +279,34 @@ export function parseManifestText(text: string, source: { kind: PodSource['kind'
  * parseManifestText, with the documents as YAML loaded them (before validation, which works on
  * copies: aliases still shared, nothing defaulted); none when the text is too large or not YAML.
  */
-export function parseManifestDocuments(text: string, source: { kind: PodSource['kind']; path: string; display?: string }, opts: LoadOptions): { parsed: ParsedManifest; docs: unknown[] } {
+export function parseManifestDocuments(
+  text: string,
+  source: { kind: PodSource['kind']; path: string; display?: string },
+  opts: LoadOptions,
+): { parsed: ParsedManifest; docs: unknown[] } {
   const file = source.display ?? source.path;
   const out: ParsedManifest = { pods: [], configMaps: [], secrets: [], runtimeClasses: [], problems: [] };
   if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) {
-    out.problems.push({ file, index: -1, field: '', message: `the manifest is ${Buffer.byteLength(text)} bytes; at most ${MAX_MANIFEST_BYTES} (${MAX_MANIFEST_BYTES >> 20} MiB) are read`, severity: 'error' });
+    out.problems.push({
+      file,
+      index: -1,
+      field: '',
+      message: `the manifest is ${Buffer.byteLength(text)} bytes; at most ${MAX_MANIFEST_BYTES} (${MAX_MANIFEST_BYTES >> 20} MiB) are read`,
+      severity: 'error',
+    });
     return { parsed: out, docs: [] };
   }
   // An object the API server would never store is refused before the parse, which takes seconds and hundreds of MB on megabytes.
   const oversized = oversizedDocuments(text);
   if (oversized.length) {
     for (const { index, bytes } of oversized) {
-      out.problems.push({ file, index, field: '', message: `the document is ${bytes} bytes; expected at most ${MAX_OBJECT_BYTES} bytes (1.5 MiB), the most the API server stores of one object (etcd's request limit); refused before it is parsed`, severity: 'error' });
+      out.problems.push({
+        file,
+        index,
+        field: '',
+        message: `the document is ${bytes} bytes; expected at most ${MAX_OBJECT_BYTES} bytes (1.5 MiB), the most the API server stores of one object (etcd's request limit); refused before it is parsed`,
+        severity: 'error',
+      });
     }
     return { parsed: out, docs: [] };
   }
@@ -278,12 +329,15 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
     if (expansion !== undefined) out.problems.push({ file, index, field: '', message: expansion, severity: 'error' });
     return expansion === undefined ? loaded : undefined;
   });
-  const objects = manifestObjects(bounded, (index, field, message) => out.problems.push({ file, index, kind: 'List', field, message, severity: 'error' }));
+  const objects = manifestObjects(bounded, (index, field, message) =>
+    out.problems.push({ file, index, kind: 'List', field, message, severity: 'error' }),
+  );
   objects.forEach(({ doc: loaded, index, item }) => {
     if (loaded === null || loaded === undefined) return;
     // Then unshared: validation and defaults work on a copy of each object.
     const doc: unknown = typeof loaded === 'object' ? structuredClone(loaded) : loaded;
-    const at = (field: string) => (item === undefined ? field : field === '' ? item : field.startsWith('[') ? `${item}${field}` : `${item}.${field}`);
+    const at = (field: string) =>
+      item === undefined ? field : field === '' ? item : field.startsWith('[') ? `${item}${field}` : `${item}.${field}`;
     const problem = (field: string, message: string, severity: 'error' | 'warning' = 'error', kind?: string, name?: string) =>
       out.problems.push({ file, index, kind, name, field: at(field), message, severity });
     if (typeof doc !== 'object' || Array.isArray(doc)) {
@@ -299,7 +353,8 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
     const obj = doc as Record<string, unknown>;
     const kind = obj.kind;
     const apiVersion = obj.apiVersion;
-    const name = typeof (obj.metadata as { name?: unknown } | undefined)?.name === 'string' ? ((obj.metadata as { name: string }).name) : undefined;
+    const name =
+      typeof (obj.metadata as { name?: unknown } | undefined)?.name === 'string' ? (obj.metadata as { name: string }).name : undefined;
     if (typeof kind !== 'string' || kind === '') {
       problem('kind', 'required; expected Pod (or ConfigMap, Secret, RuntimeClass)');
       return;
@@ -317,14 +372,23 @@ export function parseManifestDocuments(text: string, source: { kind: PodSource['
     if (!SUPPORTED.has(kind)) {
       const template = POD_TEMPLATE_OF[kind];
       const hint = template ? `; a controller makes its pods: to run one here, write a Pod of ${template}'s metadata and spec` : '';
-      problem('kind', `${kind} is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped${hint}`, 'warning', kind, name);
+      problem(
+        'kind',
+        `${kind} is not supported by podctl (only Pod, ConfigMap, Secret and RuntimeClass); skipped${hint}`,
+        'warning',
+        kind,
+        name,
+      );
       return;
     }
     if (apiVersion !== API_VERSION_OF[kind]) {
       problem('apiVersion', `"${apiVersion}" is not supported for ${kind}; expected ${API_VERSION_OF[kind]}`, 'error', kind, name);
       return;
     }
-    const problems = kind === 'RuntimeClass' ? runtimeClassProblems(obj, opts.unknownFields ?? 'error') : validateDocument(kind as 'Pod' | 'ConfigMap' | 'Secret', obj, opts.unknownFields ?? 'error');
+    const problems =
+      kind === 'RuntimeClass'
+        ? runtimeClassProblems(obj, opts.unknownFields ?? 'error')
+        : validateDocument(kind as 'Pod' | 'ConfigMap' | 'Secret', obj, opts.unknownFields ?? 'error');
     for (const p of problems) problem(p.field, p.message, p.severity, kind, name);
     if (problems.some((p) => p.severity === 'error')) return;
     if (kind === 'RuntimeClass') out.runtimeClasses.push({ name: name!, handler: obj.handler as string });
@@ -358,11 +422,19 @@ function normalizeSecret(secret: ISecret, problem: (field: string, message: stri
   for (const [k, v] of Object.entries(secret.stringData ?? {})) data[k] = Buffer.from(v, 'utf8').toString('base64');
   if (!ok) return undefined;
   // The API server's checks of the two docker config types: the key is there and holds JSON.
-  const dockerKey = secret.type === 'kubernetes.io/dockerconfigjson' ? '.dockerconfigjson' : secret.type === 'kubernetes.io/dockercfg' ? '.dockercfg' : undefined;
+  const dockerKey =
+    secret.type === 'kubernetes.io/dockerconfigjson'
+      ? '.dockerconfigjson'
+      : secret.type === 'kubernetes.io/dockercfg'
+        ? '.dockercfg'
+        : undefined;
   if (dockerKey) {
     const value = data[dockerKey];
     if (value === undefined) {
-      problem(`data[${JSON.stringify(dockerKey)}]`, `Required value: a Secret of type ${secret.type} holds its docker config under ${dockerKey}`);
+      problem(
+        `data[${JSON.stringify(dockerKey)}]`,
+        `Required value: a Secret of type ${secret.type} holds its docker config under ${dockerKey}`,
+      );
       return undefined;
     }
     try {
@@ -481,12 +553,27 @@ export function manifestSetWithDocuments(read: ReadManifests, opts: LoadOptions)
   const lookup = setLookup(set.configMaps, set.secrets, set.runtimeClasses);
   for (const lp of set.pods) {
     for (const m of missingReferences(lp.pod, lookup)) {
-      const consequence = m.reason === 'FailedToRetrieveImagePullSecret' ? '' : `; no document of this set provides it, so the pod would never start (${m.reason})`;
-      problems.push({ file: displayOf.get(lp.source.path) ?? lp.source.path, index: lp.source.index, kind: 'Pod', name: podMeta(lp.pod).name, field: m.field, message: `${m.message}${consequence}`, severity: 'warning' });
+      const consequence =
+        m.reason === 'FailedToRetrieveImagePullSecret'
+          ? ''
+          : `; no document of this set provides it, so the pod would never start (${m.reason})`;
+      problems.push({
+        file: displayOf.get(lp.source.path) ?? lp.source.path,
+        index: lp.source.index,
+        kind: 'Pod',
+        name: podMeta(lp.pod).name,
+        field: m.field,
+        message: `${m.message}${consequence}`,
+        severity: 'warning',
+      });
     }
   }
   const errors = problems.filter((p) => p.severity === 'error');
-  if (errors.length) throw new ManifestError(errors, problems.filter((p) => p.severity === 'warning'));
+  if (errors.length)
+    throw new ManifestError(
+      errors,
+      problems.filter((p) => p.severity === 'warning'),
+    );
   set.warnings = problems.filter((p) => p.severity === 'warning');
   return { set, documents };
 }

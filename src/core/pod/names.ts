@@ -27,5 +27,7 @@ export function isLabelValue(value: string): boolean {
   return value.length <= 63 && LABEL_VALUE.test(value);
 }
 
-export const DNS1123_LABEL_EXPECTED = 'a DNS-1123 label: at most 63 lowercase letters, digits and "-", starting and ending with a letter or digit';
-export const DNS1123_SUBDOMAIN_EXPECTED = 'a DNS-1123 subdomain: at most 253 lowercase letters, digits, "-" and ".", starting and ending with a letter or digit';
+export const DNS1123_LABEL_EXPECTED =
+  'a DNS-1123 label: at most 63 lowercase letters, digits and "-", starting and ending with a letter or digit';
+export const DNS1123_SUBDOMAIN_EXPECTED =
+  'a DNS-1123 subdomain: at most 253 lowercase letters, digits, "-" and ".", starting and ending with a letter or digit';

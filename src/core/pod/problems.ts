@@ -19,13 +19,12 @@ export class ManifestError extends PodctlError {
   constructor(problems: ManifestProblem[], warnings: ManifestProblem[] = []) {
     const lines = problems.map(formatProblem);
     const files = [...new Set(problems.map((p) => p.file))];
-    super(
-      problems.length === 1 ? `${lines[0]}` : `${problems.length} problems in ${files.join(', ')}:\n  ${lines.join('\n  ')}`,
-      { hint: 'nothing was started; fix the manifest and run again', exitCode: 2 },
-    );
+    super(problems.length === 1 ? `${lines[0]}` : `${problems.length} problems in ${files.join(', ')}:\n  ${lines.join('\n  ')}`, {
+      hint: 'nothing was started; fix the manifest and run again',
+      exitCode: 2,
+    });
     this.name = 'ManifestError';
     this.problems = problems;
     this.warnings = warnings;
   }
 }
-

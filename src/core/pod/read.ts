@@ -72,7 +72,13 @@ function expand(path: string, problems: { push(p: ManifestProblem): void }): { a
   }
   const files = names.filter(isManifestFileName).sort();
   if (files.length === 0) {
-    problems.push({ file: path, index: -1, field: '', message: 'the directory has no manifest files (.yaml, .yml or .json)', severity: 'error' });
+    problems.push({
+      file: path,
+      index: -1,
+      field: '',
+      message: 'the directory has no manifest files (.yaml, .yml or .json)',
+      severity: 'error',
+    });
   }
   const out: { abs: string; display: string }[] = [];
   for (const name of files) {

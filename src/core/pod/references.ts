@@ -23,7 +23,8 @@ export interface MissingReference {
   reason: 'CreateContainerConfigError' | 'FailedMount' | 'FailedToRetrieveImagePullSecret' | 'CreatePodSandboxError';
 }
 
-const keysOf = (o: { data?: Record<string, unknown>; binaryData?: Record<string, unknown> } | undefined) => new Set([...Object.keys(o?.data ?? {}), ...Object.keys(o?.binaryData ?? {})]);
+const keysOf = (o: { data?: Record<string, unknown>; binaryData?: Record<string, unknown> } | undefined) =>
+  new Set([...Object.keys(o?.data ?? {}), ...Object.keys(o?.binaryData ?? {})]);
 
 /**
  * Every ConfigMap, Secret or key the pod needs that the objects do not hold
@@ -45,10 +46,18 @@ export function missingReferences(pod: IPod, objects: ObjectLookup): MissingRefe
   for (const [c, path] of containers) {
     (c.envFrom ?? []).forEach((from, i) => {
       if (from.configMapRef?.name && !from.configMapRef.optional && !objects.configMap(ns, from.configMapRef.name)) {
-        out.push({ field: `${path}.envFrom[${i}].configMapRef`, message: `configmap "${from.configMapRef.name}" not found`, reason: 'CreateContainerConfigError' });
+        out.push({
+          field: `${path}.envFrom[${i}].configMapRef`,
+          message: `configmap "${from.configMapRef.name}" not found`,
+          reason: 'CreateContainerConfigError',
+        });
       }
       if (from.secretRef?.name && !from.secretRef.optional && !objects.secret(ns, from.secretRef.name)) {
-        out.push({ field: `${path}.envFrom[${i}].secretRef`, message: `secret "${from.secretRef.name}" not found`, reason: 'CreateContainerConfigError' });
+        out.push({
+          field: `${path}.envFrom[${i}].secretRef`,
+          message: `secret "${from.secretRef.name}" not found`,
+          reason: 'CreateContainerConfigError',
+        });
       }
     });
     (c.env ?? []).forEach((e, i) => {
@@ -57,25 +66,40 @@ export function missingReferences(pod: IPod, objects: ObjectLookup): MissingRefe
         const obj = objects.configMap(ns, cm.name);
         const field = `${path}.env[${i}].valueFrom.configMapKeyRef`;
         if (!obj) out.push({ field, message: `configmap "${cm.name}" not found`, reason: 'CreateContainerConfigError' });
-        else if (!keysOf(obj).has(cm.key)) out.push({ field, message: `couldn't find key ${cm.key} in ConfigMap ${ns}/${cm.name}`, reason: 'CreateContainerConfigError' });
+        else if (!keysOf(obj).has(cm.key))
+          out.push({ field, message: `couldn't find key ${cm.key} in ConfigMap ${ns}/${cm.name}`, reason: 'CreateContainerConfigError' });
       }
       const sec = e.valueFrom?.secretKeyRef;
       if (sec?.name && !sec.optional) {
         const obj = objects.secret(ns, sec.name);
         const field = `${path}.env[${i}].valueFrom.secretKeyRef`;
         if (!obj) out.push({ field, message: `secret "${sec.name}" not found`, reason: 'CreateContainerConfigError' });
-        else if (!keysOf(obj).has(sec.key)) out.push({ field, message: `couldn't find key ${sec.key} in Secret ${ns}/${sec.name}`, reason: 'CreateContainerConfigError' });
+        else if (!keysOf(obj).has(sec.key))
+          out.push({ field, message: `couldn't find key ${sec.key} in Secret ${ns}/${sec.name}`, reason: 'CreateContainerConfigError' });
       }
     });
   }
-  const volumeSource = (kind: 'configMap' | 'secret', name: string | undefined, optional: boolean | undefined, items: { key: string }[] | undefined, field: string, volume: string) => {
+  const volumeSource = (
+    kind: 'configMap' | 'secret',
+    name: string | undefined,
+    optional: boolean | undefined,
+    items: { key: string }[] | undefined,
+    field: string,
+    volume: string,
+  ) => {
     if (!name || optional) return;
     const obj = kind === 'configMap' ? objects.configMap(ns, name) : objects.secret(ns, name);
-    const mount = (detail: string) => out.push({ field, message: `MountVolume.SetUp failed for volume "${volume}" : ${detail}`, reason: 'FailedMount' });
+    const mount = (detail: string) =>
+      out.push({ field, message: `MountVolume.SetUp failed for volume "${volume}" : ${detail}`, reason: 'FailedMount' });
     if (!obj) return mount(`${kind === 'configMap' ? 'configmap' : 'secret'} "${name}" not found`);
     const keys = keysOf(obj);
     for (const item of items ?? []) {
-      if (!keys.has(item.key)) mount(kind === 'configMap' ? `configmap references non-existent config key: ${item.key}` : `references non-existent secret key: ${item.key}`);
+      if (!keys.has(item.key))
+        mount(
+          kind === 'configMap'
+            ? `configmap references non-existent config key: ${item.key}`
+            : `references non-existent secret key: ${item.key}`,
+        );
     }
   };
   (spec.volumes ?? []).forEach((v, i) => {
@@ -83,13 +107,26 @@ export function missingReferences(pod: IPod, objects: ObjectLookup): MissingRefe
     if (v.configMap) volumeSource('configMap', v.configMap.name, v.configMap.optional, v.configMap.items, `${path}.configMap`, v.name);
     if (v.secret) volumeSource('secret', v.secret.secretName, v.secret.optional, v.secret.items, `${path}.secret`, v.name);
     (v.projected?.sources ?? []).forEach((s, j) => {
-      if (s.configMap) volumeSource('configMap', s.configMap.name, s.configMap.optional, s.configMap.items, `${path}.projected.sources[${j}].configMap`, v.name);
-      if (s.secret) volumeSource('secret', s.secret.name, s.secret.optional, s.secret.items, `${path}.projected.sources[${j}].secret`, v.name);
+      if (s.configMap)
+        volumeSource(
+          'configMap',
+          s.configMap.name,
+          s.configMap.optional,
+          s.configMap.items,
+          `${path}.projected.sources[${j}].configMap`,
+          v.name,
+        );
+      if (s.secret)
+        volumeSource('secret', s.secret.name, s.secret.optional, s.secret.items, `${path}.projected.sources[${j}].secret`, v.name);
     });
   });
   (spec.imagePullSecrets ?? []).forEach((ref, i) => {
     if (ref.name && !objects.secret(ns, ref.name)) {
-      out.push({ field: `spec.imagePullSecrets[${i}]`, message: `Unable to retrieve some image pull secrets (${ref.name}); attempting to pull the image may not succeed.`, reason: 'FailedToRetrieveImagePullSecret' });
+      out.push({
+        field: `spec.imagePullSecrets[${i}]`,
+        message: `Unable to retrieve some image pull secrets (${ref.name}); attempting to pull the image may not succeed.`,
+        reason: 'FailedToRetrieveImagePullSecret',
+      });
     }
   });
   return out;
@@ -133,8 +170,13 @@ export function runtimeClassNotFound(name: string): string {
 /** A lookup over the documents of one manifest set. */
 export function setLookup(configMaps: IConfigMap[], secrets: ISecret[], runtimeClasses: RuntimeClassRef[] = []): ObjectLookup {
   const classes = new Map(runtimeClasses.map((r) => [r.name, r]));
-  const key = (o: { metadata?: { namespace?: string; name?: string } }) => `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
+  const key = (o: { metadata?: { namespace?: string; name?: string } }) =>
+    `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
   const cms = new Map(configMaps.map((c) => [key(c), c]));
   const secs = new Map(secrets.map((s) => [key(s), s]));
-  return { configMap: (ns, name) => cms.get(`${ns}/${name}`), secret: (ns, name) => secs.get(`${ns}/${name}`), runtimeClass: (name) => classes.get(name) };
+  return {
+    configMap: (ns, name) => cms.get(`${ns}/${name}`),
+    secret: (ns, name) => secs.get(`${ns}/${name}`),
+    runtimeClass: (name) => classes.get(name),
+  };
 }

@@ -1,6 +1,14 @@
 import type { IPod } from 'kubernetes-models/v1/Pod';
 
-export type { IContainer as Container, IPodSpec as PodSpec, IPodStatus as PodStatus, IContainerStatus as ContainerStatus, IProbe as Probe, IConfigMap as ConfigMap, ISecret as Secret } from 'kubernetes-models/v1';
+export type {
+  IContainer as Container,
+  IPodSpec as PodSpec,
+  IPodStatus as PodStatus,
+  IContainerStatus as ContainerStatus,
+  IProbe as Probe,
+  IConfigMap as ConfigMap,
+  ISecret as Secret,
+} from 'kubernetes-models/v1';
 export type Pod = IPod;
 
 export interface PodSource {

@@ -5,7 +5,14 @@ import type { IContainer } from 'kubernetes-models/v1';
 import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
 import { fieldFate, OTHER_VOLUME, POD_FIELDS } from './fields.js';
 import { parseQuantity } from '../util/quantity.js';
-import { DNS1123_LABEL_EXPECTED, DNS1123_SUBDOMAIN_EXPECTED, isDNS1123Label, isDNS1123Subdomain, isLabelValue, qualifiedNameProblem } from './names.js';
+import {
+  DNS1123_LABEL_EXPECTED,
+  DNS1123_SUBDOMAIN_EXPECTED,
+  isDNS1123Label,
+  isDNS1123Subdomain,
+  isLabelValue,
+  qualifiedNameProblem,
+} from './names.js';
 import { isValidPodUID, POD_UID_EXPECTED } from './uid.js';
 
 /** A problem within one document: the loader adds file and document. */
@@ -47,7 +54,8 @@ function valueAt(doc: unknown, pointer: string): unknown {
 /** Why YAML gave a boolean or a number where a string belongs, and the fix. */
 function unquotedHint(expected: unknown, actual: unknown): string {
   if (expected !== 'string') return '';
-  if (typeof actual === 'boolean') return `, got the boolean ${actual} (YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value)`;
+  if (typeof actual === 'boolean')
+    return `, got the boolean ${actual} (YAML reads unquoted yes, no, on, off, true and false as booleans: quote the value)`;
   if (typeof actual === 'number') return `, got the number ${actual} (quote the value to keep it a string)`;
   return '';
 }
@@ -86,7 +94,8 @@ function typeWord(type: unknown): string {
 /** One alternative of a oneOf that the value matched none of: "a number", "a string in quantity format". */
 function alternative(e: AjvError): string | undefined {
   if (e.keyword === 'type') return typeWord(e.params.type);
-  if (e.keyword === 'format') return e.params.format === 'quantity' ? 'a quantity (e.g. 500m, 1, 128Mi)' : `a string in ${String(e.params.format)} format`;
+  if (e.keyword === 'format')
+    return e.params.format === 'quantity' ? 'a quantity (e.g. 500m, 1, 128Mi)' : `a string in ${String(e.params.format)} format`;
   return undefined;
 }
 
@@ -115,7 +124,9 @@ function collapseAlternatives(errors: AjvError[], doc: unknown): { field: string
     const alts = alternatives.get(e.instancePath);
     if (!alts?.length) return [ajvMessage(e, doc)];
     if (e.keyword !== 'oneOf') return [];
-    return [{ field: jsonPointerToPath(e.instancePath), message: `expected ${alts.join(' or ')}, got ${shown(valueAt(doc, e.instancePath))}` }];
+    return [
+      { field: jsonPointerToPath(e.instancePath), message: `expected ${alts.join(' or ')}, got ${shown(valueAt(doc, e.instancePath))}` },
+    ];
   });
 }
 
@@ -186,7 +197,11 @@ function metadataRules(doc: Record<string, unknown>): FieldProblem[] {
     for (const [k, v] of Object.entries(meta.labels as Record<string, unknown>)) {
       const p = qualifiedNameProblem(k);
       if (p) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label key: ${p}`);
-      if (typeof v === 'string' && !isLabelValue(v)) err(`metadata.labels[${JSON.stringify(k)}]`, `invalid label value ${JSON.stringify(v.length > 80 ? `${v.slice(0, 60)}...` : v)}${v.length > 63 ? ` (${v.length} characters)` : ''}: expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`);
+      if (typeof v === 'string' && !isLabelValue(v))
+        err(
+          `metadata.labels[${JSON.stringify(k)}]`,
+          `invalid label value ${JSON.stringify(v.length > 80 ? `${v.slice(0, 60)}...` : v)}${v.length > 63 ? ` (${v.length} characters)` : ''}: expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`,
+        );
     }
   }
   if (isObject(meta.annotations)) {
@@ -197,7 +212,10 @@ function metadataRules(doc: Record<string, unknown>): FieldProblem[] {
       annotationBytes += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
     }
     if (annotationBytes > TOTAL_ANNOTATION_SIZE_LIMIT) {
-      err('metadata.annotations', `too long: ${annotationBytes} bytes in total (keys and values); expected at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes (256 KiB), as the API server`);
+      err(
+        'metadata.annotations',
+        `too long: ${annotationBytes} bytes in total (keys and values); expected at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes (256 KiB), as the API server`,
+      );
     }
   }
   return problems;
@@ -212,7 +230,8 @@ function dataSizeRules(kind: 'ConfigMap' | 'Secret', doc: Record<string, unknown
   const add = (field: string, bytes: (v: string) => number) => {
     const values = doc[field];
     if (!isObject(values)) return;
-    for (const [k, v] of Object.entries(values as Record<string, unknown>)) if (typeof v === 'string') sizes.set(`${field === 'binaryData' ? 'b:' : ''}${k}`, bytes(v));
+    for (const [k, v] of Object.entries(values as Record<string, unknown>))
+      if (typeof v === 'string') sizes.set(`${field === 'binaryData' ? 'b:' : ''}${k}`, bytes(v));
   };
   if (kind === 'ConfigMap') {
     add('data', (v) => Buffer.byteLength(v));
@@ -226,7 +245,13 @@ function dataSizeRules(kind: 'ConfigMap' | 'Secret', doc: Record<string, unknown
   for (const bytes of sizes.values()) total += bytes;
   if (total <= MAX_DATA_BYTES) return [];
   const fields = kind === 'ConfigMap' ? 'data and binaryData' : 'data and stringData';
-  return [{ field: 'data', message: `too long: the ${kind}'s values (${fields}) are ${total} bytes together; expected at most ${MAX_DATA_BYTES} bytes (1 MiB), as the API server`, severity: 'error' }];
+  return [
+    {
+      field: 'data',
+      message: `too long: the ${kind}'s values (${fields}) are ${total} bytes together; expected at most ${MAX_DATA_BYTES} bytes (1 MiB), as the API server`,
+      severity: 'error',
+    },
+  ];
 }
 
 /** The kubelet's and API server's own rules beyond the schema. */
@@ -259,7 +284,8 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     (spec.volumes as { name?: unknown }[]).forEach((v, i) => {
       if (!isObject(v) || typeof v.name !== 'string') return;
       if (!isDNS1123Label(v.name)) err(`spec.volumes[${i}].name`, `"${v.name}" is invalid; expected ${DNS1123_LABEL_EXPECTED}`);
-      if (volumes.has(v.name)) err(`spec.volumes[${i}].name`, `duplicate volume name "${v.name}"; volume names must be unique within a pod`);
+      if (volumes.has(v.name))
+        err(`spec.volumes[${i}].name`, `duplicate volume name "${v.name}"; volume names must be unique within a pod`);
       volumes.add(v.name);
     });
     (spec.volumes as unknown[]).forEach((v, i) => {
@@ -275,34 +301,47 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
       if (prev) err(`${path}.name`, `duplicate container name "${c.name}" (also ${prev}); container names must be unique within a pod`);
       else names.set(c.name, path);
     }
-    if (typeof c.image !== 'string' || c.image.trim() === '') err(`${path}.image`, 'required; expected a container image such as busybox:1.36');
-    else if (!isImageReference(c.image)) err(`${path}.image`, `"${c.image}" is not a valid image reference; expected [registry/]repository[:tag][@digest] in lowercase`);
+    if (typeof c.image !== 'string' || c.image.trim() === '')
+      err(`${path}.image`, 'required; expected a container image such as busybox:1.36');
+    else if (!isImageReference(c.image))
+      err(`${path}.image`, `"${c.image}" is not a valid image reference; expected [registry/]repository[:tag][@digest] in lowercase`);
     if (c.restartPolicy !== undefined) {
       if (!isInit) err(`${path}.restartPolicy`, 'only init containers may set restartPolicy (Always makes a sidecar)');
-      else if (c.restartPolicy !== 'Always') err(`${path}.restartPolicy`, `"${c.restartPolicy}" is not supported; expected Always (a sidecar) or no value`);
+      else if (c.restartPolicy !== 'Always')
+        err(`${path}.restartPolicy`, `"${c.restartPolicy}" is not supported; expected Always (a sidecar) or no value`);
     }
     const portNames = new Set<string>();
     (Array.isArray(c.ports) ? c.ports : []).forEach((p, j) => {
       if (!isObject(p)) return;
       const pp = `${path}.ports[${j}]`;
-      if (typeof p.containerPort === 'number' && (p.containerPort < 1 || p.containerPort > 65535)) err(`${pp}.containerPort`, `${p.containerPort} is out of range; expected 1-65535`);
-      if (typeof p.hostPort === 'number' && (p.hostPort < 0 || p.hostPort > 65535)) err(`${pp}.hostPort`, `${p.hostPort} is out of range; expected 0-65535`);
+      if (typeof p.containerPort === 'number' && (p.containerPort < 1 || p.containerPort > 65535))
+        err(`${pp}.containerPort`, `${p.containerPort} is out of range; expected 1-65535`);
+      if (typeof p.hostPort === 'number' && (p.hostPort < 0 || p.hostPort > 65535))
+        err(`${pp}.hostPort`, `${p.hostPort} is out of range; expected 0-65535`);
       if (p.name !== undefined) {
-        if (typeof p.name === 'string' && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || (typeof p.name === 'string' && (p.name.length > 15 || !/[a-z]/.test(p.name)))) {
-          err(`${pp}.name`, `"${p.name}" is invalid; expected an IANA service name: at most 15 lowercase letters, digits and "-", with at least one letter`);
+        if (
+          (typeof p.name === 'string' && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name)) ||
+          (typeof p.name === 'string' && (p.name.length > 15 || !/[a-z]/.test(p.name)))
+        ) {
+          err(
+            `${pp}.name`,
+            `"${p.name}" is invalid; expected an IANA service name: at most 15 lowercase letters, digits and "-", with at least one letter`,
+          );
         }
         if (portNames.has(p.name)) err(`${pp}.name`, `duplicate port name "${p.name}"`);
         portNames.add(p.name);
       }
       if (p.hostPort) {
         const key = `${p.protocol ?? 'TCP'}/${p.hostIP ?? ''}:${p.hostPort}`;
-        if (hostPorts.has(key)) err(`${pp}.hostPort`, `host port ${p.hostPort}/${p.protocol ?? 'TCP'} is already used by ${hostPorts.get(key)}`);
+        if (hostPorts.has(key))
+          err(`${pp}.hostPort`, `host port ${p.hostPort}/${p.protocol ?? 'TCP'} is already used by ${hostPorts.get(key)}`);
         hostPorts.set(key, pp);
       }
     });
     (Array.isArray(c.volumeMounts) ? c.volumeMounts : []).forEach((m, j) => {
       if (!isObject(m)) return;
-      if (typeof m.name === 'string' && !volumes.has(m.name)) err(`${path}.volumeMounts[${j}].name`, `volume "${m.name}" is not defined in spec.volumes`);
+      if (typeof m.name === 'string' && !volumes.has(m.name))
+        err(`${path}.volumeMounts[${j}].name`, `volume "${m.name}" is not defined in spec.volumes`);
       for (const f of ['subPath', 'subPathExpr'] as const) {
         const problem = descendingPathProblem(m[f]);
         if (problem) err(`${path}.volumeMounts[${j}].${f}`, problem);
@@ -323,9 +362,11 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
       checkHandler(probe as Record<string, unknown>, `${path}.${kind}`, ['exec', 'httpGet', 'tcpSocket', 'grpc'], c);
       const pr = probe as Record<string, unknown>;
       for (const f of ['periodSeconds', 'timeoutSeconds', 'successThreshold', 'failureThreshold'] as const) {
-        if (typeof pr[f] === 'number' && (pr[f] as number) < 1) err(`${path}.${kind}.${f}`, `${pr[f] as number} is invalid; expected 1 or more`);
+        if (typeof pr[f] === 'number' && (pr[f] as number) < 1)
+          err(`${path}.${kind}.${f}`, `${pr[f] as number} is invalid; expected 1 or more`);
       }
-      if (typeof pr.initialDelaySeconds === 'number' && pr.initialDelaySeconds < 0) err(`${path}.${kind}.initialDelaySeconds`, 'expected 0 or more seconds');
+      if (typeof pr.initialDelaySeconds === 'number' && pr.initialDelaySeconds < 0)
+        err(`${path}.${kind}.initialDelaySeconds`, 'expected 0 or more seconds');
       if (kind !== 'readinessProbe' && typeof pr.successThreshold === 'number' && pr.successThreshold !== 1) {
         err(`${path}.${kind}.successThreshold`, `${pr.successThreshold} is invalid; must be 1 for liveness and startup probes`);
       }
@@ -335,11 +376,16 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
     }
     const lifecycle = c.lifecycle as unknown;
     if (isObject(lifecycle)) {
-      if (isInit && !sidecar) err(`${path}.lifecycle`, 'init containers may not have lifecycle hooks; only sidecars (restartPolicy: Always) and app containers may');
+      if (isInit && !sidecar)
+        err(
+          `${path}.lifecycle`,
+          'init containers may not have lifecycle hooks; only sidecars (restartPolicy: Always) and app containers may',
+        );
       else {
         for (const hook of ['postStart', 'preStop'] as const) {
           const h = (lifecycle as Record<string, unknown>)[hook];
-          if (isObject(h)) checkHandler(h as Record<string, unknown>, `${path}.lifecycle.${hook}`, ['exec', 'httpGet', 'sleep', 'tcpSocket'], c);
+          if (isObject(h))
+            checkHandler(h as Record<string, unknown>, `${path}.lifecycle.${hook}`, ['exec', 'httpGet', 'sleep', 'tcpSocket'], c);
         }
       }
     }
@@ -359,7 +405,8 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
       if (!isObject(a)) continue;
       const port = (a as { port?: unknown }).port;
       const names = (Array.isArray(c.ports) ? c.ports : []).map((p) => (isObject(p) ? p.name : undefined));
-      if (typeof port === 'number' && (port < 1 || port > 65535)) err(`${path}.${action}.port`, `${port} is out of range; expected 1-65535`);
+      if (typeof port === 'number' && (port < 1 || port > 65535))
+        err(`${path}.${action}.port`, `${port} is out of range; expected 1-65535`);
       else if (typeof port === 'string' && !/^\d+$/.test(port) && !names.includes(port)) {
         err(`${path}.${action}.port`, `"${port}" is neither a number nor the name of one of this container's ports`);
       } else if (port === undefined) err(`${path}.${action}.port`, 'required; expected a port number or the name of a container port');
@@ -374,7 +421,12 @@ function podRules(doc: Record<string, unknown>): FieldProblem[] {
   if (typeof spec.terminationGracePeriodSeconds === 'number' && spec.terminationGracePeriodSeconds < 0) {
     err('spec.terminationGracePeriodSeconds', 'expected 0 or more seconds');
   }
-  problems.push(...singleHostProblems(doc, spec, [...inits.map((c, i) => [c, `spec.initContainers[${i}]`] as const), ...containers.map((c, i) => [c, `spec.containers[${i}]`] as const)]));
+  problems.push(
+    ...singleHostProblems(doc, spec, [
+      ...inits.map((c, i) => [c, `spec.initContainers[${i}]`] as const),
+      ...containers.map((c, i) => [c, `spec.containers[${i}]`] as const),
+    ]),
+  );
   return problems;
 }
 
@@ -386,9 +438,13 @@ const STANDARD_RESOURCES = /^(cpu|memory|ephemeral-storage|hugepages-.+)$/;
  * the README's table): a warning where the pod still runs as its author meant
  * on one node, an error where it would not. Never silence.
  */
-function singleHostProblems(doc: Record<string, unknown>, spec: Record<string, unknown>, containers: (readonly [IContainer, string])[]): FieldProblem[] {
+function singleHostProblems(
+  doc: Record<string, unknown>,
+  spec: Record<string, unknown>,
+  containers: (readonly [IContainer, string])[],
+): FieldProblem[] {
   const out: FieldProblem[] = [];
-  const severity = (fate: 'warned' | 'refused') => (fate === 'refused' ? 'error' as const : 'warning' as const);
+  const severity = (fate: 'warned' | 'refused') => (fate === 'refused' ? ('error' as const) : ('warning' as const));
   const except = (key: string, name: string, field: string, message?: (reason: string) => string) => {
     const x = POD_FIELDS[key]?.except?.[name];
     if (x) out.push({ field, message: message ? message(x.reason) : x.reason, severity: severity(x.fate) });
@@ -418,23 +474,27 @@ function singleHostProblems(doc: Record<string, unknown>, spec: Record<string, u
   walk(doc, FIELD_ROOTS.Pod ?? null, '', 0);
   for (const key of ['serviceAccountName', 'serviceAccount']) {
     const v = spec[key];
-    if (typeof v === 'string' && v !== '' && v !== 'default' && spec.automountServiceAccountToken !== false) except(`spec.${key}`, 'noToken', `spec.${key}`);
+    if (typeof v === 'string' && v !== '' && v !== 'default' && spec.automountServiceAccountToken !== false)
+      except(`spec.${key}`, 'noToken', `spec.${key}`);
   }
   const affinity = isObject(spec.affinity) ? spec.affinity : {};
   for (const [key, v] of Object.entries(affinity)) {
     if (v === undefined || v === null) continue;
     if (key !== 'nodeAffinity') except('spec.affinity', 'notRequiredNode', `spec.affinity.${key}`);
-    else if (isObject(v) && (v as Record<string, unknown>).preferredDuringSchedulingIgnoredDuringExecution !== undefined) except('spec.affinity', 'notRequiredNode', 'spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution');
+    else if (isObject(v) && (v as Record<string, unknown>).preferredDuringSchedulingIgnoredDuringExecution !== undefined)
+      except('spec.affinity', 'notRequiredNode', 'spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution');
   }
   if (spec.hostUsers === false) except('spec.hostUsers', 'userNamespace', 'spec.hostUsers');
-  if (spec.dnsPolicy === 'ClusterFirst' || spec.dnsPolicy === 'ClusterFirstWithHostNet') except('spec.dnsPolicy', 'clusterFirst', 'spec.dnsPolicy');
+  if (spec.dnsPolicy === 'ClusterFirst' || spec.dnsPolicy === 'ClusterFirstWithHostNet')
+    except('spec.dnsPolicy', 'clusterFirst', 'spec.dnsPolicy');
   const os = (spec.os as { name?: unknown } | undefined)?.name;
   if (typeof os === 'string' && os !== 'linux') except('spec.os.name', 'notLinux', 'spec.os.name', (r) => `"${os}": ${r}`);
   (Array.isArray(spec.volumes) ? spec.volumes : []).forEach((v: unknown, i: number) => {
     if (!isObject(v)) return;
     for (const t of Object.keys(v).filter((k) => k !== 'name')) {
       // Types the schema does not know are reported as unknown fields; the table has the rest.
-      if (!VOLUME_TYPES.has(t) && !(t in (FIELD_TYPES.IVolume ?? {}))) out.push({ field: `spec.volumes[${i}].${t}`, message: `${t} volumes are not supported on a single host`, severity: 'error' });
+      if (!VOLUME_TYPES.has(t) && !(t in (FIELD_TYPES.IVolume ?? {})))
+        out.push({ field: `spec.volumes[${i}].${t}`, message: `${t} volumes are not supported on a single host`, severity: 'error' });
     }
   });
   for (const [c, path] of containers) {
@@ -444,10 +504,12 @@ function singleHostProblems(doc: Record<string, unknown>, spec: Record<string, u
       if (!isObject(r)) continue;
       for (const name of Object.keys(r)) {
         const field = `${path}.resources.${kind}[${JSON.stringify(name)}]`;
-        if (!STANDARD_RESOURCES.test(name)) except(`spec.containers.resources.${kind}`, 'extended', field, (reason) => `extended resource ${name}: ${reason}`);
+        if (!STANDARD_RESOURCES.test(name))
+          except(`spec.containers.resources.${kind}`, 'extended', field, (reason) => `extended resource ${name}: ${reason}`);
       }
     }
-    if (c.securityContext?.procMount === 'Unmasked') except('spec.containers.securityContext.procMount', 'unmasked', `${path}.securityContext.procMount`);
+    if (c.securityContext?.procMount === 'Unmasked')
+      except('spec.containers.securityContext.procMount', 'unmasked', `${path}.securityContext.procMount`);
     (Array.isArray(c.volumeMounts) ? c.volumeMounts : []).forEach((m, j) => {
       if (isObject(m) && m.mountPropagation === 'Bidirectional' && c.securityContext?.privileged !== true) {
         except('spec.containers.volumeMounts.mountPropagation', 'bidirectional', `${path}.volumeMounts[${j}].mountPropagation`);
@@ -487,7 +549,13 @@ export const MAX_DATA_BYTES = 1024 * 1024;
  * manifest says (literal env values, each valueFrom as its name alone); the image's entrypoint and env and
  * $(VAR) expansion are not known here.
  */
-function checkExecSize(c: IContainer, fields: string[], path: string, err: (field: string, message: string) => void, from: Record<string, unknown> = c as unknown as Record<string, unknown>): void {
+function checkExecSize(
+  c: IContainer,
+  fields: string[],
+  path: string,
+  err: (field: string, message: string) => void,
+  from: Record<string, unknown> = c as unknown as Record<string, unknown>,
+): void {
   const parts: { field: string; bytes: number }[] = [];
   for (const field of fields) {
     const list = from[field.slice(field.lastIndexOf('.') + 1)];
@@ -496,7 +564,11 @@ function checkExecSize(c: IContainer, fields: string[], path: string, err: (fiel
     list.forEach((arg: unknown, i: number) => {
       if (typeof arg !== 'string') return;
       const size = Buffer.byteLength(arg) + 1;
-      if (size > MAX_ARG_STRLEN) err(`${field}[${i}]`, `too long: ${size} bytes with its NUL; expected at most ${MAX_ARG_STRLEN} bytes (Linux MAX_ARG_STRLEN: exec refuses a longer argument with "argument list too long")`);
+      if (size > MAX_ARG_STRLEN)
+        err(
+          `${field}[${i}]`,
+          `too long: ${size} bytes with its NUL; expected at most ${MAX_ARG_STRLEN} bytes (Linux MAX_ARG_STRLEN: exec refuses a longer argument with "argument list too long")`,
+        );
       bytes += size + POINTER_BYTES;
     });
     parts.push({ field, bytes });
@@ -506,14 +578,24 @@ function checkExecSize(c: IContainer, fields: string[], path: string, err: (fiel
   for (const e of Array.isArray(c.env) ? (c.env as unknown[]) : []) {
     if (!isObject(e)) continue;
     const { name, value } = e as { name?: unknown; value?: unknown };
-    env += (typeof name === 'string' ? Buffer.byteLength(name) : 0) + (typeof value === 'string' ? Buffer.byteLength(value) : 0) + 2 + POINTER_BYTES;
+    env +=
+      (typeof name === 'string' ? Buffer.byteLength(name) : 0) +
+      (typeof value === 'string' ? Buffer.byteLength(value) : 0) +
+      2 +
+      POINTER_BYTES;
   }
   parts.push({ field: `${path}.env`, bytes: env });
   const total = parts.reduce((sum, p) => sum + p.bytes, 0);
   if (total <= ARG_MAX_BYTES) return;
   const largest = parts.reduce((a, b) => (b.bytes > a.bytes ? b : a));
-  const said = parts.filter((p) => p.bytes > 0).map((p) => `${p.field.slice(path.length + 1)} ${p.bytes}`).join(', ');
-  err(largest.field, `too long for exec: ${total} bytes of arguments and environment together (${said}; each string with its NUL and pointer); expected at most ${ARG_MAX_BYTES} bytes (Linux ARG_MAX at the default 8 MiB stack: exec fails with "argument list too long")`);
+  const said = parts
+    .filter((p) => p.bytes > 0)
+    .map((p) => `${p.field.slice(path.length + 1)} ${p.bytes}`)
+    .join(', ');
+  err(
+    largest.field,
+    `too long for exec: ${total} bytes of arguments and environment together (${said}; each string with its NUL and pointer); expected at most ${ARG_MAX_BYTES} bytes (Linux ARG_MAX at the default 8 MiB stack: exec fails with "argument list too long")`,
+  );
 }
 
 /** The API server's validateLocalDescendingPath: relative, and no '..' element. */
@@ -533,12 +615,45 @@ function itemPathProblem(p: unknown): string | undefined {
 }
 
 /** The pod fields a v1 fieldRef may name at all (the API server's ConvertDownwardAPIFieldLabel); spec.host is spec.nodeName's old name. */
-const POD_FIELD_LABELS = new Set(['metadata.annotations', 'metadata.labels', 'metadata.name', 'metadata.namespace', 'metadata.uid', 'spec.host', 'spec.nodeName', 'spec.restartPolicy', 'spec.serviceAccountName', 'spec.schedulerName', 'status.phase', 'status.hostIP', 'status.hostIPs', 'status.podIP', 'status.podIPs']);
+const POD_FIELD_LABELS = new Set([
+  'metadata.annotations',
+  'metadata.labels',
+  'metadata.name',
+  'metadata.namespace',
+  'metadata.uid',
+  'spec.host',
+  'spec.nodeName',
+  'spec.restartPolicy',
+  'spec.serviceAccountName',
+  'spec.schedulerName',
+  'status.phase',
+  'status.hostIP',
+  'status.hostIPs',
+  'status.podIP',
+  'status.podIPs',
+]);
 /** Of those, what an env var may take, and what a downwardAPI volume file may (metadata only). */
-const ENV_FIELD_PATHS = ['metadata.name', 'metadata.namespace', 'metadata.uid', 'spec.nodeName', 'spec.serviceAccountName', 'status.hostIP', 'status.hostIPs', 'status.podIP', 'status.podIPs'];
+const ENV_FIELD_PATHS = [
+  'metadata.name',
+  'metadata.namespace',
+  'metadata.uid',
+  'spec.nodeName',
+  'spec.serviceAccountName',
+  'status.hostIP',
+  'status.hostIPs',
+  'status.podIP',
+  'status.podIPs',
+];
 const VOLUME_FIELD_PATHS = ['metadata.name', 'metadata.namespace', 'metadata.labels', 'metadata.annotations', 'metadata.uid'];
 /** What a resourceFieldRef may name (and hugepages-<size> of either). */
-const RESOURCE_FIELD_PATHS = ['limits.cpu', 'limits.memory', 'limits.ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage'];
+const RESOURCE_FIELD_PATHS = [
+  'limits.cpu',
+  'limits.memory',
+  'limits.ephemeral-storage',
+  'requests.cpu',
+  'requests.memory',
+  'requests.ephemeral-storage',
+];
 
 /**
  * The API server's validateObjectFieldSelector: apiVersion v1, and a field path the place takes, or
@@ -548,30 +663,44 @@ const RESOURCE_FIELD_PATHS = ['limits.cpu', 'limits.memory', 'limits.ephemeral-s
 function checkFieldRef(ref: unknown, at: string, allowed: readonly string[], err: (field: string, message: string) => void): void {
   if (!isObject(ref)) return;
   const { apiVersion, fieldPath } = ref as { apiVersion?: unknown; fieldPath?: unknown };
-  if (typeof apiVersion === 'string' && apiVersion !== 'v1') err(`${at}.apiVersion`, `${JSON.stringify(apiVersion)} is not supported; expected "v1"`);
+  if (typeof apiVersion === 'string' && apiVersion !== 'v1')
+    err(`${at}.apiVersion`, `${JSON.stringify(apiVersion)} is not supported; expected "v1"`);
   if (typeof fieldPath !== 'string') return;
   if (fieldPath === '') return err(`${at}.fieldPath`, 'required; expected a pod field such as metadata.name');
   const sub = /^(.+?)\['(.*)'\]$/s.exec(fieldPath);
   if (sub) {
     const [, path, key] = sub as unknown as [string, string, string];
-    if (path !== 'metadata.labels' && path !== 'metadata.annotations') return err(`${at}.fieldPath`, `${JSON.stringify(fieldPath)} is invalid; only metadata.labels and metadata.annotations take a key, as metadata.labels['app']`);
+    if (path !== 'metadata.labels' && path !== 'metadata.annotations')
+      return err(
+        `${at}.fieldPath`,
+        `${JSON.stringify(fieldPath)} is invalid; only metadata.labels and metadata.annotations take a key, as metadata.labels['app']`,
+      );
     const problem = qualifiedNameProblem(path === 'metadata.annotations' ? key.toLowerCase() : key);
     if (problem) err(`${at}.fieldPath`, `${JSON.stringify(fieldPath)} is invalid: the key ${problem}`);
     return;
   }
   if (allowed.includes(fieldPath === 'spec.host' ? 'spec.nodeName' : fieldPath)) return;
   const expected = `expected one of ${allowed.map((f) => JSON.stringify(f)).join(', ')}, or metadata.labels['<key>'] or metadata.annotations['<key>']`;
-  err(`${at}.fieldPath`, POD_FIELD_LABELS.has(fieldPath) ? `${JSON.stringify(fieldPath)} is not supported here; ${expected}` : `${JSON.stringify(fieldPath)} is not a pod field; ${expected}`);
+  err(
+    `${at}.fieldPath`,
+    POD_FIELD_LABELS.has(fieldPath)
+      ? `${JSON.stringify(fieldPath)} is not supported here; ${expected}`
+      : `${JSON.stringify(fieldPath)} is not a pod field; ${expected}`,
+  );
 }
 
 /** The API server's validateContainerResourceFieldSelector: a resource it knows, and in a volume the container it is of. */
 function checkResourceFieldRef(ref: unknown, at: string, inVolume: boolean, err: (field: string, message: string) => void): void {
   if (!isObject(ref)) return;
   const { resource, containerName } = ref as { resource?: unknown; containerName?: unknown };
-  if (inVolume && (containerName === undefined || containerName === '')) err(`${at}.containerName`, 'required in a volume; expected the name of the container whose resources are read');
+  if (inVolume && (containerName === undefined || containerName === ''))
+    err(`${at}.containerName`, 'required in a volume; expected the name of the container whose resources are read');
   if (typeof resource !== 'string') return;
   if (RESOURCE_FIELD_PATHS.includes(resource) || /^(limits|requests)\.hugepages-.+/.test(resource)) return;
-  err(`${at}.resource`, `${JSON.stringify(resource)} is not supported; expected one of ${RESOURCE_FIELD_PATHS.map((f) => JSON.stringify(f)).join(', ')} (or limits.hugepages-<size>, requests.hugepages-<size>)`);
+  err(
+    `${at}.resource`,
+    `${JSON.stringify(resource)} is not supported; expected one of ${RESOURCE_FIELD_PATHS.map((f) => JSON.stringify(f)).join(', ')} (or limits.hugepages-<size>, requests.hugepages-<size>)`,
+  );
 }
 
 /** items[].path of configMap, secret and downwardAPI volumes, and of each projected source. */
@@ -592,7 +721,8 @@ function checkItemPaths(volume: Record<string, unknown>, path: string, err: (fie
   const sources = (volume.projected as { sources?: unknown } | undefined)?.sources;
   (Array.isArray(sources) ? sources : []).forEach((src: unknown, j: number) => {
     if (!isObject(src)) return;
-    for (const kind of ['configMap', 'secret', 'downwardAPI'] as const) items((src as Record<string, unknown>)[kind], `${path}.projected.sources[${j}].${kind}`);
+    for (const kind of ['configMap', 'secret', 'downwardAPI'] as const)
+      items((src as Record<string, unknown>)[kind], `${path}.projected.sources[${j}].${kind}`);
   });
 }
 
@@ -633,13 +763,20 @@ function checkEnv(c: IContainer, path: string, err: (field: string, message: str
       checkResourceFieldRef((valueFrom as { resourceFieldRef?: unknown }).resourceFieldRef, `${at}.valueFrom.resourceFieldRef`, false, err);
     }
     if (typeof name === 'string' && (name === '' || !/^[\x20-\x3c\x3e-\x7e]+$/.test(name))) {
-      err(`${at}.name`, `${JSON.stringify(name)} is invalid; a valid environment variable name must consist only of printable ASCII characters other than '='`);
+      err(
+        `${at}.name`,
+        `${JSON.stringify(name)} is invalid; a valid environment variable name must consist only of printable ASCII characters other than '='`,
+      );
     }
     if (typeof value !== 'string') return;
-    if (value.includes('\0')) err(`${at}.value`, 'must not contain a NUL byte (a C string ends there: the process would see a different value)');
+    if (value.includes('\0'))
+      err(`${at}.value`, 'must not contain a NUL byte (a C string ends there: the process would see a different value)');
     const size = Buffer.byteLength(value) + (typeof name === 'string' ? Buffer.byteLength(name) : 0) + 2;
     if (size > MAX_ENV_STRING_BYTES) {
-      err(`${at}.value`, `too long: NAME=value is ${size} bytes; expected at most ${MAX_ENV_STRING_BYTES} bytes (Linux MAX_ARG_STRLEN: exec refuses a longer environment string)`);
+      err(
+        `${at}.value`,
+        `too long: NAME=value is ${size} bytes; expected at most ${MAX_ENV_STRING_BYTES} bytes (Linux MAX_ARG_STRLEN: exec refuses a longer environment string)`,
+      );
     }
   });
 }
@@ -647,7 +784,8 @@ function checkEnv(c: IContainer, path: string, err: (field: string, message: str
 /** Elements of a list may be anything in a bad manifest; the schema reports them. */
 const isObject = (v: unknown): v is object => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-const IMAGE_REF = /^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::\d+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
+const IMAGE_REF =
+  /^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::\d+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$/;
 
 /** The docker reference grammar (distribution/reference). */
 export function isImageReference(image: string): boolean {
@@ -655,7 +793,11 @@ export function isImageReference(image: string): boolean {
 }
 
 /** Every problem of one document of a kind podctl accepts. */
-export function validateDocument(kind: 'Pod' | 'ConfigMap' | 'Secret', doc: Record<string, unknown>, unknown: 'error' | 'warn'): FieldProblem[] {
+export function validateDocument(
+  kind: 'Pod' | 'ConfigMap' | 'Secret',
+  doc: Record<string, unknown>,
+  unknown: 'error' | 'warn',
+): FieldProblem[] {
   const rules = [...metadataRules(doc), ...(kind === 'Pod' ? podRules(doc) : dataSizeRules(kind, doc))];
   // A field that a rule of podctl's own refuses is said once, in the rule's words: the schema's are vaguer ("expected a string").
   const ruled = new Set(rules.filter((p) => p.severity === 'error').map((p) => sameField(p.field)));
@@ -674,7 +816,8 @@ export function validateDocument(kind: 'Pod' | 'ConfigMap' | 'Secret', doc: Reco
   problems.push(...rules);
   if (kind !== 'Pod') {
     const name = (doc.metadata as { name?: unknown } | undefined)?.name;
-    if (typeof name !== 'string' || !isDNS1123Subdomain(name)) problems.push({ field: 'metadata.name', message: `required; expected ${DNS1123_SUBDOMAIN_EXPECTED}`, severity: 'error' });
+    if (typeof name !== 'string' || !isDNS1123Subdomain(name))
+      problems.push({ field: 'metadata.name', message: `required; expected ${DNS1123_SUBDOMAIN_EXPECTED}`, severity: 'error' });
   }
   return problems;
 }

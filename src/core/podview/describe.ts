@@ -76,9 +76,24 @@ export function eventsFromRuntime(runtime: RuntimePodStatus): PodEventRow[] {
   for (const c of runtime.containers) {
     const at = (t: number) => ({ first: t, last: t });
     out.push({ ...base, ...at(c.createdAt), container: c.name, type: 'Normal', reason: 'Created', message: `Created container ${c.name}` });
-    if (c.startedAt) out.push({ ...base, ...at(c.startedAt), container: c.name, type: 'Normal', reason: 'Started', message: `Started container ${c.name}` });
+    if (c.startedAt)
+      out.push({
+        ...base,
+        ...at(c.startedAt),
+        container: c.name,
+        type: 'Normal',
+        reason: 'Started',
+        message: `Started container ${c.name}`,
+      });
     if (c.state === 'exited' && c.finishedAt) {
-      out.push({ ...base, ...at(c.finishedAt), container: c.name, type: c.exitCode ? 'Warning' : 'Normal', reason: 'ContainerDied', message: `Container ${c.name} ${exitText(c.exitCode, c.reason)}` });
+      out.push({
+        ...base,
+        ...at(c.finishedAt),
+        container: c.name,
+        type: c.exitCode ? 'Warning' : 'Normal',
+        reason: 'ContainerDied',
+        message: `Container ${c.name} ${exitText(c.exitCode, c.reason)}`,
+      });
     }
   }
   return out;
@@ -106,7 +121,10 @@ function exitText(code: number | undefined, reason?: string): string {
 export async function podTimeline(pod: IPod, rp: RuntimePod | undefined, events: DescribedEvent[]): Promise<TimelineEntry[]> {
   const out: TimelineEntry[] = [];
   for (const s of rp?.runtime.sandboxes ?? []) {
-    out.push({ at: s.createdAt, what: `sandbox created${s.attempt ? ` (attempt ${s.attempt})` : ''}${s.state === 'ready' ? '' : ', now stopped'}` });
+    out.push({
+      at: s.createdAt,
+      what: `sandbox created${s.attempt ? ` (attempt ${s.attempt})` : ''}${s.state === 'ready' ? '' : ', now stopped'}`,
+    });
   }
   const byName = new Map<string, RuntimeContainerStatus[]>();
   for (const c of rp?.runtime.containers ?? []) byName.set(c.name, [...(byName.get(c.name) ?? []), c]);
@@ -117,7 +135,8 @@ export async function podTimeline(pod: IPod, rp: RuntimePod | undefined, events:
       const n = c.restartCount ? ` (restart ${c.restartCount})` : '';
       out.push({ at: c.createdAt, container: name, what: `created${n}` });
       if (c.startedAt) out.push({ at: c.startedAt, container: name, what: `started${n}` });
-      if (c.state === 'exited' && c.finishedAt) out.push({ at: c.finishedAt, container: name, what: `${exitText(c.exitCode, c.reason)}${n}`, warning: c.exitCode !== 0 });
+      if (c.state === 'exited' && c.finishedAt)
+        out.push({ at: c.finishedAt, container: name, what: `${exitText(c.exitCode, c.reason)}${n}`, warning: c.exitCode !== 0 });
     }
     // Instances the runtime pruned still left their log files: when they wrote.
     const logPath = instances[0]?.logPath;
@@ -155,13 +174,19 @@ export function nextStart(s: IContainerStatus): number | undefined {
   return finished + delay;
 }
 
-const quote = (line: string | undefined) => (line === undefined ? 'no output' : `last log line: ${JSON.stringify(line.length > 200 ? `${line.slice(0, 200)}…` : line)}`);
+const quote = (line: string | undefined) =>
+  line === undefined ? 'no output' : `last log line: ${JSON.stringify(line.length > 200 ? `${line.slice(0, 200)}…` : line)}`;
 
 /**
  * One line saying why a pod is not running (or not ready) and what would
  * change it; undefined for a pod that runs with every container ready.
  */
-export function whyNotRunning(pod: IPod, lastLogLine: (container: string) => string | undefined, now: number, readinessUnknown: string[] = []): string | undefined {
+export function whyNotRunning(
+  pod: IPod,
+  lastLogLine: (container: string) => string | undefined,
+  now: number,
+  readinessUnknown: string[] = [],
+): string | undefined {
   const status = pod.status;
   if (!status) return 'no status yet: the pod has not been synced';
   if (status.phase === 'Unknown' && status.reason === 'RuntimeError') {
@@ -182,7 +207,8 @@ export function whyNotRunning(pod: IPod, lastLogLine: (container: string) => str
     if (w.reason === 'ImagePullBackOff' || w.reason === 'ErrImagePull' || w.reason === 'InvalidImageName') {
       return `container ${s.name} cannot start: image "${s.image}" could not be pulled (${w.message ?? w.reason}); fix the image reference, or make the image available to the runtime (podctl's embedded runtime pulls from 127.0.0.1:5000 only)`;
     }
-    if (w.reason && w.reason !== 'PodInitializing') return `container ${s.name} is waiting: ${w.reason}${w.message ? `: ${w.message}` : ''}`;
+    if (w.reason && w.reason !== 'PodInitializing')
+      return `container ${s.name} is waiting: ${w.reason}${w.message ? `: ${w.message}` : ''}`;
   }
   if (status.phase === 'Failed' || status.phase === 'Succeeded') {
     const exited = all.filter((s) => s.state?.terminated);
@@ -193,11 +219,13 @@ export function whyNotRunning(pod: IPod, lastLogLine: (container: string) => str
     return `pod ${status.phase}: its containers ran to completion (restartPolicy ${policy}); delete it (or change its manifest) to run it again`;
   }
   const stopped = all.find((s) => s.state?.terminated && pod.spec?.containers.some((c) => c.name === s.name));
-  if (stopped) return `container ${stopped.name} exited with code ${stopped.state!.terminated!.exitCode} and waits to be started again; ${quote(lastLogLine(stopped.name))}`;
+  if (stopped)
+    return `container ${stopped.name} exited with code ${stopped.state!.terminated!.exitCode} and waits to be started again; ${quote(lastLogLine(stopped.name))}`;
   const notReady = (status.containerStatuses ?? []).filter((s) => s.state?.running && !s.ready);
   if (notReady.length) {
     const unknown = notReady.filter((s) => readinessUnknown.includes(s.name));
-    if (unknown.length === notReady.length) return `container ${unknown.map((s) => s.name).join(', ')} runs, but its readiness probe's result is unknown: no running watch probes it`;
+    if (unknown.length === notReady.length)
+      return `container ${unknown.map((s) => s.name).join(', ')} runs, but its readiness probe's result is unknown: no running watch probes it`;
     return `container ${notReady.map((s) => s.name).join(', ')} runs but is not ready: its readiness probe fails (see the Unhealthy events)`;
   }
   if (status.phase === 'Pending') return 'pod Pending: its sandbox or containers are being created';

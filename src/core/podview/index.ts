@@ -88,7 +88,12 @@ export function specFromRuntime(sandbox: T.PodSandbox | undefined, runtime: Runt
 }
 
 /** Whether the kubelet would start this exited container again under the pod's restartPolicy. */
-export function wouldRestart(spec: IPodSpec, container: IContainer | undefined, kind: RuntimeContainerStatus['kind'], exitCode: number | undefined): boolean {
+export function wouldRestart(
+  spec: IPodSpec,
+  container: IContainer | undefined,
+  kind: RuntimeContainerStatus['kind'],
+  exitCode: number | undefined,
+): boolean {
   if (kind === 'sidecar' || container?.restartPolicy === 'Always') return true;
   const policy = spec.restartPolicy ?? 'Always';
   if (kind === 'init') return policy !== 'Never' && exitCode !== 0;
@@ -110,7 +115,10 @@ export function inferWaiting(pod: IPod, runtime: RuntimePodStatus, name: string)
   if (newest.restartCount === 0) return undefined;
   const delay = Math.round(crashBackoffMs(newest.restartCount) / 1000);
   const m = podMeta(pod);
-  return { reason: 'CrashLoopBackOff', message: `back-off ${delay}s restarting failed container=${name} pod=${m.name}_${m.namespace}(${m.uid})` };
+  return {
+    reason: 'CrashLoopBackOff',
+    message: `back-off ${delay}s restarting failed container=${name} pod=${m.name}_${m.namespace}(${m.uid})`,
+  };
 }
 
 /** A v1 Pod with status from what the runtime records under podctl's labels. */
@@ -121,7 +129,11 @@ export function podFromRuntime(
 ): ViewedPod {
   const spec = specFromRuntime(sandbox, runtime);
   // Debug containers (`podctl debug`) as the API lists ephemeral ones, from their spec copies.
-  const ephemeral = [...new Map((runtime.ephemeral ?? []).map((c) => [c.name, parseJSON<IEphemeralContainer>(c.specJSON) ?? { name: c.name, image: c.image }])).values()];
+  const ephemeral = [
+    ...new Map(
+      (runtime.ephemeral ?? []).map((c) => [c.name, parseJSON<IEphemeralContainer>(c.specJSON) ?? { name: c.name, image: c.image }]),
+    ).values(),
+  ];
   if (ephemeral.length) spec.ephemeralContainers = ephemeral;
   const annotations = { ...(sandbox?.annotations ?? {}) };
   delete annotations[L.POD_SPEC_ANNOTATION];
@@ -179,8 +191,7 @@ export function unknownPod(sandbox: T.PodSandbox, error: unknown): ViewedPod {
   return { pod, source: 'runtime', readinessUnknown: [], runtimeError: message };
 }
 
-const byNamespaceAndName = (a: ViewedPod, b: ViewedPod) =>
-  podKey(a.pod).localeCompare(podKey(b.pod));
+const byNamespaceAndName = (a: ViewedPod, b: ViewedPod) => podKey(a.pod).localeCompare(podKey(b.pod));
 
 /**
  * The pods podctl runs, as v1 Pods with status, whether or not `watch` runs:
@@ -245,7 +256,11 @@ export class PodView {
         .filter(([uid]) => !seen.has(uid))
         .map(async ([, list]) => {
           try {
-            return podFromRuntime(list[0], await this.runtimeStatus(list[0]!), { now, runtimeName: this.opts.runtimeName, hostIP: this.opts.hostIP });
+            return podFromRuntime(list[0], await this.runtimeStatus(list[0]!), {
+              now,
+              runtimeName: this.opts.runtimeName,
+              hostIP: this.opts.hostIP,
+            });
           } catch (err) {
             return unknownPod(list[0]!, err);
           }

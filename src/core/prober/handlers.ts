@@ -114,7 +114,11 @@ async function runHttpGet(action: IHTTPGetAction, ctx: HandlerContext): Promise<
   }
 }
 
-function httpGetOnce(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number; location?: string; body: string }> {
+function httpGetOnce(
+  url: URL,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number; location?: string; body: string }> {
   return new Promise((resolve, reject) => {
     const hostHeader = headers.Host ?? headers.host;
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(
@@ -135,7 +139,10 @@ function httpGetOnce(url: URL, headers: Record<string, string>, timeoutMs: numbe
         res.on('error', reject);
       },
     );
-    const timer = setTimeout(() => req.destroy(new Error(`context deadline exceeded (Client.Timeout exceeded while awaiting headers)`)), timeoutMs);
+    const timer = setTimeout(
+      () => req.destroy(new Error(`context deadline exceeded (Client.Timeout exceeded while awaiting headers)`)),
+      timeoutMs,
+    );
     req.on('error', (err) => {
       clearTimeout(timer);
       reject(err);
@@ -153,10 +160,16 @@ function runTcp(host: string | undefined, port: number, timeoutSeconds: number):
       socket.destroy();
       resolve(outcome);
     };
-    const timer = setTimeout(() => done({ result: 'failure', output: `dial tcp ${hostForUrl(host)}:${port}: i/o timeout` }), timeoutSeconds * 1000);
+    const timer = setTimeout(
+      () => done({ result: 'failure', output: `dial tcp ${hostForUrl(host)}:${port}: i/o timeout` }),
+      timeoutSeconds * 1000,
+    );
     socket.once('connect', () => done({ result: 'success', output: '' }));
     socket.once('error', (err: NodeJS.ErrnoException) =>
-      done({ result: 'failure', output: `dial tcp ${hostForUrl(host)}:${port}: connect: ${err.code === 'ECONNREFUSED' ? 'connection refused' : err.message}` }),
+      done({
+        result: 'failure',
+        output: `dial tcp ${hostForUrl(host)}:${port}: connect: ${err.code === 'ECONNREFUSED' ? 'connection refused' : err.message}`,
+      }),
     );
   });
 }
@@ -165,7 +178,9 @@ const SERVING_STATUS = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'];
 
 /** grpc.health.v1's messages, from proto/grpc/health/v1 (protobufjs-cli's static module, generated at build time). */
 type HealthMessage = { encode(m: object): { finish(): Uint8Array }; decode(b: Uint8Array): { status?: number; service?: string } };
-const { HealthCheckRequest, HealthCheckResponse } = (healthPb as unknown as { grpc: { health: { v1: { HealthCheckRequest: HealthMessage; HealthCheckResponse: HealthMessage } } } }).grpc.health.v1;
+const { HealthCheckRequest, HealthCheckResponse } = (
+  healthPb as unknown as { grpc: { health: { v1: { HealthCheckRequest: HealthMessage; HealthCheckResponse: HealthMessage } } } }
+).grpc.health.v1;
 
 /** HealthCheckResponse's status (an empty message is UNKNOWN, 0). */
 export function decodeHealthResponse(buf: Buffer): number {
@@ -202,24 +217,26 @@ async function runGrpc(host: string | undefined, port: number, service: string, 
   const client = new HealthClient(target, credentials.createInsecure());
   return new Promise((resolve) => {
     const deadline = Date.now() + timeoutSeconds * 1000;
-    (client as unknown as { Check: (req: string, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: number) => void) => void }).Check(
-      service,
-      { deadline },
-      (err, res) => {
-        client.close();
-        if (err) {
-          const output =
-            err.code === GrpcStatus.DEADLINE_EXCEEDED
-              ? `timeout: health rpc did not complete within ${timeoutSeconds}s`
-              : err.code === GrpcStatus.UNAVAILABLE
-                ? `timeout: failed to connect service "${target}" within ${timeoutSeconds}s: ${err.details}`
-                : `error: health rpc probe failed: ${err.details || err.message}`;
-          resolve({ result: 'failure', output });
-          return;
-        }
-        const status = SERVING_STATUS[res ?? 0] ?? String(res);
-        resolve(res === 1 ? { result: 'success', output: '' } : { result: 'failure', output: `service unhealthy (responded with "${status}")` });
-      },
-    );
+    (
+      client as unknown as {
+        Check: (req: string, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: number) => void) => void;
+      }
+    ).Check(service, { deadline }, (err, res) => {
+      client.close();
+      if (err) {
+        const output =
+          err.code === GrpcStatus.DEADLINE_EXCEEDED
+            ? `timeout: health rpc did not complete within ${timeoutSeconds}s`
+            : err.code === GrpcStatus.UNAVAILABLE
+              ? `timeout: failed to connect service "${target}" within ${timeoutSeconds}s: ${err.details}`
+              : `error: health rpc probe failed: ${err.details || err.message}`;
+        resolve({ result: 'failure', output });
+        return;
+      }
+      const status = SERVING_STATUS[res ?? 0] ?? String(res);
+      resolve(
+        res === 1 ? { result: 'success', output: '' } : { result: 'failure', output: `service unhealthy (responded with "${status}")` },
+      );
+    });
   });
 }

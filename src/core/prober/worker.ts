@@ -137,7 +137,8 @@ export class ProbeWorker {
     }
     if (this.stopped || id !== this.containerId) return;
     const result: ProbeResult = outcome.result === 'failure' ? 'Failure' : 'Success';
-    if (outcome.result !== 'success') this.deps.onRunOutcome(spec.container, this.type, outcome.result === 'warning' ? 'warning' : 'failed', outcome.output);
+    if (outcome.result !== 'success')
+      this.deps.onRunOutcome(spec.container, this.type, outcome.result === 'warning' ? 'warning' : 'failed', outcome.output);
     if (result === this.lastResult) this.resultRun++;
     else {
       this.lastResult = result;

@@ -56,7 +56,11 @@ const add = (a: Usage, b: Usage): Usage => ({ bytes: a.bytes + b.bytes, inodes: 
  * each sandbox records), their containers' writable layers (CRI container
  * stats), and the image filesystem as a whole.
  */
-export async function diskReport(runtime: Pick<RuntimeService, 'listPodSandbox' | 'listContainerStats'>, images: Pick<ImageService, 'imageFsInfo'>, query: { namespace?: string; name?: string } = {}): Promise<DiskReport> {
+export async function diskReport(
+  runtime: Pick<RuntimeService, 'listPodSandbox' | 'listContainerStats'>,
+  images: Pick<ImageService, 'imageFsInfo'>,
+  query: { namespace?: string; name?: string } = {},
+): Promise<DiskReport> {
   const selector: Record<string, string> = { [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE };
   if (query.namespace !== undefined) selector[L.POD_NAMESPACE_LABEL] = query.namespace;
   if (query.name !== undefined) selector[L.POD_NAME_LABEL] = query.name;

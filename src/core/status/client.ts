@@ -27,7 +27,8 @@ export interface Answer {
 }
 
 /** A socket's error as connect gives it: said at once when there is no socket, without connecting. */
-const noSocket = (socket: string): Error => Object.assign(new Error(`connect ENOENT ${socket}`), { code: 'ENOENT', syscall: 'connect', address: socket });
+const noSocket = (socket: string): Error =>
+  Object.assign(new Error(`connect ENOENT ${socket}`), { code: 'ENOENT', syscall: 'connect', address: socket });
 
 /**
  * One request on its own connection to a unix socket (the agent's), its answer read whole, on
@@ -35,7 +36,10 @@ const noSocket = (socket: string): Error => Object.assign(new Error(`connect ENO
  * error when nothing listens there, with timeoutMessage when the socket is idle for timeoutMs, and
  * naming the socket when the answer is cut short or is not HTTP.
  */
-export function exchange(socket: string, req: { method: string; path: string; body?: string; timeoutMs: number; timeoutMessage?: string }): Promise<Answer> {
+export function exchange(
+  socket: string,
+  req: { method: string; path: string; body?: string; timeoutMs: number; timeoutMessage?: string },
+): Promise<Answer> {
   if (!existsSync(socket)) return Promise.reject(noSocket(socket));
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -50,7 +54,10 @@ export function exchange(socket: string, req: { method: string; path: string; bo
     // A connection that broke off, or bytes that are no HTTP answer: said with the socket they came from.
     const broken = (err: NodeJS.ErrnoException): Error => {
       if (err.code?.startsWith('HPE_')) return new Error(`${socket}: not an HTTP answer (${err.message})`);
-      if (err.code === 'ECONNRESET') return new Error(`${socket}: ${answered ? 'the connection closed before the end of the answer' : 'the connection closed without an answer'}`);
+      if (err.code === 'ECONNRESET')
+        return new Error(
+          `${socket}: ${answered ? 'the connection closed before the end of the answer' : 'the connection closed without an answer'}`,
+        );
       return err;
     };
     const body = req.body === undefined ? undefined : Buffer.from(req.body);
@@ -63,7 +70,8 @@ export function exchange(socket: string, req: { method: string; path: string; bo
       res.on('data', (d: Buffer) => parts.push(d));
       res.on('end', () => {
         const flat: Record<string, string> = {};
-        for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
+        for (const [name, value] of Object.entries(res.headers))
+          if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
         // Decoded once whole: a character may span two pieces.
         settle(undefined, { status: res.statusCode ?? 0, headers: flat, body: Buffer.concat(parts).toString('utf8') });
       });

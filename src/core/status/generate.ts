@@ -1,4 +1,12 @@
-import type { IContainer, IContainerState, IContainerStateTerminated, IContainerStatus, IPod, IPodCondition, IPodStatus } from 'kubernetes-models/v1';
+import type {
+  IContainer,
+  IContainerState,
+  IContainerStateTerminated,
+  IContainerStatus,
+  IPod,
+  IPodCondition,
+  IPodStatus,
+} from 'kubernetes-models/v1';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { getPhase, type PodPhase } from './phase.js';
 import { qosClass } from './qos.js';
@@ -99,9 +107,14 @@ function containerStatusFor(
     case 'running': {
       status.state = { running: { startedAt: iso(newest.startedAt) } };
       // In-place resize: what the runtime has in effect, and the requests allocated to it.
-      const requests = Object.fromEntries(Object.entries((container.resources?.requests ?? {}) as Record<string, string | number>).filter(([k]) => k === 'cpu' || k === 'memory').map(([k, v]) => [k, String(v)]));
+      const requests = Object.fromEntries(
+        Object.entries((container.resources?.requests ?? {}) as Record<string, string | number>)
+          .filter(([k]) => k === 'cpu' || k === 'memory')
+          .map(([k, v]) => [k, String(v)]),
+      );
       if (Object.keys(requests).length) status.allocatedResources = requests;
-      if (newest.resources && (container.resources?.requests || container.resources?.limits)) status.resources = resourcesFromRuntime(newest.resources, container.resources);
+      if (newest.resources && (container.resources?.requests || container.resources?.limits))
+        status.resources = resourcesFromRuntime(newest.resources, container.resources);
       const started = inputs.started?.(newest.id, container);
       status.started = started ?? true;
       status.ready = status.started && (inputs.ready?.(newest.id, container) ?? true);
@@ -128,7 +141,14 @@ function containerStatusFor(
   return status;
 }
 
-function condition(type: string, ok: boolean, now: string, previous: IPodCondition[] | undefined, reason?: string, message?: string): IPodCondition {
+function condition(
+  type: string,
+  ok: boolean,
+  now: string,
+  previous: IPodCondition[] | undefined,
+  reason?: string,
+  message?: string,
+): IPodCondition {
   const status = ok ? 'True' : 'False';
   const prev = previous?.find((c) => c.type === type);
   return {
@@ -171,10 +191,22 @@ export function generatePodStatus(inputs: StatusInputs): IPodStatus {
     ? condition('Ready', gates.length === 0, now, previous, 'ReadinessGatesNotReady', gates.join(', '))
     : condition('Ready', false, now, previous, phase === 'Succeeded' ? 'PodCompleted' : 'ContainersNotReady', notReadyMessage);
   const conditions: IPodCondition[] = [
-    condition('PodReadyToStartContainers', runtime.sandboxes.some((s) => s.state === 'ready'), now, previous),
+    condition(
+      'PodReadyToStartContainers',
+      runtime.sandboxes.some((s) => s.state === 'ready'),
+      now,
+      previous,
+    ),
     condition('Initialized', initialized, now, previous, 'ContainersNotInitialized', 'containers with incomplete status'),
     readyCondition,
-    condition('ContainersReady', containersReady, now, previous, phase === 'Succeeded' ? 'PodCompleted' : 'ContainersNotReady', notReadyMessage),
+    condition(
+      'ContainersReady',
+      containersReady,
+      now,
+      previous,
+      phase === 'Succeeded' ? 'PodCompleted' : 'ContainersNotReady',
+      notReadyMessage,
+    ),
     condition('PodScheduled', true, now, previous),
     ...external,
   ];
@@ -218,4 +250,3 @@ function ephemeralStatuses(runtime: RuntimePodStatus, runtimeName: string): ICon
           : { waiting: { reason: 'ContainerCreating' } },
   }));
 }
-

@@ -15,10 +15,23 @@ export class StatusManager {
    * The kubelet-owned condition types: a client may set any other (a readiness gate's), as it may
    * patch a pod's status conditions through the API server.
    */
-  static readonly OWNED_CONDITIONS = new Set(['PodScheduled', 'PodReadyToStartContainers', 'Initialized', 'ContainersReady', 'Ready', 'DisruptionTarget', 'PodResizePending', 'PodResizeInProgress']);
+  static readonly OWNED_CONDITIONS = new Set([
+    'PodScheduled',
+    'PodReadyToStartContainers',
+    'Initialized',
+    'ContainersReady',
+    'Ready',
+    'DisruptionTarget',
+    'PodResizePending',
+    'PodResizeInProgress',
+  ]);
 
   /** Sets a condition from outside (kept while the pod lives); its transition time moves only when its status does. */
-  setCondition(uid: string, c: { type: string; status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string }, now: number): IPodCondition {
+  setCondition(
+    uid: string,
+    c: { type: string; status: 'True' | 'False' | 'Unknown'; reason?: string; message?: string },
+    now: number,
+  ): IPodCondition {
     let known = this.external.get(uid);
     if (!known) this.external.set(uid, (known = new Map()));
     const prev = known.get(c.type);

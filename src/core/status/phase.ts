@@ -72,7 +72,11 @@ export function isTerminalPhase(phase: PodPhase | string | undefined): boolean {
 export function statusSummary(status: IPodStatus): string {
   const parts = [status.phase ?? ''];
   for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
-    const state = c.state?.running ? 'running' : c.state?.terminated ? `terminated:${c.state.terminated.exitCode}` : `waiting:${c.state?.waiting?.reason ?? ''}`;
+    const state = c.state?.running
+      ? 'running'
+      : c.state?.terminated
+        ? `terminated:${c.state.terminated.exitCode}`
+        : `waiting:${c.state?.waiting?.reason ?? ''}`;
     parts.push(`${c.name}=${state}/${c.restartCount}/${c.ready}`);
   }
   return parts.join(' ');

@@ -40,11 +40,19 @@ export interface StatusSource {
   watchPods?: (listener: (e: PodWatchEvent) => void) => () => void;
   /** POST /v1/pods: manifest documents handed to the agent; the keys (namespace/name) of its pods. Throws ApiError. */
   apply?: (body: string, contentType: string) => Promise<Record<string, unknown>>;
-  /** POST /v1/plan: {pods, prune}, pods validated and defaulted by the caller; what SyncPod would do to them, changing nothing. Throws ApiError. */
+  /**
+   * POST /v1/plan: {pods, prune}, pods validated and defaulted by the caller; what SyncPod would do to them, changing nothing. Throws
+   * ApiError.
+   */
   plan?: (body: string) => Promise<PlanAnswer>;
-  /** POST /v1/manifests/plan: manifests as a command read them, read and planned here. Throws ApiError (400 with the manifests' problems). */
+  /**
+   * POST /v1/manifests/plan: manifests as a command read them, read and planned here. Throws ApiError (400 with the manifests' problems).
+   */
   planManifests?: (body: string) => Promise<Record<string, unknown> | PlanAnswer>;
-  /** POST /v1/manifests/apply: manifests as a command read them, read, admitted and kept here. Throws ApiError (400 problems, 403 rejected, 409). */
+  /**
+   * POST /v1/manifests/apply: manifests as a command read them, read, admitted and kept here. Throws ApiError (400 problems, 403 rejected,
+   * 409).
+   */
   applyManifests?: (body: string) => Promise<Record<string, unknown>>;
   /** POST /v1/pods/NS/NAME/conditions: sets a pod condition (a readiness gate's); the pod. Throws ApiError. */
   setCondition?: (namespace: string, name: string, body: string) => Promise<Record<string, unknown>>;
@@ -59,7 +67,10 @@ export interface ServerLimits {
   requestTimeoutMs?: number;
   /** A request body's bound (default the API server's, 3 MiB): a larger one is answered 413. */
   maxBodyBytes?: number;
-  /** Request bodies read or handled at once (default 4); more wait their turn unread, up to bodiesQueued (default 64), and beyond are answered 429. */
+  /**
+   * Request bodies read or handled at once (default 4); more wait their turn unread, up to bodiesQueued (default 64), and beyond are
+   * answered 429.
+   */
   bodiesInFlight?: number;
   bodiesQueued?: number;
   /** What a watcher may leave unread before it is closed (WatchWriter's bound). */
@@ -79,7 +90,10 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 const tooLarge = (size: number, limit: number) =>
-  new ApiError(413, `request body too large: ${size} bytes; the limit is ${limit} bytes (${limit >= 1 << 20 ? `${+(limit / (1 << 20)).toFixed(1)} MiB` : `${+(limit / 1024).toFixed(1)} KiB`})`);
+  new ApiError(
+    413,
+    `request body too large: ${size} bytes; the limit is ${limit} bytes (${limit >= 1 << 20 ? `${+(limit / (1 << 20)).toFixed(1)} MiB` : `${+(limit / 1024).toFixed(1)} KiB`})`,
+  );
 
 /**
  * The request's body, at most limit bytes kept. A larger one is read to its end and dropped, then
@@ -136,7 +150,8 @@ class BodyTurns {
 
 function fail(res: ServerResponse, err: unknown): void {
   if (res.headersSent) return void res.end();
-  if (err instanceof ApiError) json(res, err.status, { kind: 'Status', status: 'Failure', code: err.status, message: err.message, ...err.details });
+  if (err instanceof ApiError)
+    json(res, err.status, { kind: 'Status', status: 'Failure', code: err.status, message: err.message, ...err.details });
   else json(res, 500, { kind: 'Status', status: 'Failure', code: 500, message: err instanceof Error ? err.message : String(err) });
 }
 
@@ -234,7 +249,8 @@ export async function startStatusServer(socket: string, source: StatusSource, li
     if (versioned && req.method === 'DELETE' && podPath && source.remove) {
       const grace = url.searchParams.get('gracePeriodSeconds');
       const seconds = grace === null ? undefined : Number(grace);
-      if (seconds !== undefined && (!Number.isInteger(seconds) || seconds < 0)) throw new ApiError(400, `gracePeriodSeconds: expected a whole number of seconds, got ${JSON.stringify(grace)}`);
+      if (seconds !== undefined && (!Number.isInteger(seconds) || seconds < 0))
+        throw new ApiError(400, `gracePeriodSeconds: expected a whole number of seconds, got ${JSON.stringify(grace)}`);
       source
         .remove(decodeURIComponent(podPath[1]!), decodeURIComponent(podPath[2]!), seconds)
         .then((r) => json(res, 200, r))
@@ -248,16 +264,26 @@ export async function startStatusServer(socket: string, source: StatusSource, li
     if (path === '/healthz') {
       const h = source.health();
       const body = h.checks.map((c) => `[${c.ok ? '+' : '-'}]${c.name} ${c.ok ? 'ok' : `failed: ${c.message}`}`).join('\n');
-      res.writeHead(h.ok ? 200 : 500, { 'content-type': 'text/plain' }).end(`${body}\n${h.ok ? 'healthz check passed' : 'healthz check failed'}\n`);
+      res
+        .writeHead(h.ok ? 200 : 500, { 'content-type': 'text/plain' })
+        .end(`${body}\n${h.ok ? 'healthz check passed' : 'healthz check failed'}\n`);
     } else if (path === '/pods') {
       servePods(req, res, url, source, limits);
     } else if (path === '/events' && source.events) {
       const uid = url.searchParams.get('uid');
-      const items = source.events().filter((e) => !uid || e.uid === uid).map((e) => toV1Event(e));
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'EventList', apiVersion: 'v1', metadata: {}, items }));
+      const items = source
+        .events()
+        .filter((e) => !uid || e.uid === uid)
+        .map((e) => toV1Event(e));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ kind: 'EventList', apiVersion: 'v1', metadata: {}, items }));
     } else if (path === '/podview' && versioned && source.view) {
       const q = { namespace: url.searchParams.get('namespace') ?? undefined, name: url.searchParams.get('name') ?? undefined };
-      source.view(q).then((answer) => json(res, 200, answer), (err: unknown) => fail(res, err));
+      source.view(q).then(
+        (answer) => json(res, 200, answer),
+        (err: unknown) => fail(res, err),
+      );
     } else if (path === '/agent' && versioned && source.agent) {
       json(res, 200, { apiVersion: API_VERSION, ...source.agent() });
     } else if (path === '/metrics') {

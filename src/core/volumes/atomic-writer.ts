@@ -1,4 +1,19 @@
-import { chmod, chown, lchown, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  lchown,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  symlink,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import { removeBelow, safeJoin, safeJoinRelative } from '../util/safe-path.js';
 import { PayloadError } from './errors.js';

@@ -3,7 +3,17 @@ import { bytes, milliCPU, parseQuantity } from '../util/quantity.js';
 import { PayloadError } from './errors.js';
 
 const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
-const NAMED_ESCAPES: Record<string, string> = { '\x07': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v', '\\': '\\\\', '"': '\\"' };
+const NAMED_ESCAPES: Record<string, string> = {
+  '\x07': '\\a',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\v': '\\v',
+  '\\': '\\\\',
+  '"': '\\"',
+};
 
 /** Go's strconv.Quote (fmt %q), which the kubelet uses for label and annotation values. */
 export function goQuote(s: string): string {
@@ -55,7 +65,9 @@ export function volumeFieldValue(pod: IPod, fieldPath: string): string {
       return formatMap(m.annotations);
   }
   // Kubernetes' validation rejects every other path in a volume (status.podIP, spec.nodeName are env-only).
-  throw new PayloadError(`fieldRef "${fieldPath}" is not supported in a downwardAPI volume (supported: ${VOLUME_FIELD_PATHS.join(', ')}, metadata.labels['<key>'], metadata.annotations['<key>'])`);
+  throw new PayloadError(
+    `fieldRef "${fieldPath}" is not supported in a downwardAPI volume (supported: ${VOLUME_FIELD_PATHS.join(', ')}, metadata.labels['<key>'], metadata.annotations['<key>'])`,
+  );
 }
 
 /** Node allocatable, used for a limit the container leaves unset (the kubelet's MergeContainerResourceLimits). */
@@ -70,7 +82,11 @@ function findContainer(pod: IPod, name: string): IContainer | undefined {
 }
 
 /** The value of a resourceFieldRef, as ExtractContainerResourceValue: ceil(value / divisor), cpu in millicores. */
-export function resourceFieldValue(pod: IPod, ref: { containerName?: string; resource: string; divisor?: string | number }, node: Allocatable): string {
+export function resourceFieldValue(
+  pod: IPod,
+  ref: { containerName?: string; resource: string; divisor?: string | number },
+  node: Allocatable,
+): string {
   if (!ref.containerName) throw new PayloadError(`resourceFieldRef "${ref.resource}": containerName is required in a volume`);
   const c = findContainer(pod, ref.containerName);
   if (!c) throw new PayloadError(`container ${ref.containerName} not found`);
@@ -87,7 +103,8 @@ export function resourceFieldValue(pod: IPod, ref: { containerName?: string; res
   else if (resource === 'memory') value = bytes(raw) ?? (kind === 'limits' ? node.memoryBytes : 0);
   else value = bytes(raw) ?? (kind === 'limits' ? node.ephemeralStorageBytes : 0);
   const divisorValue = parseQuantity(ref.divisor ?? '1');
-  if (divisorValue === undefined || divisorValue <= 0) throw new PayloadError(`resourceFieldRef "${ref.resource}": invalid divisor ${String(ref.divisor)}`);
+  if (divisorValue === undefined || divisorValue <= 0)
+    throw new PayloadError(`resourceFieldRef "${ref.resource}": invalid divisor ${String(ref.divisor)}`);
   const divisor = isCPU ? Math.ceil(divisorValue * 1000 - 1e-9) : Math.ceil(divisorValue - 1e-9);
   return String(Math.ceil(value / divisor));
 }

@@ -54,7 +54,8 @@ export async function removePodDirectory(podDir: string, uid: string): Promise<v
   } catch {
     return;
   }
-  if (real !== join(rootReal, 'pods', uid)) throw new UnsafePathError(`refusing to tear down ${podDir}: it resolves to ${real}, outside ${root}`);
+  if (real !== join(rootReal, 'pods', uid))
+    throw new UnsafePathError(`refusing to tear down ${podDir}: it resolves to ${real}, outside ${root}`);
   for (const mp of await mountsUnder(real)) await unmount(mp);
   const left = await mountsUnder(real);
   if (left.length) throw new Error(`refusing to remove ${podDir}: still mounted: ${left.join(', ')}`);
@@ -141,7 +142,10 @@ export class VolumeManager {
   }
 
   podDir(uid: string | undefined): string {
-    return safeJoin(this.rootDir, [['pods', 'pods'], ['pod UID', uid]]);
+    return safeJoin(this.rootDir, [
+      ['pods', 'pods'],
+      ['pod UID', uid],
+    ]);
   }
 
   volumesDir(uid: string): string {
@@ -190,7 +194,10 @@ export class VolumeManager {
     if (!isDNS1123Label(v.name)) throw setUpError(v.name, `invalid volume name ${JSON.stringify(v.name)}: must be a DNS-1123 label`);
     const kind = volumeKind(v);
     if (!SUPPORTED.has(kind)) {
-      throw setUpError(v.name, `${kind || 'a volume without a source'} volumes are not supported: podctl runs pods on a single host without a cluster (use emptyDir or hostPath)`);
+      throw setUpError(
+        v.name,
+        `${kind || 'a volume without a source'} volumes are not supported: podctl runs pods on a single host without a cluster (use emptyDir or hostPath)`,
+      );
     }
     const fsGroup = pod.spec?.securityContext?.fsGroup;
     if (kind === 'hostPath') {
@@ -243,13 +250,23 @@ export class VolumeManager {
       switch (kind) {
         case 'configMap': {
           const s = v.configMap!;
-          configMapPayload(payload, this.objects.configMap(ns, s.name ?? ''), { name: s.name ?? '', items: s.items, optional: s.optional }, s.defaultMode ?? DEFAULT_MODE);
+          configMapPayload(
+            payload,
+            this.objects.configMap(ns, s.name ?? ''),
+            { name: s.name ?? '', items: s.items, optional: s.optional },
+            s.defaultMode ?? DEFAULT_MODE,
+          );
           break;
         }
         case 'secret': {
           const s = v.secret!;
           const name = s.secretName ?? '';
-          secretPayload(payload, this.objects.secret(ns, name), { name, items: s.items, optional: s.optional }, s.defaultMode ?? DEFAULT_MODE);
+          secretPayload(
+            payload,
+            this.objects.secret(ns, name),
+            { name, items: s.items, optional: s.optional },
+            s.defaultMode ?? DEFAULT_MODE,
+          );
           break;
         }
         case 'downwardAPI': {
@@ -263,10 +280,20 @@ export class VolumeManager {
           for (const src of s.sources ?? []) {
             if (src.configMap) {
               const c = src.configMap;
-              configMapPayload(payload, this.objects.configMap(ns, c.name ?? ''), { name: c.name ?? '', items: c.items, optional: c.optional }, mode);
+              configMapPayload(
+                payload,
+                this.objects.configMap(ns, c.name ?? ''),
+                { name: c.name ?? '', items: c.items, optional: c.optional },
+                mode,
+              );
             } else if (src.secret) {
               const c = src.secret;
-              secretPayload(payload, this.objects.secret(ns, c.name ?? ''), { name: c.name ?? '', items: c.items, optional: c.optional }, mode);
+              secretPayload(
+                payload,
+                this.objects.secret(ns, c.name ?? ''),
+                { name: c.name ?? '', items: c.items, optional: c.optional },
+                mode,
+              );
             } else if (src.downwardAPI) {
               downwardAPIPayload(payload, pod, src.downwardAPI.items, mode, await this.allocatable());
             } else if (src.serviceAccountToken) {
@@ -296,13 +323,17 @@ export class VolumeManager {
       const propagation = PROPAGATION[m.mountPropagation ?? 'None'];
       if (!propagation) throw fail(`invalid MountPropagation mode: "${m.mountPropagation}"`);
       if (propagation === 'PROPAGATION_BIDIRECTIONAL' && container.securityContext?.privileged !== true) {
-        throw fail(`volumeMount "${m.name}" of container "${container.name}": Bidirectional mount propagation is available only to privileged containers`);
+        throw fail(
+          `volumeMount "${m.name}" of container "${container.name}": Bidirectional mount propagation is available only to privileged containers`,
+        );
       }
       const readonly = m.readOnly === true || vol.readOnly;
       let recursiveReadOnly = false;
       if (m.recursiveReadOnly === 'Enabled') {
         if (!readonly || propagation !== 'PROPAGATION_PRIVATE') {
-          throw fail(`volumeMount "${m.name}" of container "${container.name}": recursiveReadOnly Enabled needs readOnly and mountPropagation None`);
+          throw fail(
+            `volumeMount "${m.name}" of container "${container.name}": recursiveReadOnly Enabled needs readOnly and mountPropagation None`,
+          );
         }
         recursiveReadOnly = true;
       }

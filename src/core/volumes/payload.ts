@@ -69,11 +69,22 @@ export function secretPayload(payload: Payload, secret: ISecret | undefined, src
 }
 
 /** downwardAPI items as files (the kubelet's downwardapi CollectData). */
-export function downwardAPIPayload(payload: Payload, pod: IPod, items: IDownwardAPIVolumeFile[] | undefined, defaultMode: number, node: Allocatable): void {
+export function downwardAPIPayload(
+  payload: Payload,
+  pod: IPod,
+  items: IDownwardAPIVolumeFile[] | undefined,
+  defaultMode: number,
+  node: Allocatable,
+): void {
   for (const item of items ?? []) {
     let value: string;
     if (item.fieldRef) value = volumeFieldValue(pod, item.fieldRef.fieldPath);
-    else if (item.resourceFieldRef) value = resourceFieldValue(pod, item.resourceFieldRef as { containerName?: string; resource: string; divisor?: string | number }, node);
+    else if (item.resourceFieldRef)
+      value = resourceFieldValue(
+        pod,
+        item.resourceFieldRef as { containerName?: string; resource: string; divisor?: string | number },
+        node,
+      );
     else throw new PayloadError(`downwardAPI item "${item.path}": one of fieldRef or resourceFieldRef is required`);
     add(payload, item.path, Buffer.from(value, 'utf8'), item.mode ?? defaultMode);
   }
