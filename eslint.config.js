@@ -4,7 +4,7 @@ import globals from 'globals';
 import stylistic from '@stylistic/eslint-plugin';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/core/cri/generated/**', 'src/core/pod/generated/**', 'bin/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'src/generated/**', 'bin/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   { files: ['**/*.mjs', '**/*.js'], languageOptions: { globals: globals.node } },

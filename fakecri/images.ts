@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Image } from '../src/core/cri/generated/runtime/v1/Image.js';
+import type { Image } from '../src/generated/cri/runtime/v1/Image.js';
 
 /** An image held by the fake runtime. */
 export interface FakeImage {

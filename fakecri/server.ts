@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { realClock, type Clock } from '../src/core/clock.js';
 import { criServices } from '../src/core/cri/proto.js';
-import type { ContainerConfig__Output } from '../src/core/cri/generated/runtime/v1/ContainerConfig.js';
-import type { ContainerEventResponse } from '../src/core/cri/generated/runtime/v1/ContainerEventResponse.js';
-import type { GetEventsRequest__Output } from '../src/core/cri/generated/runtime/v1/GetEventsRequest.js';
-import type { ImageServiceHandlers } from '../src/core/cri/generated/runtime/v1/ImageService.js';
-import type { RuntimeCondition } from '../src/core/cri/generated/runtime/v1/RuntimeCondition.js';
-import type { RuntimeServiceHandlers } from '../src/core/cri/generated/runtime/v1/RuntimeService.js';
+import type { ContainerConfig__Output } from '../src/generated/cri/runtime/v1/ContainerConfig.js';
+import type { ContainerEventResponse } from '../src/generated/cri/runtime/v1/ContainerEventResponse.js';
+import type { GetEventsRequest__Output } from '../src/generated/cri/runtime/v1/GetEventsRequest.js';
+import type { ImageServiceHandlers } from '../src/generated/cri/runtime/v1/ImageService.js';
+import type { RuntimeCondition } from '../src/generated/cri/runtime/v1/RuntimeCondition.js';
+import type { RuntimeServiceHandlers } from '../src/generated/cri/runtime/v1/RuntimeService.js';
 import { normalizeImageRef, toCriImage } from './images.js';
 import {
   FakeCriError,

@@ -73,7 +73,7 @@ let loaded: Promise<SubscribeCodec> | undefined;
  */
 export function loadContainerdEvents(): Promise<SubscribeCodec> {
   loaded ??= (async () => {
-    const [{ default: pb }, { asBuffer }] = await Promise.all([import('./generated/containerd-pb.js'), import('./channel.js')]);
+    const [{ default: pb }, { asBuffer }] = await Promise.all([import('../../generated/cri/containerd-pb.js'), import('./channel.js')]);
     type Message = {
       encode(m: object): { finish(): Uint8Array };
       decode(b: Uint8Array): object;

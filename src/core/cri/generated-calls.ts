@@ -1,53 +1,55 @@
 // Re-exports of the generated request/response types used by the client.
-export type { VersionRequest } from './generated/runtime/v1/VersionRequest.js';
-export type { VersionResponse__Output } from './generated/runtime/v1/VersionResponse.js';
-export type { StatusRequest } from './generated/runtime/v1/StatusRequest.js';
-export type { StatusResponse__Output } from './generated/runtime/v1/StatusResponse.js';
-export type { RunPodSandboxRequest } from './generated/runtime/v1/RunPodSandboxRequest.js';
-export type { RunPodSandboxResponse__Output } from './generated/runtime/v1/RunPodSandboxResponse.js';
-export type { StopPodSandboxRequest } from './generated/runtime/v1/StopPodSandboxRequest.js';
-export type { StopPodSandboxResponse__Output } from './generated/runtime/v1/StopPodSandboxResponse.js';
-export type { RemovePodSandboxRequest } from './generated/runtime/v1/RemovePodSandboxRequest.js';
-export type { RemovePodSandboxResponse__Output } from './generated/runtime/v1/RemovePodSandboxResponse.js';
-export type { PodSandboxStatusRequest } from './generated/runtime/v1/PodSandboxStatusRequest.js';
-export type { PodSandboxStatusResponse__Output } from './generated/runtime/v1/PodSandboxStatusResponse.js';
-export type { ListPodSandboxRequest } from './generated/runtime/v1/ListPodSandboxRequest.js';
-export type { ListPodSandboxResponse__Output } from './generated/runtime/v1/ListPodSandboxResponse.js';
-export type { CreateContainerRequest } from './generated/runtime/v1/CreateContainerRequest.js';
-export type { CreateContainerResponse__Output } from './generated/runtime/v1/CreateContainerResponse.js';
-export type { StartContainerRequest } from './generated/runtime/v1/StartContainerRequest.js';
-export type { StartContainerResponse__Output } from './generated/runtime/v1/StartContainerResponse.js';
-export type { StopContainerRequest } from './generated/runtime/v1/StopContainerRequest.js';
-export type { StopContainerResponse__Output } from './generated/runtime/v1/StopContainerResponse.js';
-export type { RemoveContainerRequest } from './generated/runtime/v1/RemoveContainerRequest.js';
-export type { RemoveContainerResponse__Output } from './generated/runtime/v1/RemoveContainerResponse.js';
-export type { ListContainersRequest } from './generated/runtime/v1/ListContainersRequest.js';
-export type { ListContainersResponse__Output } from './generated/runtime/v1/ListContainersResponse.js';
-export type { ContainerStatusRequest } from './generated/runtime/v1/ContainerStatusRequest.js';
-export type { ContainerStatusResponse__Output } from './generated/runtime/v1/ContainerStatusResponse.js';
-export type { UpdateContainerResourcesRequest } from './generated/runtime/v1/UpdateContainerResourcesRequest.js';
-export type { UpdateContainerResourcesResponse__Output } from './generated/runtime/v1/UpdateContainerResourcesResponse.js';
-export type { ExecSyncRequest } from './generated/runtime/v1/ExecSyncRequest.js';
-export type { ExecSyncResponse__Output } from './generated/runtime/v1/ExecSyncResponse.js';
-export type { ExecRequest } from './generated/runtime/v1/ExecRequest.js';
-export type { ExecResponse__Output } from './generated/runtime/v1/ExecResponse.js';
-export type { AttachRequest } from './generated/runtime/v1/AttachRequest.js';
-export type { AttachResponse__Output } from './generated/runtime/v1/AttachResponse.js';
-export type { PortForwardRequest } from './generated/runtime/v1/PortForwardRequest.js';
-export type { PortForwardResponse__Output } from './generated/runtime/v1/PortForwardResponse.js';
-export type { ContainerStatsRequest } from './generated/runtime/v1/ContainerStatsRequest.js';
-export type { ContainerStatsResponse__Output } from './generated/runtime/v1/ContainerStatsResponse.js';
-export type { ReopenContainerLogRequest } from './generated/runtime/v1/ReopenContainerLogRequest.js';
-export type { ReopenContainerLogResponse__Output } from './generated/runtime/v1/ReopenContainerLogResponse.js';
-export type { ListContainerStatsRequest } from './generated/runtime/v1/ListContainerStatsRequest.js';
-export type { ListContainerStatsResponse__Output } from './generated/runtime/v1/ListContainerStatsResponse.js';
-export type { ListImagesRequest } from './generated/runtime/v1/ListImagesRequest.js';
-export type { ListImagesResponse__Output } from './generated/runtime/v1/ListImagesResponse.js';
-export type { ImageStatusRequest } from './generated/runtime/v1/ImageStatusRequest.js';
-export type { ImageStatusResponse__Output } from './generated/runtime/v1/ImageStatusResponse.js';
-export type { PullImageRequest } from './generated/runtime/v1/PullImageRequest.js';
-export type { PullImageResponse__Output } from './generated/runtime/v1/PullImageResponse.js';
-export type { RemoveImageRequest } from './generated/runtime/v1/RemoveImageRequest.js';
-export type { RemoveImageResponse__Output } from './generated/runtime/v1/RemoveImageResponse.js';
-export type { ImageFsInfoRequest } from './generated/runtime/v1/ImageFsInfoRequest.js';
-export type { ImageFsInfoResponse__Output } from './generated/runtime/v1/ImageFsInfoResponse.js';
+export type {
+  VersionRequest,
+  VersionResponse__Output,
+  StatusRequest,
+  StatusResponse__Output,
+  RunPodSandboxRequest,
+  RunPodSandboxResponse__Output,
+  StopPodSandboxRequest,
+  StopPodSandboxResponse__Output,
+  RemovePodSandboxRequest,
+  RemovePodSandboxResponse__Output,
+  PodSandboxStatusRequest,
+  PodSandboxStatusResponse__Output,
+  ListPodSandboxRequest,
+  ListPodSandboxResponse__Output,
+  CreateContainerRequest,
+  CreateContainerResponse__Output,
+  StartContainerRequest,
+  StartContainerResponse__Output,
+  StopContainerRequest,
+  StopContainerResponse__Output,
+  RemoveContainerRequest,
+  RemoveContainerResponse__Output,
+  ListContainersRequest,
+  ListContainersResponse__Output,
+  ContainerStatusRequest,
+  ContainerStatusResponse__Output,
+  UpdateContainerResourcesRequest,
+  UpdateContainerResourcesResponse__Output,
+  ExecSyncRequest,
+  ExecSyncResponse__Output,
+  ExecRequest,
+  ExecResponse__Output,
+  AttachRequest,
+  AttachResponse__Output,
+  PortForwardRequest,
+  PortForwardResponse__Output,
+  ContainerStatsRequest,
+  ContainerStatsResponse__Output,
+  ReopenContainerLogRequest,
+  ReopenContainerLogResponse__Output,
+  ListContainerStatsRequest,
+  ListContainerStatsResponse__Output,
+  ListImagesRequest,
+  ListImagesResponse__Output,
+  ImageStatusRequest,
+  ImageStatusResponse__Output,
+  PullImageRequest,
+  PullImageResponse__Output,
+  RemoveImageRequest,
+  RemoveImageResponse__Output,
+  ImageFsInfoRequest,
+  ImageFsInfoResponse__Output,
+} from '../../generated/cri/messages.js';

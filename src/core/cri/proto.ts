@@ -1,7 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type protobuf from 'protobufjs/minimal.js';
-import pb from './generated/cri-pb.js';
-import { criMethods } from './generated/cri-meta.js';
+import pb from '../../generated/cri/cri-pb.js';
+import { criMethods } from '../../generated/cri/cri-meta.js';
 import { asBuffer } from './channel.js';
 
 /** A message class of a static module (pbjs -t static-module), as podctl uses it. */

@@ -1,7 +1,7 @@
 import protobuf from 'protobufjs/minimal.js';
 import type * as T from './types.js';
 import { intern } from '../util/intern.js';
-import { containerStates, podSandboxStates, summaryFields as F } from './generated/cri-meta.js';
+import { containerStates, podSandboxStates, summaryFields as F } from '../../generated/cri/cri-meta.js';
 
 /**
  * ListPodSandbox and ListContainers answers decoded without annotations or

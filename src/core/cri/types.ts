@@ -1,52 +1,54 @@
-import type { PodSandbox__Output } from './generated/runtime/v1/PodSandbox.js';
-import type { Container__Output } from './generated/runtime/v1/Container.js';
+import type { PodSandbox__Output, Container__Output } from '../../generated/cri/messages.js';
+
 /** Friendly names for the generated CRI message types: outputs as the runtime returns them, *Input as podctl sends them. */
-export type { VersionResponse__Output as VersionResponse } from './generated/runtime/v1/VersionResponse.js';
-export type { StatusResponse__Output as StatusResponse } from './generated/runtime/v1/StatusResponse.js';
-export type { PodSandboxStatusResponse__Output as PodSandboxStatusResponse } from './generated/runtime/v1/PodSandboxStatusResponse.js';
-export type { PodSandbox__Output as PodSandbox } from './generated/runtime/v1/PodSandbox.js';
-export type { Container__Output as Container } from './generated/runtime/v1/Container.js';
-export type { ContainerStatusResponse__Output as ContainerStatusResponse } from './generated/runtime/v1/ContainerStatusResponse.js';
-export type { ContainerStatus__Output as ContainerStatus } from './generated/runtime/v1/ContainerStatus.js';
-export type { PodSandboxStatus__Output as PodSandboxStatus } from './generated/runtime/v1/PodSandboxStatus.js';
-export type { ExecSyncResponse__Output as ExecSyncResponse } from './generated/runtime/v1/ExecSyncResponse.js';
-export type { ExecResponse__Output as ExecResponse } from './generated/runtime/v1/ExecResponse.js';
-export type { ContainerStats__Output as ContainerStats } from './generated/runtime/v1/ContainerStats.js';
-export type { ContainerEventResponse__Output as ContainerEventResponse } from './generated/runtime/v1/ContainerEventResponse.js';
-export type { Image__Output as Image } from './generated/runtime/v1/Image.js';
-export type { ImageFsInfoResponse__Output as ImageFsInfoResponse } from './generated/runtime/v1/ImageFsInfoResponse.js';
-export type { RuntimeCondition__Output as RuntimeCondition } from './generated/runtime/v1/RuntimeCondition.js';
-export type { RuntimeStatus__Output as RuntimeStatus } from './generated/runtime/v1/RuntimeStatus.js';
-export type { PodSandboxConfig__Output as PodSandboxConfig } from './generated/runtime/v1/PodSandboxConfig.js';
-export type { ContainerConfig__Output as ContainerConfig } from './generated/runtime/v1/ContainerConfig.js';
-export type { KeyValue__Output as KeyValue } from './generated/runtime/v1/KeyValue.js';
-export type { Mount__Output as Mount } from './generated/runtime/v1/Mount.js';
-export type { PortMapping__Output as PortMapping } from './generated/runtime/v1/PortMapping.js';
-export type { PodSandboxNetworkStatus__Output as PodSandboxNetworkStatus } from './generated/runtime/v1/PodSandboxNetworkStatus.js';
-export type { ContainerMetadata__Output as ContainerMetadata } from './generated/runtime/v1/ContainerMetadata.js';
-export type { PodSandboxMetadata__Output as PodSandboxMetadata } from './generated/runtime/v1/PodSandboxMetadata.js';
-export type { FilesystemUsage__Output as FilesystemUsage } from './generated/runtime/v1/FilesystemUsage.js';
-export type { PodSandboxConfig as PodSandboxConfigInput } from './generated/runtime/v1/PodSandboxConfig.js';
-export type { ContainerConfig as ContainerConfigInput } from './generated/runtime/v1/ContainerConfig.js';
-export type { PodSandboxFilter as PodSandboxFilterInput } from './generated/runtime/v1/PodSandboxFilter.js';
-export type { ContainerFilter as ContainerFilterInput } from './generated/runtime/v1/ContainerFilter.js';
-export type { ExecRequest as ExecRequestInput } from './generated/runtime/v1/ExecRequest.js';
-export type { AttachRequest as AttachRequestInput } from './generated/runtime/v1/AttachRequest.js';
-export type { ContainerStatsFilter as ContainerStatsFilterInput } from './generated/runtime/v1/ContainerStatsFilter.js';
-export type { ImageFilter as ImageFilterInput } from './generated/runtime/v1/ImageFilter.js';
-export type { AuthConfig as AuthConfigInput } from './generated/runtime/v1/AuthConfig.js';
-export type { KeyValue as KeyValueInput } from './generated/runtime/v1/KeyValue.js';
-export type { Mount as MountInput } from './generated/runtime/v1/Mount.js';
-export type { PortMapping as PortMappingInput } from './generated/runtime/v1/PortMapping.js';
-export type { LinuxContainerResources as LinuxContainerResourcesInput } from './generated/runtime/v1/LinuxContainerResources.js';
-export type { LinuxContainerSecurityContext as LinuxContainerSecurityContextInput } from './generated/runtime/v1/LinuxContainerSecurityContext.js';
-export type { LinuxPodSandboxConfig as LinuxPodSandboxConfigInput } from './generated/runtime/v1/LinuxPodSandboxConfig.js';
-export type { DNSConfig as DNSConfigInput } from './generated/runtime/v1/DNSConfig.js';
-export type { SecurityProfile as SecurityProfileInput } from './generated/runtime/v1/SecurityProfile.js';
-export type { ContainerState__Output as ContainerState } from './generated/runtime/v1/ContainerState.js';
-export type { PodSandboxState__Output as PodSandboxState } from './generated/runtime/v1/PodSandboxState.js';
-export type { ContainerEventType__Output as ContainerEventType } from './generated/runtime/v1/ContainerEventType.js';
-export type { NamespaceMode__Output as NamespaceMode } from './generated/runtime/v1/NamespaceMode.js';
+export type {
+  VersionResponse__Output as VersionResponse,
+  StatusResponse__Output as StatusResponse,
+  PodSandboxStatusResponse__Output as PodSandboxStatusResponse,
+  PodSandbox__Output as PodSandbox,
+  Container__Output as Container,
+  ContainerStatusResponse__Output as ContainerStatusResponse,
+  ContainerStatus__Output as ContainerStatus,
+  PodSandboxStatus__Output as PodSandboxStatus,
+  ExecSyncResponse__Output as ExecSyncResponse,
+  ExecResponse__Output as ExecResponse,
+  ContainerStats__Output as ContainerStats,
+  ContainerEventResponse__Output as ContainerEventResponse,
+  Image__Output as Image,
+  ImageFsInfoResponse__Output as ImageFsInfoResponse,
+  RuntimeCondition__Output as RuntimeCondition,
+  RuntimeStatus__Output as RuntimeStatus,
+  PodSandboxConfig__Output as PodSandboxConfig,
+  ContainerConfig__Output as ContainerConfig,
+  KeyValue__Output as KeyValue,
+  Mount__Output as Mount,
+  PortMapping__Output as PortMapping,
+  PodSandboxNetworkStatus__Output as PodSandboxNetworkStatus,
+  ContainerMetadata__Output as ContainerMetadata,
+  PodSandboxMetadata__Output as PodSandboxMetadata,
+  FilesystemUsage__Output as FilesystemUsage,
+  PodSandboxConfig as PodSandboxConfigInput,
+  ContainerConfig as ContainerConfigInput,
+  PodSandboxFilter as PodSandboxFilterInput,
+  ContainerFilter as ContainerFilterInput,
+  ExecRequest as ExecRequestInput,
+  AttachRequest as AttachRequestInput,
+  ContainerStatsFilter as ContainerStatsFilterInput,
+  ImageFilter as ImageFilterInput,
+  AuthConfig as AuthConfigInput,
+  KeyValue as KeyValueInput,
+  Mount as MountInput,
+  PortMapping as PortMappingInput,
+  LinuxContainerResources as LinuxContainerResourcesInput,
+  LinuxContainerSecurityContext as LinuxContainerSecurityContextInput,
+  LinuxPodSandboxConfig as LinuxPodSandboxConfigInput,
+  DNSConfig as DNSConfigInput,
+  SecurityProfile as SecurityProfileInput,
+  ContainerState__Output as ContainerState,
+  PodSandboxState__Output as PodSandboxState,
+  ContainerEventType__Output as ContainerEventType,
+  NamespaceMode__Output as NamespaceMode,
+} from '../../generated/cri/messages.js';
 /** What a relist needs of ListPodSandbox and ListContainers: cri/summaries decodes them without annotations or image specs. */
 export type PodSandboxSummary = Omit<PodSandbox__Output, 'annotations'>;
 export type ContainerSummary = Omit<Container__Output, 'annotations' | 'image'>;

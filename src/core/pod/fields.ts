@@ -1,4 +1,4 @@
-import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
+import { FIELD_ROOTS, FIELD_TYPES } from '../../generated/pod/fields.js';
 
 /**
  * What podctl does with every field of the v1 Pod: honoured (with the module

@@ -1,7 +1,7 @@
 import { ConfigMap as ConfigMapModel } from 'kubernetes-models/v1/ConfigMap';
 import { Pod as PodModel } from 'kubernetes-models/v1/Pod';
 import { Secret as SecretModel } from 'kubernetes-models/v1/Secret';
-import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
+import { FIELD_ROOTS, FIELD_TYPES } from '../../generated/pod/fields.js';
 
 /** A problem within one document: the loader adds file and document. */
 export interface FieldProblem {

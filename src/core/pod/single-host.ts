@@ -1,5 +1,5 @@
 import type { IContainer } from 'kubernetes-models/v1';
-import { FIELD_ROOTS, FIELD_TYPES } from './generated/fields.js';
+import { FIELD_ROOTS, FIELD_TYPES } from '../../generated/pod/fields.js';
 import { fieldFate, OTHER_VOLUME, POD_FIELDS } from './fields.js';
 import { isObject, type FieldProblem } from './schema.js';
 

@@ -7,7 +7,7 @@ import type { Clock } from '../clock.js';
 import type { RuntimeService } from '../cri/client.js';
 import { GrpcStatus, isCriError } from '../cri/errors.js';
 import { loadGrpc } from '../cri/grpc-lazy.js';
-import healthPb from '../cri/generated/health-pb.js';
+import healthPb from '../../generated/cri/health-pb.js';
 import { errorMessage } from '../errors.js';
 
 /** What one run of a handler says (the kubelet's probe.Result; Warning counts as success). */
