@@ -41,7 +41,12 @@ test('src is only what runs in production: nothing in it imports the fake CRI (f
 test("what only reads the runtime uses the status reader (the kubelet's GetPodStatus), never a RuntimeManager", () => {
   const readers = ['src/core/plan.ts', 'src/cli/plan.ts', 'src/commands/pleg-events.ts', 'src/core/podview/index.ts'];
   assert.deepEqual(
-    readers.filter((f) => importsOf(f).some((i) => i.endsWith('kuberuntime/manager.js'))),
+    // The RuntimeManager and the parts it carries out SyncPod with.
+    readers.filter((f) =>
+      importsOf(f).some((i) =>
+        /kuberuntime\/(manager|context|sandbox|containers|container-gc|pod-files|lifecycle|run-options)\.js$/.test(i),
+      ),
+    ),
     [],
   );
 });

@@ -4,12 +4,9 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import type { ImageService, RuntimeService } from '../../src/core/cri/client.js';
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../../src/core/container/types.js';
-import {
-  eachBounded,
-  MAX_KILLS_IN_FLIGHT_PER_POD,
-  MINIMUM_GRACE_PERIOD_SECONDS,
-  RuntimeManager,
-} from '../../src/core/kuberuntime/manager.js';
+import { eachBounded, MAX_KILLS_IN_FLIGHT_PER_POD } from '../../src/core/kuberuntime/bounded.js';
+import { MINIMUM_GRACE_PERIOD_SECONDS } from '../../src/core/kuberuntime/containers.js';
+import { RuntimeManager } from '../../src/core/kuberuntime/manager.js';
 
 /** A runtime whose StopContainer calls wait until the test lets them end: what is in flight can be counted. */
 function heldRuntime() {

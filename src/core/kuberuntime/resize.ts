@@ -1,8 +1,9 @@
 import type { IContainer, IPod, IResourceRequirements } from 'kubernetes-models/v1';
 import type { RuntimeContainerStatus } from '../container/types.js';
+import type { RuntimeService } from '../cri/client.js';
 import { formatBytesQuantity } from '../eviction/local-storage.js';
 import { bytes, milliCPU } from '../util/quantity.js';
-import { linuxResources } from './config.js';
+import { linuxResources, oomScoreAdj } from './config.js';
 import { hashContainer } from './hash.js';
 
 /** What a running container's cgroup holds, as the CRI reports it (ContainerStatus.resources.linux). */
@@ -158,4 +159,32 @@ export function podAsCreated(pod: IPod, statuses: RuntimeContainerStatus[]): IPo
     ...pod,
     spec: { ...pod.spec!, containers: pod.spec!.containers.map(asCreated), initContainers: pod.spec!.initContainers?.map(asCreated) },
   };
+}
+
+/**
+ * In-place resize (CRI UpdateContainerResources) with the cgroup settings container start
+ * computes. A memory limit below what the container uses now is not applied, as the kubelet decides.
+ */
+export async function updateContainerResources(
+  runtime: RuntimeService,
+  pod: IPod,
+  r: { id: string; name: string; container: IContainer; linux: EffectiveResources },
+  memoryCapacityBytes: number,
+): Promise<void> {
+  const status = (await runtime.containerStatus(r.id)).status;
+  const current = Number(status?.resources?.linux?.memoryLimitInBytes ?? 0);
+  const wanted = r.linux.memoryLimitInBytes;
+  if (wanted > 0 && (current === 0 || wanted < current)) {
+    const stats = await runtime.containerStats(r.id).catch(() => undefined);
+    const usage = Number(stats?.memory?.usageBytes?.value ?? stats?.memory?.workingSetBytes?.value ?? 0);
+    if (usage > wanted)
+      throw new Error(`attempting to set container ${r.name}'s memory limit (${wanted}) below its current usage (${usage})`);
+  }
+  await runtime.updateContainerResources(r.id, {
+    cpuShares: r.linux.cpuShares,
+    cpuQuota: r.linux.cpuQuota,
+    cpuPeriod: r.linux.cpuPeriod,
+    memoryLimitInBytes: r.linux.memoryLimitInBytes,
+    oomScoreAdj: oomScoreAdj(pod, r.container, memoryCapacityBytes),
+  });
 }
