@@ -20,7 +20,6 @@ export default tseslint.config(
     plugins: { '@stylistic': stylistic },
     ignores: [
       'src/commands/bundle.ts',
-      'src/commands/cp.ts',
       'src/commands/delete.ts',
       'src/commands/events.ts',
       'src/commands/run.ts',

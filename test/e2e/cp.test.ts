@@ -68,14 +68,17 @@ after(async () => {
   work.cleanup();
 });
 
-// The bound holds cp to streaming (a 200 MB archive held whole would pass 250 MB); it is not the 100 MB
-// the issue asks for, which this stack misses from the pod: about 86 MB to the pod and 120 MB back were
-// measured, of which some 74 MB is a start that loads the CRI client (Node 42 MB, oclif and the command
-// index, grpc-js with the CRI codecs), and the rest Node's socket reads and ws's frames awaiting a GC.
-const CP_PEAK_BOUND_KIB = 160 * 1024;
+// To the pod, podctl holds a file's data in two reused frames, and stays under the issue's 100 MB (86-88 MB measured;
+// some 70 MB of it is a start that loads the CRI client). From the pod it cannot on Node 20: each socket read is a new
+// buffer of up to 64 KiB, which V8 frees only at a scavenge it runs once 32 MiB of such young buffers accumulated (twice
+// its default largest semi-space, whatever the flags say), so a bare net.Socket reading 200 MB grows by some 44 MB, and podctl,
+// which holds under 256 KiB of the archive unwritten (ws paused while the extraction is behind), peaked at 118-121 MB.
+const TO_POD_BOUND_KIB = 100 * 1024;
+const FROM_POD_BOUND_KIB = 136 * 1024;
 
 test(
-  'cp of a 200 MB file to the pod and back keeps its sha256, streamed both ways: podctl stays within a bound far ' + 'below the file',
+  'cp of a 200 MB file to the pod and back keeps its sha256, streamed both ways: podctl stays under 100 MiB to the pod and ' +
+    'within a bound far below the file from it',
   async (t) => {
     const box = busybox('cpbig');
     node.loop.addPods([box]);
@@ -88,11 +91,11 @@ test(
 
     const up = await podctlPeak(['cp', src, 'cpbig:/tmp/in/big.bin']);
     assert.equal(up.code, 0, up.stderr);
-    assert.ok(up.peakKiB < CP_PEAK_BOUND_KIB, `to the pod: peak RSS ${up.peakKiB} KiB`);
+    assert.ok(up.peakKiB < TO_POD_BOUND_KIB, `to the pod: peak RSS ${up.peakKiB} KiB`);
     const back = join(work.dir, 'back.bin');
     const down = await podctlPeak(['cp', 'cpbig:/tmp/in/big.bin', back]);
     assert.equal(down.code, 0, down.stderr);
-    assert.ok(down.peakKiB < CP_PEAK_BOUND_KIB, `from the pod: peak RSS ${down.peakKiB} KiB`);
+    assert.ok(down.peakKiB < FROM_POD_BOUND_KIB, `from the pod: peak RSS ${down.peakKiB} KiB`);
     t.diagnostic(`peak RSS: ${up.peakKiB} KiB to the pod, ${down.peakKiB} KiB from it`);
     assert.equal(statSync(back).size, 200 * 1024 * 1024);
     assert.equal(await sha256(back), await sha256(src));
