@@ -10,7 +10,7 @@ import type { CriClient } from '../../src/core/cri/client.js';
 import { Kubelet } from '../../src/core/kubelet.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import { Metrics } from '../../src/core/metrics.js';
-import { startStatusServer } from '../../src/core/status/server.js';
+import { startStatusServer } from '../../src/core/api/server.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import {
   E2E_ENDPOINT,

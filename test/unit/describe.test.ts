@@ -6,7 +6,7 @@ import { EventRecorder } from '../../src/core/events.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { fetchPodEvents, nextStart, whyNotRunning } from '../../src/core/podview/describe.js';
-import { startStatusServer } from '../../src/core/status/server.js';
+import { startStatusServer } from '../../src/core/api/server.js';
 import { describeTime, envFromLines, envLines, renderDescribe } from '../../src/cli/describe.js';
 import { makePod } from '../support/builders.js';
 import { scratchDir } from '../support/e2e.js';

@@ -14,7 +14,7 @@ import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
 import { planPods, withKeptUIDs } from '../../src/core/plan.js';
 import { loadManifests, ManifestError, parseManifestText, readManifests } from '../../src/core/pod/index.js';
 import { manifestRefusal } from '../../src/cli/handover.js';
-import { startStatusServer } from '../../src/core/status/server.js';
+import { startStatusServer } from '../../src/core/api/server.js';
 import { Metrics } from '../../src/core/metrics.js';
 import type { NodeInfo } from '../../src/core/admission.js';
 import { appliedDir } from '../../src/core/node/paths.js';

@@ -13,7 +13,7 @@ import { StandaloneNode } from '../../src/core/node/node.js';
 import { nodeAgentLabel } from '../../src/core/node/paths.js';
 import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
 import { planPods } from '../../src/core/plan.js';
-import { ApiError } from '../../src/core/status/server.js';
+import { ApiError } from '../../src/core/api/server.js';
 import { settleIdentities, type HeldPod } from '../../src/core/pod-identity.js';
 import { ManifestError, manifestSetFromTexts, parseManifestText, staticPodUID } from '../../src/core/pod/index.js';
 import { FakeRuntime } from '../../fakecri/index.js';

@@ -12,7 +12,7 @@ import { Metrics } from '../../src/core/metrics.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { PodView, inferWaiting, specFromRuntime } from '../../src/core/podview/index.js';
 import { crashBackoffMs } from '../../src/core/kuberuntime/crash-backoff.js';
-import { startStatusServer } from '../../src/core/status/server.js';
+import { startStatusServer } from '../../src/core/api/server.js';
 import { humanDuration, restartsCell } from '../../src/cli/table.js';
 import { container, instance, makePod, podStatus, sandbox } from '../support/builders.js';
 import { scratchDir } from '../support/e2e.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Server } from 'node:http';
 import fc from 'fast-check';
 import { Metrics } from '../../src/core/metrics.js';
-import { startStatusServer, type StatusSource } from '../../src/core/status/server.js';
+import { startStatusServer, type StatusSource } from '../../src/core/api/server.js';
 import { scratchDir } from '../support/e2e.js';
 import { getUnix as get } from '../support/http.js';
 

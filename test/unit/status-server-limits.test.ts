@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { Metrics } from '../../src/core/metrics.js';
 import { AgentClient, AgentRequestError } from '../../src/core/node/client.js';
 import { exchange } from '../../src/core/status/client.js';
-import { MAX_REQUEST_BODY_BYTES, startStatusServer, type ServerLimits, type StatusSource } from '../../src/core/status/server.js';
+import { MAX_REQUEST_BODY_BYTES, startStatusServer, type ServerLimits, type StatusSource } from '../../src/core/api/server.js';
 import { scratchDir } from '../support/e2e.js';
 
 const health: StatusSource['health'] = () => ({ ok: true, checks: [{ name: 'ping', ok: true, message: '' }] });
@@ -165,7 +165,7 @@ test('10 watchers that never read: the agent closes each past its bound, its RSS
   // The agent's side in a process of its own, so that its RSS is its own: a watch whose pod changes
   // 1000 times once 10 watchers are there, a 16 KiB status each time (160 MB unread, unbounded).
   const script = `
-    const { startStatusServer } = await import(${url('../../src/core/status/server.js')});
+    const { startStatusServer } = await import(${url('../../src/core/api/server.js')});
     const { Metrics } = await import(${url('../../src/core/metrics.js')});
     const object = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default', uid: 'u1' }, status: { phase: 'Running', message: 'x'.repeat(16 << 10) } };
     const listeners = new Set();

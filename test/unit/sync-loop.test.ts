@@ -11,7 +11,7 @@ import { Kubelet } from '../../src/core/kubelet.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
-import { startStatusServer } from '../../src/core/status/server.js';
+import { startStatusServer } from '../../src/core/api/server.js';
 import { DEFAULT_ROOT_DIR, watchAgent } from '../../src/cli/node.js';
 import { scratchDir } from '../support/e2e.js';
 import { getUnix as get } from '../support/http.js';

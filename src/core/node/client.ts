@@ -2,17 +2,9 @@ import type { IPod } from 'kubernetes-models/v1';
 import { PodctlError } from '../errors.js';
 import { exchange, request, unixSocket, type Answer } from '../status/client.js';
 import type { PlanAnswer } from '../plan.js';
-import type { AppliedPodRef } from './node.js';
+import type { AppliedPodRef, ApplyManifestsRequest, ManifestsRequest } from './agent.js';
 import { agentSocket } from './paths.js';
-import type { NodeInfo } from '../admission.js';
 import type { ManifestProblem } from '../pod/types.js';
-import type { ReadManifests } from '../pod/read.js';
-
-/** Manifests a command hands the agent to read: as it read them (texts and reading problems), for this node name. */
-export interface ManifestsRequest {
-  manifests: ReadManifests;
-  nodeName: string;
-}
 
 /** An answer of the agent that is not a success, with its message (the problems of a refused manifest). */
 export class AgentRequestError extends PodctlError {
@@ -113,9 +105,7 @@ export class AgentClient {
    * problems), admits their pods as the command asks (403 with the pods rejected) and keeps them, all
    * or nothing. Undefined from an agent without the route (an older one).
    */
-  applyManifests(
-    request: ManifestsRequest & { admission: { allowPrivileged: boolean; node: NodeInfo } },
-  ): Promise<{ pods: AppliedPodRef[]; warnings: ManifestProblem[] } | undefined> {
+  applyManifests(request: ApplyManifestsRequest): Promise<{ pods: AppliedPodRef[]; warnings: ManifestProblem[] } | undefined> {
     return this.olderAgentUndefined(this.json('POST', '/v1/manifests/apply', { body: JSON.stringify(request), timeoutMs: 30_000 }));
   }
 

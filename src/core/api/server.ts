@@ -5,25 +5,15 @@ import { toV1Event, type PodEvent } from '../events.js';
 import type { Metrics } from '../metrics.js';
 import type { PlanAnswer } from '../plan.js';
 import type { PodQuery, PodViewAnswer } from '../podview/index.js';
+import { ApiError, type PodWatchEvent } from '../node/agent.js';
 import { WatchWriter } from './watch-writer.js';
 
-/** One change of a pod, as a line of `GET /v1/pods?watch=1` (the API server's watch event). */
-export interface PodWatchEvent {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  object: IPod;
-}
+export { ApiError, type PodWatchEvent };
 
-/** A request the agent refuses, with why: 400 (bad manifest), 404 (no such pod), 409 (another source keeps it). */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-}
-
+/**
+ * The /v1 API's routes, each a handler of a request's raw body (v1Routes makes them of a NodeAgent):
+ * this module routes, bounds and reads requests and writes answers; what a body means is the handler's.
+ */
 export interface StatusSource {
   /** Desired pods with their last status, as a v1 PodList would carry them. */
   pods(): IPod[];
