@@ -1,14 +1,11 @@
-import { PodctlError } from '../core/errors.js';
 import { AgentClient } from '../core/node/client.js';
 import type { WaitFor } from '../core/node/wait.js';
 import { parseDuration } from '../core/util/duration.js';
-import { podKey } from '../core/util/pod-key.js';
 import { awaitHandedOver } from './detach.js';
 import { handManifestsOver } from './handover.js';
 import { readManifestArgs, textsOf } from './manifest-args.js';
 import { nodeInfoFromFlags } from './node-info.js';
 import type { runUntilSignal } from './run-foreground.js';
-import { sayRejected } from './say.js';
 
 /**
  * What `podctl run` does with its manifests: hand them to a running agent (which reads and admits
@@ -45,7 +42,7 @@ export async function runPods(
     // Straight to stdout: oclif's this.log would load its ux modules for the one line printed at the end.
     if (refs) return awaitHandedOver(printLine, agent, refs, '', flags, flags.wait as WaitFor, validTimeout).then(() => 0);
   }
-  const { admitPods, podsFromManifests } = await import('./manifests.js');
+  const { admitOrRefuse, admitPods, podsFromManifests } = await import('./manifests.js');
   const set = podsFromManifests(read, paths, flags['node-name']);
   const texts = textsOf(read);
   const timeoutMs = parseDuration(flags.timeout, '--timeout');
@@ -54,14 +51,11 @@ export async function runPods(
     return planAndPrint(admitPods(set.pods.map((p) => p.pod)).admitted, flags, { prune: flags.prune, output: 'text', log });
   }
   const admission = { allowPrivileged: flags['allow-privileged'], node: nodeInfoFromFlags(flags) };
-  const { admitted, rejected } = admitPods(
+  const admitted = admitOrRefuse(
     set.pods.map((p) => p.pod),
     admission,
+    flags.detach,
   );
-  for (const r of rejected) sayRejected(podKey(r.pod), r.message);
-  if (flags.detach && rejected.length)
-    throw new PodctlError(`${rejected.length} pod(s) rejected at admission; nothing was handed to the agent`);
-  if (admitted.length === 0) throw new PodctlError('no pod was admitted', { exitCode: 1 });
 
   if (flags.detach) {
     const [{ detachPods }, { agentArgs }] = await Promise.all([import('./run-detach.js'), import('./node.js')]);
