@@ -44,7 +44,8 @@ Manifests are validated first: an invalid one hands nothing over.`;
     }),
     wait: Flags.string({
       summary:
-        'With --detach: return once every pod is running (its phase), ready (its Ready condition), or at once (none); a pod that completed or failed ends the wait too.',
+        'With --detach: return once every pod is running (its phase), ready (its Ready condition), or at once (none); ' +
+        'a pod that completed or failed ends the wait too.',
       options: ['running', 'ready', 'none'],
       default: 'running',
     }),
