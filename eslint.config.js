@@ -18,13 +18,6 @@ export default tseslint.config(
   {
     // Prettier wraps code at 140 columns; this holds comments and messages to the same width.
     plugins: { '@stylistic': stylistic },
-    ignores: [
-      'src/commands/bundle.ts',
-      'src/commands/delete.ts',
-      'src/commands/events.ts',
-      'src/commands/run.ts',
-      'src/commands/sync-once.ts',
-    ],
     rules: {
       '@stylistic/max-len': [
         'error',

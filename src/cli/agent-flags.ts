@@ -10,14 +10,16 @@ export const agentFlags = {
   'file-check-frequency': Flags.string({ summary: 'Safety-net re-read of the manifests path.', default: '20s' }),
   'manifest-url-max-size': Flags.string({
     summary:
-      "A --manifest-url body larger than this (a quantity such as 4Mi) is refused and the last good pods kept. Redirects are followed only within the URL's own origin, and the headers never leave it.",
+      'A --manifest-url body larger than this (a quantity such as 4Mi) is refused and the last good pods kept. ' +
+      "Redirects are followed only within the URL's own origin, and the headers never leave it.",
     default: '4Mi',
   }),
   'http-check-frequency': Flags.string({ summary: 'How often --manifest-url is polled.', default: '20s' }),
   'pleg-relist-period': Flags.string({ summary: 'How often the generic PLEG relists the runtime.', default: '1s' }),
   pleg: Flags.string({
     summary:
-      "generic: relist; evented: the CRI's event stream (GetContainerEvents); containerd: containerd's own event service; both relist every 300 s as a safety net. auto: CRI events, else containerd's events on containerd, else relist.",
+      "generic: relist; evented: the CRI's event stream (GetContainerEvents); containerd: containerd's own event service; " +
+      "both relist every 300 s as a safety net. auto: CRI events, else containerd's events on containerd, else relist.",
     options: ['generic', 'evented', 'containerd', 'auto'],
     default: 'auto',
   }),

@@ -4,14 +4,12 @@ import { connect, type GlobalFlags } from './runtime.js';
 import { nodeOptionsFromFlags } from './node.js';
 import { diskReport } from '../core/stats/disk.js';
 import { tracerFor } from './trace.js';
-import { agentFlags } from './agent-flags.js';
-import { parseDuration } from '../core/util/duration.js';
-import { PodctlError, errorMessage } from '../core/errors.js';
+import type { agentFlags } from './agent-flags.js';
+import { sourceOptions } from './agent-sources.js';
+import { sweepLostShims } from './shim-sweep.js';
+import { errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
-import { embeddedEndpoint, embeddedPaths } from '../core/embedded/paths.js';
-import { LostShimSweeper } from '../core/embedded/shims.js';
 import { Metrics } from '../core/metrics.js';
-import { bytes } from '../core/util/quantity.js';
 import { StandaloneNode } from '../core/node/node.js';
 import type { PlegKind } from '../core/pleg/select.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
@@ -39,17 +37,8 @@ type AgentFlags = GlobalFlags & {
  * (applied pods, plus PATH and --manifest-url when given), one line per pod state change.
  */
 export async function serveAgent(flags: AgentFlags, path: string | undefined, log: (line: string) => void): Promise<void> {
-  const headers: Record<string, string> = {};
-  for (const h of flags['manifest-url-header'] ?? []) {
-    const i = h.indexOf(':');
-    if (i <= 0) throw new PodctlError(`--manifest-url-header "${h}": expected "Name: value"`, { exitCode: 2 });
-    headers[h.slice(0, i).trim()] = h.slice(i + 1).trim();
-  }
-  const maxBytes = bytes(flags['manifest-url-max-size']);
-  if (maxBytes === undefined || maxBytes <= 0)
-    throw new PodctlError(`--manifest-url-max-size: expected a size such as 4Mi, got ${JSON.stringify(flags['manifest-url-max-size'])}`, {
-      exitCode: 2,
-    });
+  // A bad flag is refused before the state dir is locked.
+  const sources = sourceOptions(flags);
   // One owner per state dir, before anything else is touched.
   const lock = acquireStateLock(flags['root-dir']);
   const metrics = new Metrics();
@@ -70,11 +59,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
       ...nodeOptionsFromFlags(client, flags, version.runtimeName),
       pleg: flags.pleg as PlegKind,
       manifestPath: path,
-      fileCheckMs: parseDuration(flags['file-check-frequency'], '--file-check-frequency'),
-      manifestUrl: flags['manifest-url'],
-      manifestUrlHeaders: headers,
-      manifestUrlMaxBytes: maxBytes,
-      httpCheckMs: parseDuration(flags['http-check-frequency'], '--http-check-frequency'),
+      ...sources,
       lock,
       logFile: process.env.PODCTL_AGENT_LOG,
       metrics,
@@ -83,9 +68,8 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
         onPlegEvent: (e) => {
           if (tracer || e.type !== 'ContainerDied' || !e.containerName) return;
           const c = node!.pleg.cache.get(e.id)?.containers.find((x) => x.id === e.data);
-          log(
-            `${stamp()} ${e.namespace}/${e.name}  ContainerDied ${e.containerName}${c?.exitCode === undefined ? '' : ` (exit ${c.exitCode})`}`,
-          );
+          const exit = c?.exitCode === undefined ? '' : ` (exit ${c.exitCode})`;
+          log(`${stamp()} ${e.namespace}/${e.name}  ContainerDied ${e.containerName}${exit}`);
         },
         onRuntimeState: (up, detail) => say(`${stamp()} runtime ${up ? 'is back' : `is down: ${detail}`}`),
         onHousekeeping: (r) => {
@@ -136,20 +120,11 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   });
   metrics.watchPlegSource(() => node!.pleg.source);
   await node.start();
-  // On the embedded runtime, the shims its containerd loses are ended here too (src/core/embedded/shims.ts):
-  // runtime up and down end them, and a host may run for weeks between the two.
-  const paths = embeddedPaths();
-  const sweeper = client.endpoint === embeddedEndpoint(paths) ? new LostShimSweeper(paths, (line) => say(`${stamp()} ${line}`)) : undefined;
-  const sweeps =
-    sweeper &&
-    setInterval(
-      () =>
-        void sweeper
-          .sweep(Date.now())
-          .catch((err: unknown) => process.stderr.write(`${stamp()} error: lost shims: ${errorMessage(err)}\n`)),
-      60_000,
-    );
-  sweeps?.unref();
+  const sweeps = sweepLostShims(
+    client.endpoint,
+    (line) => say(`${stamp()} ${line}`),
+    (line) => process.stderr.write(`${stamp()} ${line}\n`),
+  );
   // The source once it has settled: a CRI without GetContainerEvents says so within milliseconds
   // (then the fallback line names the source), so the first line waits a moment instead of naming one it leaves.
   setTimeout(() => sourceTraced || tracer?.plegSource(node!.pleg.source), 1000).unref();

@@ -115,7 +115,8 @@ export async function copyDebugPod(
   const carried = await carriedObjects(spec, flags.namespace, rp.runtime.name, flags['root-dir']);
   if (carried.missing.length) {
     process.stderr.write(
-      `warning: --copy-to ${copyName}: ${carried.missing.join(', ')} not found in ${carried.from ?? `the original's applied file or manifest`}: the copy uses what the agent holds\n`,
+      `warning: --copy-to ${copyName}: ${carried.missing.join(', ')} not found in ` +
+        `${carried.from ?? `the original's applied file or manifest`}: the copy uses what the agent holds\n`,
     );
   }
   const dir = mkdtempSync(join(tmpdir(), 'podctl-debug-copy-'));

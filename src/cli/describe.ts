@@ -45,7 +45,8 @@ export function describeTime(iso: string | undefined): string | undefined {
   const two = (n: number) => String(n).padStart(2, '0');
   const offset = -d.getTimezoneOffset();
   const zone = `${offset < 0 ? '-' : '+'}${two(Math.floor(Math.abs(offset) / 60))}${two(Math.abs(offset) % 60)}`;
-  return `${DAYS[d.getDay()]}, ${two(d.getDate())} ${MONTHS[d.getMonth()]} ${d.getFullYear()} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())} ${zone}`;
+  const time = `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  return `${DAYS[d.getDay()]}, ${two(d.getDate())} ${MONTHS[d.getMonth()]} ${d.getFullYear()} ${time} ${zone}`;
 }
 
 function mapLines(m: Record<string, string> | undefined, indent: string): string {
@@ -62,7 +63,8 @@ export function probeLine(p: IProbe): string {
     how = `http-get ${p.httpGet.scheme === 'HTTPS' ? 'https' : 'http'}://${p.httpGet.host ?? ''}:${p.httpGet.port}${p.httpGet.path ?? '/'}`;
   else if (p.tcpSocket) how = `tcp-socket ${p.tcpSocket.host ?? ''}:${p.tcpSocket.port}`;
   else if (p.grpc) how = `grpc <pod>:${p.grpc.port} ${p.grpc.service ?? ''}`.trimEnd();
-  return `${how} delay=${p.initialDelaySeconds ?? 0}s timeout=${p.timeoutSeconds ?? 1}s period=${p.periodSeconds ?? 10}s #success=${p.successThreshold ?? 1} #failure=${p.failureThreshold ?? 3}`;
+  const timing = `delay=${p.initialDelaySeconds ?? 0}s timeout=${p.timeoutSeconds ?? 1}s period=${p.periodSeconds ?? 10}s`;
+  return `${how} ${timing} #success=${p.successThreshold ?? 1} #failure=${p.failureThreshold ?? 3}`;
 }
 
 function stateLines(lines: string[], label: string, state: IContainerState | undefined): void {

@@ -28,7 +28,8 @@ export async function awaitHandedOver(
   // A pod that ran to completion is done, as a Job's pod is: said as such, not as running.
   for (const r of results) if (r.completed) log(`${r.ref.namespace}/${r.ref.name} completed`);
   const info = await agentInfo;
-  const where = `${started ? `${started}; ` : ''}agent pid ${info?.pid ?? '?'}, log ${info?.log ?? agentLogFile(flags['root-dir'])}, API ${agent.socket}`;
+  const logFile = info?.log ?? agentLogFile(flags['root-dir']);
+  const where = `${started ? `${started}; ` : ''}agent pid ${info?.pid ?? '?'}, log ${logFile}, API ${agent.socket}`;
   process.stderr.write(`${where}\n`);
   const failed = results.filter((r) => !r.ok);
   if (failed.length) {
@@ -38,8 +39,10 @@ export async function awaitHandedOver(
     const what = podFailed ? 'failed' : waitFor === 'ready' ? 'not ready' : 'not running';
     throw new PodctlError(`${failed.length} of ${results.length} pod(s) ${what} (${reasons})`, {
       hint: podFailed
-        ? `a Failed pod is not started again; \`podctl logs NAME --all-containers --root-dir ${flags['root-dir']}\` shows its output, \`podctl delete pod NAME\` removes it`
-        : `the agent keeps them and retries; \`podctl describe pod NAME --root-dir ${flags['root-dir']}\` says why, \`podctl delete pod NAME\` removes one`,
+        ? `a Failed pod is not started again; \`podctl logs NAME --all-containers --root-dir ${flags['root-dir']}\` shows its output, ` +
+          '`podctl delete pod NAME` removes it'
+        : `the agent keeps them and retries; \`podctl describe pod NAME --root-dir ${flags['root-dir']}\` says why, ` +
+          '`podctl delete pod NAME` removes one',
     });
   }
 }

@@ -11,6 +11,26 @@ export function resolveIdPrefix(kind: string, wanted: string, ids: string[]): st
   return matches[0];
 }
 
+/**
+ * The sandbox `inspect pod` names: the newest of the pod of that name in the namespace, else a full
+ * sandbox ID or a unique prefix of one.
+ */
+export async function findPodSandbox(
+  client: { listPodSandbox(filter?: T.PodSandboxFilterInput): Promise<T.PodSandbox[]> },
+  wanted: string,
+  namespace: string,
+): Promise<string> {
+  const byName = await client.listPodSandbox({
+    labelSelector: { [L.POD_NAME_LABEL]: wanted, [L.POD_NAMESPACE_LABEL]: namespace, [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE },
+  });
+  if (byName.length) return byName.sort((a, b) => b.createdAt - a.createdAt)[0]!.id;
+  const ids = (await client.listPodSandbox()).map((s) => s.id);
+  const id = resolveIdPrefix('pod sandbox', wanted, ids);
+  if (!id)
+    throw new PodctlError(`pod "${wanted}" not found: no sandbox ID starts with it, and no pod of that name in namespace ${namespace}`);
+  return id;
+}
+
 const newest = (list: T.Container[]) => [...list].sort((a, b) => b.createdAt - a.createdAt)[0]!;
 
 /**
@@ -65,7 +85,8 @@ export async function findContainer(
   // What reads as an ID was looked for as one; a name, in the namespace too.
   if (/^[0-9a-f]+$/.test(wanted)) throw new PodctlError(`container "${wanted}" not found`);
   throw new PodctlError(
-    `container "${wanted}" not found: no pod in namespace ${opts.namespace} has a container of that name, and no container ID starts with it`,
+    `container "${wanted}" not found: no pod in namespace ${opts.namespace} has a container of that name, ` +
+      'and no container ID starts with it',
     {
       hint: 'in another namespace: -n NAMESPACE; `podctl get containers -a -A` lists every container',
     },

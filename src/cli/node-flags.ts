@@ -36,7 +36,8 @@ export const nodeFlags = {
   'allow-privileged': Flags.boolean({ summary: 'Allow privileged containers (securityContext.privileged: true); refused otherwise.' }),
   'runtime-handler': Flags.string({
     summary:
-      "CRI runtime handler of pods without spec.runtimeClassName (runc or crun on the embedded runtime); a pod's RuntimeClass (node.k8s.io/v1, in the manifests) names its own. Default: the runtime's default.",
+      'CRI runtime handler of pods without spec.runtimeClassName (runc or crun on the embedded runtime); ' +
+      "a pod's RuntimeClass (node.k8s.io/v1, in the manifests) names its own. Default: the runtime's default.",
     env: 'PODCTL_RUNTIME_HANDLER',
   }),
   'root-dir': Flags.string({
@@ -46,7 +47,8 @@ export const nodeFlags = {
   }),
   'kubelet-config': Flags.string({
     summary:
-      "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as the kubelet's --config: its fields (containerLogMaxSize, imageGCHighThresholdPercent, maxPods, …) set the flags of the same meaning; a flag on the command line wins.",
+      "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as the kubelet's --config: its fields " +
+      '(containerLogMaxSize, imageGCHighThresholdPercent, maxPods, …) set the flags of the same meaning; a flag on the command line wins.',
     env: 'PODCTL_KUBELET_CONFIG',
   }),
   'maximum-dead-containers-per-container': Flags.integer({

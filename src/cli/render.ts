@@ -31,7 +31,8 @@ export function eventWorthALine(e: PodEvent): boolean {
 }
 
 export function eventLine(e: PodEvent, now = new Date()): string {
-  return `${now.toISOString().slice(11, 19)} ${e.namespace}/${e.name}  ${e.type === 'Warning' ? 'Warning ' : ''}${e.reason}${e.container ? ` ${e.container}` : ''}: ${e.message}`;
+  const what = `${e.type === 'Warning' ? 'Warning ' : ''}${e.reason}${e.container ? ` ${e.container}` : ''}`;
+  return `${now.toISOString().slice(11, 19)} ${e.namespace}/${e.name}  ${what}: ${e.message}`;
 }
 
 /** `podctl plan`: a short diff-like list per pod (+ creates or starts, - kills or removes, ~ resizes in place). */
@@ -65,8 +66,10 @@ function planActionLine(a: PlannedAction): string {
       return `- remove pod: ${a.reason}`;
     case 'KillContainer':
       return `- kill container ${a.container} (${a.killReason}): ${a.reason}`;
-    case 'Resize':
-      return `${a.reason.startsWith('refused: ') ? '!' : '~'} resize ${a.kind === 'sidecar' ? 'sidecar ' : ''}container ${a.container}: ${a.reason}`;
+    case 'Resize': {
+      const sign = a.reason.startsWith('refused: ') ? '!' : '~';
+      return `${sign} resize ${a.kind === 'sidecar' ? 'sidecar ' : ''}container ${a.container}: ${a.reason}`;
+    }
     case 'CreatePodSandbox':
       return `+ create sandbox (attempt ${a.attempt}): ${a.reason}`;
     case 'PullImage':

@@ -1,192 +1,79 @@
-import type { IPod } from 'kubernetes-models/v1';
-import type { SourceObjects } from '../core/objects.js';
-import { hygienePolicies, nodeInfoFromFlags, nodeOptionsFromFlags } from './node.js';
-import { streamPodLogs } from './log-stream.js';
-import { eventLine, eventWorthALine } from './render.js';
-import { statusLine } from './status-line.js';
-import { connect } from './runtime.js';
-import { tracerFor } from './trace.js';
-import { statusSummary } from '../core/status/phase.js';
-import { errorMessage } from '../core/errors.js';
-import { acquireStateLock } from '../core/lock.js';
 import { AgentClient } from '../core/node/client.js';
-import type { StandaloneNode } from '../core/node/node.js';
-import { agentLogFile } from '../core/node/paths.js';
-import { startAgentInBackground } from '../core/node/spawn.js';
 import type { WaitFor } from '../core/node/wait.js';
+import { parseDuration } from '../core/util/duration.js';
 import { awaitHandedOver } from './detach.js';
-import { watchForRemoval } from './delete.js';
-import { podKey, podMeta } from '../core/util/pod-key.js';
+import { handManifestsOver } from './handover.js';
+import { readManifestArgs, textsOf } from './manifest-args.js';
+import { nodeInfoFromFlags } from './node-info.js';
+import type { runUntilSignal } from './run-foreground.js';
 
-/** What `podctl run` does once it has its pods: hand them to the agent, or be the node until Ctrl-C. */
+/**
+ * What `podctl run` does with its manifests: hand them to a running agent (which reads and admits
+ * them), print the plan (--dry-run), or admit them here, then detach (the agent keeps them), hand them
+ * over until a signal, or be the node in the foreground. Only the hand-over's modules load with this
+ * one; each other path imports its own when it is taken.
+ */
 
-const stamp = () => new Date().toISOString().slice(11, 19);
+export type RunFlags = Parameters<typeof runUntilSignal>[3] & {
+  detach: boolean;
+  'dry-run': boolean;
+  prune: boolean;
+  wait: string;
+  timeout: string;
+  'max-pods': number;
+} & Record<string, unknown>;
 
-/** --detach: the agent keeps the pods; wait for them as asked. */
-export async function detachPods(
+/** The exit code (--dry-run: the plan's); a refusal throws. */
+export async function runPods(
+  paths: string[],
+  flags: RunFlags,
+  metadata: { flags: Record<string, { setFromDefault?: boolean } | undefined> },
   log: (line: string) => void,
-  agent: AgentClient,
-  texts: { file: string; text: string }[],
-  flags: { 'root-dir': string },
-  waitFor: WaitFor,
-  timeoutMs: number,
-  nodeArgs: string[],
-): Promise<void> {
-  let started = '';
-  if (!(await agent.running())) {
-    // The agent's own default PLEG (auto: on containerd 1.6, its event service), as `podctl agent` started by hand.
-    const args = [process.argv[1]!, 'agent', ...nodeArgs];
-    const log = agentLogFile(flags['root-dir']);
-    const a = await startAgentInBackground({
-      rootDir: flags['root-dir'],
-      command: process.execPath,
-      args,
-      env: { ...process.env, PODCTL_AGENT_LOG: log },
-    });
-    started = `started the agent (pid ${a.pid}) on ${flags['root-dir']}`;
+): Promise<number> {
+  const read = await readManifestArgs(paths);
+  const agent = new AgentClient(flags['root-dir']);
+  // An agent already on the root dir reads, validates and admits the manifests itself: this process loads no validator.
+  // With a flag in error, the manifests are read here first, so that their problems are said first, as always.
+  const validTimeout = flags.detach && !flags['dry-run'] ? orUndefined(() => parseDuration(flags.timeout, '--timeout')) : undefined;
+  const node = validTimeout === undefined ? undefined : orUndefined(() => nodeInfoFromFlags(flags));
+  if (validTimeout !== undefined && node) {
+    const admission = { nodeName: flags['node-name'], allowPrivileged: flags['allow-privileged'], node };
+    const refs = await handManifestsOver(agent, read, paths, admission);
+    // Straight to stdout: oclif's this.log would load its ux modules for the one line printed at the end.
+    if (refs) return awaitHandedOver(printLine, agent, refs, '', flags, flags.wait as WaitFor, validTimeout).then(() => 0);
   }
-  return awaitHandedOver(log, agent, await agent.apply(texts), started, flags, waitFor, timeoutMs);
+  const { admitOrRefuse, admitPods, podsFromManifests } = await import('./manifests.js');
+  const set = podsFromManifests(read, paths, flags['node-name']);
+  const texts = textsOf(read);
+  const timeoutMs = parseDuration(flags.timeout, '--timeout');
+  if (flags['dry-run']) {
+    const { planAndPrint } = await import('./plan.js');
+    return planAndPrint(admitPods(set.pods.map((p) => p.pod)).admitted, flags, { prune: flags.prune, output: 'text', log });
+  }
+  const admission = { allowPrivileged: flags['allow-privileged'], node: nodeInfoFromFlags(flags) };
+  const admitted = admitOrRefuse(
+    set.pods.map((p) => p.pod),
+    admission,
+    flags.detach,
+  );
+
+  if (flags.detach) {
+    const [{ detachPods }, { agentArgs }] = await Promise.all([import('./run-detach.js'), import('./node.js')]);
+    const nodeArgs = agentArgs(flags, metadata, { also: ['pleg-relist-period', 'runtime-endpoint', 'image-endpoint'] });
+    return detachPods(printLine, agent, texts, flags, flags.wait as WaitFor, timeoutMs, nodeArgs).then(() => 0);
+  }
+  if (await agent.running()) return (await import('./run-handover.js')).handOverUntilSignal(log, agent, texts, flags).then(() => 0);
+  const objects = { configMaps: set.configMaps, secrets: set.secrets, runtimeClasses: set.runtimeClasses };
+  return (await import('./run-foreground.js')).runUntilSignal(log, admitted, objects, flags).then(() => 0);
 }
 
-/** Foreground with an agent already on the root dir: hand the pods over, follow them, take them back at exit. */
-export async function handOverUntilSignal(
-  log: (line: string) => void,
-  agent: AgentClient,
-  texts: { file: string; text: string }[],
-  flags: { 'root-dir': string; 'log-root': string; quiet: boolean },
-): Promise<void> {
-  const refs = await agent.apply(texts);
-  const info = await agent.info().catch(() => undefined);
-  process.stderr.write(
-    `${stamp()} handed ${refs.length} pod(s) to the agent (pid ${info?.pid ?? '?'}) on ${flags['root-dir']}; Ctrl-C takes them back\n`,
-  );
-  const mine = (p: IPod) => refs.some((r) => r.namespace === p.metadata?.namespace && r.name === p.metadata?.name);
-  let pods: IPod[] = [];
-  const last = new Map<string, string>();
-  const poll = setInterval(() => {
-    agent
-      .pods()
-      .then((all) => {
-        pods = all.filter(mine);
-        for (const p of pods) {
-          if (!p.status || last.get(podMeta(p).uid) === statusSummary(p.status)) continue;
-          last.set(podMeta(p).uid, statusSummary(p.status));
-          log(statusLine(p, p.status));
-        }
-      })
-      .catch(() => undefined);
-  }, 500);
-  const stopLogs = flags.quiet
-    ? undefined
-    : streamPodLogs(
-        flags['log-root'],
-        () => pods,
-        (line) => log(line),
-      );
-  await untilSignal();
-  log(`${stamp()} stopping: terminating ${refs.length} pod(s) gracefully (Ctrl-C again to stop waiting)`);
-  const removal = watchForRemoval(agent, refs);
-  for (const r of refs)
-    await agent.delete(r.namespace, r.name).catch((err) => process.stderr.write(`${r.namespace}/${r.name}: ${errorMessage(err)}\n`));
-  // An agent that stops answering keeps nothing more to wait for.
-  await Promise.race([removal.untilGone().catch(() => undefined), untilSignal()]);
-  removal.cancel();
-  clearInterval(poll);
-  stopLogs?.();
-  log(`${stamp()} stopped`);
-}
+const printLine = (line: string): void => void process.stdout.write(`${line}\n`);
 
-/** Foreground with no agent: this process is the node (a short-lived agent serving the socket) until Ctrl-C. */
-export async function runUntilSignal(
-  log: (line: string) => void,
-  admitted: IPod[],
-  objects: SourceObjects,
-  flags: {
-    'root-dir': string;
-    'log-root': string;
-    'node-name': string;
-    'allow-privileged': boolean;
-    'pleg-relist-period': string;
-    quiet: boolean;
-    trace: boolean;
-    output: string;
-  } & Parameters<typeof connect>[0] &
-    Parameters<typeof hygienePolicies>[0] &
-    Parameters<typeof nodeInfoFromFlags>[0],
-): Promise<void> {
-  const lock = acquireStateLock(flags['root-dir']);
-  // --trace: the trace is stdout; the status lines are left out (the workers' lines say the same).
-  const tracer = tracerFor(
-    flags,
-    () => node?.pleg,
-    (line) => log(line),
-  );
-  let node: StandaloneNode | undefined;
-  const { client } = await connect(flags, tracer?.observeCall);
+/** What fn returns, or undefined when it throws (a usage error, said again where it always was). */
+function orUndefined<T>(fn: () => T): T | undefined {
   try {
-    const version = await client.version();
-    // The node, and the kubelet in it, load only on this path: --detach and a hand-over never need them.
-    const { StandaloneNode } = await import('../core/node/node.js');
-    node = new StandaloneNode({
-      ...nodeOptionsFromFlags(client, flags, version.runtimeName),
-      lock,
-      trace: tracer,
-      hooks: {
-        onError: (err) => process.stderr.write(`${stamp()} error: ${errorMessage(err)}\n`),
-        onSourceError: (m) => process.stderr.write(`${stamp()} ${m}\n`),
-        // A slow watcher closed by the socket API, said as the agent says it.
-        onApiLog: (m) => process.stderr.write(`${stamp()} ${m}\n`),
-      },
-    });
-  } catch (err) {
-    client.close();
-    lock.release();
-    throw err;
+    return fn();
+  } catch {
+    return undefined;
   }
-  const lastError = new Map<string, string>();
-  node.observe({
-    onStatus: ({ pod, status }) => tracer || log(statusLine(pod, status)),
-    onSyncError: (pod, err) => {
-      // Say each new reason once: a pod stuck in ContainerCreating must show why.
-      const message = errorMessage(err);
-      if (lastError.get(podMeta(pod).uid) === message) return;
-      lastError.set(podMeta(pod).uid, message);
-      process.stderr.write(`${stamp()} ${podKey(pod)}: ${message} (retrying with backoff)\n`);
-    },
-  });
-  node.subscribeEvents((e) => eventWorthALine(e) && process.stderr.write(`${eventLine(e)}\n`));
-  await node.start();
-  const refused = node.runPods(admitted, objects);
-  for (const r of refused) process.stderr.write(`${podKey(r.pod)}: rejected at admission: ${r.message}\n`);
-  // By namespace/name: a pod may run under the UID of the sandbox already there (adopted).
-  const keys = new Set(admitted.filter((p) => !refused.some((r) => r.pod === p)).map((p) => podKey(p)));
-  const stopLogs =
-    flags.quiet || flags.trace
-      ? undefined
-      : streamPodLogs(
-          flags['log-root'],
-          () => node!.pods().filter((p) => keys.has(podKey(p))),
-          (line) => log(line),
-        );
-
-  await untilSignal();
-  const say = (line: string) => (tracer ? process.stderr.write(`${line}\n`) : log(line));
-  say(`${stamp()} stopping: terminating ${keys.size} pod(s) gracefully (Ctrl-C again to stop waiting)`);
-  await Promise.race([node.stopRunPods(), untilSignal()]);
-  stopLogs?.();
-  await node.stop();
-  client.close();
-  say(`${stamp()} stopped`);
-}
-
-function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const handler = () => {
-      process.off('SIGINT', handler);
-      process.off('SIGTERM', handler);
-      resolve();
-    };
-    process.on('SIGINT', handler);
-    process.on('SIGTERM', handler);
-  });
 }

@@ -18,9 +18,8 @@ export function renderDiskReport(report: DiskReport, opts: { noHeaders?: boolean
     : [];
   const fs = report.imageFilesystem;
   if (fs) {
-    const of = fs.capacityBytes
-      ? ` of ${humanBytes(fs.capacityBytes)} (${(100 - ((fs.availableBytes ?? 0) * 100) / fs.capacityBytes).toFixed(0)}% of the disk in use)`
-      : '';
+    const inUse = fs.capacityBytes ? (100 - ((fs.availableBytes ?? 0) * 100) / fs.capacityBytes).toFixed(0) : '';
+    const of = fs.capacityBytes ? ` of ${humanBytes(fs.capacityBytes)} (${inUse}% of the disk in use)` : '';
     lines.push(`Image filesystem ${fs.mountpoint}: images ${humanBytes(fs.usedBytes)}, ${fs.inodesUsed} inodes${of}`);
   }
   return lines.join('\n');

@@ -46,24 +46,12 @@ code is the command's.`;
       throw new PodctlError('no command given', { hint: `put it after --, e.g. \`podctl exec ${args.pod} -- sh\``, exitCode: 2 });
     const name = podArg(args.pod);
     // What only this command's path uses: loaded when it runs, not with the command index.
-    const [{ chooseContainer, openPodView, requirePod }, { newestInstance }] = await Promise.all([
-      import('../cli/podview.js'),
-      import('../core/podview/index.js'),
-    ]);
+    const { chooseContainer, openPodView, requirePod, requireRunning } = await import('../cli/podview.js');
     const { view, client } = await openPodView(flags);
     let code: number;
     try {
       const pod = await requirePod(view, flags.namespace, name);
-      const container = chooseContainer(pod, flags.container);
-      const instance = newestInstance(pod, container);
-      if (instance?.state !== 'running') {
-        const state = instance
-          ? `${instance.state}${instance.exitCode === undefined ? '' : ` (exit ${instance.exitCode})`}`
-          : 'not created yet';
-        throw new PodctlError(`container "${container}" in pod "${name}" is not running: ${state}`, {
-          hint: `see \`podctl logs ${name} -c ${container}\``,
-        });
-      }
+      const instance = requireRunning(pod, chooseContainer(pod, flags.container));
       let tty = flags.tty;
       if (tty && !process.stdin.isTTY) {
         process.stderr.write('Unable to use a TTY - input is not a terminal or the right kind of file\n');

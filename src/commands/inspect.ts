@@ -54,7 +54,7 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
       L,
       { countRedacted, redactEnv, secretEnvPredicate },
       { expandInfo },
-      { findContainer, resolveIdPrefix },
+      { findContainer, findPodSandbox },
     ] = await Promise.all([
       import('../cli/runtime.js'),
       import('../core/kuberuntime/spec-copy.js'),
@@ -69,24 +69,7 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
       let container: T.Container | undefined;
       if (args.kind === 'pod') {
         if (flags.pod !== undefined) throw new PodctlError('--pod is for inspect container; a pod is named by ID itself', { exitCode: 2 });
-        const byName = await client.listPodSandbox({
-          labelSelector: {
-            [L.POD_NAME_LABEL]: args.id,
-            [L.POD_NAMESPACE_LABEL]: flags.namespace,
-            [L.MANAGED_BY_LABEL]: L.MANAGED_BY_VALUE,
-          },
-        });
-        const id = byName.length
-          ? byName.sort((a, b) => b.createdAt - a.createdAt)[0]!.id
-          : resolveIdPrefix(
-              'pod sandbox',
-              args.id,
-              (await client.listPodSandbox()).map((s) => s.id),
-            );
-        if (!id)
-          throw new PodctlError(
-            `pod "${args.id}" not found: no sandbox ID starts with it, and no pod of that name in namespace ${flags.namespace}`,
-          );
+        const id = await findPodSandbox(client, args.id, flags.namespace);
         doc = await client.podSandboxStatus(id, true);
       } else {
         container = await findContainer(client, args.id, { namespace: flags.namespace, pod: flags.pod });
@@ -105,7 +88,8 @@ such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`
         const n = countRedacted(out);
         if (unknown && n)
           process.stderr.write(
-            `the container's spec copy${path ? ` (${path})` : ''} could not be read: all ${n} environment value(s) are redacted; --show-secrets prints them\n`,
+            `the container's spec copy${path ? ` (${path})` : ''} could not be read: ` +
+              `all ${n} environment value(s) are redacted; --show-secrets prints them\n`,
           );
         else if (n)
           process.stderr.write(

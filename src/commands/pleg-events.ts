@@ -23,12 +23,14 @@ relists. Works whether or not \`podctl watch\` runs.`;
     output: Flags.string({ char: 'o', summary: 'Output format.', options: ['text', 'json'], default: 'text' }),
     'relist-period': Flags.string({
       summary:
-        "How often to relist with --follow (the generic PLEG's period; an event-driven PLEG relists every 300 s, and at this period once it falls back).",
+        "How often to relist with --follow (the generic PLEG's period; " +
+        'an event-driven PLEG relists every 300 s, and at this period once it falls back).',
       default: '1s',
     }),
     pleg: Flags.string({
       summary:
-        "With --follow, where events come from: as the agent's --pleg (auto: CRI events, else containerd's event service on containerd, else relist).",
+        "With --follow, where events come from: as the agent's --pleg " +
+        "(auto: CRI events, else containerd's event service on containerd, else relist).",
       options: [...PLEG_KINDS],
       default: 'auto',
     }),

@@ -59,7 +59,8 @@ export class Stats extends PodctlCommand {
           const cpu = cpuPercent(first.get(s.attributes!.id), s);
           return [
             shortId(s.attributes!.id),
-            `${flags['all-namespaces'] ? `${c?.labels[L.POD_NAMESPACE_LABEL]}/` : ''}${c?.labels[L.POD_NAME_LABEL] ?? ''}/${c?.labels[L.CONTAINER_NAME_LABEL] ?? s.attributes?.metadata?.name ?? ''}`,
+            `${flags['all-namespaces'] ? `${c?.labels[L.POD_NAMESPACE_LABEL]}/` : ''}${c?.labels[L.POD_NAME_LABEL] ?? ''}/` +
+              (c?.labels[L.CONTAINER_NAME_LABEL] ?? s.attributes?.metadata?.name ?? ''),
             cpu === undefined ? '-' : cpu.toFixed(2),
             s.memory?.workingSetBytes ? humanBytes(Number(s.memory.workingSetBytes.value)) : '-',
             s.writableLayer?.usedBytes ? humanBytes(Number(s.writableLayer.usedBytes.value)) : '-',

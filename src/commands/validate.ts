@@ -103,7 +103,8 @@ Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a us
       this.log(
         errors
           ? `${errors} error(s), ${warnings} warning(s): podctl would refuse these manifests`
-          : `valid: ${counts.pods} pod(s), ${counts.configMaps} ConfigMap(s), ${counts.secrets} Secret(s)${counts.runtimeClasses ? `, ${counts.runtimeClasses} RuntimeClass(es)` : ''}; ${warnings} warning(s)`,
+          : `valid: ${counts.pods} pod(s), ${counts.configMaps} ConfigMap(s), ${counts.secrets} Secret(s)` +
+              `${counts.runtimeClasses ? `, ${counts.runtimeClasses} RuntimeClass(es)` : ''}; ${warnings} warning(s)`,
       );
     }
     if (errors) throw new PodctlError(`${errors} error(s) in ${(argv as string[]).join(', ')}`, { exitCode: 1 });

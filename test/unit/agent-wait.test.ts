@@ -155,7 +155,7 @@ test("a pod still not running when the time is up is reported with the kubelet's
 });
 
 test('run --detach asks the agent for its pid and log while the pods start, not after they run', async () => {
-  const { detachPods } = await import('../../src/cli/run.js');
+  const { detachPods } = await import('../../src/cli/run-detach.js');
   const calls: string[] = [];
   let emit: ((e: { type: string; object?: IPod }) => void) | undefined;
   const agent = {

@@ -36,13 +36,22 @@ function loadedAtStart(file: string): string[] {
   return withStaticImports([file]);
 }
 
-/** The source files a file's import()s load, with what they import statically: loaded when a path of it is taken. */
+/**
+ * The source files a file's import()s load, with what they import statically, and what their own import()s load in turn: what may
+ * load when a path of it is taken.
+ */
 function loadedOnDemand(file: string): string[] {
   const { inputs } = meta();
-  const targets = loadedAtStart(file).flatMap((f) =>
-    (inputs[f]?.imports ?? []).filter((i) => i.kind === 'dynamic-import' && inputs[i.path]).map((i) => i.path),
-  );
-  return withStaticImports(targets);
+  const seen = new Set<string>();
+  let reached = loadedAtStart(file);
+  while (reached.length) {
+    const targets = reached.flatMap((f) =>
+      (inputs[f]?.imports ?? []).filter((i) => i.kind === 'dynamic-import' && inputs[i.path] && !seen.has(i.path)).map((i) => i.path),
+    );
+    reached = withStaticImports(targets).filter((f) => !seen.has(f));
+    for (const f of reached) seen.add(f);
+  }
+  return [...seen];
 }
 
 test('the command index lists every command in src/commands, by its oclif id', () => {

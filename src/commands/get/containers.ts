@@ -69,7 +69,8 @@ export class GetContainers extends PodctlCommand {
         c.labels[L.CONTAINER_NAME_LABEL] ?? c.metadata?.name ?? '',
         String(c.metadata?.attempt ?? 0),
         shortId(c.podSandboxId),
-        `${flags['all-namespaces'] ? `${c.labels[L.POD_NAMESPACE_LABEL]}/` : ''}${c.labels[L.POD_NAME_LABEL] ?? podOf.get(c.podSandboxId)?.metadata?.name ?? ''}`,
+        (flags['all-namespaces'] ? `${c.labels[L.POD_NAMESPACE_LABEL]}/` : '') +
+          (c.labels[L.POD_NAME_LABEL] ?? podOf.get(c.podSandboxId)?.metadata?.name ?? ''),
       ]);
       if (!rows.length) {
         process.stderr.write('No containers found.\n');

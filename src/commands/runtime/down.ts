@@ -3,7 +3,8 @@ import { PodctlCommand } from '../../cli/base.js';
 export class RuntimeDown extends PodctlCommand {
   static override summary = 'Stop the embedded runtime: remove its pods, stop containerd and the registry it started.';
   static override description =
-    'Stops only the processes `podctl runtime up` started (by their recorded PIDs), and leaves no mounts or network namespaces behind. Images stay on disk, so the next `up` is quick.';
+    'Stops only the processes `podctl runtime up` started (by their recorded PIDs), and leaves no mounts or network namespaces behind. ' +
+    'Images stay on disk, so the next `up` is quick.';
   static override examples = ['<%= config.bin %> runtime down'];
 
   async run(): Promise<void> {
