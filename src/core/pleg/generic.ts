@@ -104,12 +104,8 @@ export interface GenericPlegOptions {
   runtimeCache?: RuntimeCache;
   /** Exits known from runtime events before the CRI records them; shared with what inspect reads through. */
   earlyExits?: EarlyExits;
-  /**
-   * The pod's newest full status read outside the PLEG (the kubelet's read after a sync's steps), if any.
-   * A relist that finds only starts in a pod takes it instead of reading the pod again when it shows
-   * exactly the sandboxes and containers the lists do, in the same states.
-   */
-  latestStatus?: (uid: string) => RuntimePodStatus | undefined;
+  /** The pod cache to fill (the kubelet's, which its own reads set too); a new one by default. */
+  cache?: PodCache;
   /** A container's status once it exited as an event says (the status reader's words: reason, termination message). */
   exitedStatus?: (c: RuntimeContainerStatus, exit: ContainerExit) => RuntimeContainerStatus;
   onError?: (err: unknown) => void;
@@ -124,7 +120,7 @@ export interface GenericPlegOptions {
  * only, whatever the number of pods.
  */
 export class GenericPleg {
-  readonly cache = new PodCache();
+  readonly cache: PodCache;
   readonly source: PlegSource = 'relist';
   private readonly previous = new Map<string, Seen>();
   /** The ids in `previous` by pod UID: a pod's refresh touches its own, not every one. */
@@ -152,6 +148,8 @@ export class GenericPleg {
 
   constructor(private readonly opts: GenericPlegOptions) {
     this.relistPeriodMs = opts.relistPeriodMs ?? RELIST_PERIOD_MS;
+    this.cache = opts.cache ?? new PodCache();
+    this.cache.trackAbsence((uid) => this.holdsNothingOf(uid));
   }
 
   watch(listener: (e: PodLifecycleEvent) => void): () => void {
@@ -520,7 +518,7 @@ export class GenericPleg {
       // A changed pod with nothing left in the lists leaves the cache instead of being read.
       const livePods = new Set<string>();
       if (changedPods.size > 0) for (const seen of previous.values()) if (changedPods.has(seen.uid)) livePods.add(seen.uid);
-      // Pods whose only news is starts may take the kubelet's own newer read (see latestStatus); an exit
+      // Pods whose only news is starts may take the cache's newer read (see readAsListed); an exit
       // is always read, as what the runtime records of it can grow after the first read (an OOM kill's reason).
       const readAnyway = new Set(this.reinspect.keys());
       for (const e of events) if (e.type !== 'ContainerStarted') readAnyway.add(e.id);
@@ -536,14 +534,14 @@ export class GenericPleg {
         }
         const known = readAnyway.has(uid) ? undefined : this.readAsListed(uid);
         if (known) {
-          this.cache.set(uid, this.withEarlyExits(known), started);
+          this.cache.set(uid, this.withEarlyExits(known), Math.max(started, this.cache.modifiedAt(uid) ?? 0));
           return;
         }
         try {
           // As the kubelet's updateCache: the entry is as fresh as the moment its read began, not the relist's
           // start (a sync that ended in between then takes it instead of reading the pod itself).
           const readAt = this.opts.clock.now();
-          this.cache.set(uid, this.withEarlyExits(await this.opts.inspect(uid, pod.name, pod.namespace)), readAt);
+          this.cache.setIfNewer(uid, this.withEarlyExits(await this.opts.inspect(uid, pod.name, pod.namespace)), readAt);
         } catch (err) {
           this.reinspect.set(uid, pod);
           this.opts.onError?.(new Error(`PLEG: cannot inspect pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`));
@@ -565,18 +563,15 @@ export class GenericPleg {
   }
 
   /**
-   * The kubelet's newest read of a pod when it is no older than the cache's entry and shows exactly
-   * what this relist's lists show of the pod (the same sandboxes and containers, in the same states):
-   * a pod just started by a sync was read by it after its steps, and reading it again here cost five
-   * CRI calls per pod (5,000 pods starting: 25,000 calls). The lists were taken after the relist began,
-   * so the read holds as of then.
+   * The cache's entry when it shows exactly what this relist's lists show of the pod (the same
+   * sandboxes and containers, in the same states): a pod just started by a sync was read by it
+   * after its steps, into the cache, and reading it again here cost five CRI calls per pod (5,000
+   * pods starting: 25,000 calls). The lists were taken after the relist began, so the read holds as of then.
    */
   private readAsListed(uid: string): RuntimePodStatus | undefined {
-    const latest = this.opts.latestStatus?.(uid);
+    const latest = this.cache.get(uid);
     const listed = this.byPod.get(uid);
     if (!latest || !listed) return undefined;
-    const modified = this.cache.modifiedAt(uid);
-    if (modified !== undefined && latest.timestamp < modified) return undefined;
     const containers = latest.ephemeral ? [...latest.containers, ...latest.ephemeral] : latest.containers;
     if (latest.sandboxes.length + containers.length !== listed.size) return undefined;
     for (const s of latest.sandboxes) if (!listed.has(s.id) || this.previous.get(s.id)?.state !== sandboxPlegState(s)) return undefined;
