@@ -78,7 +78,7 @@ async function measure(
       const uid = pod.metadata!.uid!;
       if (!mine.has(uid) || statusSeen.has(uid) || !status.containerStatuses?.[0]?.state?.terminated) return;
       const now = Date.now();
-      const finished = node.kubelet.runtimeStatuses.get(uid)?.containers.find((c) => c.name === 'app')?.finishedAt;
+      const finished = node.kubelet.podCache.get(uid)?.containers.find((c) => c.name === 'app')?.finishedAt;
       if (finished === undefined) return;
       statusSeen.add(uid);
       samples.status.push(now - finished);

@@ -89,8 +89,8 @@ export async function buildKubelet(
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
 ): Promise<Kubelet> {
-  const { Kubelet } = await import('../core/kubelet.js');
-  return new Kubelet({
+  const { newKubelet } = await import('../core/node/compose.js');
+  return newKubelet({
     ...extra,
     runtime: client,
     images: client,

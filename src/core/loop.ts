@@ -1,11 +1,10 @@
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from './clock.js';
 import { errorMessage } from './errors.js';
-import type { HousekeepingResult, Kubelet } from './kubelet.js';
+import type { HousekeepingResult, SyncHandler } from './kubelet-types.js';
 import type { Pleg } from './pleg/evented.js';
 import type { PodLifecycleEvent } from './pleg/generic.js';
 import type { ProbeResultUpdate } from './prober/index.js';
-import { podMeta } from './util/pod-key.js';
 
 /** Constants of the kubelet's syncLoop. */
 export const SYNC_TICK_MS = 1000;
@@ -51,7 +50,8 @@ export interface ProbeResultTrace {
 }
 
 export interface SyncLoopOptions {
-  kubelet: Kubelet;
+  /** What each branch calls (the Kubelet): the loop knows nothing of how it is made. */
+  kubelet: SyncHandler;
   pleg: Pleg;
   clock: Clock;
   syncTickMs?: number;
@@ -135,16 +135,18 @@ export class SyncLoop {
     this.opts.trace?.configUpdate?.(u);
     switch (u.op) {
       case 'ADD':
+        k.HandlePodAdditions(u.pods, u.source);
+        break;
       case 'UPDATE':
-        for (const pod of u.pods) k.addOrUpdatePod(pod);
+        k.HandlePodUpdates(u.pods, u.source);
         break;
       case 'REMOVE':
       case 'DELETE':
-        for (const pod of u.pods) k.removePod(podMeta(pod).uid);
+        k.HandlePodRemoves(u.pods);
         break;
       case 'RECONCILE':
         // Only metadata or status moved: keep the object, no sync needed.
-        for (const pod of u.pods) k.reconcilePod(pod);
+        k.HandlePodReconcile(u.pods);
         break;
       case 'SET':
         throw new Error('the kubelet does not support SET as a pod update operation');
@@ -154,12 +156,12 @@ export class SyncLoop {
   private handlePlegEvent(e: PodLifecycleEvent): void {
     // The runtime also holds pods this node does not keep (another agent's, on another --root-dir): the trace shows
     // their events, undispatched; they are not this node's to tell or to act on.
-    const ours = this.opts.kubelet.pods.has(e.id);
-    this.opts.trace?.plegEvent?.(e, this.runtimeUp && ours && this.opts.kubelet.workers.state(e.id) === 'syncing');
+    const ours = this.opts.kubelet.isDesired(e.id);
+    this.opts.trace?.plegEvent?.(e, this.runtimeUp && ours && this.opts.kubelet.isSyncing(e.id));
     if (!ours) return;
     this.opts.onPlegEvent?.(e);
     if (!this.runtimeUp) return;
-    this.opts.kubelet.syncPodSoon(e.id);
+    this.opts.kubelet.HandlePodSyncs([e.id]);
     // A container died: clean up that pod's older dead instances too.
     if (e.type === 'ContainerDied') this.opts.kubelet.pruneDeadContainersSoon(e.id);
   }
@@ -167,7 +169,7 @@ export class SyncLoop {
   /** The probe branch: liveness/startup failures and readiness changes. */
   private handleProbeResult(u: ProbeResultUpdate): void {
     this.opts.onProbeResult?.(u);
-    const dispatched = this.runtimeUp && this.opts.kubelet.workers.state(u.uid) === 'syncing';
+    const dispatched = this.runtimeUp && this.opts.kubelet.isSyncing(u.uid);
     this.opts.trace?.probeResult?.({
       uid: u.uid,
       container: u.containerName,
@@ -176,7 +178,7 @@ export class SyncLoop {
       dispatched,
     });
     if (!this.runtimeUp) return;
-    this.opts.kubelet.handleProbeResult(u);
+    this.opts.kubelet.HandleProbeResult(u);
   }
 
   private schedule(ms: number): void {
@@ -196,7 +198,7 @@ export class SyncLoop {
           this.runtimeBackoffMs = RUNTIME_BACKOFF_INITIAL_MS;
           this.opts.onRuntimeState?.(true);
           // Everything may have moved while we were blind.
-          for (const pod of this.opts.kubelet.pods.values()) this.opts.kubelet.syncPodSoon(podMeta(pod).uid);
+          this.opts.kubelet.HandlePodSyncs([...this.opts.kubelet.desiredUIDs()]);
         }
       } catch (err) {
         if (this.runtimeUp) this.opts.onRuntimeState?.(false, errorMessage(err));
@@ -207,12 +209,12 @@ export class SyncLoop {
         return;
       }
     }
-    const due = this.opts.kubelet.workers.syncDue();
+    const due = this.opts.kubelet.syncDue();
     if (due.length) this.opts.trace?.syncTick?.(due);
     const period = this.opts.housekeepingPeriodMs ?? HOUSEKEEPING_PERIOD_MS;
     if (!this.housekeepingPass && now - this.lastHousekeeping >= period && (this.opts.sourcesReady?.() ?? true)) {
       this.lastHousekeeping = now;
-      const housekeeping = () => this.opts.kubelet.housekeeping();
+      const housekeeping = () => this.opts.kubelet.HandlePodCleanups();
       this.housekeepingPass = (this.opts.trace?.housekeeping?.(housekeeping) ?? housekeeping())
         .then((r) => this.opts.onHousekeeping?.(r))
         .catch((err) => this.opts.onError?.(err))

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock } from './clock.js';
 import { errorMessage } from './errors.js';
-import type { HousekeepingResult, Kubelet } from './kubelet.js';
+import type { HousekeepingResult, SyncObserver } from './kubelet-types.js';
 import type { SyncStepResult } from './kuberuntime/manager.js';
 import type { LoopTrace, PodUpdate, ProbeResultTrace } from './loop.js';
 import type { PodLifecycleEvent, PodLifecycleEventType } from './pleg/generic.js';
@@ -76,6 +76,12 @@ export interface TracerOptions {
   quiet?: boolean;
 }
 
+/** What the tracer follows of the Kubelet: its desired pods and its SyncPod results. */
+interface TracedKubelet {
+  readonly pods: ReadonlyMap<string, IPod>;
+  observe(observer: SyncObserver): () => void;
+}
+
 /**
  * Turns the loop's and the workers' hooks into TraceEvents. Each worker's
  * unit of work and each housekeeping pass runs in an async context of its
@@ -84,12 +90,12 @@ export interface TracerOptions {
  */
 export class Tracer implements LoopTrace, WorkerTrace {
   private readonly spans = new AsyncLocalStorage<Span>();
-  private kubelet?: Kubelet;
+  private kubelet?: TracedKubelet;
 
   constructor(private readonly opts: TracerOptions) {}
 
   /** Follows the kubelet's SyncPod results, to list each worker's steps. */
-  attach(kubelet: Kubelet): void {
+  attach(kubelet: TracedKubelet): void {
     this.kubelet = kubelet;
     kubelet.observe({ onSyncResult: (_pod, result) => this.spans.getStore()?.steps.push(...result.steps) });
   }

@@ -7,7 +7,8 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { PodList } from 'kubernetes-models/v1';
 import { realClock } from '../../src/core/clock.js';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { startStatusServer } from '../../src/core/api/server.js';
@@ -433,7 +434,7 @@ test('exec -it under a pseudo-terminal (script): a shell with a tty, its exit co
 /** Pods made by a kubelet with no sync loop: nothing restarts them, as when no agent keeps them. */
 let staticKubelet: Kubelet | undefined;
 async function startUnmanaged(p: IPod): Promise<void> {
-  staticKubelet ??= new Kubelet({
+  staticKubelet ??= newKubelet({
     runtime: client,
     images: client,
     clock: realClock,

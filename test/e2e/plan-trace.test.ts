@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { realClock } from '../../src/core/clock.js';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet, createPleg } from '../../src/core/node/compose.js';
 import { POD_NAME_LABEL, POD_NAMESPACE_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import type { Plan } from '../../src/core/plan.js';
@@ -58,7 +58,7 @@ test(
     const file = join(dir.dir, 'steady.yaml');
     writeFileSync(file, podYaml('steady'));
     // With a state directory of its own: plan (another process, another --root-dir) reads the spec copies from its pod directories.
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: client,
       images: client,
       clock: realClock,
@@ -130,7 +130,7 @@ test('plan on a container that crashed under restartPolicy Always: the restart a
   const file = join(dir.dir, 'crashy.yaml');
   writeFileSync(file, podYaml('crashy', { command: ['sh', '-c', 'exit 1'] }));
   const pod = await load(file);
-  const kubelet = new Kubelet({
+  const kubelet = newKubelet({
     runtime: client,
     images: client,
     clock: realClock,
@@ -138,7 +138,7 @@ test('plan on a container that crashed under restartPolicy Always: the restart a
     nodeName: NODE,
     agent: 'plan-e2e',
   });
-  const loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 200 }), clock: realClock });
+  const loop = new SyncLoop({ kubelet, pleg: createPleg(kubelet, { relistPeriodMs: 200 }), clock: realClock });
   loop.start();
   try {
     const backingOff = new Promise<IPodStatus>((resolve) => {

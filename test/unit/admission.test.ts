@@ -232,12 +232,12 @@ test("the kubelet admits each pod a source adds: a rejected one is held Failed w
   const { FakeClock } = await import('../../src/core/clock.js');
   const { CriClient } = await import('../../src/core/cri/client.js');
   const { FakeRuntime } = await import('../../fakecri/index.js');
-  const { Kubelet } = await import('../../src/core/kubelet.js');
+  const { newKubelet } = await import('../../src/core/node/compose.js');
   const clock = new FakeClock();
   const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   try {
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,

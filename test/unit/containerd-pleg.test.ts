@@ -13,7 +13,7 @@ import {
 } from '../../src/core/cri/containerd-events.js';
 import { CriError } from '../../src/core/cri/errors.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { choosePleg, newKubelet } from '../../src/core/node/compose.js';
 import { EVENTED_RELIST_PERIOD_MS, GLOBAL_CACHE_UPDATE_PERIOD_MS, MAX_STREAM_FAILURES } from '../../src/core/pleg/evented.js';
 import {
   AFTER_DELETE_READ_MS,
@@ -86,10 +86,10 @@ async function setup(opts: { implementEvents?: boolean; kind?: 'containerd' | 'a
     images: ['docker.io/library/busybox:1.36'],
   });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n', runtimeName: 'containerd' });
+  const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n', runtimeName: 'containerd' });
   const events = new FakeEvents();
   const fallbacks: string[] = [];
-  const pleg: Pleg = kubelet.choosePleg(opts.kind ?? 'containerd', {
+  const pleg: Pleg = choosePleg(kubelet, opts.kind ?? 'containerd', {
     relistPeriodMs: 1000,
     onFallback: (r) => fallbacks.push(r),
     containerdEvents: () => events,

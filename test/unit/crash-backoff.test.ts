@@ -4,7 +4,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { crashLoopBackOff } from '../../src/core/kuberuntime/crash-backoff.js';
 import { findContainerStatus } from '../../src/core/container/types.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
@@ -32,7 +32,7 @@ function pod(name: string): IPod {
  * in-memory CrashLoopBackOff at every crash: same delay, same moment of restart.
  */
 test("crashLoopBackOff (from the runtime) agrees with the RuntimeManager's backoff, crash after crash", async () => {
-  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'backoff-unit' });
+  const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'backoff-unit' });
   const manager = kubelet.runtimeManager;
   const p = pod('crashy');
   const m = p.metadata!;

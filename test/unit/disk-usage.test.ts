@@ -6,7 +6,8 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { POD_DIR_ANNOTATION } from '../../src/core/kuberuntime/labels.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
@@ -30,7 +31,7 @@ describe('disk usage per pod and of the image filesystem (stats, /metrics)', () 
     const clock = new FakeClock(Date.now());
     fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
     client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-    kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, rootDir: root.dir, nodeName: 'unit' });
+    kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, rootDir: root.dir, nodeName: 'unit' });
     kubelet.addOrUpdatePod(pod('disky'));
     await kubelet.workers.waitIdle();
   });

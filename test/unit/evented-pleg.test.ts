@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet, createEventedPleg } from '../../src/core/node/compose.js';
 import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
 import { EVENTED_RELIST_PERIOD_MS, GLOBAL_CACHE_UPDATE_PERIOD_MS } from '../../src/core/pleg/evented.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
@@ -42,10 +42,10 @@ test('evented PLEG: a container exit reaches the listeners from the event stream
   const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   try {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
     const fallbacks: string[] = [];
     let relists = 0;
-    const pleg = kubelet.createEventedPleg({ onFallback: (r) => fallbacks.push(r), onRelist: () => relists++ });
+    const pleg = createEventedPleg(kubelet, { onFallback: (r) => fallbacks.push(r), onRelist: () => relists++ });
     const events: PodLifecycleEvent[] = [];
     pleg.watch((e) => events.push(e));
     pleg.start();
@@ -77,9 +77,9 @@ test('evented PLEG falls back to the generic one, once, when the runtime answers
   const fake = await FakeRuntime.start({ clock, implementEvents: false, images: ['docker.io/library/busybox:1.36'] });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   try {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
     const fallbacks: string[] = [];
-    const pleg = kubelet.createEventedPleg({ relistPeriodMs: 1000, onFallback: (r) => fallbacks.push(r) });
+    const pleg = createEventedPleg(kubelet, { relistPeriodMs: 1000, onFallback: (r) => fallbacks.push(r) });
     pleg.start();
     await until(() => (fallbacks.length ? true : undefined));
     assert.deepEqual(fallbacks, ['the runtime does not implement GetContainerEvents: using the generic PLEG (relist every 1 s)']);
@@ -100,9 +100,9 @@ test('evented PLEG: a death from the stream is not reported again by the safety-
   const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   try {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
     let relists = 0;
-    const pleg = kubelet.createEventedPleg({ onRelist: () => relists++ });
+    const pleg = createEventedPleg(kubelet, { onRelist: () => relists++ });
     const events: PodLifecycleEvent[] = [];
     pleg.watch((e) => events.push(e));
     pleg.start();
@@ -136,9 +136,9 @@ test(
     const fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
     const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
     try {
-      const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
+      const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'n' });
       let relists = 0;
-      const pleg = kubelet.createEventedPleg({ onRelist: () => relists++ });
+      const pleg = createEventedPleg(kubelet, { onRelist: () => relists++ });
       const events: PodLifecycleEvent[] = [];
       pleg.watch((e) => events.push(e));
       pleg.start();

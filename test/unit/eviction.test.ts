@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import {
   formatBytesQuantity,
   hasLocalStorageLimits,
@@ -50,7 +50,7 @@ test('only disk emptyDirs with a sizeLimit are measured (a Memory one is a tmpfs
 });
 
 test("an emptyDir on disk past its sizeLimit gets its pod evicted at housekeeping: killed, Failed, reason Evicted, the kubelet's message; one within its limit is kept", async () => {
-  const kubelet = new Kubelet({
+  const kubelet = newKubelet({
     runtime: client,
     images: client,
     clock,
@@ -143,7 +143,7 @@ test(
   'a container whose writable layer outgrows its ephemeral-storage limit gets the pod evicted; storage is measured every 10 s, ' +
     'not every housekeeping',
   async () => {
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,

@@ -5,7 +5,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -34,7 +34,7 @@ async function until(what: string, cond: () => boolean): Promise<void> {
 }
 
 test('SyncPod asks whether the image is present while the sandbox is created, and asks once', async () => {
-  const kubelet = new Kubelet({
+  const kubelet = newKubelet({
     runtime: client,
     images: client,
     clock: new FakeClock(),
@@ -64,7 +64,7 @@ test('SyncPod asks whether the image is present while the sandbox is created, an
 });
 
 test('Always pulls without asking; a failed sandbox leaves the early check unawaited and harmless', async () => {
-  const kubelet = new Kubelet({
+  const kubelet = newKubelet({
     runtime: client,
     images: client,
     clock: new FakeClock(),

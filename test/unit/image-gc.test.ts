@@ -4,7 +4,8 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { ImageGCManager, imagesNamedByPods } from '../../src/core/kuberuntime/image-gc.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
@@ -34,7 +35,7 @@ describe("image GC (the kubelet's image GC manager policy)", () => {
     clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
     fake = await FakeRuntime.start({ clock, images: IMAGES });
     client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-    kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit' });
+    kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit' });
     kubelet.addOrUpdatePod(pod('user', 'busybox:1.36'));
     await kubelet.workers.waitIdle();
   });

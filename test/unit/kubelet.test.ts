@@ -6,7 +6,8 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet, createPleg } from '../../src/core/node/compose.js';
 import { podLogDirectory } from '../../src/core/kuberuntime/config.js';
 import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { missingReferences, parseManifestText } from '../../src/core/pod/index.js';
@@ -43,7 +44,7 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     clock = new FakeClock();
     fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
     client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-    kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+    kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
   });
   after(async () => {
     client.close();
@@ -255,8 +256,8 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     'the PLEG cache: resync after a relist: no CRI call; a change is seen once relisted; right after its own restart a sync ' +
       'reads the runtime',
     async () => {
-      const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
-      const pleg = kubelet.createPleg();
+      const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+      const pleg = createPleg(kubelet);
       const p = pod('cached', '  - {name: app, image: busybox:1.36, command: [sleep, "3600"]}\n');
       const app = () => kubelet.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!;
       await kubelet.syncPod(p, 'create');
@@ -302,8 +303,8 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     'the PLEG cache: a pod never synced that a current cache does not hold is created without listing; before any relist, or ' +
       'with a stale entry, it is read',
     async () => {
-      const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
-      const pleg = kubelet.createPleg();
+      const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+      const pleg = createPleg(kubelet);
       const lists = () => (fake.calls()['ListPodSandbox'] ?? 0) + (fake.calls()['ListContainers'] ?? 0);
 
       // No relist yet: nothing says the runtime holds nothing of the pod, so it is read.
@@ -336,8 +337,8 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
 
       // A second kubelet (the agent restarted) whose event stream marks its cache before any relist: the
       // pods the runtime holds are not in that cache yet, so a first sync reads and creates nothing twice.
-      const restarted = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
-      const restartedPleg = restarted.createPleg();
+      const restarted = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit' });
+      const restartedPleg = createPleg(restarted);
       clock.advance(1);
       assert.equal(restartedPleg.markCacheCurrent(clock.now()), false, 'no mark before a first relist');
       const sandboxes = fake.calls()['RunPodSandbox'] ?? 0;
@@ -377,8 +378,8 @@ describe('the generic PLEG on 1,000 fake pods', () => {
       }),
     });
     const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit' });
-    const pleg = kubelet.createPleg();
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit' });
+    const pleg = createPleg(kubelet);
     const first = await pleg.relist();
     assert.equal(first.filter((e) => e.type === 'ContainerStarted').length, 3000, 'sandboxes and containers seen starting');
     assert.equal(pleg.cache.size(), 1000);
@@ -416,7 +417,7 @@ test('SyncPod refreshes configMap volumes of a running pod when the ConfigMap ch
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
   const dirs = scratchDir('unit-volume-refresh');
   try {
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,

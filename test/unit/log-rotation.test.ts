@@ -7,7 +7,8 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { followContainerLog, readContainerLog, readRotatedLogs, type LogRecord } from '../../src/core/logs/index.js';
 import { ContainerLogManager, rotatedLogFiles, rotatedName } from '../../src/core/logs/rotation.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
@@ -39,7 +40,7 @@ describe("container log rotation (the kubelet's container log manager)", () => {
     clock = new FakeClock(Date.parse('2026-11-23T10:00:00Z'));
     fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
     client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-    kubelet = new Kubelet({
+    kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,

@@ -5,7 +5,7 @@ import { renderPlan } from '../../src/cli/render.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { computePodActions, isNoop } from '../../src/core/kuberuntime/actions.js';
 import { canonicalJSON } from '../../src/core/util/canonical-json.js';
 import { diffContainerSpec, formatSpecChange } from '../../src/core/kuberuntime/spec-diff.js';
@@ -231,7 +231,7 @@ describe('planPods on the fake runtime', () => {
   });
 
   test('no writes; a running pod is in desired state; --prune names the pods no file describes', async () => {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'plan-unit' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'plan-unit' });
     await kubelet.syncPod(pod('kept'), 'create');
     await kubelet.syncPod(pod('other'), 'create');
     const writes = () => WRITES.reduce((n, m) => n + (fake.calls()[m] ?? 0), 0);

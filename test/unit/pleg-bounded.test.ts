@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { GenericPleg, RELIST_INSPECT_CONCURRENCY } from '../../src/core/pleg/generic.js';
 import { forEachLimited } from '../../src/core/util/concurrency.js';
@@ -41,7 +41,7 @@ test('a relist that finds many new pods inspects them a bounded number at a time
         [MANAGED_BY_LABEL]: 'podctl',
       }),
     });
-    const kubelet = new Kubelet({ runtime: client, images: client, clock: new FakeClock(), logRoot: '/nonexistent', nodeName: 'unit' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock: new FakeClock(), logRoot: '/nonexistent', nodeName: 'unit' });
     let inFlight = 0;
     let peak = 0;
     const pleg = new GenericPleg({

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { GenericPleg, type PodLifecycleEvent } from '../../src/core/pleg/generic.js';
 import { printPlegEvents } from '../../src/cli/pleg-events.js';
@@ -23,7 +23,7 @@ test('pleg-events --follow prints each event of the first relist once: a running
       }),
     });
     const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit' });
     const pleg = new GenericPleg({
       runtime: client,
       clock,

@@ -9,6 +9,7 @@ import type { ContainerSummary, PodSandboxSummary } from '../../src/core/cri/typ
 import type { RuntimeContainerStatus, RuntimePodStatus } from '../../src/core/container/types.js';
 import { EventedPleg } from '../../src/core/pleg/evented.js';
 import { GenericPleg } from '../../src/core/pleg/generic.js';
+import { PodCache } from '../../src/core/pleg/cache.js';
 
 function status(uid: string, state: RuntimeContainerStatus['state']): RuntimePodStatus {
   const c: RuntimeContainerStatus = {
@@ -349,11 +350,13 @@ test("relist: a pod whose only news is starts takes the kubelet's newer read whe
     ['a', { ...status('a', 'running'), timestamp: clock.now() }],
     ['b', { ...status('b', 'created'), timestamp: clock.now() }],
   ]);
+  const cache = new PodCache();
+  for (const [uid, st] of latest) cache.set(uid, st, clock.now());
   const pleg = new GenericPleg({
     runtime,
     clock,
     inspect: async (uid) => (reads.push(uid), status(uid, containerState === 'CONTAINER_RUNNING' ? 'running' : 'exited')),
-    latestStatus: (uid) => latest.get(uid),
+    cache,
   });
   const started = await pleg.relist();
   assert.deepEqual(started.map((e) => `${e.type} ${e.data}`).sort(), [
@@ -369,7 +372,7 @@ test("relist: a pod whose only news is starts takes the kubelet's newer read whe
   // Both exit; the kubelet's reads now show the exits too, but an exit is always read.
   containerState = 'CONTAINER_EXITED';
   clock.advance(1000);
-  for (const uid of ['a', 'b']) latest.set(uid, { ...status(uid, 'exited'), timestamp: clock.now() });
+  for (const uid of ['a', 'b']) cache.set(uid, { ...status(uid, 'exited'), timestamp: clock.now() }, clock.now());
   const died = await pleg.relist();
   assert.deepEqual(died.map((e) => `${e.type} ${e.data}`).sort(), ['ContainerDied c-a', 'ContainerDied c-b']);
   assert.deepEqual(reads.slice(1).sort(), ['a', 'b']);
@@ -401,11 +404,13 @@ test("relist: the kubelet's read is not taken when it is older than the cache's 
   // The kubelet's read (running) was made before an event's refresh, which found the container created.
   const kubeletRead: RuntimePodStatus = { ...status('a', 'running'), sandboxes: [], timestamp: clock.now() };
   let state: RuntimeContainerStatus['state'] = 'created';
+  const cache = new PodCache();
+  cache.set('a', kubeletRead, clock.now());
   const pleg = new GenericPleg({
     runtime,
     clock,
     inspect: async (uid) => (reads.push(uid), { ...status(uid, state), sandboxes: [], timestamp: clock.now() }),
-    latestStatus: () => kubeletRead,
+    cache,
   });
   clock.advance(1000);
   await pleg.refreshPod('a', 'a', 'default');

@@ -4,7 +4,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import type { CriClient, RuntimeService } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import * as L from '../../src/core/kuberuntime/labels.js';
 import { PodStatusReader } from '../../src/core/kuberuntime/pod-status.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
@@ -71,7 +71,7 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
   });
 
   test('expected IDs are asked before the lists answer; the lists decide what the pod has', async () => {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit', agent: 'status-read-unit' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit', agent: 'status-read-unit' });
     const p = pod('expected');
     await kubelet.syncPod(p, 'create');
     const uid = p.metadata!.uid!;
@@ -109,7 +109,7 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
   });
 
   test('a listed ID no one expected is asked after the lists; a failed answer no one waits for is not an unhandled rejection', async () => {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit', agent: 'status-read-unit' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit', agent: 'status-read-unit' });
     const p = pod('unexpected');
     await kubelet.syncPod(p, 'create');
     const uid = p.metadata!.uid!;
@@ -151,7 +151,7 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
 
   test('SyncPod: the read after a start asks the new sandbox and container with the lists', async () => {
     const o = observed(client);
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: o.runtime,
       images: client,
       clock,
@@ -179,7 +179,7 @@ describe('the read after a sync asks the statuses it expects with the lists', ()
 
   test("SyncPod: a new sandbox's IPs are asked once for all the containers it starts", async () => {
     const o = observed(client);
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: o.runtime,
       images: client,
       clock,

@@ -7,7 +7,8 @@ import { FakeClock } from '../../src/core/clock.js';
 import { whyNotRunning } from '../../src/core/podview/describe.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { PodView, inferWaiting, specFromRuntime } from '../../src/core/podview/index.js';
@@ -35,7 +36,7 @@ describe('PodView: v1 Pods rebuilt from the runtime by podctl labels', () => {
     clock = new FakeClock();
     fake = await FakeRuntime.start({ clock, images: ['docker.io/library/busybox:1.36'] });
     client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000 });
-    kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit' });
+    kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: dir.dir, nodeName: 'unit' });
   });
   after(async () => {
     client.close();

@@ -5,7 +5,8 @@ import type { IContainerStatus, IPod, IPodStatus } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet, createPleg } from '../../src/core/node/compose.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
@@ -48,7 +49,7 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
       const code = answers.get(key);
       return code === undefined ? undefined : { exitCode: code, stdout: code ? `${key}: failed\n` : '' };
     });
-    kubelet = new Kubelet({
+    kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,
@@ -57,7 +58,7 @@ describe('probes, hooks and termination through the sync loop (fake runtime, inj
       nodeName: 'unit',
       agent: 'prober-unit',
     });
-    loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 1000 }), clock, housekeepingPeriodMs: 3_600_000 });
+    loop = new SyncLoop({ kubelet, pleg: createPleg(kubelet, { relistPeriodMs: 1000 }), clock, housekeepingPeriodMs: 3_600_000 });
     loop.start();
   });
   afterEach(async () => {

@@ -10,7 +10,7 @@ import { renderPlan } from '../../src/cli/render.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { container, instance, makePod, podStatus, sandbox } from '../support/builders.js';
 
 const withResources = (c: IContainer, limits: Record<string, string>, extra: Partial<IContainer> = {}): IContainer => ({
@@ -140,7 +140,7 @@ after(async () => {
 });
 
 test('SyncPod resizes the running container in place: same container, new cgroup settings, status resources, a Resized event', async () => {
-  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit' });
+  const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit' });
   const p = makePod({ uid: 'u-resize', name: 'rs', containers: [small] });
   kubelet.addOrUpdatePod(p);
   await kubelet.workers.waitIdle();
@@ -181,7 +181,7 @@ test(
   'a resize the node cannot hold is pending (Infeasible), the container keeps what it has; one that fits clears the ' + 'condition',
   async () => {
     const node = { name: 'unit', labels: {}, allocatable: { cpu: 1000, memory: 2 ** 30, 'ephemeral-storage': 2 ** 40, pods: 10 } };
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,
@@ -219,7 +219,7 @@ test(
 );
 
 test('a memory limit below what the container uses now is not applied: PodResizeInProgress says why', async () => {
-  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit' });
+  const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit' });
   kubelet.addOrUpdatePod(makePod({ uid: 'u-shrink', name: 'shrink', containers: [small] }));
   await kubelet.workers.waitIdle();
   const sb = fake.sandboxes().find((s) => s.metadata.name === 'shrink' && s.state === 'SANDBOX_READY')!;
@@ -241,7 +241,7 @@ test(
   'a resize that would change the QoS class is refused: the container keeps running as it is, PodResizePending Infeasible and ' +
     'a warning say why',
   async () => {
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit' });
     kubelet.addOrUpdatePod(makePod({ uid: 'u-qos', name: 'qos', containers: [small] }));
     await kubelet.workers.waitIdle();
     const sb = fake.sandboxes().find((s) => s.metadata.name === 'qos' && s.state === 'SANDBOX_READY')!;
@@ -272,7 +272,7 @@ test(
 
 test('a resize that would fit the node but not beside the pods admitted now is pending, Deferred', async () => {
   const node = { name: 'unit', labels: {}, allocatable: { cpu: 1000, memory: 2 ** 30, 'ephemeral-storage': 2 ** 40, pods: 10 } };
-  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit', admission: node });
+  const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent/logs', nodeName: 'unit', admission: node });
   kubelet.addOrUpdatePod(
     makePod({ uid: 'u-neighbour', name: 'neighbour', containers: [withResources(container('app'), { cpu: '600m', memory: '64Mi' })] }),
   );

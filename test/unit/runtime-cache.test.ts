@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/core/clock.js';
 import { RuntimeCache } from '../../src/core/container/runtime-cache.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet, createPleg } from '../../src/core/node/compose.js';
 import { AGENT_LABEL, MANAGED_BY_LABEL } from '../../src/core/kuberuntime/labels.js';
 import { startFake, stopFake } from '../support/fake-runtime.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,7 +45,7 @@ test("housekeeping reads the PLEG's lists while they are fresh and lists for its
   try {
     fake.seed({ pods: 2, containersPerPod: 1, labels: podLabels });
     const clock = new FakeClock();
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,
@@ -54,7 +54,7 @@ test("housekeeping reads the PLEG's lists while they are fresh and lists for its
       agent: 'watch',
       removeOrphans: false,
     });
-    const pleg = kubelet.createPleg();
+    const pleg = createPleg(kubelet);
     await kubelet.housekeeping(); // image GC's first pass lists everything itself (then every 5 minutes)
     await pleg.relist();
     fake.resetCalls();
@@ -65,8 +65,8 @@ test("housekeeping reads the PLEG's lists while they are fresh and lists for its
     assert.equal(fake.calls().ListContainers, 1, 'no relist for 3 s: its own list');
 
     // A watch removes its orphans: one is removed behind the cache's back, the other is still there.
-    const orphans = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
-    const relister = orphans.createPleg();
+    const orphans = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
+    const relister = createPleg(orphans);
     await relister.relist();
     const gone = fake.sandboxes().find((s) => s.labels['io.kubernetes.pod.name'] === 'p0')!;
     for (const c of fake.containers().filter((c) => c.podSandboxId === gone.id)) await client.removeContainer(c.id);
@@ -105,7 +105,7 @@ test("event-driven, the runtime cache keeps a caller's complete lists for a minu
   const { fake, client } = f;
   try {
     fake.seed({ pods: 2, containersPerPod: 1, labels: podLabels });
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
     kubelet.runtimeCache.setEventDriven(true);
     await kubelet.housekeeping(); // image GC's first pass lists everything itself (then every 5 minutes)
     assert.equal(fake.sandboxes().length, 0, 'both orphans removed');
@@ -131,8 +131,8 @@ test("log rotation's running containers come from the PLEG's caches while they a
   try {
     fake.seed({ pods: 2, containersPerPod: 1, labels: podLabels });
     const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
-    const pleg = kubelet.createPleg();
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: '/nonexistent', nodeName: 'unit', agent: 'watch' });
+    const pleg = createPleg(kubelet);
     await pleg.relist();
     fake.resetCalls();
     await kubelet.containerLogs.rotateLogs();
@@ -154,7 +154,7 @@ test(
     try {
       fake.seed({ pods: 1, containersPerPod: 1, labels: podLabels });
       const clock = new FakeClock();
-      const kubelet = new Kubelet({
+      const kubelet = newKubelet({
         runtime: client,
         images: client,
         clock,
@@ -164,7 +164,7 @@ test(
         containerLogs: { monitorIntervalMs: 10_000 },
       });
       kubelet.runtimeCache.setEventDriven(true);
-      const pleg = kubelet.createPleg();
+      const pleg = createPleg(kubelet);
       await pleg.relist();
       fake.resetCalls();
       await kubelet.containerLogs.rotateLogs();
@@ -188,7 +188,7 @@ test("log rotation takes the running containers and their log paths from the PLE
   const logs = mkdtempSync(join(tmpdir(), 'podctl-rotation-'));
   try {
     const clock = new FakeClock();
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,
@@ -197,7 +197,7 @@ test("log rotation takes the running containers and their log paths from the PLE
       agent: 'watch',
       containerLogs: { maxSizeBytes: 100, monitorIntervalMs: 10_000 },
     });
-    const pleg = kubelet.createPleg();
+    const pleg = createPleg(kubelet);
     const pod = parseManifestText(
       'apiVersion: v1\nkind: Pod\nmetadata: {name: chatty, namespace: default}\nspec:\n  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, "9"]}\n',
       { kind: 'file', path: '/chatty.yaml' },

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import type { SyncPodResult } from '../../src/core/kuberuntime/manager.js';
 import { missingReferences, parseManifestText, setLookup } from '../../src/core/pod/index.js';
 import { podMeta } from '../../src/core/util/pod-key.js';
@@ -54,7 +54,7 @@ test("a pod naming a RuntimeClass the set does not hold is a missing reference, 
 });
 
 test("SyncPod runs the sandbox with the RuntimeClass's handler, else the default handler; a missing RuntimeClass makes no sandbox", async () => {
-  const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', runtimeHandler: 'runc' });
+  const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', runtimeHandler: 'runc' });
   const results = new Map<string, SyncPodResult>();
   kubelet.observe({ onSyncResult: (pod, result) => results.set(podMeta(pod).name, result) });
   const set = parse(

@@ -5,7 +5,7 @@ import type { IPod, IPodStatus } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -36,7 +36,7 @@ describe('runtime faults (fake runtime, injected clock): retried with backoff, r
       'and the pod runs',
     async () => {
       const clock = new FakeClock();
-      const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'faults-1' });
+      const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'faults-1' });
       const p = pod('fails-once');
       fake.failNext('StartContainer', grpc.status.UNKNOWN, 'OCI runtime start failed: boom');
       kubelet.addOrUpdatePod(p);
@@ -78,7 +78,7 @@ describe('runtime faults (fake runtime, injected clock): retried with backoff, r
       },
     });
     try {
-      const kubelet = new Kubelet({ runtime, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'faults-2' });
+      const kubelet = newKubelet({ runtime, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'faults-2' });
       const p = pod('hangs');
       fake.hang('CreateContainer');
       await assert.rejects(kubelet.syncPod(p, 'create'), /CreateContainer did not answer within 300ms/);

@@ -7,7 +7,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { containerLogPath, podLogDirectory } from '../../src/core/kuberuntime/config.js';
 import * as L from '../../src/core/kuberuntime/labels.js';
 import { RuntimeManager } from '../../src/core/kuberuntime/manager.js';
@@ -231,7 +231,7 @@ spec:
   assert.deepEqual(parsed.problems, []);
   const p = parsed.pods[0]!.pod;
   const uid = p.metadata!.uid!;
-  const kubelet = new Kubelet({
+  const kubelet = newKubelet({
     runtime: client,
     images: client,
     clock,

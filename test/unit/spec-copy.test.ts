@@ -6,7 +6,8 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import type { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet } from '../../src/core/node/compose.js';
 import { containerConfig, podSandboxConfig } from '../../src/core/kuberuntime/config.js';
 import { containerSpecJSON, fnv32a, hashContainer, podSpecJSON } from '../../src/core/kuberuntime/hash.js';
 import { imagesNamedByPods } from '../../src/core/kuberuntime/image-gc.js';
@@ -35,7 +36,7 @@ describe('spec copies live in the pod directory, not on the records every relist
   let kubelet: Kubelet;
   before(async () => {
     ({ fake, client } = await startFake({ clock }));
-    kubelet = new Kubelet({
+    kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,
@@ -202,7 +203,7 @@ describe('spec copies live in the pod directory, not on the records every relist
   });
 
   test('without a root dir the copy stays an annotation (there is no pod directory)', async () => {
-    const bare = new Kubelet({
+    const bare = newKubelet({
       runtime: client,
       images: client,
       clock,

@@ -7,7 +7,7 @@ import { status as Code } from '@grpc/grpc-js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet, createPleg } from '../../src/core/node/compose.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import { Metrics } from '../../src/core/metrics.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
@@ -46,8 +46,8 @@ describe('syncLoop on the fake runtime', () => {
 
   test("housekeeping removes pods of its own agent that no source wants, never a run's pods", async () => {
     const clock = new FakeClock();
-    const run = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
-    const watch = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
+    const run = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
+    const watch = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
     await run.syncPod(pod('from-run'), 'create');
     await watch.syncPod(pod('stale-watch'), 'create');
     await watch.syncPod(pod('wanted'), 'create');
@@ -76,7 +76,7 @@ describe('syncLoop on the fake runtime', () => {
     assert.equal(watchAgent(`${DEFAULT_ROOT_DIR}/`), 'watch', 'the same directory spelled differently');
     assert.notEqual(watchAgent('/srv/a'), watchAgent('/srv/b'));
     assert.match(watchAgent('/srv/a'), /^watch-[0-9a-f]{10}$/, 'a valid label value');
-    const a = new Kubelet({
+    const a = newKubelet({
       runtime: client,
       images: client,
       clock,
@@ -85,7 +85,7 @@ describe('syncLoop on the fake runtime', () => {
       agent: watchAgent('/srv/a'),
       removeOrphans: true,
     });
-    const b = new Kubelet({
+    const b = newKubelet({
       runtime: client,
       images: client,
       clock,
@@ -129,7 +129,7 @@ describe('syncLoop on the fake runtime', () => {
 
   test('an orphan the runtime will not remove does not stop the others, and is retried with backoff', async () => {
     const clock = new FakeClock();
-    const watch = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
+    const watch = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
     await watch.syncPod(pod('stuck-a'), 'create');
     await watch.syncPod(pod('stuck-b'), 'create');
     // What containerd 1.6 answers for a sandbox whose netns sits under podman's shared bind mount.
@@ -155,7 +155,7 @@ describe('syncLoop on the fake runtime', () => {
 
   test('container GC keeps --maximum-dead-containers-per-container per container and --maximum-dead-containers in all', async () => {
     const clock = new FakeClock(Date.now()); // the fake runtime's exit times are real: backoff is measured from them
-    const kubelet = new Kubelet({
+    const kubelet = newKubelet({
       runtime: client,
       images: client,
       clock,
@@ -207,8 +207,8 @@ describe('syncLoop on the fake runtime', () => {
 
   test("a run's housekeeping never removes pods another run started", async () => {
     const clock = new FakeClock();
-    const detached = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
-    const foreground = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
+    const detached = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
+    const foreground = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'run' });
     await detached.syncPod(pod('detached'), 'create');
     foreground.addOrUpdatePod(pod('mine'));
     await foreground.workers.waitIdle();
@@ -233,14 +233,14 @@ describe('syncLoop on the fake runtime', () => {
 
   test("the PLEG's events of another agent's pods on the same runtime reach the trace, undispatched, and nothing else", async () => {
     const clock = new FakeClock();
-    const other = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-other' });
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-mine' });
+    const other = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-other' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-mine' });
     const theirs = pod('theirs');
     const mine = pod('mine-pleg');
     await other.syncPod(theirs, 'create');
     const told: string[] = [];
     const traced: string[] = [];
-    const pleg = kubelet.createPleg();
+    const pleg = createPleg(kubelet);
     const loop = new SyncLoop({
       kubelet,
       pleg,
@@ -272,12 +272,12 @@ describe('syncLoop on the fake runtime', () => {
 
   test('while the runtime is down nothing is dispatched; when it recovers every pod is synced again', async () => {
     const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch' });
     let down = false;
     const states: string[] = [];
     const loop = new SyncLoop({
       kubelet,
-      pleg: kubelet.createPleg(),
+      pleg: createPleg(kubelet),
       clock,
       checkRuntime: async () => {
         if (down) throw new Error('runtime is down');
@@ -316,7 +316,7 @@ describe('syncLoop on the fake runtime', () => {
 
   test('stop() resolves only once a housekeeping pass under way has ended: nothing of the loop touches the runtime after', async () => {
     const clock = new FakeClock();
-    const kubelet = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-stop' });
+    const kubelet = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'watch-stop' });
     let finish!: () => void;
     let started = 0;
     kubelet.housekeeping = async () => {
@@ -324,7 +324,7 @@ describe('syncLoop on the fake runtime', () => {
       await new Promise<void>((r) => (finish = r));
       return { removedPods: [], removedContainers: 0, durationMs: 0 };
     };
-    const loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg({ relistPeriodMs: 1000 }), clock, housekeepingPeriodMs: 100 });
+    const loop = new SyncLoop({ kubelet, pleg: createPleg(kubelet, { relistPeriodMs: 1000 }), clock, housekeepingPeriodMs: 100 });
     loop.start();
     await settle(clock, 1000);
     assert.equal(started, 1, 'one housekeeping pass under way');
@@ -391,7 +391,7 @@ test("a container's last termination is kept on disk: Last State survives contai
       nodeName: 'unit',
       containerGC: { maxPerPodContainer: 0 },
     };
-    const first = new Kubelet(opts);
+    const first = newKubelet(opts);
     const p = pod('recorded');
     first.addOrUpdatePod(p);
     await first.workers.waitIdle();
@@ -404,7 +404,7 @@ test("a container's last termination is kept on disk: Last State survives contai
     assert.equal(last?.exitCode, 7);
     assert.ok(last?.containerID?.endsWith(`://${c.id}`), 'the record names the instance that exited');
 
-    const second = new Kubelet(opts);
+    const second = newKubelet(opts);
     second.addOrUpdatePod(p);
     await second.workers.waitIdle();
     const again = second.statusManager.get(p.metadata!.uid!)!.containerStatuses![0]!;

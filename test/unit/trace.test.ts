@@ -4,7 +4,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
-import { Kubelet } from '../../src/core/kubelet.js';
+import { newKubelet, createPleg } from '../../src/core/node/compose.js';
 import { SyncLoop } from '../../src/core/loop.js';
 import type { RuntimeContainerStatus } from '../../src/core/container/types.js';
 import type { PodLifecycleEvent } from '../../src/core/pleg/generic.js';
@@ -63,7 +63,7 @@ test("trace: each branch of the loop, each worker's outcome, steps and its own C
     pleg.cache.get(e.id)?.containers.find((c: RuntimeContainerStatus) => c.id === e.data)?.exitCode;
   const tracer = new Tracer({ clock, emit: (e) => events.push(e), quiet: true, exitCode });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000, observer: tracer.observeCall });
-  const kubelet = new Kubelet({
+  const kubelet = newKubelet({
     runtime: client,
     images: client,
     clock,
@@ -74,10 +74,10 @@ test("trace: each branch of the loop, each worker's outcome, steps and its own C
     removeOrphans: true,
   });
   tracer.attach(kubelet);
-  const pleg = kubelet.createPleg();
+  const pleg = createPleg(kubelet);
   const loop = new SyncLoop({ kubelet, pleg, clock, trace: tracer });
   // A leftover of this agent that no source wants: housekeeping cleans it.
-  const stale = new Kubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'trace-unit' });
+  const stale = newKubelet({ runtime: client, images: client, clock, logRoot: logs.dir, nodeName: 'unit', agent: 'trace-unit' });
   await stale.syncPod(pod('stale'), 'create');
   loop.start();
   try {
@@ -183,7 +183,7 @@ test('the sync tick traces the pods due; a failed worker says why', async () => 
   const events: TraceEvent[] = [];
   const tracer = new Tracer({ clock, emit: (e) => events.push(e), quiet: true });
   const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 5000, pullTimeoutMs: 5000, observer: tracer.observeCall });
-  const kubelet = new Kubelet({
+  const kubelet = newKubelet({
     runtime: client,
     images: client,
     clock,
@@ -194,7 +194,7 @@ test('the sync tick traces the pods due; a failed worker says why', async () => 
     backOffPeriodMs: 3000,
   });
   tracer.attach(kubelet);
-  const loop = new SyncLoop({ kubelet, pleg: kubelet.createPleg(), clock, trace: tracer });
+  const loop = new SyncLoop({ kubelet, pleg: createPleg(kubelet), clock, trace: tracer });
   loop.start();
   const p = pod('flaky');
   try {

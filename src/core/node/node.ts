@@ -247,19 +247,12 @@ export class StandaloneNode {
     return this.agent.pods();
   }
 
+  /** The pod with the status the status manager produced (observedGeneration included), served as it is. */
   private withStatus(p: IPod): IPod {
     const uid = podMeta(p).uid;
-    const status = this.kubelet.statusManager.get(uid);
-    const observed = this.observed.get(uid);
     const deletion = this.kubelet.deletionOf(uid);
     if (deletion) p = { ...p, metadata: { ...p.metadata, ...deletion } };
-    return {
-      ...p,
-      status: {
-        ...(status ?? { phase: 'Pending' }),
-        ...(observed === undefined ? {} : { observedGeneration: observed }),
-      } as IPod['status'],
-    };
+    return { ...p, status: this.kubelet.statusManager.get(uid) ?? { phase: 'Pending' } };
   }
 
   /** Every change of a pod's status, and its end. */

@@ -7,7 +7,7 @@ import { PodStatusReader } from '../kuberuntime/pod-status.js';
 import { withPodSpecCopy } from '../kuberuntime/spec-copy.js';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { getFromStatusSocket } from '../status/client.js';
-import { generatePodStatus, type WaitingReason } from '../status/generate.js';
+import { generateAPIPodStatus, type WaitingReason } from '../status/generate.js';
 import { crashBackoffMs } from '../kuberuntime/crash-backoff.js';
 import { podKey, podMeta } from '../util/pod-key.js';
 
@@ -155,7 +155,8 @@ export function podFromRuntime(
   // Readiness probes run in the agent: without it, a probed container's readiness is unknown (not ready).
   const probed = new Set(spec.containers.filter((c) => c.readinessProbe).map((c) => c.name));
   const idToName = new Map(runtime.containers.map((c) => [c.id, c.name]));
-  const status = generatePodStatus({
+  // The status path's own function: with no agent there is no status manager, but the same overrides apply.
+  const status = generateAPIPodStatus({
     pod,
     runtime,
     waitingReason: (name) => inferWaiting(pod, runtime, name),

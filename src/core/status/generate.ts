@@ -160,7 +160,7 @@ function condition(
   };
 }
 
-/** The kubelet's generateAPIPodStatus: the runtime's view as a v1 PodStatus. */
+/** The runtime's view as a v1 PodStatus, before the kubelet's overrides (see generateAPIPodStatus). */
 export function generatePodStatus(inputs: StatusInputs): IPodStatus {
   const { pod, runtime } = inputs;
   const spec = pod.spec!;
@@ -249,4 +249,59 @@ function ephemeralStatuses(runtime: RuntimePodStatus, runtimeName: string): ICon
           ? terminatedState(c, runtimeName)
           : { waiting: { reason: 'ContainerCreating' } },
   }));
+}
+
+export const DEADLINE_EXCEEDED = 'DeadlineExceeded';
+export const EVICTED = 'Evicted';
+
+/** What the kubelet decided of a pod beyond its runtime view: each overrides what its containers say. */
+export interface StatusOverrides {
+  /** Admission rejected it: Failed with the reason, never run. */
+  rejected?: { reason: string; message: string };
+  /** The eviction manager's message, once it evicted the pod. */
+  evicted?: string;
+  /** The generation of the pod object the last finished sync used. */
+  observedGeneration?: number;
+}
+
+/** How long until spec.activeDeadlineSeconds runs out, counted from the status' startTime. */
+export function activeDeadlineLeftMs(pod: IPod, status: IPodStatus, now: number): number | undefined {
+  const seconds = pod.spec?.activeDeadlineSeconds;
+  if (seconds === undefined || seconds === null || !status.startTime) return undefined;
+  return Date.parse(status.startTime) + seconds * 1000 - now;
+}
+
+/** The kubelet's pastActiveDeadline; once failed for it, a pod stays failed. */
+function pastActiveDeadline(pod: IPod, status: IPodStatus, now: number): boolean {
+  if (status.reason === DEADLINE_EXCEEDED) return true;
+  if (status.phase === 'Succeeded' || status.phase === 'Failed') return false;
+  const left = activeDeadlineLeftMs(pod, status, now);
+  return left !== undefined && left <= 0;
+}
+
+/**
+ * The kubelet's generateAPIPodStatus: the v1 status from the runtime view with every override
+ * applied (rejection at admission, the active deadline, eviction, observedGeneration). Every view
+ * of a pod's status is this one's result.
+ */
+export function generateAPIPodStatus(inputs: StatusInputs, o: StatusOverrides = {}): IPodStatus {
+  const generation = o.observedGeneration === undefined ? {} : { observedGeneration: o.observedGeneration };
+  if (o.rejected) {
+    const { reason, message } = o.rejected;
+    return { phase: 'Failed', reason, message: `Pod was rejected: ${message}`, qosClass: qosClass(inputs.pod), ...generation };
+  }
+  const status = generatePodStatus(inputs);
+  const { pod, previous, now } = inputs;
+  if (pastActiveDeadline(pod, previous ?? status, now)) {
+    // The kubelet's active deadline handler: the pod fails as a whole, whatever its containers say.
+    status.phase = 'Failed';
+    status.reason = DEADLINE_EXCEEDED;
+    status.message = 'Pod was active on the node longer than the specified deadline';
+  }
+  if (o.evicted !== undefined || previous?.reason === EVICTED) {
+    status.phase = 'Failed';
+    status.reason = EVICTED;
+    status.message = o.evicted ?? previous!.message;
+  }
+  return Object.assign(status, generation);
 }

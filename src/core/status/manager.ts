@@ -1,13 +1,89 @@
-import type { IPodCondition, IPodStatus } from 'kubernetes-models/v1';
-import type { WaitingReason } from './generate.js';
+import type { IContainer, IPod, IPodCondition, IPodStatus } from 'kubernetes-models/v1';
+import type { Clock } from '../clock.js';
+import type { RuntimePodStatus } from '../container/types.js';
+import { podMeta } from '../util/pod-key.js';
+import { generateAPIPodStatus, type WaitingReason } from './generate.js';
+import type { TerminationRecords } from './termination-records.js';
+
+/** What the status manager reads to make a pod's status beside its runtime view. */
+export interface StatusSources {
+  clock?: Clock;
+  hostIP?: string;
+  /** For containerID, as "containerd://<id>". */
+  runtimeName?: string;
+  /** The prober's readiness and startup verdicts. */
+  ready?: (containerId: string, container: IContainer) => boolean | undefined;
+  started?: (containerId: string, container: IContainer) => boolean | undefined;
+  /** Each container's last termination, kept on disk (Last State after GC). */
+  terminations?: TerminationRecords;
+  /** The eviction manager's message for a pod it evicted. */
+  evicted?: (uid: string) => string | undefined;
+}
+
+/** A pod's status as recorded, with the one it replaced. */
+export interface StatusUpdate {
+  status: IPodStatus;
+  previous?: IPodStatus;
+}
 
 /**
- * The kubelet's statusManager, for one node with no API server: the last v1 status of every
- * pod, and the waiting reasons SyncPod left per container (ErrImagePull, CreateContainerConfigError,
- * CrashLoopBackOff…) that the next status shows. Only the kubelet writes it; everything else reads.
+ * The kubelet's statusManager, for one node with no API server: it makes each pod's v1 status from
+ * its runtime view (generateAPIPodStatus, every override applied) and keeps the last one, with the
+ * waiting reasons SyncPod left per container (ErrImagePull, CreateContainerConfigError,
+ * CrashLoopBackOff…) that the next status shows. Only the kubelet writes it; every view serves what it holds.
  */
 export class StatusManager {
   private readonly statuses = new Map<string, IPodStatus>();
+  /** The generation of the pod object each pod's last finished sync used (status.observedGeneration). */
+  private readonly observed = new Map<string, number>();
+
+  constructor(private readonly sources: StatusSources = {}) {}
+
+  /** The pod's status from its runtime view, every override included, recorded (the kubelet's SetPodStatus). */
+  generate(pod: IPod, runtime: RuntimePodStatus): StatusUpdate {
+    const uid = podMeta(pod).uid;
+    const src = this.sources;
+    const previous = this.statuses.get(uid);
+    const status = generateAPIPodStatus(
+      {
+        pod,
+        runtime,
+        previous,
+        waitingReason: (name) => this.waitingReason(uid, name),
+        ready: src.ready,
+        started: src.started,
+        hostIP: src.hostIP,
+        now: src.clock?.now() ?? Date.now(),
+        runtimeName: src.runtimeName,
+        lastTermination: (name) => src.terminations?.get(uid, name),
+        podConditions: this.conditions(uid),
+      },
+      { evicted: src.evicted?.(uid), observedGeneration: this.observed.get(uid) },
+    );
+    src.terminations?.remember(uid, status);
+    this.statuses.set(uid, status);
+    return { status, previous };
+  }
+
+  /** The status of a pod admission rejected: Failed with the reason, never run. */
+  reject(pod: IPod, reason: string, message: string): StatusUpdate {
+    const uid = podMeta(pod).uid;
+    const previous = this.statuses.get(uid);
+    const input = { pod, runtime: undefined as unknown as RuntimePodStatus, now: 0 };
+    const status = generateAPIPodStatus(input, { rejected: { reason, message }, observedGeneration: this.observed.get(uid) });
+    this.statuses.set(uid, status);
+    return { status, previous };
+  }
+
+  /** A sync of this pod object ended (or admission judged it): its status observes the object's generation. */
+  synced(pod: IPod): void {
+    const generation = pod.metadata?.generation;
+    if (generation === undefined) return;
+    const uid = podMeta(pod).uid;
+    this.observed.set(uid, generation);
+    const status = this.statuses.get(uid);
+    if (status && status.observedGeneration !== generation) this.statuses.set(uid, { ...status, observedGeneration: generation });
+  }
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   private readonly external = new Map<string, Map<string, IPodCondition>>();
 
@@ -90,6 +166,12 @@ export class StatusManager {
 
   /** The pod is gone: nothing of it is kept. */
   forget(uid: string): void {
+    this.observed.delete(uid);
+    this.reset(uid);
+  }
+
+  /** A rejected pod admitted again: its status starts over (the generation it observed stays until its sync ends). */
+  reset(uid: string): void {
     this.statuses.delete(uid);
     this.waiting.delete(uid);
     this.external.delete(uid);
