@@ -50,3 +50,21 @@ test("what only reads the runtime uses the status reader (the kubelet's GetPodSt
     [],
   );
 });
+
+/** Relative modules a file imports: static imports, re-exports and dynamic import()s, each once. */
+const internalImportsOf = (file: string) => new Set(importsOf(file).filter((i) => i.startsWith('.')));
+
+test('one home per idea: no hand-written file in src/core over 450 lines, none importing more than 15 of our modules', () => {
+  const core = tsFiles('src/core');
+  const long = core.map((f) => ({ f, lines: readFileSync(join(ROOT, f), 'utf8').split('\n').length - 1 })).filter((x) => x.lines > 450);
+  assert.deepEqual(long, []);
+  const hubs = [...core, ...tsFiles('src/cli')].map((f) => ({ f, imports: internalImportsOf(f).size })).filter((x) => x.imports > 15);
+  assert.deepEqual(hubs, []);
+});
+
+test('the sync loop calls the SyncHandler interface, never the concrete Kubelet; one pod cache', () => {
+  const loop = readFileSync(join(ROOT, 'src/core/loop.ts'), 'utf8');
+  assert.doesNotMatch(loop, /from '\.\/kubelet\.js'/);
+  const second = tsFiles('src').filter((f) => /runtimeStatuses/.test(readFileSync(join(ROOT, f), 'utf8')));
+  assert.deepEqual(second, []);
+});

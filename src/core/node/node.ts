@@ -42,8 +42,6 @@ export class StandaloneNode {
   private readonly expected: string[] = [APPLIED_SOURCE];
   private readonly generations: PodGenerations;
   private readonly identities: PodIdentities;
-  /** The generation of the pod object each UID's last finished sync used (status.observedGeneration). */
-  private readonly observed = new Map<string, number>();
   private server?: Server;
 
   constructor(private readonly opts: NodeOptions) {
@@ -103,10 +101,8 @@ export class StandaloneNode {
       (source, pod, owner, why) => hooks.onConflict?.(source, pod, owner, why),
     );
     this.kubelet.observe({
-      onSynced: (pod) => this.observed.set(podMeta(pod).uid, pod.metadata?.generation ?? 1),
       onTerminated: (pod) => {
         const uid = podMeta(pod).uid;
-        this.observed.delete(uid);
         this.generations.terminated(uid, (again) => this.handleUpdate({ op: 'ADD', source: APPLIED_SOURCE, pods: [again] }));
       },
     });
