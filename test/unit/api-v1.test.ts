@@ -104,3 +104,23 @@ test('a body of the wrong shape is a 400 naming what is expected, and the agent 
   });
   assert.deepEqual(calls, []);
 });
+
+test('GET /v1/pods/NS/NAME answers the one pod as the agent lists it, and a pod it does not keep is a 404 NotFound Status', async () => {
+  const calls = await withV1(async (call) => {
+    const one = await call('GET', '/v1/pods/default/web');
+    assert.deepEqual(one, {
+      status: 200,
+      json: { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'default', name: 'web', uid: 'u1' } },
+    });
+    const other = await call('GET', '/v1/pods/lab/web');
+    assert.equal(other.status, 404);
+    assert.deepEqual(other.json, {
+      kind: 'Status',
+      status: 'Failure',
+      code: 404,
+      message: 'pod "web" not found in namespace lab',
+      reason: 'NotFound',
+    });
+  });
+  assert.deepEqual(calls, [], 'a read asks the agent for nothing but its pods');
+});

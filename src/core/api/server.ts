@@ -17,6 +17,8 @@ export { ApiError, type PodWatchEvent };
 export interface StatusSource {
   /** Desired pods with their last status, as a v1 PodList would carry them. */
   pods(): IPod[];
+  /** GET /v1/pods/NS/NAME: the desired pod of that namespace/name with its last status; undefined: none (404). */
+  pod?: (namespace: string, name: string) => IPod | undefined;
   /** Sync loop and PLEG health: every check that failed, with why. */
   health(): { ok: boolean; checks: { name: string; ok: boolean; message: string }[] };
   metrics: Metrics;
@@ -259,6 +261,11 @@ export async function startStatusServer(socket: string, source: StatusSource, li
         .end(`${body}\n${h.ok ? 'healthz check passed' : 'healthz check failed'}\n`);
     } else if (path === '/pods') {
       servePods(req, res, url, source, limits);
+    } else if (podPath && versioned && source.pod) {
+      const [namespace, name] = [decodeURIComponent(podPath[1]!), decodeURIComponent(podPath[2]!)];
+      const pod = source.pod(namespace, name);
+      if (pod) json(res, 200, pod);
+      else fail(res, new ApiError(404, `pod "${name}" not found in namespace ${namespace}`, { reason: 'NotFound' }));
     } else if (path === '/events' && source.events) {
       const uid = url.searchParams.get('uid');
       const items = source

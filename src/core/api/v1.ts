@@ -24,6 +24,7 @@ export function serveV1(socket: string, agent: NodeAgent, metrics: Metrics, limi
 export function v1Routes(agent: NodeAgent, metrics: Metrics): StatusSource {
   return {
     pods: () => agent.pods(),
+    pod: (namespace, name) => agent.pods().find((p) => p.metadata?.namespace === namespace && p.metadata?.name === name),
     health: () => agent.health(),
     metrics,
     events: () => agent.events(),
