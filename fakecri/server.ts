@@ -532,7 +532,8 @@ export class FakeRuntime {
             const tag = normalized.slice(normalized.lastIndexOf(':') + 1);
             throw new FakeCriError(
               grpc.status.UNKNOWN,
-              `failed to pull and unpack image "${normalized}": failed to resolve reference "${normalized}": pulling from host ${host} failed with status code [manifests ${tag}]: 401 Unauthorized`,
+              `failed to pull and unpack image "${normalized}": failed to resolve reference "${normalized}": ` +
+                `pulling from host ${host} failed with status code [manifests ${tag}]: 401 Unauthorized`,
             );
           }
         }

@@ -28,7 +28,13 @@ const result = await build({
   chunkNames: 'chunks/[name]-[hash]',
   // The CommonJS packages bundled into these ES modules call require, and read __filename and __dirname.
   banner: {
-    js: "import { createRequire as __podctlCreateRequire } from 'node:module'; import { fileURLToPath as __podctlFileURLToPath } from 'node:url'; const require = __podctlCreateRequire(import.meta.url); const __filename = __podctlFileURLToPath(import.meta.url); const __dirname = __podctlFileURLToPath(new URL('.', import.meta.url));",
+    js: [
+      "import { createRequire as __podctlCreateRequire } from 'node:module';",
+      "import { fileURLToPath as __podctlFileURLToPath } from 'node:url';",
+      'const require = __podctlCreateRequire(import.meta.url);',
+      'const __filename = __podctlFileURLToPath(import.meta.url);',
+      "const __dirname = __podctlFileURLToPath(new URL('.', import.meta.url));",
+    ].join(' '),
   },
   // oclif requires typescript only to run a CLI from its .ts sources, which this one never does.
   external: ['typescript'],

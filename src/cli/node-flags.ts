@@ -48,7 +48,8 @@ export const nodeFlags = {
   'kubelet-config': Flags.string({
     summary:
       "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as the kubelet's --config: its fields " +
-      '(containerLogMaxSize, imageGCHighThresholdPercent, maxPods, …) set the flags of the same meaning; a flag on the command line wins.',
+      '(containerLogMaxSize, imageGCHighThresholdPercent, maxPods, …) set the flags of the same meaning; ' +
+      'a flag on the command line wins.',
     env: 'PODCTL_KUBELET_CONFIG',
   }),
   'maximum-dead-containers-per-container': Flags.integer({

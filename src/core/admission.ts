@@ -267,11 +267,11 @@ export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResu
     return {
       admit: false,
       reason: 'NodeAffinity',
-      message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector (${affinity}; node labels: ${Object.entries(
-        node.labels,
-      )
-        .map(([k, v]) => `${k}=${v}`)
-        .join(', ')})`,
+      message:
+        "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector " +
+        `(${affinity}; node labels: ${Object.entries(node.labels)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')})`,
     };
   const taken = admitted.flatMap(hostPorts);
   const clash = hostPorts(pod).find((p) =>
@@ -281,7 +281,9 @@ export function admitPod(pod: IPod, admitted: IPod[], node: NodeInfo): AdmitResu
     return {
       admit: false,
       reason: 'NodePorts',
-      message: `Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (${clash.protocol} ${clash.ip}:${clash.port})`,
+      message:
+        `Predicate NodePorts failed: node(s) didn't have free ports for the ` +
+        `requested pod ports (${clash.protocol} ${clash.ip}:${clash.port})`,
     };
   const alloc = node.allocatable;
   if (admitted.length + 1 > alloc.pods) {

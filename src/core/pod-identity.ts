@@ -61,7 +61,8 @@ export function settleIdentities(pods: IPod[], held: HeldPod[], nodeName: string
     if (other) {
       out.refused.push({
         pod,
-        message: `metadata.uid ${m.uid} is already the UID of pod ${podKey(other)} on this node; give this pod another metadata.uid, or none`,
+        message:
+          `metadata.uid ${m.uid} is already the UID of pod ${podKey(other)} on ` + `this node; give this pod another metadata.uid, or none`,
       });
       continue;
     }
@@ -73,7 +74,9 @@ export function settleIdentities(pods: IPod[], held: HeldPod[], nodeName: string
     } else {
       out.refused.push({
         pod,
-        message: `pod ${key} already runs on this node with UID ${running.uid}; delete it first (podctl delete pod ${m.name} -n ${m.namespace}) to run it with metadata.uid ${m.uid}`,
+        message:
+          `pod ${key} already runs on this node with UID ${running.uid}; delete it first ` +
+          `(podctl delete pod ${m.name} -n ${m.namespace}) to run it with metadata.uid ${m.uid}`,
       });
     }
   }

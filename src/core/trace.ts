@@ -242,7 +242,10 @@ export function formatTraceEvent(e: TraceEvent): string {
     case 'config':
       return `${t} config ${e.op} (${e.source}) → ${e.pods.map(podName).join(', ') || 'no pods'}`;
     case 'pleg':
-      return `${t} pleg ${e.event} ${podName(e.pod)}${e.container ? ` ${e.container}` : ''}${e.exitCode === undefined ? '' : ` (exit ${e.exitCode})`}${e.dispatched ? ` → sync ${podName(e.pod)}` : ''}`;
+      return (
+        `${t} pleg ${e.event} ${podName(e.pod)}${e.container ? ` ${e.container}` : ''}` +
+        `${e.exitCode === undefined ? '' : ` (exit ${e.exitCode})`}${e.dispatched ? ` → sync ${podName(e.pod)}` : ''}`
+      );
     case 'pleg-source':
       return `${t} pleg source ${e.source}${e.reason ? ` (${e.reason})` : ''}`;
     case 'sync':

@@ -84,7 +84,8 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 const tooLarge = (size: number, limit: number) =>
   new ApiError(
     413,
-    `request body too large: ${size} bytes; the limit is ${limit} bytes (${limit >= 1 << 20 ? `${+(limit / (1 << 20)).toFixed(1)} MiB` : `${+(limit / 1024).toFixed(1)} KiB`})`,
+    `request body too large: ${size} bytes; the limit is ${limit} bytes ` +
+      `(${limit >= 1 << 20 ? `${+(limit / (1 << 20)).toFixed(1)} MiB` : `${+(limit / 1024).toFixed(1)} KiB`})`,
   );
 
 /**

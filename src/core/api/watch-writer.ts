@@ -57,7 +57,8 @@ export class WatchWriter {
     this.closed = true;
     this.res.destroy();
     this.opts.log?.(
-      `${this.opts.what}: closed a watcher that does not read its events (${unread} bytes unread, over the bound of ${this.allowance} bytes), as the API server closes an unresponsive watcher`,
+      `${this.opts.what}: closed a watcher that does not read its events (${unread} bytes unread, ` +
+        `over the bound of ${this.allowance} bytes), as the API server closes an unresponsive watcher`,
     );
     return false;
   }

@@ -65,7 +65,8 @@ export async function fetchManifest(
       const next = new URL(res.headers.location, current);
       if (next.origin !== origin) {
         throw new Error(
-          `${url}: refusing the redirect to ${next.href}: podctl follows redirects only within ${origin}, so its headers never go elsewhere`,
+          `${url}: refusing the redirect to ${next.href}: podctl follows ` +
+            `redirects only within ${origin}, so its headers never go elsewhere`,
         );
       }
       if (hop >= MAX_REDIRECTS) throw new Error(`${url}: more than ${MAX_REDIRECTS} redirects`);
@@ -151,7 +152,9 @@ export class HttpSource {
       this.lastObjects = { configMaps: parsed.configMaps, secrets: parsed.secrets, runtimeClasses: parsed.runtimeClasses };
       this.opts.onSnapshot(this.lastGood, this.lastObjects);
     } catch (err) {
-      const message = `${(err as Error).message.startsWith(this.opts.url) ? '' : `${this.opts.url}: `}${(err as Error).message}${this.lastGood ? ' (keeping the last good pods)' : ''}`;
+      const said = (err as Error).message;
+      const named = said.startsWith(this.opts.url) ? said : `${this.opts.url}: ${said}`;
+      const message = `${named}${this.lastGood ? ' (keeping the last good pods)' : ''}`;
       if (message !== this.lastError) this.opts.onError({ source: 'http', file: this.opts.url, message });
       this.lastError = message;
       // Still a snapshot: the source has reported, and its last good pods stand.

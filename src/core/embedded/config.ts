@@ -19,7 +19,13 @@ export function containerdConfig(paths: EmbeddedPaths): string {
 version = 2
 root = ${q(`${paths.rootDir}/containerd`)}
 state = ${q(paths.stateDir)}
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.tracing.processor.v1.otlp",
+]
 
 [grpc]
   address = ${q(paths.socket)}

@@ -93,7 +93,8 @@ async function ensureCrunCgroups(log: Log, root = '/sys/fs/cgroup'): Promise<voi
       log(`mounted the ${controller} cgroup controller as v1 at ${dir} (crun needs cgroup2 without controllers in a hybrid layout)`);
     } catch (err) {
       log(
-        `warning: crun will not start containers here: the cgroup2 hierarchy holds ${controller}, and mounting it as v1 failed: ${(err as Error).message}`,
+        `warning: crun will not start containers here: the cgroup2 hierarchy ` +
+          `holds ${controller}, and mounting it as v1 failed: ${(err as Error).message}`,
       );
     }
   }

@@ -93,7 +93,8 @@ function lostShims(
     if (bundleExists(shim.bundle)) return false;
     if (shim.children.length)
       log(
-        `warning: containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}) has no bundle but runs process ${shim.children.join(', ')}: left alone`,
+        `warning: containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}) ` +
+          `has no bundle but runs process ${shim.children.join(', ')}: left alone`,
       );
     return shim.children.length === 0;
   });
@@ -113,7 +114,8 @@ async function endShims(
   await Promise.all(present.map((shim) => stopPid(shim.pid, opts.graceMs ?? 3000, () => alive(shim.pid), opts.kill)));
   for (const shim of present)
     log(
-      `ended containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}): its bundle was gone, so containerd could no longer stop it`,
+      `ended containerd's shim ${shim.pid} (${shim.namespace}/${shim.id.slice(0, 12)}): ` +
+        `its bundle was gone, so containerd could no longer stop it`,
     );
   return present.map((s) => s.pid);
 }

@@ -38,7 +38,10 @@ export class HandlerRunner {
         timeoutSeconds,
       });
       if (outcome.result !== 'failure') return undefined;
-      return `${what} for Container "${container.name}" in Pod "${m.name}_${m.namespace}(${m.uid})" failed - error: ${outcome.output.trim()}`;
+      return (
+        `${what} for Container "${container.name}" in Pod ` +
+        `"${m.name}_${m.namespace}(${m.uid})" failed - error: ${outcome.output.trim()}`
+      );
     } catch (err) {
       return `${what} for Container "${container.name}" in Pod "${m.name}_${m.namespace}(${m.uid})" failed - error: ${errorMessage(err)}`;
     }

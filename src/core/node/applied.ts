@@ -279,7 +279,8 @@ export class AppliedSource {
     const keep = state.pods.length
       ? `keeping the last good version of ${path}`
       : ref
-        ? `no good version of ${path} read yet: pod ${ref.namespace}/${ref.name} is kept as it runs until the file is fixed or the pod deleted`
+        ? `no good version of ${path} read yet: pod ${ref.namespace}/${ref.name} is ` +
+          `kept as it runs until the file is fixed or the pod deleted`
         : `nothing is read from ${path}`;
     const message = `${problem}\n(${keep})`;
     if (state.error !== message) this.opts.onError(path, message, ref);

@@ -18,20 +18,32 @@ export function keptByMessage(pod: IPod, rootDir: string, where: { manifestPath?
   const file = pod.metadata?.annotations?.[CONFIG_FILE_ANNOTATION];
   switch (keeper) {
     case 'applied':
-      return `handed to the agent by run --detach on ${rootDir}, which keeps it; change it with podctl run --detach, or delete it with podctl delete pod ${m.name} -n ${m.namespace}`;
+      return (
+        `handed to the agent by run --detach on ${rootDir}, which keeps it; change it with ` +
+        `podctl run --detach, or delete it with podctl delete pod ${m.name} -n ${m.namespace}`
+      );
     case 'run':
       return `the foreground podctl run on ${rootDir} keeps this pod${file ? ` (from ${file})` : ''}; stop that run first`;
     case 'http':
-      return `the watch on ${rootDir} keeps this pod from ${where.manifestUrl ?? 'its --manifest-url'}; change it there, or stop that watch first`;
+      return (
+        `the watch on ${rootDir} keeps this pod from ${where.manifestUrl ?? 'its --manifest-url'}; ` +
+        `change it there, or stop that watch first`
+      );
     default:
-      return `the watch on ${rootDir} keeps this pod from ${file ?? where.manifestPath ?? 'its manifests'}; change its manifest there, or stop that watch first`;
+      return (
+        `the watch on ${rootDir} keeps this pod from ${file ?? where.manifestPath ?? 'its manifests'}; ` +
+        `change its manifest there, or stop that watch first`
+      );
   }
 }
 
 /** A pod handed over while no agent runs: its applied file brings it back at the agent's next start. */
 export function appliedWhileStopped(rootDir: string, namespace: string, name: string): string | undefined {
   if (!existsSync(join(appliedDir(rootDir), appliedFileName(namespace, name)))) return undefined;
-  return `handed to the agent by run --detach on ${rootDir}: the agent, stopped now, starts it again at its next start; change it with podctl run --detach, or delete it with podctl delete pod ${name} -n ${namespace}`;
+  return (
+    `handed to the agent by run --detach on ${rootDir}: the agent, stopped now, starts it again at its next ` +
+    `start; change it with podctl run --detach, or delete it with podctl delete pod ${name} -n ${namespace}`
+  );
 }
 
 /** The pods the agent on this root dir keeps, by namespace/name; undefined when no agent answers there. */

@@ -171,7 +171,11 @@ export class LocalAgent implements NodeAgent {
     const pod: IPod = { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: p.namespace, name: p.name, uid } };
     const holder = merger.pods().find((x) => podMeta(x).uid === uid && podKey(x) !== podKey(pod));
     if (holder)
-      return `metadata.uid ${uid} is already the UID of pod ${podKey(holder)} (${keptByMessage(holder, this.settings.rootDir, this.settings)}); give this pod another metadata.uid, or none`;
+      return (
+        `metadata.uid ${uid} is already the UID of ` +
+        `pod ${podKey(holder)} (${keptByMessage(holder, this.settings.rootDir, this.settings)}); ` +
+        `give this pod another metadata.uid, or none`
+      );
     // What this node keeps under that namespace/name is its own to update; what else runs is checked.
     const settled = identities.settle([pod], new Set(merger.pods().map((x) => podMeta(x).uid)));
     if (settled.refused.length) return settled.refused[0]!.message;
@@ -196,7 +200,8 @@ export class LocalAgent implements NodeAgent {
     if (owner && owner !== APPLIED_SOURCE && owner !== RUN_SOURCE) {
       throw new ApiError(
         409,
-        `pod ${namespace}/${name} comes from the watch's ${owner === 'file' ? this.settings.manifestPath : this.settings.manifestUrl}; remove it there to delete it for good`,
+        `pod ${namespace}/${name} comes from the ` +
+          `watch's ${owner === 'file' ? this.settings.manifestPath : this.settings.manifestUrl}; remove it there to delete it for good`,
       );
     }
     const uid = pod?.metadata?.uid;

@@ -184,7 +184,8 @@ export class EventedPleg implements Pleg {
     this.cacheUpdater.stop();
     this.handedOver = next;
     this.opts.onFallback?.(
-      `the runtime does not implement GetContainerEvents: using ${next.source === 'containerd-events' ? "containerd's event service" : next.source}`,
+      `the runtime does not implement GetContainerEvents: ` +
+        `using ${next.source === 'containerd-events' ? "containerd's event service" : next.source}`,
     );
     next.start();
   }

@@ -141,11 +141,9 @@ export class GenericPleg {
     const last = this.lastRelistAt ?? this.relistStarted;
     if (last === undefined) return { ok: true, message: 'PLEG has not relisted yet' };
     const since = now - last;
+    const threshold = `threshold is ${this.relistThresholdMs / 1000} s`;
     if (since > this.relistThresholdMs)
-      return {
-        ok: false,
-        message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; threshold is ${this.relistThresholdMs / 1000} s`,
-      };
+      return { ok: false, message: `PLEG is not healthy: last relist completed ${Math.round(since / 1000)} s ago; ${threshold}` };
     return { ok: true, message: `PLEG relisted ${Math.round(since)} ms ago` };
   }
 

@@ -45,7 +45,8 @@ export function checkExecSize(
       if (size > MAX_ARG_STRLEN)
         err(
           `${field}[${i}]`,
-          `too long: ${size} bytes with its NUL; expected at most ${MAX_ARG_STRLEN} bytes (Linux MAX_ARG_STRLEN: exec refuses a longer argument with "argument list too long")`,
+          `too long: ${size} bytes with its NUL; expected at most ${MAX_ARG_STRLEN} bytes ` +
+            `(Linux MAX_ARG_STRLEN: exec refuses a longer argument with "argument list too long")`,
         );
       bytes += size + POINTER_BYTES;
     });
@@ -72,7 +73,9 @@ export function checkExecSize(
     .join(', ');
   err(
     largest.field,
-    `too long for exec: ${total} bytes of arguments and environment together (${said}; each string with its NUL and pointer); expected at most ${ARG_MAX_BYTES} bytes (Linux ARG_MAX at the default 8 MiB stack: exec fails with "argument list too long")`,
+    `too long for exec: ${total} bytes of arguments and environment together (${said}; each string with its NUL and ` +
+      `pointer); expected at most ${ARG_MAX_BYTES} bytes ` +
+      '(Linux ARG_MAX at the default 8 MiB stack: exec fails with "argument list too long")',
   );
 }
 
@@ -115,7 +118,8 @@ export function checkEnv(c: IContainer, path: string, err: (field: string, messa
     if (typeof name === 'string' && (name === '' || !/^[\x20-\x3c\x3e-\x7e]+$/.test(name))) {
       err(
         `${at}.name`,
-        `${JSON.stringify(name)} is invalid; a valid environment variable name must consist only of printable ASCII characters other than '='`,
+        `${JSON.stringify(name)} is invalid; a valid environment variable ` +
+          `name must consist only of printable ASCII characters other than '='`,
       );
     }
     if (typeof value !== 'string') return;
@@ -125,7 +129,8 @@ export function checkEnv(c: IContainer, path: string, err: (field: string, messa
     if (size > MAX_ENV_STRING_BYTES) {
       err(
         `${at}.value`,
-        `too long: NAME=value is ${size} bytes; expected at most ${MAX_ENV_STRING_BYTES} bytes (Linux MAX_ARG_STRLEN: exec refuses a longer environment string)`,
+        `too long: NAME=value is ${size} bytes; expected at most ${MAX_ENV_STRING_BYTES} bytes ` +
+          `(Linux MAX_ARG_STRLEN: exec refuses a longer environment string)`,
       );
     }
   });

@@ -81,7 +81,8 @@ function manifestObjects(docs: unknown[], listProblem: (index: number, field: st
         'items',
         obj.items === undefined
           ? `required; expected the ${String(obj.kind)}'s objects`
-          : `expected a list of objects, got ${obj.items !== null && typeof obj.items === 'object' ? 'a mapping' : JSON.stringify(obj.items)}`,
+          : `expected a list of objects, ` +
+              `got ${obj.items !== null && typeof obj.items === 'object' ? 'a mapping' : JSON.stringify(obj.items)}`,
       );
     }
     const itemKind = ITEM_KIND_OF[obj.kind as string];
@@ -166,7 +167,9 @@ export function parseManifestDocuments(
         file,
         index,
         field: '',
-        message: `the document is ${bytes} bytes; expected at most ${MAX_OBJECT_BYTES} bytes (1.5 MiB), the most the API server stores of one object (etcd's request limit); refused before it is parsed`,
+        message:
+          `the document is ${bytes} bytes; expected at most ${MAX_OBJECT_BYTES} bytes (1.5 MiB), the ` +
+          `most the API server stores of one object (etcd's request limit); refused before it is parsed`,
         severity: 'error',
       });
     }

@@ -67,7 +67,9 @@ export function checkFieldRef(ref: unknown, at: string, allowed: readonly string
     return;
   }
   if (allowed.includes(fieldPath === 'spec.host' ? 'spec.nodeName' : fieldPath)) return;
-  const expected = `expected one of ${allowed.map((f) => JSON.stringify(f)).join(', ')}, or metadata.labels['<key>'] or metadata.annotations['<key>']`;
+  const expected =
+    `expected one of ${allowed.map((f) => JSON.stringify(f)).join(', ')}, ` +
+    `or metadata.labels['<key>'] or metadata.annotations['<key>']`;
   err(
     `${at}.fieldPath`,
     POD_FIELD_LABELS.has(fieldPath)
@@ -86,6 +88,7 @@ export function checkResourceFieldRef(ref: unknown, at: string, inVolume: boolea
   if (RESOURCE_FIELD_PATHS.includes(resource) || /^(limits|requests)\.hugepages-.+/.test(resource)) return;
   err(
     `${at}.resource`,
-    `${JSON.stringify(resource)} is not supported; expected one of ${RESOURCE_FIELD_PATHS.map((f) => JSON.stringify(f)).join(', ')} (or limits.hugepages-<size>, requests.hugepages-<size>)`,
+    `${JSON.stringify(resource)} is not supported; expected one ` +
+      `of ${RESOURCE_FIELD_PATHS.map((f) => JSON.stringify(f)).join(', ')} (or limits.hugepages-<size>, requests.hugepages-<size>)`,
   );
 }

@@ -149,7 +149,8 @@ const table: Record<string, FieldFate> = {
       fate: 'refused',
       when: 'Strict',
       reason:
-        "refused at admission (SupplementalGroupsPolicyNotSupported: SupplementalGroupsPolicy=Strict is not supported in this node): containerd 1.6's CRI has no field for it, so the image's groups would be merged",
+        'refused at admission (SupplementalGroupsPolicyNotSupported: SupplementalGroupsPolicy=Strict is not supported in this node): ' +
+        "containerd 1.6's CRI has no field for it, so the image's groups would be merged",
     },
   }),
   'spec.securityContext.fsGroup': honoured('volumes/ownership'),

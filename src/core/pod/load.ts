@@ -93,7 +93,9 @@ export function manifestSetWithDocuments(read: ReadManifests, opts: LoadOptions)
         kind: 'Pod',
         name: podMeta(lp.pod).name,
         field: 'metadata.name',
-        message: `pod ${key} is defined twice (also in ${prev.source.path}, document ${prev.source.index + 1}); pod names must be unique per namespace`,
+        message:
+          `pod ${key} is defined twice (also in ${prev.source.path}, ` +
+          `document ${prev.source.index + 1}); pod names must be unique per namespace`,
         severity: 'error',
       });
     } else byName.set(key, lp);
@@ -109,7 +111,9 @@ export function manifestSetWithDocuments(read: ReadManifests, opts: LoadOptions)
         kind: 'Pod',
         name: podMeta(lp.pod).name,
         field: 'metadata.uid',
-        message: `${podMeta(lp.pod).uid} is already the UID of pod ${podKey(prev.pod)} (${prev.source.path}, document ${prev.source.index + 1}); a UID names one pod on the node`,
+        message:
+          `${podMeta(lp.pod).uid} is already the UID of pod ${podKey(prev.pod)} (${prev.source.path}, ` +
+          `document ${prev.source.index + 1}); a UID names one pod on the node`,
         severity: 'error',
       });
     } else if (!prev) byUID.set(podMeta(lp.pod).uid, lp);

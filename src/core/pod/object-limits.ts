@@ -38,7 +38,10 @@ export function oversizedDocuments(text: string, limit = MAX_OBJECT_BYTES): { in
 export function objectSizeProblem(doc: unknown): string | undefined {
   const bytes = Buffer.byteLength(JSON.stringify(doc) ?? '');
   if (bytes <= MAX_OBJECT_BYTES) return undefined;
-  return `the object is ${bytes} bytes as JSON (as kubectl sends it); expected at most ${MAX_OBJECT_BYTES} bytes (1.5 MiB), the most the API server stores of one object (etcd's request limit)`;
+  return (
+    `the object is ${bytes} bytes as JSON (as kubectl sends it); expected at most ${MAX_OBJECT_BYTES} bytes ` +
+    `(1.5 MiB), the most the API server stores of one object (etcd's request limit)`
+  );
 }
 
 /**
@@ -78,6 +81,9 @@ export function expandedWeight(doc: unknown): string | undefined {
   const total = weigh(doc);
   if (cyclic) return 'an alias refers to a node that contains it (a recursive document); expected a tree';
   if (total > MAX_EXPANDED_WEIGHT)
-    return `the document expands to more than ${MAX_EXPANDED_WEIGHT.toLocaleString('en-US')} nodes and characters once its YAML aliases are followed (an alias bomb?); refused before validation`;
+    return (
+      `the document expands to more than ${MAX_EXPANDED_WEIGHT.toLocaleString('en-US')} nodes and ` +
+      `characters once its YAML aliases are followed (an alias bomb?); refused before validation`
+    );
   return undefined;
 }

@@ -22,7 +22,9 @@ export function metadataRules(doc: Record<string, unknown>): FieldProblem[] {
       if (typeof v === 'string' && !isLabelValue(v))
         err(
           `metadata.labels[${JSON.stringify(k)}]`,
-          `invalid label value ${JSON.stringify(v.length > 80 ? `${v.slice(0, 60)}...` : v)}${v.length > 63 ? ` (${v.length} characters)` : ''}: expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`,
+          `invalid label value ${JSON.stringify(v.length > 80 ? `${v.slice(0, 60)}...` : v)}` +
+            `${v.length > 63 ? ` (${v.length} characters)` : ''}: ` +
+            `expected at most 63 alphanumeric characters, "-", "_" or ".", starting and ending with an alphanumeric character`,
         );
     }
   }
@@ -36,7 +38,8 @@ export function metadataRules(doc: Record<string, unknown>): FieldProblem[] {
     if (annotationBytes > TOTAL_ANNOTATION_SIZE_LIMIT) {
       err(
         'metadata.annotations',
-        `too long: ${annotationBytes} bytes in total (keys and values); expected at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes (256 KiB), as the API server`,
+        `too long: ${annotationBytes} bytes in total (keys and values); expected ` +
+          `at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes (256 KiB), as the API server`,
       );
     }
   }
@@ -70,7 +73,9 @@ export function dataSizeRules(kind: 'ConfigMap' | 'Secret', doc: Record<string, 
   return [
     {
       field: 'data',
-      message: `too long: the ${kind}'s values (${fields}) are ${total} bytes together; expected at most ${MAX_DATA_BYTES} bytes (1 MiB), as the API server`,
+      message:
+        `too long: the ${kind}'s values (${fields}) are ${total} bytes together; ` +
+        `expected at most ${MAX_DATA_BYTES} bytes (1 MiB), as the API server`,
       severity: 'error',
     },
   ];

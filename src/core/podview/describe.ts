@@ -190,7 +190,10 @@ export function whyNotRunning(
   const status = pod.status;
   if (!status) return 'no status yet: the pod has not been synced';
   if (status.phase === 'Unknown' && status.reason === 'RuntimeError') {
-    return `${status.message ?? 'the runtime could not report this pod'}; podctl's housekeeping keeps retrying its removal once no source wants it, and \`podctl delete pod ${pod.metadata?.name}\` retries now`;
+    return (
+      `${status.message ?? 'the runtime could not report this pod'}; podctl's housekeeping keeps retrying ` +
+      `its removal once no source wants it, and \`podctl delete pod ${pod.metadata?.name}\` retries now`
+    );
   }
   const policy = pod.spec?.restartPolicy ?? 'Always';
   const all = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
@@ -202,10 +205,18 @@ export function whyNotRunning(
       const exits = s.restartCount + 1;
       const next = nextStart(s);
       const wait = next === undefined ? '' : next > now ? `; next start in ${Math.ceil((next - now) / 1000)} s` : '; next start due now';
-      return `container ${s.name} is in CrashLoopBackOff: exited with code ${t?.exitCode ?? '?'}${t?.reason && t.reason !== 'Error' ? ` (${t.reason})` : ''}, ${exits} exit${exits === 1 ? '' : 's'} so far${wait}; ${quote(lastLogLine(s.name))}`;
+      return (
+        `container ${s.name} is in CrashLoopBackOff: exited with ` +
+        `code ${t?.exitCode ?? '?'}${t?.reason && t.reason !== 'Error' ? ` (${t.reason})` : ''}, ` +
+        `${exits} exit${exits === 1 ? '' : 's'} so ` +
+        `far${wait}; ${quote(lastLogLine(s.name))}`
+      );
     }
     if (w.reason === 'ImagePullBackOff' || w.reason === 'ErrImagePull' || w.reason === 'InvalidImageName') {
-      return `container ${s.name} cannot start: image "${s.image}" could not be pulled (${w.message ?? w.reason}); fix the image reference, or make the image available to the runtime (podctl's embedded runtime pulls from 127.0.0.1:5000 only)`;
+      return (
+        `container ${s.name} cannot start: image "${s.image}" could not be pulled (${w.message ?? w.reason}); fix ` +
+        `the image reference, or make the image available to the runtime (podctl's embedded runtime pulls from 127.0.0.1:5000 only)`
+      );
     }
     if (w.reason && w.reason !== 'PodInitializing')
       return `container ${s.name} is waiting: ${w.reason}${w.message ? `: ${w.message}` : ''}`;
@@ -214,19 +225,34 @@ export function whyNotRunning(
     const exited = all.filter((s) => s.state?.terminated);
     const failed = exited.find((s) => s.state!.terminated!.exitCode !== 0);
     if (status.phase === 'Failed' && failed) {
-      return `pod Failed: container ${failed.name} exited with code ${failed.state!.terminated!.exitCode} and restartPolicy ${policy} does not start it again; ${quote(lastLogLine(failed.name))}; fix the cause and delete the pod so its source starts it anew`;
+      return (
+        `pod Failed: container ${failed.name} exited with code ${failed.state!.terminated!.exitCode} and ` +
+        `restartPolicy ${policy} does not start it again; ${quote(lastLogLine(failed.name))}; ` +
+        `fix the cause and delete the pod so its source starts it anew`
+      );
     }
-    return `pod ${status.phase}: its containers ran to completion (restartPolicy ${policy}); delete it (or change its manifest) to run it again`;
+    return (
+      `pod ${status.phase}: its containers ran to completion ` +
+      `(restartPolicy ${policy}); delete it (or change its manifest) to run it again`
+    );
   }
   const stopped = all.find((s) => s.state?.terminated && pod.spec?.containers.some((c) => c.name === s.name));
   if (stopped)
-    return `container ${stopped.name} exited with code ${stopped.state!.terminated!.exitCode} and waits to be started again; ${quote(lastLogLine(stopped.name))}`;
+    return (
+      `container ${stopped.name} exited with code ${stopped.state!.terminated!.exitCode} and ` +
+      `waits to be started again; ${quote(lastLogLine(stopped.name))}`
+    );
   const notReady = (status.containerStatuses ?? []).filter((s) => s.state?.running && !s.ready);
   if (notReady.length) {
     const unknown = notReady.filter((s) => readinessUnknown.includes(s.name));
     if (unknown.length === notReady.length)
-      return `container ${unknown.map((s) => s.name).join(', ')} runs, but its readiness probe's result is unknown: no running watch probes it`;
-    return `container ${notReady.map((s) => s.name).join(', ')} runs but is not ready: its readiness probe fails (see the Unhealthy events)`;
+      return (
+        `container ${unknown.map((s) => s.name).join(', ')} runs, but its ` +
+        `readiness probe's result is unknown: no running watch probes it`
+      );
+    return (
+      `container ${notReady.map((s) => s.name).join(', ')} runs but is ` + `not ready: its readiness probe fails (see the Unhealthy events)`
+    );
   }
   if (status.phase === 'Pending') return 'pod Pending: its sandbox or containers are being created';
   return undefined;

@@ -58,7 +58,8 @@ export interface WriteOptions {
 /** Go's time layout 2006_01_02_15_04_05, in UTC, as the kubelet names its timestamped directories. */
 function timestamp(d: Date): string {
   const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getUTCFullYear()}_${p(d.getUTCMonth() + 1)}_${p(d.getUTCDate())}_${p(d.getUTCHours())}_${p(d.getUTCMinutes())}_${p(d.getUTCSeconds())}`;
+  const parts = [d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()];
+  return [String(d.getUTCFullYear()), ...parts.map(p)].join('_');
 }
 
 function fileMode(mode: number, opts: WriteOptions): number {

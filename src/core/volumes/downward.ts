@@ -66,7 +66,8 @@ export function volumeFieldValue(pod: IPod, fieldPath: string): string {
   }
   // Kubernetes' validation rejects every other path in a volume (status.podIP, spec.nodeName are env-only).
   throw new PayloadError(
-    `fieldRef "${fieldPath}" is not supported in a downwardAPI volume (supported: ${VOLUME_FIELD_PATHS.join(', ')}, metadata.labels['<key>'], metadata.annotations['<key>'])`,
+    `fieldRef "${fieldPath}" is not supported in a downwardAPI volume ` +
+      `(supported: ${VOLUME_FIELD_PATHS.join(', ')}, metadata.labels['<key>'], metadata.annotations['<key>'])`,
   );
 }
 

@@ -196,7 +196,8 @@ export class VolumeManager {
     if (!SUPPORTED.has(kind)) {
       throw setUpError(
         v.name,
-        `${kind || 'a volume without a source'} volumes are not supported: podctl runs pods on a single host without a cluster (use emptyDir or hostPath)`,
+        `${kind || 'a volume without a source'} volumes are not supported: podctl ` +
+          `runs pods on a single host without a cluster (use emptyDir or hostPath)`,
       );
     }
     const fsGroup = pod.spec?.securityContext?.fsGroup;
@@ -324,7 +325,8 @@ export class VolumeManager {
       if (!propagation) throw fail(`invalid MountPropagation mode: "${m.mountPropagation}"`);
       if (propagation === 'PROPAGATION_BIDIRECTIONAL' && container.securityContext?.privileged !== true) {
         throw fail(
-          `volumeMount "${m.name}" of container "${container.name}": Bidirectional mount propagation is available only to privileged containers`,
+          `volumeMount "${m.name}" of container "${container.name}": Bidirectional ` +
+            `mount propagation is available only to privileged containers`,
         );
       }
       const readonly = m.readOnly === true || vol.readOnly;
