@@ -149,7 +149,7 @@ export class LocalAgent implements NodeAgent {
     // UIDs (their namespace/name's, or the sandbox's they adopt), hashes and objects from the files, so nothing differs later.
     this.parts.applied.write(pods);
     return pods.map((p) => {
-      const pod = [...kubelet.pods.values()].find((x) => podMeta(x).namespace === p.namespace && podMeta(x).name === p.name);
+      const pod = kubelet.podManager.getPodByFullName(p.namespace, p.name);
       const uid = pod?.metadata?.uid ?? generations.pending(p.namespace, p.name)?.metadata?.uid ?? '';
       return { namespace: p.namespace, name: p.name, uid, generation: generations.of(uid) };
     });
@@ -157,7 +157,7 @@ export class LocalAgent implements NodeAgent {
 
   private keptPod(namespace: string, name: string): IPod | undefined {
     return (
-      [...this.parts.kubelet.pods.values()].find((x) => podMeta(x).namespace === namespace && podMeta(x).name === name) ??
+      this.parts.kubelet.podManager.getPodByFullName(namespace, name) ??
       this.parts.merger.pods().find((x) => podMeta(x).namespace === namespace && podMeta(x).name === name)
     );
   }
@@ -195,7 +195,7 @@ export class LocalAgent implements NodeAgent {
     // As the API server: a name that cannot be a pod's is refused before it reaches a path.
     const invalid = podRefProblem(namespace, name);
     if (invalid) throw new ApiError(400, invalid, { reason: 'Invalid' });
-    const pod = [...kubelet.pods.values()].find((p) => podMeta(p).namespace === namespace && podMeta(p).name === name);
+    const pod = kubelet.podManager.getPodByFullName(namespace, name);
     const owner = merger.sourceOfName(namespace, name);
     if (owner && owner !== APPLIED_SOURCE && owner !== RUN_SOURCE) {
       throw new ApiError(
@@ -219,7 +219,7 @@ export class LocalAgent implements NodeAgent {
 
   setCondition(namespace: string, name: string, condition: PodConditionInput): IPod {
     checkCondition(condition);
-    const pod = [...this.parts.kubelet.pods.values()].find((p) => podMeta(p).namespace === namespace && podMeta(p).name === name);
+    const pod = this.parts.kubelet.podManager.getPodByFullName(namespace, name);
     if (!pod) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
     this.parts.kubelet.setPodCondition(podMeta(pod).uid, condition);
     return this.parts.withStatus(pod);

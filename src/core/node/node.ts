@@ -115,8 +115,7 @@ export class StandaloneNode {
       onError: (file, message, ref) => {
         hooks.onSourceError?.(message.includes(file) ? message : `${file}: ${message}`);
         // On the pod it keeps (its last good version) too, for describe; one it does not keep yet gets it from housekeeping.
-        const pod =
-          ref && [...this.kubelet.pods.values()].find((p) => podMeta(p).namespace === ref.namespace && podMeta(p).name === ref.name);
+        const pod = ref && this.kubelet.podManager.getPodByFullName(ref.namespace, ref.name);
         if (pod)
           this.kubelet.events.record(
             { uid: podMeta(pod).uid, namespace: ref.namespace, name: ref.name },

@@ -52,7 +52,11 @@ export class PodManager implements PodManagerView {
     const pod = this.byUID.get(uid);
     this.byUID.delete(uid);
     this.sources.delete(uid);
-    if (pod && this.byFullName.get(podKey(pod)) === uid) this.byFullName.delete(podKey(pod));
+    if (!pod || this.byFullName.get(podKey(pod)) !== uid) return;
+    // Another UID of that namespace/name still held (one being replaced, still terminating) keeps the name.
+    const other = [...this.byUID.values()].find((p) => podKey(p) === podKey(pod));
+    if (other) this.byFullName.set(podKey(pod), podMeta(other).uid);
+    else this.byFullName.delete(podKey(pod));
   }
 
   getPodByUID(uid: string): IPod | undefined {
