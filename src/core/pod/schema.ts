@@ -149,9 +149,20 @@ function suggestion(typeName: string, field: string): string | undefined {
   return undefined;
 }
 
-/** Every field the Kubernetes schema does not know, with its path (kubectl --validate=strict). */
-export function unknownFields(kind: string, doc: unknown): { field: string; hint?: string }[] {
-  const out: { field: string; hint?: string }[] = [];
+/** One field met by walkSchema: its key, value and path, the type that holds it, and whether the schema knows it. */
+export interface SchemaField {
+  key: string;
+  value: unknown;
+  path: string;
+  typeName: string;
+  known: boolean;
+}
+
+/**
+ * Walks a document along the Kubernetes schema from a kind's root type (lists element by element, at
+ * most 64 levels deep); visit says of each field whether to walk into it.
+ */
+export function walkSchema(doc: unknown, kind: string, visit: (f: SchemaField) => boolean): void {
   const walk = (value: unknown, typeName: string | null, path: string, depth: number) => {
     if (typeName === null || typeName === '*' || value === null || typeof value !== 'object' || depth > 64) return;
     if (Array.isArray(value)) {
@@ -160,16 +171,22 @@ export function unknownFields(kind: string, doc: unknown): { field: string; hint
     }
     const fields = FIELD_TYPES[typeName];
     if (!fields) return;
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      const child = path ? `${path}.${k}` : k;
-      if (!(k in fields)) {
-        out.push({ field: child, hint: suggestion(typeName, k) });
-        continue;
-      }
-      walk(v, fields[k] ?? null, child, depth + 1);
+    for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+      const child = path ? `${path}.${key}` : key;
+      const known = key in fields;
+      if (visit({ key, value: v, path: child, typeName, known }) && known) walk(v, fields[key] ?? null, child, depth + 1);
     }
   };
   walk(doc, FIELD_ROOTS[kind] ?? null, '', 0);
+}
+
+/** Every field the Kubernetes schema does not know, with its path (kubectl --validate=strict). */
+export function unknownFields(kind: string, doc: unknown): { field: string; hint?: string }[] {
+  const out: { field: string; hint?: string }[] = [];
+  walkSchema(doc, kind, (f) => {
+    if (!f.known) out.push({ field: f.path, hint: suggestion(f.typeName, f.key) });
+    return f.known;
+  });
   return out;
 }
 

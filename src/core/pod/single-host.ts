@@ -1,7 +1,7 @@
 import type { IContainer } from 'kubernetes-models/v1';
-import { FIELD_ROOTS, FIELD_TYPES } from '../../generated/pod/fields.js';
+import { FIELD_TYPES } from '../../generated/pod/fields.js';
 import { fieldFate, OTHER_VOLUME, POD_FIELDS } from './fields.js';
-import { isObject, type FieldProblem } from './schema.js';
+import { isObject, walkSchema, type FieldProblem } from './schema.js';
 
 const VOLUME_TYPES = new Set(['emptyDir', 'hostPath', 'configMap', 'secret', 'downwardAPI', 'projected']);
 const STANDARD_RESOURCES = /^(cpu|memory|ephemeral-storage|hugepages-.+)$/;
@@ -23,28 +23,17 @@ export function singleHostProblems(
     if (x) out.push({ field, message: message ? message(x.reason) : x.reason, severity: severity(x.fate) });
   };
   // Every field the table warns about or refuses outright, once at its topmost path.
-  const walk = (value: unknown, typeName: string | null, path: string, depth: number) => {
-    if (typeName === null || typeName === '*' || value === null || typeof value !== 'object' || depth > 64) return;
-    if (Array.isArray(value)) {
-      value.forEach((v, i) => walk(v, typeName, `${path}[${i}]`, depth + 1));
-      return;
+  walkSchema(doc, 'Pod', ({ key, value: v, path: child, known }) => {
+    if (!known || v === undefined || v === null) return false;
+    if ((Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) return false;
+    const fate = fieldFate(child);
+    if (fate && fate.fate !== 'honoured') {
+      const other = /^spec\.volumes\[\d+\]\.[^.]+$/.test(child) && fate === OTHER_VOLUME;
+      out.push({ field: child, message: other ? `${key} volumes are ${fate.reason}` : fate.reason, severity: severity(fate.fate) });
+      return false;
     }
-    const fields = FIELD_TYPES[typeName];
-    if (!fields) return;
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      if (!(k in fields) || v === undefined || v === null) continue;
-      if ((Array.isArray(v) && v.length === 0) || (isObject(v) && Object.keys(v).length === 0)) continue;
-      const child = path ? `${path}.${k}` : k;
-      const fate = fieldFate(child);
-      if (fate && fate.fate !== 'honoured') {
-        const other = /^spec\.volumes\[\d+\]\.[^.]+$/.test(child) && fate === OTHER_VOLUME;
-        out.push({ field: child, message: other ? `${k} volumes are ${fate.reason}` : fate.reason, severity: severity(fate.fate) });
-        continue;
-      }
-      walk(v, fields[k] ?? null, child, depth + 1);
-    }
-  };
-  walk(doc, FIELD_ROOTS.Pod ?? null, '', 0);
+    return true;
+  });
   for (const key of ['serviceAccountName', 'serviceAccount']) {
     const v = spec[key];
     if (typeof v === 'string' && v !== '' && v !== 'default' && spec.automountServiceAccountToken !== false)
