@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import type { Duplex } from 'node:stream';
 import transport, { type SpdyConnection, type SpdyParser, type SpdyStream } from 'spdy-transport';
+import { Channel, EXEC_PROTOCOL, ExecStreamError, type RuntimeCommand, type RuntimeCommandHandlers } from './stream.js';
 
 export type { SpdyConnection, SpdyStream } from 'spdy-transport';
 
@@ -85,9 +86,78 @@ export function dialSpdy(url: string, protocols: string[]): Promise<{ session: S
 /** Opens a stream with Kubernetes' headers and waits for its reply. */
 export function openSpdyStream(session: SpdyConnection, headers: Record<string, string>): Promise<SpdyStream> {
   return new Promise((resolve, reject) => {
-    session.request({ method: 'POST', path: '/', headers }, (err, stream) => {
+    const stream = session.request({ method: 'POST', path: '/', headers }, (err) => {
       if (err) reject(err);
-      else stream.once('response', () => resolve(stream));
     });
+    // A stream's failure is the session's (a socket gone): whoever reads it hears of it by its close.
+    stream.on('error', () => undefined);
+    stream.once('response', () => resolve(stream));
+    stream.once('close', () => reject(new SpdyDialError(`the server closed the ${headers.streamType ?? ''} stream before answering it`)));
   });
+}
+
+export interface SpdyCommandStreams {
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  tty: boolean;
+}
+
+/**
+ * The runtime's remote command over SPDY (v4.channel.k8s.io), the CRI streaming server's other
+ * transport: unlike its v4 WebSocket, the stdin stream can be half-closed, and the command then
+ * reads EOF. The streams opened are exactly those the Exec or Attach request named (the server
+ * waits for all of them): error first, as the kubelet's own client opens them.
+ */
+export async function openRuntimeSpdy(url: string, want: SpdyCommandStreams, handlers: RuntimeCommandHandlers): Promise<RuntimeCommand> {
+  const { session } = await dialSpdy(url, [EXEC_PROTOCOL]);
+  const open = (streamType: string) => openSpdyStream(session, { streamType });
+  let failure: Error | undefined;
+  session.on('error', (err: Error) => (failure ??= err));
+  try {
+    const error = await open('error');
+    const stdin = want.stdin ? await open('stdin') : undefined;
+    const outputs = [
+      ...(want.stdout ? [{ channel: Channel.Stdout, stream: await open('stdout') }] : []),
+      ...(want.stderr && !want.tty ? [{ channel: Channel.Stderr, stream: await open('stderr') }] : []),
+    ];
+    const resize = want.tty ? await open('resize') : undefined;
+    const ended = (s: SpdyStream) => new Promise<void>((res) => (s.readableEnded ? res() : s.once('end', res).once('close', res)));
+    let statusText = '';
+    let sawStatus = false;
+    error.on('data', (d: Buffer) => (statusText += d.toString('utf8')));
+    // The server closes the connection once it wrote the status: the stream may end without its FIN.
+    const statusEnded = () => {
+      if (sawStatus || !statusText) return;
+      sawStatus = true;
+      handlers.status(statusText);
+    };
+    error.once('end', statusEnded).once('close', statusEnded);
+    for (const { channel, stream } of outputs)
+      stream.on('data', (d: Buffer) => {
+        if (d.length && !handlers.output(channel, d)) stream.pause();
+      });
+    const done = Promise.all([ended(error), ...outputs.map((o) => ended(o.stream))]).then(() => {
+      statusEnded();
+      session.end();
+      session.socket.destroy();
+      if (!sawStatus) throw failure ?? new ExecStreamError('the runtime closed the stream before the command reported its exit');
+    });
+    done.catch(() => undefined);
+    session.socket.once('close', () => {
+      // A session that went away closes what it carried, so that done settles.
+      for (const s of [error, ...outputs.map((o) => o.stream)]) if (!s.readableEnded) s.destroy();
+    });
+    return {
+      stdin: (d) => stdin?.write(d),
+      closeStdin: () => stdin?.end(),
+      resize: (b) => resize?.write(b),
+      resume: () => outputs.forEach((o) => o.stream.resume()),
+      close: () => session.socket.destroy(),
+      done,
+    };
+  } catch (err) {
+    session.socket.destroy();
+    throw err;
+  }
 }

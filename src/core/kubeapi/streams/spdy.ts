@@ -1,5 +1,6 @@
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { KubeStatusError } from '../status.js';
 import { spdySession, SPDY_UPGRADE, STREAM_PROTOCOL_HEADER, type SpdyConnection } from '../../exec/spdy.js';
 
 export type { SpdyConnection, SpdyStream } from '../../exec/spdy.js';
@@ -80,4 +81,17 @@ export function acceptSpdy(
   );
   if (head.length) socket.unshift(head);
   return { session: spdySession(socket, true), protocol };
+}
+
+/** Writes a metav1.Status as the HTTP answer on a socket not yet upgraded, and closes it. */
+export function writeSocketStatus(socket: Duplex, err: KubeStatusError): void {
+  const body = JSON.stringify(err.toStatus());
+  const lines = [
+    `HTTP/1.1 ${err.code} ${STATUS_CODES[err.code] ?? ''}`,
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+  ];
+  if (socket.writable) socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
+  else socket.destroy();
 }
