@@ -402,3 +402,68 @@ test('kubectl apply: add one container and delete another, with one the live obj
   const out = smp(spec({ containers: [c('1'), c('2', { image: 'b' }), c('4', { image: 'c' })] }), spec(cases[0][1]));
   assert.deepEqual((out.spec as Obj).containers, [c('2', { image: 'b' }), c('4', { image: 'c' }), c('3')]);
 });
+
+test('the patch kubectl 1.32 apply sends for an edited file, against a live pod with fields the file never had', () => {
+  // Live: what the file had applied (containers c and d, env A and B, an emptyDir volume, labels app and old),
+  // plus what others set: an annotation, a defaulted imagePullPolicy and an injected container.
+  const live = {
+    metadata: { name: 'x', labels: { app: 'a', old: 'y' }, annotations: { other: 'kept' } },
+    spec: {
+      containers: [
+        {
+          name: 'c',
+          image: 'busybox:1',
+          imagePullPolicy: 'IfNotPresent',
+          env: [
+            { name: 'A', value: '1' },
+            { name: 'B', value: '2' },
+          ],
+        },
+        { name: 'd', image: 'nginx' },
+        { name: 'injected', image: 'sidecar' },
+      ],
+      volumes: [{ name: 'v', emptyDir: {} }],
+    },
+  };
+  // The file now: container e before c, c with env B and C, the volume a hostPath, label app changed, old gone.
+  const patch = {
+    metadata: { labels: { app: 'b', old: null } },
+    spec: {
+      '$setElementOrder/containers': [{ name: 'e' }, { name: 'c' }],
+      '$setElementOrder/volumes': [{ name: 'v' }],
+      containers: [
+        { image: 'redis', name: 'e' },
+        {
+          '$setElementOrder/env': [{ name: 'B' }, { name: 'C' }],
+          env: [
+            { name: 'C', value: '3' },
+            { $patch: 'delete', name: 'A' },
+          ],
+          image: 'busybox:2',
+          name: 'c',
+        },
+        { $patch: 'delete', name: 'd' },
+      ],
+      volumes: [{ $retainKeys: ['hostPath', 'name'], emptyDir: null, hostPath: { path: '/srv' }, name: 'v' }],
+    },
+  };
+  assert.deepEqual(smp(live, patch), {
+    metadata: { name: 'x', labels: { app: 'b' }, annotations: { other: 'kept' } },
+    spec: {
+      containers: [
+        { name: 'injected', image: 'sidecar' },
+        { name: 'e', image: 'redis' },
+        {
+          name: 'c',
+          image: 'busybox:2',
+          imagePullPolicy: 'IfNotPresent',
+          env: [
+            { name: 'B', value: '2' },
+            { name: 'C', value: '3' },
+          ],
+        },
+      ],
+      volumes: [{ name: 'v', hostPath: { path: '/srv' } }],
+    },
+  });
+});
