@@ -101,6 +101,11 @@ export interface SpdyCommandStreams {
   stdout: boolean;
   stderr: boolean;
   tty: boolean;
+  /**
+   * The terminal's size known when the resize stream opens, sent at once: containerd resizes only
+   * after it started the command, so the sooner the size waits there, the sooner the command has it.
+   */
+  initialResize?: () => Buffer | undefined;
 }
 
 /**
@@ -117,11 +122,14 @@ export async function openRuntimeSpdy(url: string, want: SpdyCommandStreams, han
   try {
     const error = await open('error');
     const stdin = want.stdin ? await open('stdin') : undefined;
+    // The server starts the command once the last stream is open: the resize stream goes before the outputs.
+    const resize = want.tty ? await open('resize') : undefined;
+    const size = want.initialResize?.();
+    if (resize && size) resize.write(size);
     const outputs = [
       ...(want.stdout ? [{ channel: Channel.Stdout, stream: await open('stdout') }] : []),
       ...(want.stderr && !want.tty ? [{ channel: Channel.Stderr, stream: await open('stderr') }] : []),
     ];
-    const resize = want.tty ? await open('resize') : undefined;
     const ended = (s: SpdyStream) => new Promise<void>((res) => (s.readableEnded ? res() : s.once('end', res).once('close', res)));
     let statusText = '';
     let sawStatus = false;

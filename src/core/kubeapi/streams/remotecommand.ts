@@ -175,7 +175,8 @@ function bridgeWebSocket(ws: WebSocket, criUrl: string, opts: RemoteCommandOptio
     },
     status: (text) => send(Channel.Error, text),
   };
-  open(criUrl, opts, handlers)
+  const initialResize = () => early.findLast((m) => m[0] === Channel.Resize)?.subarray(1);
+  open(criUrl, { ...opts, initialResize }, handlers)
     .then((r) => {
       runtime = r;
       if (ws.readyState !== WebSocket.OPEN) return r.close();
@@ -284,7 +285,9 @@ function bridgeSpdy(
       for (const s of ends) s.end(() => --left === 0 && closeSession());
     };
     socket.once('close', () => runtime?.close());
-    open(criUrl, opts, handlers)
+    // What the client's resize stream holds already is the size the command starts with.
+    const initialResize = () => (resize?.read() as Buffer | null) ?? undefined;
+    open(criUrl, { ...opts, initialResize }, handlers)
       .then((r) => {
         runtime = r;
         if (socket.destroyed) return r.close();
