@@ -24,6 +24,20 @@ export const agentFlags = {
     default: 'auto',
   }),
   'cleanup-on-exit': Flags.boolean({ summary: 'Terminate the pods on exit instead of leaving them running.' }),
+  'kube-api': Flags.boolean({
+    summary: 'Serve the Kubernetes API for this node over TLS, so that kubectl and client libraries work (podctl kubeconfig).',
+    default: true,
+    allowNo: true,
+  }),
+  'kube-api-port': Flags.integer({
+    summary: 'Port of the Kubernetes API; unset: 6443, or a free port when another process has 6443 (the log says which).',
+    min: 0,
+    max: 65535,
+  }),
+  'kube-api-address': Flags.string({
+    summary: 'Address the Kubernetes API listens on. Anything but loopback exposes the node to the network (a warning says so).',
+    default: '127.0.0.1',
+  }),
   table: Flags.boolean({ summary: 'On a terminal, a live table of the pods (kubectl get pods columns) instead of one line per change.' }),
   ...traceFlags,
   trace: Flags.boolean({ ...traceFlags.trace, exclusive: ['table'] }),

@@ -7,11 +7,11 @@ import { tracerFor } from './trace.js';
 import type { agentFlags } from './agent-flags.js';
 import { sourceOptions } from './agent-sources.js';
 import { sweepLostShims } from './shim-sweep.js';
+import { startNodeKubeApi } from './kube-api.js';
 import { errorMessage } from '../core/errors.js';
 import { acquireStateLock } from '../core/lock.js';
 import { Metrics } from '../core/metrics.js';
 import { StandaloneNode } from '../core/node/node.js';
-import type { PlegKind } from '../core/pleg/select.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
 
 type AgentFlags = GlobalFlags & {
@@ -19,24 +19,31 @@ type AgentFlags = GlobalFlags & {
     ? string[] | undefined
     : K extends 'manifest-url' | 'kubelet-config' | 'runtime-handler' | 'node-labels' | 'system-reserved' | 'kube-reserved'
       ? string | undefined
-      : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace'
+      : K extends 'allow-privileged' | 'cleanup-on-exit' | 'table' | 'trace' | 'kube-api'
         ? boolean
-        : K extends
-              | 'maximum-dead-containers-per-container'
-              | 'maximum-dead-containers'
-              | 'image-gc-high-threshold'
-              | 'image-gc-low-threshold'
-              | 'container-log-max-files'
-              | 'max-pods'
-          ? number
-          : string;
+        : K extends 'kube-api-port'
+          ? number | undefined
+          : K extends
+                | 'maximum-dead-containers-per-container'
+                | 'maximum-dead-containers'
+                | 'image-gc-high-threshold'
+                | 'image-gc-low-threshold'
+                | 'container-log-max-files'
+                | 'max-pods'
+            ? number
+            : string;
 };
 
 /**
  * Runs the node agent in the foreground until SIGTERM or Ctrl-C: the state dir's lock, the node
  * (applied pods, plus PATH and --manifest-url when given), one line per pod state change.
  */
-export async function serveAgent(flags: AgentFlags, path: string | undefined, log: (line: string) => void): Promise<void> {
+export async function serveAgent(
+  flags: AgentFlags,
+  path: string | undefined,
+  log: (line: string) => void,
+  podctlVersion = '0.0.0',
+): Promise<void> {
   // A bad flag is refused before the state dir is locked.
   const sources = sourceOptions(flags);
   // One owner per state dir, before anything else is touched.
@@ -52,12 +59,13 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
     metrics.observeCall(call);
     tracer?.observeCall(call);
   });
+  let version: Awaited<ReturnType<typeof client.version>>;
   try {
-    const version = await client.version();
+    version = await client.version();
     metrics.watchDisk(() => diskReport(client, client));
     node = new StandaloneNode({
       ...nodeOptionsFromFlags(client, flags, version.runtimeName),
-      pleg: flags.pleg as PlegKind,
+      pleg: flags.pleg as ConstructorParameters<typeof StandaloneNode>[0]['pleg'],
       manifestPath: path,
       ...sources,
       lock,
@@ -128,7 +136,21 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   // The source once it has settled: a CRI without GetContainerEvents says so within milliseconds
   // (then the fallback line names the source), so the first line waits a moment instead of naming one it leaves.
   setTimeout(() => sourceTraced || tracer?.plegSource(node!.pleg.source), 1000).unref();
-  say(`${stamp()} ${what ? `watching ${what}; ` : ''}agent pid ${process.pid} on ${flags['root-dir']}; API on ${node.socket}`);
+  let kubeApi: Awaited<ReturnType<typeof startNodeKubeApi>> | undefined;
+  try {
+    kubeApi = flags['kube-api']
+      ? await startNodeKubeApi(flags, node, client, version, podctlVersion, (line) => say(`${stamp()} ${line}`))
+      : undefined;
+  } catch (err) {
+    clearInterval(sweeps);
+    await node.stop();
+    client.close();
+    throw err;
+  }
+  say(
+    `${stamp()} ${what ? `watching ${what}; ` : ''}agent pid ${process.pid} on ${flags['root-dir']}; API on ${node.socket}` +
+      (kubeApi ? `; Kubernetes API on ${kubeApi.url} (podctl kubeconfig)` : ''),
+  );
 
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -137,6 +159,7 @@ export async function serveAgent(flags: AgentFlags, path: string | undefined, lo
   if (flags['cleanup-on-exit']) say(`${stamp()} stopping: terminating ${node.pods().length} pod(s)`);
   else say(`${stamp()} stopping; pods keep running (--cleanup-on-exit terminates them)`);
   clearInterval(sweeps);
+  await kubeApi?.stop();
   await node.stop({ cleanup: flags['cleanup-on-exit'] });
   client.close();
 }

@@ -32,6 +32,6 @@ While it runs, its API answers on <root-dir>/podctl.sock (mode 0600): GET /v1/he
         exitCode: 2,
       });
     }
-    await (await import('../cli/agent.js')).serveAgent(flags, args.path, (line) => this.log(line));
+    await (await import('../cli/agent.js')).serveAgent(flags, args.path, (line) => this.log(line), this.config.version);
   }
 }

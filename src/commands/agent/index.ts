@@ -18,6 +18,6 @@ and leaves the pods running; \`podctl agent stop\` sends that SIGTERM, \`podctl 
 
   async run(): Promise<void> {
     const { flags } = await this.withKubeletConfig(await this.parse(Agent));
-    await (await import('../../cli/agent.js')).serveAgent(flags, undefined, (line) => this.log(line));
+    await (await import('../../cli/agent.js')).serveAgent(flags, undefined, (line) => this.log(line), this.config.version);
   }
 }

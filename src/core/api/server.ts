@@ -92,7 +92,7 @@ const tooLarge = (size: number, limit: number) =>
  * The request's body, at most limit bytes kept. A larger one is read to its end and dropped, then
  * refused (413): the client, which sends its whole body before it reads, gets the answer, not a reset.
  */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
+export function readBody(req: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
     if (req.destroyed) return reject(new Error('the client went away before its request body was read'));
     let size = 0;

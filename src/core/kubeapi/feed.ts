@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto';
+import type { IPod } from 'kubernetes-models/v1';
+import { toV1Event, type PodEvent } from '../events.js';
+import type { NodeAgent } from '../node/agent.js';
+import { namespaceObjects } from './namespaces.js';
+import type { WatchCache } from './store.js';
+
+type Meta = Record<string, unknown> & { name?: string; namespace?: string; creationTimestamp?: string; deletionTimestamp?: string };
+type Obj = Record<string, unknown> & { metadata?: Meta };
+
+/** Events kept in the API's store: the newest, as the API server keeps events for an hour. */
+const EVENTS_KEPT = 2000;
+
+const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/**
+ * The pods, events, namespaces and Node the kube API serves, kept in its store from the agent's own
+ * (its pods with their status, its events), so that every client reads the one truth the agent has.
+ */
+export class KubeFeed {
+  private readonly stops: (() => void)[] = [];
+  private readonly eventNames: string[] = [];
+  private namespacesSeen = new Map<string, number>();
+
+  constructor(
+    private readonly opts: {
+      agent: NodeAgent;
+      cache: WatchCache;
+      now: () => number;
+      /** The Node as the kubelet would post it now. */
+      node: () => Obj;
+      /** How often the Node's heartbeat moves (the kubelet's nodeStatusReportFrequency). */
+      nodeEveryMs?: number;
+      setInterval?: (fn: () => void, ms: number) => { unref?: () => void } | number;
+      clearInterval?: (t: unknown) => void;
+    },
+  ) {}
+
+  start(): void {
+    const { agent, cache } = this.opts;
+    for (const pod of agent.pods()) this.putPod(pod);
+    this.stops.push(
+      agent.watchPods((e) => {
+        if (e.type === 'DELETED') cache.remove('pods', e.object.metadata?.namespace ?? 'default', e.object.metadata?.name ?? '');
+        else this.putPod(e.object);
+        this.syncNamespaces();
+      }),
+    );
+    for (const e of agent.events()) this.putEvent(e);
+    this.stops.push(agent.watchEvents((e) => this.putEvent(e)));
+    this.syncNamespaces();
+    cache.put('nodes', this.opts.node());
+    const every = this.opts.nodeEveryMs ?? 60_000;
+    const set = this.opts.setInterval ?? setInterval;
+    const timer = set(() => cache.put('nodes', this.opts.node()), every);
+    if (typeof timer === 'object') timer.unref?.();
+    this.stops.push(() => (this.opts.clearInterval ?? clearInterval)(timer as never));
+  }
+
+  stop(): void {
+    for (const stop of this.stops.splice(0)) stop();
+  }
+
+  /** A namespace in use appears, one no longer in use goes (default stays); called after every write too. */
+  syncNamespaces(): void {
+    const { cache } = this.opts;
+    const used = new Set<string>(['default']);
+    for (const resource of ['pods', 'configmaps', 'secrets'])
+      for (const o of cache.list(resource, {}).items as Obj[]) used.add(o.metadata?.namespace ?? 'default');
+    for (const ns of used) if (!this.namespacesSeen.has(ns)) this.namespacesSeen.set(ns, this.opts.now());
+    for (const [ns] of this.namespacesSeen) {
+      if (used.has(ns)) continue;
+      this.namespacesSeen.delete(ns);
+      cache.remove('namespaces', undefined, ns);
+    }
+    for (const ns of namespaceObjects([...used], this.opts.now()) as unknown as Obj[]) {
+      const name = ns.metadata!.name!;
+      const since = this.namespacesSeen.get(name)!;
+      cache.put('namespaces', { ...ns, metadata: { ...ns.metadata, creationTimestamp: iso(since) } });
+    }
+  }
+
+  private putPod(pod: IPod): void {
+    const { cache } = this.opts;
+    const meta = (pod.metadata ?? {}) as Meta;
+    const ns = meta.namespace ?? 'default';
+    const previous = cache.get('pods', ns, meta.name ?? '') as Obj | undefined;
+    const created =
+      meta.creationTimestamp ??
+      (previous?.metadata?.creationTimestamp as string | undefined) ??
+      (pod.metadata?.annotations?.['kubernetes.io/config.seen'] as string | undefined) ??
+      pod.status?.startTime ??
+      iso(this.opts.now());
+    // A deletion the API asked for stays on the pod until it is gone, whatever its later statuses say.
+    const deletion = meta.deletionTimestamp
+      ? {}
+      : previous?.metadata?.deletionTimestamp
+        ? {
+            deletionTimestamp: previous.metadata.deletionTimestamp,
+            deletionGracePeriodSeconds: previous.metadata['deletionGracePeriodSeconds'],
+          }
+        : {};
+    cache.put('pods', {
+      ...pod,
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { ...meta, namespace: ns, creationTimestamp: created, ...deletion },
+    });
+  }
+
+  private putEvent(e: PodEvent): void {
+    const { cache } = this.opts;
+    const v1 = toV1Event(e) as Obj;
+    const meta = v1.metadata!;
+    cache.put('events', {
+      ...v1,
+      metadata: { ...meta, uid: uidOf(`event/${meta.namespace}/${meta.name}`), creationTimestamp: iso(e.firstTimestamp) },
+    });
+    const key = `${meta.namespace}/${meta.name}`;
+    if (!this.eventNames.includes(key)) this.eventNames.push(key);
+    while (this.eventNames.length > EVENTS_KEPT) {
+      const [ns, name] = this.eventNames.shift()!.split('/') as [string, string];
+      cache.remove('events', ns, name);
+    }
+  }
+}
+
+/** A stable UID for an object the agent derives (an event, a namespace): the same every time it is served. */
+export function uidOf(key: string): string {
+  const h = createHash('sha256').update(key).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}

@@ -1,0 +1,202 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { NodeAgent } from '../node/agent.js';
+import {
+  AGGREGATED_DISCOVERY,
+  CORE_RESOURCES,
+  aggregatedDiscovery,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  versionInfo,
+  wantsAggregated,
+  type GroupInfo,
+  type ResourceInfo,
+} from './discovery.js';
+import { createObject, deleteObject, isObjectResource, patchObjectWrite, replaceObject, type ObjectWriteContext } from './objects.js';
+import { openapiV3Served } from './openapi/index.js';
+import { createPod, deletePod, patchPod, replacePod, type PodWriteContext, type WriteAnswer } from './pods.js';
+import { serveCollection, serveObject, type ReadContext } from './reads.js';
+import { parseResourcePath, readObjectBody, type ResourcePath } from './request.js';
+import { sendJSON, socketStatus, type KubeHandler, type KubeRequest } from './server.js';
+import { KubeStatusError, methodNotAllowed, notFound } from './status.js';
+import type { WatchCache } from './store.js';
+import { handlePodUpgrade, servePodLog, type PodStreamContext } from './streams/index.js';
+import type { Duplex } from 'node:stream';
+
+/** An extra API group the node serves (metrics.k8s.io): its discovery, and its own GETs. */
+export interface ExtraGroup extends GroupInfo {
+  get(path: ResourcePath, url: URL): Promise<unknown>;
+}
+
+export interface KubeRoutesOptions {
+  agent: NodeAgent;
+  cache: WatchCache;
+  pods: PodWriteContext;
+  objects: ObjectWriteContext;
+  reads: ReadContext;
+  streams: Omit<PodStreamContext, 'pod'>;
+  groups: ExtraGroup[];
+  podctlVersion: string;
+  startedAt: number;
+  serverAddress: () => string;
+  /** After a write that may change the namespaces in use. */
+  changed: () => void;
+}
+
+const byName = new Map(CORE_RESOURCES.map((r) => [r.name, r]));
+
+/**
+ * The Kubernetes API's routes over the node: discovery, openapi, /version, and the core resources
+ * (pods, configmaps, secrets, events, nodes, namespaces) with their verbs, plus the extra groups.
+ */
+export class KubeRoutes implements KubeHandler {
+  constructor(private readonly o: KubeRoutesOptions) {}
+
+  async handle({ req, res, url, user }: KubeRequest): Promise<void> {
+    const p = url.pathname.replace(/\/+$/, '') || '/';
+    const accept = req.headers.accept;
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      switch (p) {
+        case '/version':
+          return sendJSON(res, 200, versionInfo(this.o.podctlVersion, new Date(this.o.startedAt)));
+        case '/healthz':
+        case '/livez':
+        case '/readyz':
+          return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+        case '/api':
+          if (wantsAggregated(accept))
+            return sendJSON(res, 200, aggregatedDiscovery([{ group: '', version: 'v1', resources: CORE_RESOURCES }]), AGGREGATED_DISCOVERY);
+          return sendJSON(res, 200, apiVersions(this.o.serverAddress()));
+        case '/apis':
+          if (wantsAggregated(accept)) return sendJSON(res, 200, aggregatedDiscovery(this.o.groups), AGGREGATED_DISCOVERY);
+          return sendJSON(res, 200, apiGroupList(this.o.groups));
+        case '/api/v1':
+          return sendJSON(res, 200, apiResourceList('v1', CORE_RESOURCES));
+      }
+      if (p === '/openapi/v3' || p.startsWith('/openapi/v3/')) {
+        const doc = openapiV3Served(p.slice('/openapi/v3'.length));
+        if (!doc) throw new KubeStatusError(404, 'NotFound', `the server could not find the requested resource`);
+        // The documents are addressed by their hash: a client may keep them (kubectl's cache does).
+        const cache = p === '/openapi/v3' ? 'no-cache, private' : 'public, immutable';
+        res.writeHead(200, { 'content-type': 'application/json', etag: doc.etag, 'cache-control': cache }).end(doc.body);
+        return;
+      }
+      const group = this.o.groups.find((g) => p === `/apis/${g.group}` || p === `/apis/${g.group}/${g.version}`);
+      if (group) {
+        if (p === `/apis/${group.group}`) {
+          const gv = { groupVersion: `${group.group}/${group.version}`, version: group.version };
+          return sendJSON(res, 200, { kind: 'APIGroup', apiVersion: 'v1', name: group.group, versions: [gv], preferredVersion: gv });
+        }
+        return sendJSON(res, 200, apiResourceList(`${group.group}/${group.version}`, group.resources));
+      }
+    }
+    const path = parseResourcePath(p);
+    if (!path) throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
+    if (path.group) {
+      const g = this.o.groups.find((x) => x.group === path.group && x.version === path.version);
+      if (!g || req.method !== 'GET') throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
+      return sendJSON(res, 200, await g.get(path, url));
+    }
+    if (path.version !== 'v1') throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
+    const info = byName.get(path.resource);
+    if (!info) throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
+    // A namespaced resource asked for without one lists across namespaces; a cluster one never has one.
+    if (!info.namespaced && path.namespace) throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
+    return this.resource(info, path, req, res, url, user.user);
+  }
+
+  private async resource(
+    info: ResourceInfo,
+    path: ResourcePath,
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    user: string,
+  ): Promise<void> {
+    const accept = req.headers.accept;
+    const method = req.method ?? 'GET';
+    if (path.subresource) return this.subresource(info, path, req, res, url);
+    if (method === 'GET') {
+      if (path.name) return serveObject(this.o.reads, info, path, url, accept, res);
+      return serveCollection(this.o.reads, info, path, url, accept, res);
+    }
+    if (!info.verbs.includes(verbOf(method, path)) || (info.namespaced && !path.namespace)) throw methodNotAllowed();
+    const body = await readObjectBody(req);
+    let answer: WriteAnswer;
+    if (info.name === 'pods') {
+      const ctx = this.o.pods;
+      if (method === 'POST') answer = await createPod(ctx, req, path, url, body.text, user);
+      else if (method === 'PUT') answer = await replacePod(ctx, req, path, url, body.text, user);
+      else if (method === 'PATCH') answer = await patchPod(ctx, req, path, url, body, user);
+      else if (method === 'DELETE') answer = await deletePod(ctx, path, url, body.text);
+      else throw methodNotAllowed();
+      this.o.changed();
+    } else if (isObjectResource(info.name)) {
+      const ctx = this.o.objects;
+      if (method === 'POST') answer = createObject(ctx, info.name, req, path, url, body.text);
+      else if (method === 'PUT') answer = replaceObject(ctx, info.name, req, path, url, body.text);
+      else if (method === 'PATCH') answer = patchObjectWrite(ctx, info.name, req, path, url, body);
+      else if (method === 'DELETE') answer = deleteObject(ctx, info.name, path, url);
+      else throw methodNotAllowed();
+    } else throw methodNotAllowed();
+    if (answer.warnings.length)
+      res.setHeader(
+        'warning',
+        answer.warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+      );
+    sendJSON(res, answer.code, answer.object);
+  }
+
+  /** pods/status (read-only here), pods/log; the streams come as upgrades. */
+  private async subresource(info: ResourceInfo, path: ResourcePath, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const sub = info.subresources?.find((s) => s.name === path.subresource);
+    if (!sub || !path.name) throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
+    const pod = this.o.cache.get('pods', path.namespace!, path.name);
+    if (!pod) throw notFound('pods', path.name);
+    if (sub.name === 'status' && req.method === 'GET') return sendJSON(res, 200, pod);
+    if (sub.name === 'log' && req.method === 'GET') return servePodLog(req, res, url, { ...this.o.streams, pod: pod as never });
+    if (sub.name === 'ephemeralcontainers' && req.method === 'GET') return sendJSON(res, 200, pod);
+    if (['exec', 'attach', 'portforward'].includes(sub.name)) throw new KubeStatusError(400, 'BadRequest', `Upgrade request required`);
+    throw methodNotAllowed();
+  }
+
+  async upgrade({ req, url, socket, head }: { req: IncomingMessage; url: URL; socket: Duplex; head: Buffer }): Promise<void> {
+    const path = parseResourcePath(url.pathname);
+    const kind = path?.subresource;
+    if (
+      !path ||
+      path.resource !== 'pods' ||
+      !path.name ||
+      !path.namespace ||
+      (kind !== 'exec' && kind !== 'attach' && kind !== 'portforward')
+    )
+      return socketStatus(socket, new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource'));
+    const pod = this.o.cache.get('pods', path.namespace, path.name) as { status?: { phase?: string } } | undefined;
+    if (!pod) return socketStatus(socket, notFound('pods', path.name));
+    const phase = pod.status?.phase;
+    if (kind === 'exec' && (phase === 'Succeeded' || phase === 'Failed'))
+      return socketStatus(socket, badRequest400(`cannot exec into a container in a completed pod; current phase is ${phase}`));
+    if (kind === 'portforward' && phase !== 'Running')
+      return socketStatus(socket, badRequest400(`pod ${path.name} is not running (phase ${phase ?? 'unknown'})`));
+    handlePodUpgrade(kind, req, socket, head, url, { ...this.o.streams, pod: pod as never });
+  }
+}
+
+function badRequest400(message: string): KubeStatusError {
+  return new KubeStatusError(400, 'BadRequest', message);
+}
+
+function verbOf(method: string, path: ResourcePath): string {
+  switch (method) {
+    case 'POST':
+      return 'create';
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return path.name ? 'delete' : 'deletecollection';
+    default:
+      return 'get';
+  }
+}
