@@ -18,6 +18,7 @@ import { GetPods } from './commands/get/pods.js';
 import { ImagePrune } from './commands/image/prune.js';
 import { Info } from './commands/info.js';
 import { Inspect } from './commands/inspect.js';
+import { Kubeconfig } from './commands/kubeconfig.js';
 import { Logs } from './commands/logs.js';
 import { Plan } from './commands/plan.js';
 import { PlegEvents } from './commands/pleg-events.js';
@@ -56,6 +57,7 @@ export const COMMANDS: Record<string, Command.Class> = {
   'image:prune': ImagePrune,
   info: Info,
   inspect: Inspect,
+  kubeconfig: Kubeconfig,
   logs: Logs,
   plan: Plan,
   'pleg-events': PlegEvents,

@@ -1,4 +1,5 @@
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import { podColumns } from '../core/printers/pod.js';
 import { podKey } from '../core/util/pod-key.js';
 
 /**
@@ -6,44 +7,19 @@ import { podKey } from '../core/util/pod-key.js';
  * without the plan and YAML renderers of src/cli/render.ts, so that `run --detach` loads neither.
  */
 
-/** kubectl's READY column: ready/total app containers. */
+/** kubectl's READY column: ready/total containers, sidecars included (the API server's printPod). */
 export function readyColumn(pod: IPod, status: IPodStatus | undefined): string {
-  const total = pod.spec?.containers.length ?? 0;
-  const ready = (status?.containerStatuses ?? []).filter((c) => c.ready).length;
-  return `${ready}/${total}`;
+  return podColumns(pod, status).ready;
 }
 
-export function restartsColumn(status: IPodStatus | undefined): number {
-  return (status?.containerStatuses ?? []).reduce((n, c) => n + (c.restartCount ?? 0), 0);
+/** The RESTARTS count, as printPod counts it (init containers' while the pod initializes, else sidecars' and app containers'). */
+export function restartsColumn(pod: IPod, status: IPodStatus | undefined): number {
+  return podColumns(pod, status).restarts;
 }
 
-/** kubectl's STATUS column: the waiting or terminated reason when there is one, else the phase. */
+/** kubectl's STATUS column (the API server's printPod): Init:…, a container's reason, Terminating, the pod's reason or phase. */
 export function displayStatus(pod: IPod, status: IPodStatus | undefined): string {
-  // As kubectl: a pod being deleted that has not finished is Terminating, whatever its containers say.
-  if (pod.metadata?.deletionTimestamp && status?.phase !== 'Succeeded' && status?.phase !== 'Failed') return 'Terminating';
-  return containerReason(pod, status);
-}
-
-function containerReason(pod: IPod, status: IPodStatus | undefined): string {
-  if (!status) return 'Unknown';
-  const inits = status.initContainerStatuses ?? [];
-  const total = pod.spec?.initContainers?.length ?? 0;
-  for (let i = 0; i < inits.length; i++) {
-    const s = inits[i]!;
-    if (s.state?.terminated?.exitCode === 0) continue;
-    if (pod.spec?.initContainers?.[i]?.restartPolicy === 'Always' && s.started) continue;
-    if (s.state?.terminated)
-      return s.state.terminated.reason ? `Init:${s.state.terminated.reason}` : `Init:ExitCode:${s.state.terminated.exitCode}`;
-    if (s.state?.waiting?.reason && s.state.waiting.reason !== 'PodInitializing') return `Init:${s.state.waiting.reason}`;
-    return `Init:${i}/${total}`;
-  }
-  let reason: string = status.phase ?? 'Unknown';
-  for (const c of status.containerStatuses ?? []) {
-    if (c.state?.waiting?.reason) reason = c.state.waiting.reason;
-    else if (c.state?.terminated) reason = c.state.terminated.reason ?? `ExitCode:${c.state.terminated.exitCode}`;
-  }
-  if (reason === 'Completed' && status.phase === 'Running') reason = 'Running';
-  return reason;
+  return podColumns(pod, status).status;
 }
 
 /** One line per state change, as run and watch print them. */

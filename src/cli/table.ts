@@ -1,42 +1,19 @@
 import Table from 'cli-table3';
 import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import { timestampSince } from '../core/printers/duration.js';
+import { podAge, podColumns, podWideCells, restartsCell as podRestartsCell } from '../core/printers/pod.js';
 import { displayStatus, readyColumn, restartsColumn } from './render.js';
 import { podKey, podMeta } from '../core/util/pod-key.js';
 
-/** kubectl's HumanDuration: "45s", "3m20s", "25m", "5h12m", "30h", "3d4h", "40d". */
-export function humanDuration(ms: number): string {
-  const seconds = Math.floor(ms / 1000);
-  if (seconds < -1) return '<invalid>';
-  if (seconds < 0) return '0s';
-  if (seconds < 120) return `${seconds}s`;
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
-  if (minutes < 180) return `${minutes}m`;
-  const hours = Math.floor(minutes / 60);
-  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
-  if (hours < 48) return `${hours}h`;
-  if (hours < 192) return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
-  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
-  const days = Math.floor(hours / 24);
-  return days % 365 === 0 ? `${Math.floor(days / 365)}y` : `${Math.floor(days / 365)}y${days % 365}d`;
-}
+export { humanDuration } from '../core/printers/duration.js';
 
 export function age(from: string | number | undefined, now: number): string {
-  if (from === undefined) return '<unknown>';
-  const t = typeof from === 'number' ? from : Date.parse(from);
-  return Number.isNaN(t) ? '<unknown>' : humanDuration(now - t);
+  return timestampSince(from, now);
 }
 
 /** kubectl's RESTARTS: the count, and how long ago the last restart was ("3 (40s ago)"). */
 export function restartsCell(pod: IPod, now: number): string {
-  const count = restartsColumn(pod.status);
-  let last: number | undefined;
-  for (const c of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
-    const finished = c.lastState?.terminated?.finishedAt;
-    const t = finished ? Date.parse(finished) : NaN;
-    if (!Number.isNaN(t) && (last === undefined || t > last)) last = t;
-  }
-  return count > 0 && last !== undefined ? `${count} (${humanDuration(now - last)} ago)` : String(count);
+  return podRestartsCell(podColumns(pod), now);
 }
 
 export interface PlainTableOptions {
@@ -107,15 +84,17 @@ export function labelsCell(labels: Record<string, string> | undefined): string {
 export function podRow(p: IPod, opts: PodTableOptions): string[] {
   const now = opts.now ?? Date.now();
   const m = podMeta(p);
+  const c = podColumns(p);
   const containers = [...(p.spec?.initContainers ?? []), ...(p.spec?.containers ?? [])].map((c) => c.name).join(',');
+  const [ip, node] = podWideCells(p);
   return [
     ...(opts.allNamespaces ? [m.namespace ?? 'default'] : []),
     m.name ?? '',
-    readyColumn(p, p.status),
-    displayStatus(p, p.status),
-    restartsCell(p, now),
-    age(m.creationTimestamp ?? p.status?.startTime ?? m.annotations?.['kubernetes.io/config.seen'], now),
-    ...(opts.wide ? [p.status?.podIP ?? '<none>', p.spec?.nodeName ?? '<none>', containers || '<none>'] : []),
+    c.ready,
+    c.status,
+    podRestartsCell(c, now),
+    podAge(p, now),
+    ...(opts.wide ? [ip, node, containers || '<none>'] : []),
     ...(opts.showLabels ? [labelsCell(m.labels)] : []),
   ];
 }
@@ -180,7 +159,7 @@ export function renderResultTable(rows: ResultRow[]): string {
       r.status?.phase ?? 'Unknown',
       displayStatus(r.pod, r.status),
       readyColumn(r.pod, r.status),
-      String(restartsColumn(r.status)),
+      String(restartsColumn(r.pod, r.status)),
       r.ok ? 'ok' : `FAILED: ${r.message ?? ''}`,
     ]);
   }

@@ -197,3 +197,24 @@ export function streamExec(url: string, io: ExecStreams): Promise<number> {
     });
   });
 }
+
+/** What a bridge hears from the runtime's side of a remote command. */
+export interface RuntimeCommandHandlers {
+  /** stdout (1) or stderr (2); false: the reader is full, the runtime's stream is paused until resume(). */
+  output(channel: typeof Channel.Stdout | typeof Channel.Stderr, data: Buffer): boolean;
+  /** The v4 status (a metav1.Status as JSON) the runtime sent when the command ended. */
+  status(text: string): void;
+}
+
+/** The runtime's side of a remote command, for a bridge (the kube API's exec and attach). */
+export interface RuntimeCommand {
+  stdin(data: Buffer): void;
+  /** The end of stdin, which the command sees as EOF (possible only over SPDY: v4 WebSocket has no such signal). */
+  closeStdin(): void;
+  /** A resize message as the client sent it: `{"Width":W,"Height":H}`. */
+  resize(body: Buffer): void;
+  resume(): void;
+  close(): void;
+  /** Settles once the runtime's side is closed: rejected when it failed before a status. */
+  readonly done: Promise<void>;
+}

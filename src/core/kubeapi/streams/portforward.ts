@@ -1,13 +1,13 @@
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { Duplex } from 'node:stream';
-import type { IPod } from 'kubernetes-models/v1';
 import transport, { type SpdyConnection, type SpdyParser, type SpdyStream } from 'spdy-transport';
 import WebSocket, { createWebSocketStream, WebSocketServer } from 'ws';
-import type { CriClient } from '../../cri/client.js';
 import { errorMessage } from '../../errors.js';
 import { forwardConnection } from '../../exec/portforward.js';
 import { POD_UID_LABEL } from '../../kuberuntime/labels.js';
 import { KubeStatusError } from '../status.js';
+import type { PodStreamContext } from './context.js';
+import { writeSocketStatus } from './spdy.js';
 
 /**
  * pods/portforward on the kube API, as the kube-apiserver and the kubelet serve it: SPDY/3.1 with the
@@ -20,12 +20,10 @@ export const PORTFORWARD_PROTOCOL = 'portforward.k8s.io';
 export const TUNNEL_PROTOCOL = `SPDY/3.1+${PORTFORWARD_PROTOCOL}`;
 const STREAM_PROTOCOL_HEADER = 'x-stream-protocol-version';
 
-/** What the router hands over (a part of streams/index.ts's PodStreamContext). */
-export interface PortForwardContext {
-  pod: IPod;
-  cri: Pick<CriClient, 'portForward' | 'listPodSandbox'>;
-  log?: (msg: string) => void;
-}
+/** What the router hands over: of PodStreamContext, the pod and the two CRI calls port-forward makes. */
+export type PortForwardContext = Pick<PodStreamContext, 'pod' | 'log'> & {
+  cri: Pick<PodStreamContext['cri'], 'portForward' | 'listPodSandbox'>;
+};
 
 export interface PortForwardOptions {
   /** How long the second stream of a pair may take (the kubelet's stream creation timeout). */
@@ -47,7 +45,7 @@ export function handlePortForward(
 ): void {
   serve(req, socket, head, ctx, opts).catch((err) => {
     ctx.log?.(`port-forward: ${errorMessage(err)}`);
-    if (err instanceof KubeStatusError) writeStatus(socket, err);
+    if (err instanceof KubeStatusError) writeSocketStatus(socket, err);
     else socket.destroy();
   });
 }
@@ -361,20 +359,4 @@ function tokens(value: string | string[] | undefined): string[] {
 
 function lowerKeys(headers: Record<string, string | undefined>): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
-}
-
-/** An answer before any upgrade: the Status as JSON on the raw socket, which is then closed. */
-function writeStatus(socket: Duplex, err: KubeStatusError) {
-  if (socket.destroyed) return;
-  const body = JSON.stringify(err.toStatus());
-  socket.end(
-    [
-      `HTTP/1.1 ${err.code} ${STATUS_CODES[err.code] ?? ''}`,
-      'Content-Type: application/json',
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      'Connection: close',
-      '',
-      body,
-    ].join('\r\n'),
-  );
 }
