@@ -16,26 +16,50 @@ const ERROR = 1;
 
 export class PortForwardError extends Error {}
 
-/** Pipes `socket` to `port` in the sandbox until either side ends; rejects with the runtime's error text. */
-export function forwardConnection(url: string, port: number, socket: Duplex): Promise<void> {
+export interface ForwardOptions {
+  /**
+   * Takes the runtime's error text as it comes (the kubelet's "error forwarding port ..."); the
+   * connection then ends as usual and the promise resolves. Without it the promise rejects with it.
+   */
+  onError?: (message: string) => void;
+  /** Bytes queued toward the runtime before reading from `socket` pauses. */
+  highWaterMark?: number;
+}
+
+const HIGH_WATER_MARK = 1 << 20;
+
+/**
+ * Pipes `socket` to `port` in the sandbox until either side ends; rejects with the runtime's error
+ * text (unless `onError` takes it) or with why the runtime's stream could not be had. Neither way
+ * buffers without bound: `socket` is paused while the WebSocket's send buffer is over the mark,
+ * and the WebSocket while `socket` is not draining.
+ */
+export function forwardConnection(url: string, port: number, socket: Duplex, opts: ForwardOptions = {}): Promise<void> {
   return new Promise((resolve, reject) => {
+    const highWaterMark = opts.highWaterMark ?? HIGH_WATER_MARK;
     const target = new URL(url);
     target.searchParams.append('port', String(port));
     const ws = new WebSocket(target, [PORTFORWARD_PROTOCOL]);
     const seenPort = [false, false];
     let failure: Error | undefined;
-    const pending: Buffer[] = [];
+    let draining = false;
+    // Nothing is read from the local side until the runtime's side is open.
+    socket.pause();
     const send = (d: Buffer) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(Buffer.concat([Buffer.from([DATA]), d]));
-      else if (ws.readyState === WebSocket.CONNECTING) pending.push(d);
+      if (ws.readyState !== WebSocket.OPEN) return;
+      ws.send(Buffer.concat([Buffer.from([DATA]), d]), () => {
+        if (ws.bufferedAmount < highWaterMark && ws.readyState === WebSocket.OPEN) socket.resume();
+      });
+      if (ws.bufferedAmount >= highWaterMark) socket.pause();
     };
     socket.on('data', send);
     // The local side closing ends the stream; a half-close alone does not (the remote still answers).
-    socket.on('close', () => ws.readyState === WebSocket.OPEN && ws.close());
-    socket.on('error', () => ws.terminate());
-    ws.on('open', () => {
-      for (const d of pending.splice(0)) send(d);
-    });
+    const onClose = () => (ws.readyState === WebSocket.CONNECTING || draining ? ws.terminate() : ws.close());
+    socket.on('close', onClose);
+    const onError = () => ws.terminate();
+    socket.on('error', onError);
+    if (socket.destroyed) onClose();
+    ws.on('open', () => socket.resume());
     ws.on('message', (data: Buffer) => {
       const channel = data[0];
       if (channel !== DATA && channel !== ERROR) return;
@@ -45,9 +69,18 @@ export function forwardConnection(url: string, port: number, socket: Duplex): Pr
         return;
       }
       if (channel === DATA) {
-        if (body.length) socket.write(body);
+        if (body.length && !socket.write(body) && !draining) {
+          draining = true;
+          ws.pause();
+          socket.once('drain', () => {
+            draining = false;
+            ws.resume();
+          });
+        }
       } else if (body.length) {
-        failure = new PortForwardError(body.toString('utf8').trim());
+        const text = body.toString('utf8').trim();
+        if (opts.onError) opts.onError(text);
+        else failure = new PortForwardError(text);
       }
     });
     ws.on('unexpected-response', (_req, res) => {
@@ -57,11 +90,15 @@ export function forwardConnection(url: string, port: number, socket: Duplex): Pr
     ws.on('error', (err) => (failure ??= err));
     ws.on('close', () => {
       socket.off('data', send);
-      socket.end();
+      socket.off('close', onClose);
+      socket.off('error', onError);
       if (failure) {
         socket.destroy();
         reject(failure);
-      } else resolve();
+      } else {
+        socket.end();
+        resolve();
+      }
     });
   });
 }
