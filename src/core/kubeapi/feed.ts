@@ -4,9 +4,16 @@ import { toV1Event, type PodEvent } from '../events.js';
 import type { NodeAgent } from '../node/agent.js';
 import { namespaceObjects } from './namespaces.js';
 import type { WatchCache } from './store.js';
+import type { ObjectFiles } from './object-files.js';
 
 type Meta = Record<string, unknown> & { name?: string; namespace?: string; creationTimestamp?: string; deletionTimestamp?: string };
 type Obj = Record<string, unknown> & { metadata?: Meta };
+
+/**
+ * The hidden resource that keeps, per pod, what the API server would keep and the agent does not
+ * (managedFields, creationTimestamp): written with each API write, read back at a restart.
+ */
+export const POD_META = 'podmeta';
 
 /** Events kept in the API's store: the newest, as the API server keeps events for an hour. */
 const EVENTS_KEPT = 2000;
@@ -26,6 +33,7 @@ export class KubeFeed {
     private readonly opts: {
       agent: NodeAgent;
       cache: WatchCache;
+      files: ObjectFiles;
       now: () => number;
       /** The Node as the kubelet would post it now. */
       node: () => Obj;
@@ -41,8 +49,11 @@ export class KubeFeed {
     for (const pod of agent.pods()) this.putPod(pod);
     this.stops.push(
       agent.watchPods((e) => {
-        if (e.type === 'DELETED') cache.remove('pods', e.object.metadata?.namespace ?? 'default', e.object.metadata?.name ?? '');
-        else this.putPod(e.object);
+        const [ns, name] = [e.object.metadata?.namespace ?? 'default', e.object.metadata?.name ?? ''];
+        if (e.type === 'DELETED') {
+          cache.remove('pods', ns, name);
+          if (cache.remove(POD_META, ns, name)) this.opts.files.delete(POD_META, ns, name);
+        } else this.putPod(e.object);
         this.syncNamespaces();
       }),
     );
@@ -85,8 +96,12 @@ export class KubeFeed {
     const meta = (pod.metadata ?? {}) as Meta;
     const ns = meta.namespace ?? 'default';
     const previous = cache.get('pods', ns, meta.name ?? '') as Obj | undefined;
+    const kept = cache.get(POD_META, ns, meta.name ?? '') as Obj | undefined;
+    const api = kept && (!kept.metadata?.['uid'] || kept.metadata['uid'] === meta['uid']) ? kept.metadata! : undefined;
+    const managedFields = (meta['managedFields'] ?? api?.['managedFields']) as unknown[] | undefined;
     const created =
       meta.creationTimestamp ??
+      (api?.creationTimestamp as string | undefined) ??
       (previous?.metadata?.creationTimestamp as string | undefined) ??
       (pod.metadata?.annotations?.['kubernetes.io/config.seen'] as string | undefined) ??
       pod.status?.startTime ??
@@ -104,7 +119,7 @@ export class KubeFeed {
       ...pod,
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { ...meta, namespace: ns, creationTimestamp: created, ...deletion },
+      metadata: { ...meta, namespace: ns, creationTimestamp: created, ...(managedFields ? { managedFields } : {}), ...deletion },
     });
   }
 

@@ -6,6 +6,7 @@ import type { NodeAgent } from '../node/agent.js';
 import { authenticate, tlsServerOptions } from './auth.js';
 import { ensureKubeCredentials } from './certs.js';
 import { KubeFeed } from './feed.js';
+import { metricsGroup } from './metrics-group.js';
 import { ObjectFiles, startVersionFor } from './object-files.js';
 import { KubeRoutes } from './routes.js';
 import { PortTakenError, startKubeApiServer, type KubeApiServer } from './server.js';
@@ -55,17 +56,17 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
     reserveVersions: (v) => files.saveVersion(v),
   });
   for (const { resource, obj } of files.load()) cache.put(resource, obj);
-  const feed = new KubeFeed({ agent: o.agent, cache, now: o.now, node: o.node });
+  const feed = new KubeFeed({ agent: o.agent, cache, files, now: o.now, node: o.node });
   feed.start();
   let server: KubeApiServer | undefined;
   const routes = new KubeRoutes({
     agent: o.agent,
     cache,
-    pods: { agent: o.agent, cache, nodeName: o.nodeName, admission: o.admission, now: o.now },
+    pods: { agent: o.agent, cache, files, nodeName: o.nodeName, admission: o.admission, now: o.now },
     objects: { cache, files, now: o.now, changed: () => feed.syncNamespaces() },
     reads: { cache, now: o.now, log: o.log },
     streams: { cri: o.cri, log: o.log },
-    groups: [],
+    groups: [metricsGroup({ cri: o.cri, cache })],
     podctlVersion: o.podctlVersion,
     startedAt: o.now(),
     serverAddress: () => (server ? new URL(server.url).host : `${o.host}:${o.port ?? DEFAULT_KUBE_API_PORT}`),

@@ -8,6 +8,8 @@ import { validatePodUpdate } from './pod-update.js';
 import { isDryRun, parseJSONObject, secondsParam, type ResourcePath } from './request.js';
 import { KubeStatusError, alreadyExists, badRequest, invalid, notFound } from './status.js';
 import type { WatchCache } from './store.js';
+import type { ObjectFiles } from './object-files.js';
+import { POD_META } from './feed.js';
 import { checkIdentity, checkKind, checkResourceVersion, generatedName, patchObject, recordWrite, type KubeObject } from './writes.js';
 
 const POD_SCHEMA = 'io.k8s.api.core.v1.Pod';
@@ -15,6 +17,8 @@ const POD_SCHEMA = 'io.k8s.api.core.v1.Pod';
 export interface PodWriteContext {
   agent: NodeAgent;
   cache: WatchCache;
+  /** Where what the API server would keep of a pod and the agent does not (managedFields, creationTimestamp) is kept. */
+  files: ObjectFiles;
   nodeName: string;
   admission: { allowPrivileged: boolean; node: NodeInfo };
   now: () => number;
@@ -142,17 +146,32 @@ async function handOver(ctx: PodWriteContext, pod: KubeObject, user: string): Pr
       admission: ctx.admission,
     });
     const ref = answer.pods[0]!;
-    const kept = ctx.agent.pods().find((p) => p.metadata?.namespace === meta.namespace && p.metadata?.name === meta.name);
+    const running = ctx.agent.pods().find((p) => p.metadata?.namespace === meta.namespace && p.metadata?.name === meta.name);
     const previous = ctx.cache.get('pods', String(meta.namespace), String(meta.name)) as KubeObject | undefined;
     const object: KubeObject =
-      kept && kept.metadata?.generation === ref.generation
-        ? (kept as KubeObject)
+      running && running.metadata?.generation === ref.generation
+        ? ({ ...running, metadata: { ...running.metadata, creationTimestamp: meta['creationTimestamp'] } } as KubeObject)
         : {
             ...forTheAgent(pod),
             metadata: { ...forTheAgent(pod).metadata, uid: ref.uid, generation: ref.generation },
             status: (previous?.status as object | undefined) ?? { phase: 'Pending' },
           };
-    return ctx.cache.put('pods', object) as KubeObject;
+    const m = object.metadata!;
+    const kept = {
+      metadata: {
+        namespace: m.namespace,
+        name: m.name,
+        uid: m.uid,
+        creationTimestamp: meta['creationTimestamp'] ?? m['creationTimestamp'],
+        managedFields: meta.managedFields,
+      },
+    };
+    ctx.files.save(POD_META, kept);
+    ctx.cache.put(POD_META, kept);
+    return ctx.cache.put('pods', {
+      ...object,
+      metadata: { ...object.metadata, managedFields: meta.managedFields },
+    }) as KubeObject;
   } catch (err) {
     fromApiError(err, String(meta.name));
   }

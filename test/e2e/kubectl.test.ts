@@ -1,0 +1,386 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:https';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import type { IPod } from 'kubernetes-models/v1';
+import type { CriClient } from '../../src/core/cri/client.js';
+import { readStateLock } from '../../src/core/lock.js';
+import {
+  E2E_NAMESPACE,
+  e2eClient,
+  eventually,
+  podctl,
+  podctlAsync,
+  removeE2EPods,
+  scratchDir,
+  startPodctl,
+  type RunningPodctl,
+} from '../support/e2e.js';
+import { findKubectl, kubeClient, needsKubectl, type KubeClient } from '../support/kubectl.js';
+
+const NS = E2E_NAMESPACE;
+const skip = needsKubectl(30);
+let client: CriClient;
+let dirs: ReturnType<typeof scratchDir>;
+let root: string;
+let logs: string;
+let agent: RunningPodctl | undefined;
+let kube: KubeClient;
+
+/** The agent in the foreground, its Kubernetes API on a free port; resolves once it says where. */
+async function startAgent(): Promise<void> {
+  agent = startPodctl(['agent', '--root-dir', root, '--log-root', logs, '--kube-api-port', '0'], { timeoutMs: 900_000 });
+  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+}
+
+async function stopAgent(): Promise<void> {
+  if (!agent) return;
+  agent.interrupt();
+  await agent.done;
+  agent = undefined;
+}
+
+before(async () => {
+  if (skip) return;
+  client = e2eClient();
+  await removeE2EPods(client);
+  dirs = scratchDir('kubectl');
+  root = join(dirs.dir, 'root');
+  logs = join(dirs.dir, 'logs');
+  await startAgent();
+  kube = kubeClient(root, join(dirs.dir, 'client'));
+});
+
+after(async () => {
+  if (skip) return;
+  await stopAgent();
+  const holder = readStateLock(root);
+  if (holder) process.kill(holder.pid, 'SIGKILL');
+  await removeE2EPods(client);
+  client.close();
+  dirs.cleanup();
+});
+
+function ok(r: { code: number; stdout: string; stderr: string }, what: string): string {
+  assert.equal(r.code, 0, `${what}: ${r.stderr}${r.stdout}`);
+  return r.stdout;
+}
+
+const podJSON = (name: string): IPod | undefined => {
+  const r = kube.run(['get', 'pod', name, '-n', NS, '-o', 'json', '--show-managed-fields']);
+  return r.code === 0 ? (JSON.parse(r.stdout) as IPod) : undefined;
+};
+
+function manifest(name: string, image: string, command: string, extra = ''): string {
+  return (
+    `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\n  labels: {app: ${name}}\nspec:\n  terminationGracePeriodSeconds: 2\n${extra}` +
+    `  containers:\n  - name: app\n    image: ${image}\n    command: [sh, -c, ${JSON.stringify(command)}]\n`
+  );
+}
+
+test('kubectl version and api-resources read the node as an API server', { skip }, () => {
+  const v = JSON.parse(ok(kube.run(['version', '-o', 'json']), 'version')) as { serverVersion?: { major: string; minor: string } };
+  assert.equal(v.serverVersion?.major, '1');
+  assert.match(v.serverVersion?.minor ?? '', /^\d+$/);
+  const resources = ok(kube.run(['api-resources']), 'api-resources');
+  assert.match(resources, /^pods\s+po\s+v1\s+true\s+Pod$/m);
+  assert.match(resources, /^configmaps\s+cm\s+v1\s+true\s+ConfigMap$/m);
+  assert.match(resources, /^nodes\s+no\s+v1\s+false\s+Node$/m);
+});
+
+test(
+  'kubectl apply -f examples/hello.yaml: get pods shows READY 1/1 Running; -o wide its IP and node; -o json the status podctl serves',
+  { skip },
+  async () => {
+    ok(kube.run(['apply', '-n', NS, '-f', join(import.meta.dirname, '..', '..', '..', 'examples', 'hello.yaml')]), 'apply');
+    const row = await eventually(
+      'hello Running 1/1',
+      async () => {
+        const out = kube.run(['get', 'pods', '-n', NS, '--no-headers']).stdout;
+        return /^hello\s+1\/1\s+Running\s+0\s+\d+s$/m.test(out) ? out : undefined;
+      },
+      90_000,
+    );
+    assert.match(row, /^hello\s/m);
+    const head = ok(kube.run(['get', 'pods', '-n', NS]), 'get pods').split('\n')[0]!;
+    assert.match(head, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/);
+    const wide = ok(kube.run(['get', 'pod', 'hello', '-n', NS, '-o', 'wide']), 'get -o wide');
+    const pod = podJSON('hello')!;
+    assert.ok(pod.status?.podIP, 'a pod IP');
+    assert.match(
+      wide,
+      new RegExp(`^hello\\s+1/1\\s+Running\\s+0\\s+\\S+\\s+${pod.status!.podIP!.replace(/\./g, '\\.')}\\s+${pod.spec!.nodeName}\\s`, 'm'),
+    );
+    assert.equal(pod.apiVersion, 'v1');
+    assert.equal(pod.kind, 'Pod');
+    assert.ok(pod.metadata?.resourceVersion, 'a resourceVersion');
+    const ours = await podctlAsync(['get', 'pods', '-n', NS, '-o', 'json', '--root-dir', root]);
+    const mine = (JSON.parse(ours.stdout) as { items: IPod[] }).items.find((p) => p.metadata?.name === 'hello')!;
+    // Once Running and Ready, nothing changes the status: both read the status manager's one answer.
+    assert.deepEqual(podJSON('hello')!.status, mine.status);
+  },
+);
+
+test('kubectl describe pod shows the containers, conditions and the kubelet events', { skip }, async () => {
+  const out = await eventually(
+    'describe with Started',
+    async () => {
+      const d = kube.run(['describe', 'pod', 'hello', '-n', NS]);
+      return d.code === 0 && /Started/.test(d.stdout) ? d.stdout : undefined;
+    },
+    60_000,
+  );
+  assert.match(out, /^Containers:\n\s+hello:/m);
+  assert.match(out, /^Conditions:/m);
+  assert.match(out, /^\s+Ready\s+True/m);
+  assert.match(out, /^Events:/m);
+  for (const reason of ['Pulled', 'Created', 'Started']) assert.match(out, new RegExp(`Normal\\s+${reason}\\s`), reason);
+});
+
+test(
+  'apply of an image change replaces the container under the same name; a command change is refused as the API server refuses it',
+  { skip },
+  async () => {
+    const file = join(dirs.dir, 'edit.yaml');
+    writeFileSync(file, manifest('edit', 'busybox:1.36', 'sleep 3600'));
+    ok(kube.run(['apply', '-n', NS, '-f', file]), 'apply');
+    const first = await eventually(
+      'edit running',
+      async () => {
+        const p = podJSON('edit');
+        return p?.status?.containerStatuses?.[0]?.state?.running ? p : undefined;
+      },
+      90_000,
+    );
+    writeFileSync(file, manifest('edit', 'busybox:latest', 'sleep 3600'));
+    ok(kube.run(['apply', '-n', NS, '-f', file]), 'apply the image change');
+    const replaced = await eventually(
+      'the container replaced with busybox:latest',
+      async () => {
+        const p = podJSON('edit');
+        const c = p?.status?.containerStatuses?.[0];
+        return c?.state?.running && /busybox:latest/.test(c.image) && c.containerID !== first.status!.containerStatuses![0]!.containerID
+          ? p
+          : undefined;
+      },
+      90_000,
+    );
+    assert.equal(replaced.metadata?.uid, first.metadata?.uid, 'the same pod');
+    writeFileSync(file, manifest('edit', 'busybox:latest', 'sleep 7200'));
+    const refused = kube.run(['apply', '-n', NS, '-f', file]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /Pod "edit" is invalid: spec: Forbidden: pod updates may not change fields other than/);
+    assert.deepEqual(podJSON('edit')!.spec!.containers[0]!.command, ['sh', '-c', 'sleep 3600']);
+  },
+);
+
+test('kubectl apply --server-side of a new pod, then of a change', { skip }, async () => {
+  const file = join(dirs.dir, 'ssa.yaml');
+  writeFileSync(file, manifest('ssa', 'busybox:1.36', 'sleep 3600'));
+  ok(kube.run(['apply', '--server-side', '-n', NS, '-f', file]), 'server-side apply');
+  const made = await eventually(
+    'ssa running',
+    async () => {
+      const p = podJSON('ssa');
+      return p?.status?.containerStatuses?.[0]?.state?.running ? p : undefined;
+    },
+    90_000,
+  );
+  assert.ok(
+    made.metadata?.managedFields?.some((m) => m.manager === 'kubectl' && m.operation === 'Apply'),
+    'kubectl owns its fields',
+  );
+  writeFileSync(file, manifest('ssa', 'busybox:latest', 'sleep 3600'));
+  ok(kube.run(['apply', '--server-side', '-n', NS, '-f', file]), 'server-side apply of a change');
+  await eventually(
+    'ssa on busybox:latest',
+    async () => {
+      const c = podJSON('ssa')?.status?.containerStatuses?.[0];
+      return c?.state?.running && /busybox:latest/.test(c.image) ? c : undefined;
+    },
+    90_000,
+  );
+  ok(kube.run(['delete', 'pod', 'ssa', '-n', NS]), 'delete ssa');
+});
+
+test('kubectl get pods -w prints the rows from ContainerCreating to Running to CrashLoopBackOff', { skip }, async () => {
+  // -v=6: kubectl says when the watch's answer began, so the pod is made only once it watches.
+  const watcher = kube.spawn(['get', 'pods', '-w', '-n', NS, '-l', 'app=crasher', '--no-headers', '-v=6']);
+  let out = '';
+  let err = '';
+  watcher.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  watcher.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  try {
+    await eventually('the watch open', async () => (/GET https:\S+watch=true\S* 200 OK/.test(err) ? true : undefined), 30_000);
+    const file = join(dirs.dir, 'crasher.yaml');
+    writeFileSync(file, manifest('crasher', 'busybox:1.36', 'sleep 2; exit 1'));
+    ok(kube.run(['apply', '-n', NS, '-f', file]), 'apply crasher');
+    await eventually(
+      'CrashLoopBackOff in the watch',
+      async () => (/^crasher\s+0\/1\s+CrashLoopBackOff\s/m.test(out) ? true : undefined),
+      120_000,
+    );
+    const rows = out.split('\n').filter((l) => l.startsWith('crasher'));
+    const statuses = rows.map((l) => l.split(/\s+/)[2]);
+    assert.ok(statuses.indexOf('ContainerCreating') >= 0 || statuses.indexOf('Pending') >= 0, `a row before it ran: ${statuses.join(' ')}`);
+    assert.ok(statuses.includes('Running'), `a Running row: ${statuses.join(' ')}`);
+    assert.ok(statuses.indexOf('Running') < statuses.indexOf('CrashLoopBackOff'), statuses.join(' '));
+  } finally {
+    watcher.kill('SIGTERM');
+  }
+  ok(kube.run(['delete', 'pod', 'crasher', '-n', NS, '--grace-period', '1']), 'delete crasher');
+});
+
+test(
+  'kubectl get events, nodes, describe node, configmaps and secrets; a ConfigMap made by kubectl reaches a pod applied after it',
+  { skip },
+  async () => {
+    const events = ok(kube.run(['get', 'events', '-n', NS]), 'get events');
+    assert.match(events.split('\n')[0]!, /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
+    assert.match(events, /Normal\s+Started\s+pod\/hello\s/);
+    const nodes = ok(kube.run(['get', 'nodes']), 'get nodes');
+    assert.match(nodes, /^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION$/m);
+    assert.match(nodes, /\sReady\s+<none>\s/);
+    const node = ok(kube.run(['describe', 'node']), 'describe node');
+    for (const part of [
+      'Conditions:',
+      'MemoryPressure',
+      'DiskPressure',
+      'PIDPressure',
+      'Capacity:',
+      'Allocatable:',
+      'System Info:',
+      'Container Runtime Version:',
+    ])
+      assert.ok(node.includes(part), part);
+    ok(kube.run(['create', 'configmap', 'greeting', '-n', NS, '--from-literal', 'GREETING=hello-from-configmap']), 'create configmap');
+    ok(kube.run(['create', 'secret', 'generic', 'token', '-n', NS, '--from-literal', 'TOKEN=s3cret']), 'create secret');
+    const listed = ok(kube.run(['get', 'configmaps,secrets', '-n', NS]), 'get configmaps,secrets');
+    assert.match(listed, /^configmap\/greeting\s+1\s/m);
+    assert.match(listed, /^secret\/token\s+Opaque\s+1\s/m);
+    const file = join(dirs.dir, 'uses-cm.yaml');
+    writeFileSync(
+      file,
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: uses-cm}\nspec:\n  restartPolicy: Never\n  terminationGracePeriodSeconds: 1\n  containers:\n` +
+        `  - name: app\n    image: busybox:1.36\n    command: [sh, -c, 'echo "$GREETING"']\n    envFrom: [{configMapRef: {name: greeting}}]\n`,
+    );
+    ok(kube.run(['apply', '-n', NS, '-f', file]), 'apply uses-cm');
+    const done = await eventually(
+      'uses-cm Succeeded',
+      async () => (podJSON('uses-cm')?.status?.phase === 'Succeeded' ? true : undefined),
+      90_000,
+    );
+    assert.ok(done);
+    const log = await podctlAsync(['logs', 'uses-cm', '-n', NS, '--root-dir', root]);
+    assert.equal(log.stdout.trim(), 'hello-from-configmap');
+    ok(kube.run(['delete', 'pod', 'uses-cm', '-n', NS]), 'delete uses-cm');
+  },
+);
+
+test('podctl run --detach and kubectl see the same pods; a kubectl pod is podctl get, describe and delete', { skip }, async () => {
+  const file = join(dirs.dir, 'detached.yaml');
+  writeFileSync(file, manifest('detached', 'busybox:1.36', 'sleep 3600').replace('metadata:\n', `metadata:\n  namespace: ${NS}\n`));
+  ok(podctl(['run', '--detach', file, '--root-dir', root, '--log-root', logs]), 'run --detach');
+  await eventually(
+    'kubectl lists detached',
+    async () => (/^detached\s/m.test(kube.run(['get', 'pods', '-n', NS, '--no-headers']).stdout) ? true : undefined),
+    60_000,
+  );
+  const got = ok(await podctlAsync(['get', 'pods', '-n', NS, '--root-dir', root]), 'podctl get pods');
+  assert.match(got, /^hello\s+1\/1\s+Running\s/m, 'the pod kubectl applied');
+  const described = ok(await podctlAsync(['describe', 'pod', 'hello', '-n', NS, '--root-dir', root]), 'podctl describe');
+  assert.match(described, /^Name:\s+hello$/m);
+  ok(await podctlAsync(['delete', 'pod', 'detached', '-n', NS, '--root-dir', root]), 'podctl delete detached');
+});
+
+test('kubectl delete waits for the graceful termination; the pod is gone and stays gone after an agent restart', { skip }, async () => {
+  ok(kube.run(['delete', 'pod', 'hello', '-n', NS], { timeoutMs: 120_000 }), 'delete hello');
+  assert.equal(kube.run(['get', 'pod', 'hello', '-n', NS]).code, 1);
+  assert.match(kube.run(['get', 'pod', 'hello', '-n', NS]).stderr, /Error from server \(NotFound\): pods "hello" not found/);
+  const listed = ok(await podctlAsync(['get', 'pods', '-n', NS, '--root-dir', root]), 'podctl get pods');
+  assert.doesNotMatch(listed, /^hello\s/m);
+  await stopAgent();
+  await startAgent();
+  kube = kubeClient(root, join(dirs.dir, 'client'), kube.kubectl);
+  // The agent back: the pods it keeps are listed (edit), and hello is not among them.
+  await eventually(
+    'edit listed again',
+    async () => (/^edit\s/m.test(kube.run(['get', 'pods', '-n', NS, '--no-headers']).stdout) ? true : undefined),
+    60_000,
+  );
+  assert.doesNotMatch(kube.run(['get', 'pods', '-n', NS, '--no-headers']).stdout, /^hello\s/m);
+  // What kubectl made survives too.
+  assert.match(ok(kube.run(['get', 'configmap', 'greeting', '-n', NS]), 'configmap after restart'), /^greeting\s/m);
+});
+
+/** A raw HTTPS GET of the node's API with the given credentials. */
+function rawGet(url: string, opts: { cert?: string; key?: string; token?: string; ca: string }): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/api/v1/pods`,
+      { ca: opts.ca, cert: opts.cert, key: opts.key, headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {} },
+      (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test(
+  'without credentials, with a wrong token or a certificate of another CA, every request is refused 401; another user cannot read the key',
+  { skip },
+  async () => {
+    const endpoint = JSON.parse(readFileSync(join(root, 'kubeapi', 'endpoint.json'), 'utf8')) as { url: string };
+    const cfg = readFileSync(kube.kubeconfig, 'utf8');
+    const ca = Buffer.from(/certificate-authority-data: (\S+)/.exec(cfg)![1]!, 'base64').toString();
+    const none = await rawGet(endpoint.url, { ca });
+    assert.equal(none.status, 401);
+    assert.equal((JSON.parse(none.body) as { reason: string }).reason, 'Unauthorized');
+    assert.equal((await rawGet(endpoint.url, { ca, token: 'not-the-token' })).status, 401);
+    const other = spawnSync('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=podctl-admin/O=system:masters',
+      '-keyout',
+      join(dirs.dir, 'k.pem'),
+      '-out',
+      join(dirs.dir, 'c.pem'),
+    ]);
+    assert.equal(other.status, 0, other.stderr?.toString());
+    const forged = await rawGet(endpoint.url, {
+      ca,
+      cert: readFileSync(join(dirs.dir, 'c.pem'), 'utf8'),
+      key: readFileSync(join(dirs.dir, 'k.pem'), 'utf8'),
+    });
+    assert.equal(forged.status, 401);
+    const cert = Buffer.from(/client-certificate-data: (\S+)/.exec(cfg)![1]!, 'base64').toString();
+    const key = Buffer.from(/client-key-data: (\S+)/.exec(cfg)![1]!, 'base64').toString();
+    assert.equal((await rawGet(endpoint.url, { ca, cert, key })).status, 200);
+    // A second local user (nobody) can read neither the key files nor get anything without them.
+    const asNobody = spawnSync(
+      process.execPath,
+      ['-e', `require('fs').readFileSync(${JSON.stringify(join(root, 'kubeapi'))} + '/admin.key')`],
+      { uid: 65534, gid: 65534, encoding: 'utf8' },
+    );
+    assert.notEqual(asNobody.status, 0);
+    assert.match(asNobody.stderr, /EACCES/);
+  },
+);
+
+test('kubectl is the fixed 1.3x one', { skip }, () => {
+  assert.ok(findKubectl()!.minor >= 30);
+});
