@@ -20,6 +20,8 @@ declare module 'spdy-transport' {
       callback?: (err: Error | null, stream: SpdyStream) => void,
     ): SpdyStream;
     end(callback?: () => void): void;
+    /** Called once the peer answered the PING. */
+    ping(callback: (err?: Error) => void): void;
     destroyStreams(err?: Error): void;
     on(event: 'stream', listener: (stream: SpdyStream) => void): this;
     on(event: string | symbol, listener: (...args: never[]) => void): this;

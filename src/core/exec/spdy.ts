@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { Duplex } from 'node:stream';
 import transport, { type SpdyConnection, type SpdyParser, type SpdyStream } from 'spdy-transport';
 import { Channel, EXEC_PROTOCOL, ExecStreamError, type RuntimeCommand, type RuntimeCommandHandlers } from './stream.js';
 
@@ -7,17 +7,38 @@ export type { SpdyConnection, SpdyStream } from 'spdy-transport';
 
 /**
  * SPDY/3.1 as Kubernetes speaks it (moby/spdystream, on both kubectl's and the CRI streaming
- * server's side): streams are opened with only their own headers (streamType, port, requestID),
- * never HTTP's :method and :path, and answered with an empty SYN_REPLY, never a :status.
- * spdy-transport's SPDY parser wants both, so this variant of it fills them in as an HTTP
- * request and a 200 before the connection sees the frame; the framing stays spdy-transport's.
+ * server's side):
+ * - streams are opened with only their own headers (streamType, port, requestID), never HTTP's
+ *   :method and :path, and answered with an empty SYN_REPLY, never a :status. spdy-transport's
+ *   parser wants both: this variant fills them in as an HTTP request and a 200.
+ * - the peer never sends SETTINGS or WINDOW_UPDATE (its reads block instead), so spdy-transport's
+ *   writes would stop at the first 64 KiB window. Each DATA frame's bytes are given back to the
+ *   session's and the stream's send windows once the frame is on its way, as a reader that keeps up
+ *   would; the writes then wait on the socket's own backpressure.
+ * The framing stays spdy-transport's.
  */
 const KUBE_SPDY = 'kube-spdy';
 const SYN_STREAM = 1;
 const SYN_REPLY = 2;
 
-function kubeParser(options: unknown): SpdyParser {
-  const parser = transport.protocol.spdy!.parser.create(options);
+interface FrameQueue {
+  push(frame: object): boolean;
+}
+interface DataFramer {
+  dataFrame(frame: { id: number; data: Buffer }, callback?: (err?: Error) => void): void;
+}
+interface SpdyModule {
+  parser: { create(options: { window: object }): SpdyParser & FrameQueue };
+  framer: { create(options: { window: object }): DataFramer };
+}
+const spdy = transport.protocol.spdy as unknown as SpdyModule;
+
+/** A connection hands its parser and its framer the same window object: the framer finds its parser by it. */
+const parserOf = new WeakMap<object, FrameQueue>();
+
+function kubeParser(options: { window: object }): SpdyParser {
+  const parser = spdy.parser.create(options);
+  parserOf.set(options.window, parser);
   const onSynHeadFrame = parser.onSynHeadFrame;
   const parseKVs = parser.parseKVs;
   // onSynHeadFrame asks parseKVs for the frame's headers at once: the type is known there.
@@ -40,7 +61,25 @@ function kubeParser(options: unknown): SpdyParser {
   return parser;
 }
 
-transport.protocol[KUBE_SPDY] ??= { ...transport.protocol.spdy!, parser: { create: kubeParser } };
+function kubeFramer(options: { window: object }): DataFramer {
+  const framer = spdy.framer.create(options);
+  const parser = parserOf.get(options.window);
+  const dataFrame = framer.dataFrame;
+  framer.dataFrame = function (frame, callback) {
+    return dataFrame.call(this, frame, (err) => {
+      const delta = frame.data.length;
+      // As if the peer had read them: WINDOW_UPDATEs the connection takes as the peer's own.
+      if (!err && delta && parser) {
+        parser.push({ type: 'WINDOW_UPDATE', id: 0, delta });
+        parser.push({ type: 'WINDOW_UPDATE', id: frame.id, delta });
+      }
+      callback?.(err);
+    });
+  };
+  return framer;
+}
+
+transport.protocol[KUBE_SPDY] ??= { ...transport.protocol.spdy!, parser: { create: kubeParser }, framer: { create: kubeFramer } };
 
 /** Kubernetes' streams are read as they come: a window large enough that the peer's writes never wait on it. */
 const WINDOW = 16 * 1024 * 1024;
@@ -52,13 +91,73 @@ export function spdySession(socket: Duplex, isServer: boolean): SpdyConnection {
   return connection;
 }
 
+/**
+ * A connection's byte stream, with a tap: spdystream's peers do not heed window updates, so a
+ * stream whose reader is slow would otherwise buffer without bound. While the gate is held the
+ * connection is not read at all (head-of-line, as spdystream's own reads block); the peer's writes
+ * then wait on TCP or WebSocket backpressure. A peer that closes the connection after its last
+ * frames (containerd does, right after the exit status) has them all parsed and delivered before
+ * the session hears of the close: spdy-transport destroys the streams then, and what they hold
+ * unread with them.
+ */
+export class FlowGate extends Duplex {
+  private held = false;
+
+  constructor(private readonly inner: Duplex) {
+    super({ allowHalfOpen: false });
+    inner.on('data', (chunk: Buffer) => {
+      if (!this.push(chunk)) inner.pause();
+    });
+    inner.on('end', () => this.push(null));
+    inner.on('error', (err) => this.destroy(err));
+    inner.on('close', () => {
+      if (!inner.readableEnded) return this.destroy();
+      // The frames pushed last reach their streams on the ticks after the parser read them.
+      const later = () => setImmediate(() => this.destroy());
+      if (this.readableEnded) later();
+      else this.once('end', later);
+    });
+    inner.pause();
+  }
+
+  hold() {
+    this.held = true;
+    this.inner.pause();
+  }
+
+  release() {
+    if (!this.held) return;
+    this.held = false;
+    this.inner.resume();
+  }
+
+  override _read() {
+    if (!this.held) this.inner.resume();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void) {
+    if (this.inner.write(chunk)) callback();
+    else this.inner.once('drain', () => callback());
+  }
+
+  override _final(callback: () => void) {
+    this.inner.end();
+    callback();
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void) {
+    this.inner.destroy();
+    callback(err);
+  }
+}
+
 export const SPDY_UPGRADE = 'SPDY/3.1';
 export const STREAM_PROTOCOL_HEADER = 'X-Stream-Protocol-Version';
 
 export class SpdyDialError extends Error {}
 
-/** POSTs an upgrade to SPDY/3.1 offering `protocols`; the session and the protocol the server chose. */
-export function dialSpdy(url: string, protocols: string[]): Promise<{ session: SpdyConnection; protocol: string }> {
+/** POSTs an upgrade to SPDY/3.1 offering `protocols`; the session, its socket's gate and the protocol the server chose. */
+export function dialSpdy(url: string, protocols: string[]): Promise<{ session: SpdyConnection; gate: FlowGate; protocol: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, {
       method: 'POST',
@@ -72,7 +171,8 @@ export function dialSpdy(url: string, protocols: string[]): Promise<{ session: S
         return;
       }
       if (head.length) socket.unshift(head);
-      resolve({ session: spdySession(socket, false), protocol });
+      const gate = new FlowGate(socket);
+      resolve({ session: spdySession(gate, false), gate, protocol });
     });
     req.on('response', (res) => {
       res.resume();
@@ -115,7 +215,7 @@ export interface SpdyCommandStreams {
  * waits for all of them): error first, as the kubelet's own client opens them.
  */
 export async function openRuntimeSpdy(url: string, want: SpdyCommandStreams, handlers: RuntimeCommandHandlers): Promise<RuntimeCommand> {
-  const { session } = await dialSpdy(url, [EXEC_PROTOCOL]);
+  const { session, gate } = await dialSpdy(url, [EXEC_PROTOCOL]);
   const open = (streamType: string) => openSpdyStream(session, { streamType });
   let failure: Error | undefined;
   session.on('error', (err: Error) => (failure ??= err));
@@ -141,9 +241,11 @@ export async function openRuntimeSpdy(url: string, want: SpdyCommandStreams, han
       handlers.status(statusText);
     };
     error.once('end', statusEnded).once('close', statusEnded);
+    // A client slower than the command holds the connection, not the stream: containerd ignores the
+    // stream's window, and a paused stream would hold all it sends until the close threw it away.
     for (const { channel, stream } of outputs)
       stream.on('data', (d: Buffer) => {
-        if (d.length && !handlers.output(channel, d)) stream.pause();
+        if (d.length && !handlers.output(channel, d)) gate.hold();
       });
     const done = Promise.all([ended(error), ...outputs.map((o) => ended(o.stream))]).then(() => {
       statusEnded();
@@ -160,7 +262,7 @@ export async function openRuntimeSpdy(url: string, want: SpdyCommandStreams, han
       stdin: (d) => stdin?.write(d),
       closeStdin: () => stdin?.end(),
       resize: (b) => resize?.write(b),
-      resume: () => outputs.forEach((o) => o.stream.resume()),
+      resume: () => gate.release(),
       close: () => session.socket.destroy(),
       done,
     };

@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import { Duplex } from 'node:stream';
-import transport, { type SpdyConnection, type SpdyParser, type SpdyStream } from 'spdy-transport';
+import type { Duplex } from 'node:stream';
 import WebSocket, { createWebSocketStream, WebSocketServer } from 'ws';
 import { errorMessage } from '../../errors.js';
 import { forwardConnection } from '../../exec/portforward.js';
+import { FlowGate, spdySession, type SpdyConnection, type SpdyStream } from '../../exec/spdy.js';
 import { POD_UID_LABEL } from '../../kuberuntime/labels.js';
 import { KubeStatusError } from '../status.js';
 import type { PodStreamContext } from './context.js';
@@ -133,7 +133,7 @@ class PortForwardSession {
     private readonly opts: PortForwardOptions,
   ) {
     this.gate = new FlowGate(wire);
-    this.connection = goSpdyServer(this.gate);
+    this.connection = spdySession(this.gate, true);
     this.connection.on('error', (err: Error) => {
       ctx.log?.(`port-forward: ${err.message}`);
       this.gate.destroy();
@@ -220,133 +220,6 @@ class PortForwardSession {
     } finally {
       error.end();
     }
-  }
-}
-
-/**
- * moby/spdystream's SPDY (kubectl's, the kubelet's): streams open with only their own headers
- * (streamType, port, requestID), never HTTP's :method and :path, which spdy-transport's parser
- * requires; and it never sends WINDOW_UPDATE (its reads block instead), so spdy-transport's writes
- * would stop at the first 64 KiB window. This variant of spdy-transport's SPDY fills in the two
- * headers on SYN_STREAM, and gives each DATA frame's bytes back to the send windows once the frame
- * is on its way (as a reader that keeps up would); the framing is spdy-transport's own.
- */
-const GO_SPDY = 'spdy-kube-portforward';
-const SYN_STREAM = 1;
-
-interface FrameQueue {
-  push(frame: object): boolean;
-}
-interface DataFramer {
-  dataFrame(frame: { id: number; data: Buffer }, callback?: (err?: Error) => void): void;
-}
-interface SpdyProtocolModule {
-  parser: { create(options: unknown): SpdyParser & FrameQueue };
-  framer: { create(options: unknown): DataFramer };
-}
-
-let lastParser: (SpdyParser & FrameQueue) | undefined;
-
-function goParser(options: unknown): SpdyParser {
-  const parser = (transport.protocol.spdy as unknown as SpdyProtocolModule).parser.create(options);
-  const onSynHeadFrame = parser.onSynHeadFrame;
-  const parseKVs = parser.parseKVs;
-  // onSynHeadFrame asks parseKVs for the frame's headers straight away: the frame type is known there.
-  let synType: number | undefined;
-  parser.onSynHeadFrame = function (type, flags, body, callback) {
-    synType = type;
-    return onSynHeadFrame.call(this, type, flags, body, callback);
-  };
-  parser.parseKVs = function (body, callback) {
-    const type = synType;
-    synType = undefined;
-    return parseKVs.call(this, body, (err, headers) => {
-      if (!err && headers && type === SYN_STREAM) {
-        headers[':method'] ??= 'POST';
-        headers[':path'] ??= '/';
-      }
-      callback(err, headers);
-    });
-  };
-  // The connection makes its parser and then its framer, at once: the framer's credit goes to this one.
-  lastParser = parser;
-  return parser;
-}
-
-function goFramer(options: unknown): DataFramer {
-  const framer = (transport.protocol.spdy as unknown as SpdyProtocolModule).framer.create(options);
-  const parser = lastParser;
-  lastParser = undefined;
-  const dataFrame = framer.dataFrame;
-  framer.dataFrame = function (frame, callback) {
-    return dataFrame.call(this, frame, (err) => {
-      const delta = frame.data.length;
-      if (!err && delta && parser) {
-        parser.push({ type: 'WINDOW_UPDATE', id: 0, delta });
-        parser.push({ type: 'WINDOW_UPDATE', id: frame.id, delta });
-      }
-      callback?.(err);
-    });
-  };
-  return framer;
-}
-
-transport.protocol[GO_SPDY] ??= { ...transport.protocol.spdy!, parser: { create: goParser }, framer: { create: goFramer } };
-
-function goSpdyServer(wire: Duplex): SpdyConnection {
-  const connection = transport.connection.create(wire, { protocol: GO_SPDY, isServer: true, windowSize: 16 << 20 });
-  connection.start(3.1);
-  return connection;
-}
-
-/**
- * The connection's byte stream, with a tap: spdystream's peers do not heed window updates, so a
- * stream whose reader is slow would otherwise buffer without bound. While any stream holds more
- * than its mark unread, the connection is not read at all (head-of-line, as spdystream's own reads
- * block); the peer's writes then wait on TCP or WebSocket backpressure.
- */
-class FlowGate extends Duplex {
-  private held = false;
-
-  constructor(private readonly inner: Duplex) {
-    super({ allowHalfOpen: false });
-    inner.on('data', (chunk: Buffer) => {
-      if (!this.push(chunk)) inner.pause();
-    });
-    inner.on('end', () => this.push(null));
-    inner.on('error', (err) => this.destroy(err));
-    inner.on('close', () => this.destroy());
-    inner.pause();
-  }
-
-  hold() {
-    this.held = true;
-    this.inner.pause();
-  }
-
-  release() {
-    if (!this.held) return;
-    this.held = false;
-    this.inner.resume();
-  }
-
-  override _read() {
-    if (!this.held) this.inner.resume();
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (err?: Error | null) => void) {
-    if (this.inner.write(chunk)) callback();
-    else this.inner.once('drain', () => callback());
-  }
-
-  override _final(callback: () => void) {
-    this.inner.end();
-    callback();
-  }
-
-  override _destroy(err: Error | null, callback: (err?: Error | null) => void) {
-    this.inner.destroy();
-    callback(err);
   }
 }
 

@@ -277,10 +277,17 @@ function bridgeSpdy(
     const finish = () => {
       const ends = [error, ...Object.values(outputs)].filter((s): s is SpdyStream => !!s && !s.destroyed && !s.writableEnded);
       let left = ends.length;
-      const closeSession = () => {
-        session.end();
-        socket.end();
-      };
+      // spdy-transport's end() throws away what its framer still holds for a slow socket: the
+      // session ends once the client answered a PING sent after the streams' last frames (their
+      // FINs are scheduled on the ticks after 'finish'), so that it has read everything before.
+      const closeSession = () =>
+        setImmediate(() => {
+          if (socket.destroyed) return;
+          session.ping(() => {
+            session.end();
+            socket.end();
+          });
+        });
       if (left === 0) return closeSession();
       for (const s of ends) s.end(() => --left === 0 && closeSession());
     };
