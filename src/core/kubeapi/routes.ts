@@ -16,7 +16,9 @@ import { createObject, deleteObject, isObjectResource, patchObjectWrite, replace
 import { openapiV3Served } from './openapi/index.js';
 import { createPod, deletePod, patchPod, replacePod, type PodWriteContext, type WriteAnswer } from './pods.js';
 import { serveCollection, serveObject, type ReadContext } from './reads.js';
-import { parseResourcePath, readObjectBody, type ResourcePath } from './request.js';
+import { unsupportedPatchType } from './patch/index.js';
+import { decodeKubeProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.js';
+import { parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
 import { sendJSON, socketStatus, type KubeHandler, type KubeRequest } from './server.js';
 import { KubeStatusError, methodNotAllowed, notFound } from './status.js';
 import type { WatchCache } from './store.js';
@@ -121,7 +123,7 @@ export class KubeRoutes implements KubeHandler {
       return serveCollection(this.o.reads, info, path, url, accept, res);
     }
     if (!info.verbs.includes(verbOf(method, path)) || (info.namespaced && !path.namespace)) throw methodNotAllowed();
-    const body = await readObjectBody(req);
+    const body = protobufAsJSON(await readObjectBody(req), method, info);
     let answer: WriteAnswer;
     if (info.name === 'pods') {
       const ctx = this.o.pods;
@@ -180,6 +182,21 @@ export class KubeRoutes implements KubeHandler {
       return socketStatus(socket, badRequest400(`pod ${path.name} is not running (phase ${phase ?? 'unknown'})`));
     handlePodUpgrade(kind, req, socket, head, url, { ...this.o.streams, pod: pod as never });
   }
+}
+
+/**
+ * A protobuf body (client-go's typed clients: kubectl create configmap|secret) as the JSON text the
+ * handlers take; a patch is JSON or YAML whatever the client, so a protobuf one is refused (415).
+ */
+function protobufAsJSON(body: ObjectBody, method: string, info: ResourceInfo): ObjectBody {
+  if (body.contentType !== PROTOBUF_CONTENT_TYPE) return body;
+  if (method === 'PATCH') throw unsupportedPatchType();
+  // A DELETE without options has no body at all.
+  if (method === 'DELETE' && body.bytes.length === 0) return { ...body, text: '', contentType: 'application/json' };
+  const into = method === 'DELETE' ? { apiVersion: 'v1', kind: 'DeleteOptions' } : { apiVersion: 'v1', kind: info.kind };
+  const { object } = decodeKubeProtobuf(body.bytes, into);
+  const text = JSON.stringify(object);
+  return { text, bytes: Buffer.from(text), contentType: 'application/json' };
 }
 
 function badRequest400(message: string): KubeStatusError {
