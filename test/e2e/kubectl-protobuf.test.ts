@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { E2E_NAMESPACE, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
 import { kubeClient, needsKubectl, type KubeClient } from '../support/kubectl.js';
@@ -79,4 +80,41 @@ test('kubectl create configmap and secret generic (protobuf bodies) are stored a
     assert.equal(del.code, 0, del.stderr);
   }
   assert.equal(ok(kube.run([...ns, 'get', 'configmaps,secrets', '-o', 'name']), 'get after delete').trim(), '');
+});
+
+test('bytes that are not UTF-8: create configmap --from-file keeps them in binaryData, create secret --from-file in data', { skip }, () => {
+  const ns = ['-n', E2E_NAMESPACE];
+  const bytes = Buffer.from([0, 1, 0x7f, 0x80, 0xfe, 0xff, 0xc3, 0x28]);
+  const file = join(dirs.dir, 'blob.bin');
+  writeFileSync(file, bytes);
+  writeFileSync(join(dirs.dir, 'note.txt'), 'text\n');
+  try {
+    ok(
+      kube.run([...ns, 'create', 'configmap', 'blobs', `--from-file=${file}`, `--from-file=${join(dirs.dir, 'note.txt')}`]),
+      'create configmap',
+    );
+    ok(kube.run([...ns, 'create', 'secret', 'generic', 'blob', `--from-file=${file}`]), 'create secret');
+    const cm = JSON.parse(ok(kube.run([...ns, 'get', 'configmap', 'blobs', '-o', 'json']), 'get configmap')) as {
+      data?: Record<string, string>;
+      binaryData?: Record<string, string>;
+    };
+    assert.deepEqual(cm.data, { 'note.txt': 'text\n' });
+    assert.deepEqual(cm.binaryData, { 'blob.bin': bytes.toString('base64') });
+    const secret = ok(kube.run([...ns, 'get', 'secret', 'blob', '-o', 'jsonpath={.data.blob\\.bin}']), 'get secret');
+    assert.equal(secret, bytes.toString('base64'));
+  } finally {
+    const del = kube.run([...ns, 'delete', 'configmap/blobs', 'secret/blob', '--ignore-not-found']);
+    assert.equal(del.code, 0, del.stderr);
+  }
+});
+
+test('a Pod in protobuf (kubectl debug node/…) is refused with a 415 that says why, and makes no pod', { skip }, () => {
+  const ns = ['-n', E2E_NAMESPACE];
+  const node = ok(kube.run(['get', 'nodes', '-o', 'name']), 'get nodes').trim();
+  assert.match(node, /^node\/\S+$/);
+  const r = kube.run([...ns, 'debug', node, '--image=busybox', '--profile=general', '--', 'true']);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /UnsupportedMediaType/);
+  assert.match(r.stderr, /this body is a Pod/);
+  assert.equal(ok(kube.run([...ns, 'get', 'pods', '-o', 'name']), 'get pods').trim(), '');
 });
