@@ -32,10 +32,18 @@ export interface WriteAnswer {
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** Fields the API server sets and a manifest handed to the agent must not carry. */
+/**
+ * Fields the API server sets and a manifest handed to the agent must not carry; ephemeral containers
+ * are the runtime's (pods/ephemeralcontainers), never part of the pod a source describes.
+ */
 function forTheAgent(pod: KubeObject): KubeObject {
   const { status: _status, ...rest } = pod;
   const { resourceVersion: _rv, ...metadata } = rest.metadata ?? {};
+  const spec = rest.spec as Record<string, unknown> | undefined;
+  if (spec && 'ephemeralContainers' in spec) {
+    const { ephemeralContainers: _ephemeral, ...others } = spec;
+    return { ...rest, spec: others, apiVersion: 'v1', kind: 'Pod', metadata };
+  }
   return { ...rest, apiVersion: 'v1', kind: 'Pod', metadata };
 }
 

@@ -13,6 +13,7 @@ import {
   type ResourceInfo,
 } from './discovery.js';
 import { createObject, deleteObject, isObjectResource, patchObjectWrite, replaceObject, type ObjectWriteContext } from './objects.js';
+import { updateEphemeralContainers } from './ephemeral.js';
 import { openapiV3Served } from './openapi/index.js';
 import { createPod, deletePod, patchPod, replacePod, type PodWriteContext, type WriteAnswer } from './pods.js';
 import { serveCollection, serveObject, type ReadContext } from './reads.js';
@@ -149,7 +150,7 @@ export class KubeRoutes implements KubeHandler {
     sendJSON(res, answer.code, answer.object);
   }
 
-  /** pods/status (read-only here), pods/log; the streams come as upgrades. */
+  /** pods/status (read-only here), pods/log, pods/ephemeralcontainers; the streams come as upgrades. */
   private async subresource(info: ResourceInfo, path: ResourcePath, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const sub = info.subresources?.find((s) => s.name === path.subresource);
     if (!sub || !path.name) throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
@@ -158,6 +159,11 @@ export class KubeRoutes implements KubeHandler {
     if (sub.name === 'status' && req.method === 'GET') return sendJSON(res, 200, pod);
     if (sub.name === 'log' && req.method === 'GET') return servePodLog(req, res, url, { ...this.o.streams, pod: pod as never });
     if (sub.name === 'ephemeralcontainers' && req.method === 'GET') return sendJSON(res, 200, pod);
+    if (sub.name === 'ephemeralcontainers' && (req.method === 'PATCH' || req.method === 'PUT')) {
+      const answer = await updateEphemeralContainers(this.o.pods, req, path, url, await readObjectBody(req));
+      this.o.changed();
+      return sendJSON(res, answer.code, answer.object);
+    }
     if (['exec', 'attach', 'portforward'].includes(sub.name)) throw new KubeStatusError(400, 'BadRequest', `Upgrade request required`);
     throw methodNotAllowed();
   }
