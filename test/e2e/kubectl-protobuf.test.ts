@@ -1,7 +1,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { join } from 'node:path';
+import { load } from 'js-yaml';
+import kubePb from '../../src/generated/kube/kube-pb.js';
 import { E2E_NAMESPACE, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
 import { kubeClient, needsKubectl, type KubeClient } from '../support/kubectl.js';
 
@@ -117,4 +120,83 @@ test('a Pod in protobuf (kubectl debug node/…) is refused with a 415 that says
   assert.match(r.stderr, /UnsupportedMediaType/);
   assert.match(r.stderr, /this body is a Pod/);
   assert.equal(ok(kube.run([...ns, 'get', 'pods', '-o', 'name']), 'get pods').trim(), '');
+});
+
+interface Message {
+  fromObject(o: Record<string, unknown>): object;
+  encode(m: object): { finish(): Uint8Array };
+}
+const pb = (kubePb as unknown as { kube: Record<string, Message> }).kube;
+const encode = (type: string, o: Record<string, unknown>) => Buffer.from(pb[type]!.encode(pb[type]!.fromObject(o)).finish());
+/** A body as client-go's protobuf serializer writes one: 'k8s\0', then the runtime.Unknown around the object's message. */
+const envelope = (kind: string, object: Record<string, unknown>) =>
+  Buffer.concat([Buffer.from('k8s\0', 'latin1'), encode('Unknown', { typeMeta: { apiVersion: 'v1', kind }, raw: encode(kind, object) })]);
+
+/** One request with the kubeconfig's client certificate, as a typed client-go client sends it. */
+function send(method: string, path: string, body: Buffer, contentType = 'application/vnd.kubernetes.protobuf') {
+  type Cfg = { clusters: { cluster: Record<string, string> }[]; users: { user: Record<string, string> }[] };
+  const cfg = load(readFileSync(kube.kubeconfig, 'utf8')) as Cfg;
+  const [cluster, user] = [cfg.clusters[0]!.cluster, cfg.users[0]!.user];
+  const b64 = (k: string, o: Record<string, string>) => Buffer.from(o[k]!, 'base64');
+  const url = new URL(path, cluster.server);
+  return new Promise<{ status: number; json: Record<string, unknown> }>((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method,
+        ca: b64('certificate-authority-data', cluster),
+        cert: b64('client-certificate-data', user),
+        key: b64('client-key-data', user),
+        headers: {
+          'content-type': contentType,
+          'content-length': body.length,
+          accept: 'application/vnd.kubernetes.protobuf,application/json',
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => {
+          assert.match(String(res.headers['content-type']), /^application\/json/);
+          resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) as Record<string, unknown> });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test("a typed client's protobuf update and DeleteOptions are taken; a protobuf patch is a 415", { skip }, async () => {
+  const ns = ['-n', E2E_NAMESPACE];
+  const path = `/api/v1/namespaces/${E2E_NAMESPACE}/configmaps/typed`;
+  try {
+    ok(kube.run([...ns, 'create', 'configmap', 'typed', '--from-literal=a=1']), 'create configmap');
+    const live = JSON.parse(ok(kube.run([...ns, 'get', 'configmap', 'typed', '-o', 'json']), 'get')) as {
+      metadata: { resourceVersion: string; uid: string };
+    };
+    const meta = { name: 'typed', namespace: E2E_NAMESPACE, resourceVersion: live.metadata.resourceVersion, creationTimestamp: {} };
+    const put = await send('PUT', path, envelope('ConfigMap', { metadata: meta, data: { a: '2' } }));
+    assert.equal(put.status, 200, JSON.stringify(put.json));
+    assert.deepEqual(put.json.data, { a: '2' });
+    assert.equal(ok(kube.run([...ns, 'get', 'configmap', 'typed', '-o', 'jsonpath={.data.a}']), 'get after update'), '2');
+
+    const patch = await send('PATCH', path, envelope('ConfigMap', { metadata: { name: 'typed' }, data: { a: '3' } }));
+    assert.equal(patch.status, 415);
+    assert.equal(patch.json.reason, 'UnsupportedMediaType');
+
+    const bad = await send('PUT', path, Buffer.from('{"kind":"ConfigMap"}'));
+    assert.equal(bad.status, 400);
+    assert.match(
+      String(bad.json.message),
+      /^the object provided is unrecognized \(must be of type ConfigMap\): provided data does not appear/,
+    );
+    assert.equal(ok(kube.run([...ns, 'get', 'configmap', 'typed', '-o', 'jsonpath={.data.a}']), 'get after refusals'), '2');
+
+    const del = await send('DELETE', path, envelope('DeleteOptions', { gracePeriodSeconds: 0, propagationPolicy: 'Background' }));
+    assert.equal(del.status, 200, JSON.stringify(del.json));
+    assert.equal(ok(kube.run([...ns, 'get', 'configmaps', '-o', 'name']), 'get after delete').trim(), '');
+  } finally {
+    kube.run([...ns, 'delete', 'configmap/typed', '--ignore-not-found']);
+  }
 });
