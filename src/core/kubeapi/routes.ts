@@ -139,7 +139,7 @@ export class KubeRoutes implements KubeHandler {
       if (method === 'POST') answer = createObject(ctx, info.name, req, path, url, body.text);
       else if (method === 'PUT') answer = replaceObject(ctx, info.name, req, path, url, body.text);
       else if (method === 'PATCH') answer = patchObjectWrite(ctx, info.name, req, path, url, body);
-      else if (method === 'DELETE') answer = deleteObject(ctx, info.name, path, url);
+      else if (method === 'DELETE') answer = deleteObject(ctx, info.name, path, url, body.text);
       else throw methodNotAllowed();
     } else throw methodNotAllowed();
     if (answer.warnings.length)
