@@ -277,9 +277,13 @@ function bridgeSpdy(
     const finish = () => {
       const ends = [error, ...Object.values(outputs)].filter((s): s is SpdyStream => !!s && !s.destroyed && !s.writableEnded);
       let left = ends.length;
+      // GOAWAY, and spdy-transport ends the socket once what the streams wrote is out (ending it here cut off the status
+      // still queued in its framer: kubectl then read no status and exited 0). A client that keeps its streams open is cut off.
       const closeSession = () => {
         session.end();
-        socket.end();
+        const cutOff = setTimeout(() => socket.destroy(), STREAM_CREATION_TIMEOUT_MS);
+        cutOff.unref?.();
+        socket.once('close', () => clearTimeout(cutOff));
       };
       if (left === 0) return closeSession();
       for (const s of ends) s.end(() => --left === 0 && closeSession());
