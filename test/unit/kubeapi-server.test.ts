@@ -83,6 +83,7 @@ class FakeAgent {
     setCondition: () => {
       throw new Error('not used');
     },
+    addEphemeralContainer: () => Promise.reject(new Error('not used')),
     health: () => ({ ok: true, checks: [] }),
     info: () => ({ pid: process.pid }),
   };
