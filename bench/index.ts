@@ -1,5 +1,9 @@
 import { cliStartup } from './cli-startup.js';
 import { detection } from './detection.js';
+import { kubeapiExec } from './kubeapi-exec.js';
+import { kubeapiGet } from './kubeapi-get.js';
+import { kubeapiLoad } from './kubeapi-load.js';
+import { kubeapiPortforward } from './kubeapi-portforward.js';
 import { renderRows, runCleanups, writeResult, type BenchContext, type BenchResult } from './lib.js';
 import { writeReport } from './report.js';
 import { scaleFake } from './scale-fake.js';
@@ -13,6 +17,10 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchResult>> = 
   detection,
   'scale-fake': scaleFake,
   'scale-real': scaleReal,
+  'kubeapi-get': kubeapiGet,
+  'kubeapi-load': kubeapiLoad,
+  'kubeapi-exec': kubeapiExec,
+  'kubeapi-portforward': kubeapiPortforward,
   // Long (30 min): run it on its own, `npm run bench -- --only soak`.
   soak,
 };

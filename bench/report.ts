@@ -3,7 +3,18 @@ import { join } from 'node:path';
 import { REPO_ROOT, RESULTS_DIR, type BenchResult } from './lib.js';
 import { ALL_AT_ONCE_DIAGNOSIS, DIAGNOSES, PREAMBLE } from './findings.js';
 
-const ORDER = ['start-latency', 'detection', 'scale-fake', 'scale-real', 'cli-startup', 'soak'];
+const ORDER = [
+  'start-latency',
+  'detection',
+  'scale-fake',
+  'scale-real',
+  'cli-startup',
+  'kubeapi-get',
+  'kubeapi-load',
+  'kubeapi-exec',
+  'kubeapi-portforward',
+  'soak',
+];
 
 function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');

@@ -6,10 +6,12 @@
 //   gRPC's health service (grpc probes);
 // - each CRI service's methods, and the field numbers the relist's summary decoder reads
 //   (src/core/cri/summaries.ts), read from the .proto with protobufjs;
-// - one module that re-exports every runtime.v1 type (messages.ts), so that the core imports them from one place.
-// All of it goes to src/generated/cri, outside src/core, which holds only hand-written code.
+// - one module that re-exports every runtime.v1 type (messages.ts), so that the core imports them from one place;
+// - the static module of the Kubernetes messages the kube API decodes from protobuf request bodies
+//   (proto/kube-core.proto), in src/generated/kube.
+// All of it goes to src/generated, outside src/core, which holds only hand-written code.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
@@ -18,7 +20,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'src/generated/cri');
 const CRI_PROTO = 'runtime/v1/api.proto';
 const CONTAINERD_PROTO = 'containerd/events-service.proto';
+const kubeOut = join(root, 'src/generated/kube');
 rmSync(out, { recursive: true, force: true });
+rmSync(kubeOut, { recursive: true, force: true });
 // Where builds before src/generated wrote it: left there, it would be linted and compiled as hand-written code.
 rmSync(join(root, 'src/core/cri/generated'), { recursive: true, force: true });
 execFileSync(
@@ -66,7 +70,7 @@ writeFileSync(
 // The static modules: a .ts file each (checked by nothing: @ts-nocheck from the wrapper), so that tsc
 // and the bundle take them as the rest of src. The service classes are left out: grpc-js calls the methods.
 const pbjs = join(root, 'node_modules/protobufjs-cli/bin/pbjs');
-const staticModule = (proto, rootName, file) =>
+const staticModule = (proto, rootName, file, dir = out) =>
   execFileSync(
     process.execPath,
     [
@@ -91,7 +95,7 @@ const staticModule = (proto, rootName, file) =>
       '-p',
       join(root, 'proto'),
       '-o',
-      join(out, file),
+      join(dir, file),
       join(root, 'proto', proto),
     ],
     { stdio: 'inherit' },
@@ -100,6 +104,9 @@ staticModule(CRI_PROTO, 'cri', 'cri-pb.ts');
 staticModule(CONTAINERD_PROTO, 'containerd', 'containerd-pb.ts');
 // gRPC's health service, for grpc probes (src/core/prober/handlers.ts).
 staticModule('grpc/health/v1/health.proto', 'health', 'health-pb.ts');
+// The Kubernetes messages of protobuf request bodies (src/core/kubeapi/protobuf.ts).
+mkdirSync(kubeOut, { recursive: true });
+staticModule('kube-core.proto', 'kube', 'kube-pb.ts', kubeOut);
 
 const cri = protobuf.loadSync(join(root, 'proto', CRI_PROTO));
 cri.resolveAll();

@@ -1,4 +1,5 @@
-import type { IPod, IPodStatus } from 'kubernetes-models/v1';
+import type { IEphemeralContainer, IPod, IPodStatus } from 'kubernetes-models/v1';
+import { errorMessage } from './errors.js';
 import { podRef } from './kuberuntime/manager.js';
 import { emptyPodStatus, type RuntimePodStatus } from './container/types.js';
 import { activeDeadlineLeftMs, DEADLINE_EXCEEDED, EVICTED } from './status/generate.js';
@@ -211,6 +212,28 @@ export class Kubelet implements SyncHandler {
     this.statusManager.setCondition(uid, c, this.clock.now());
     const runtime = this.podCache.get(uid);
     return runtime ? this.updateStatus(pod, runtime) : this.statusManager.get(uid);
+  }
+
+  /**
+   * An ephemeral container added to a running pod (the API server's pods/ephemeralcontainers, which the
+   * kubelet starts at its next SyncPod): started now in the pod's sandbox, then the pod read again so
+   * that its status lists it. One of that name already in the runtime is left as it is.
+   */
+  async startEphemeralContainer(uid: string, container: IEphemeralContainer): Promise<IPodStatus | undefined> {
+    const pod = this.pods.get(uid);
+    if (!pod) return undefined;
+    const before = await this.getRuntimeStatus(pod);
+    if (!(before.ephemeral ?? []).some((c) => c.name === container.name)) {
+      try {
+        await this.runtimeManager.startEphemeralContainer(pod, container, before);
+      } catch (err) {
+        this.events.record(podRef(pod), 'Warning', 'Failed', errorMessage(err), container.name);
+        throw err;
+      } finally {
+        this.readRuntimeNext.add(uid);
+      }
+    }
+    return this.updateStatus(pod, await this.getRuntimeStatus(pod));
   }
 
   /** RECONCILE: only metadata or status moved; keep the new object, no sync needed. */

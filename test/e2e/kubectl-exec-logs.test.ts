@@ -1,31 +1,35 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, get, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { dirname, join } from 'node:path';
+import yaml from 'js-yaml';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { handlePodUpgrade, servePodLog } from '../../src/core/kubeapi/streams/index.js';
-import { E2E_NAMESPACE, e2eClient, eventually, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { readStateLock } from '../../src/core/lock.js';
+import { E2E_NAMESPACE, e2eClient, eventually, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
+import { kubeClient, kubectlOfMinor, type KubeClient } from '../support/kubectl.js';
 
 /**
- * Real kubectl (1.32 over WebSocket v5 and over SPDY, 1.29 over SPDY only) against the streams on
- * the embedded containerd, through a stand-in for the agent's API server: discovery, GET of the pod
- * (the agent's own status of it) and the streams handed to handlePodUpgrade and servePodLog.
+ * Real kubectl (1.32 over WebSocket v5 and over SPDY, 1.29 over SPDY only) against the agent's
+ * Kubernetes API on the embedded containerd: the pods made with kubectl apply, exec, attach and logs
+ * through the API's streams; and a client without credentials refused (401) on every stream before
+ * anything reaches the runtime.
  */
-const KUBECTL_DIR = '/usr/lib/google-cloud-sdk/bin';
-const K132 = join(KUBECTL_DIR, 'kubectl.1.32');
-const K129 = join(KUBECTL_DIR, 'kubectl.1.29');
+const K132 = kubectlOfMinor(32);
+const K129 = kubectlOfMinor(29);
 const NS = E2E_NAMESPACE;
 const dir = scratchDir('e2e-kubectl-streams');
 const root = join(dir.dir, 'root');
-const manifest = join(dir.dir, 'pods.yaml');
 let client: CriClient;
-let api: Server;
-let kubeconfig: string;
+let agent: RunningPodctl | undefined;
+let kube: KubeClient;
+/** The API's address and CA, from the kubeconfig podctl wrote: for the raw requests without credentials. */
+let server: URL;
+let ca: string;
 
 const COUNTER = `i=0; pad=$(printf '%500s' | tr ' ' x); while true; do for j in 1 2 3 4 5 6 7 8 9 10; do i=$((i+1)); echo "n=$i $pad"; done; sleep 0.01; done`;
 const PODS = [
@@ -41,6 +45,7 @@ const PODS = [
   { name: 'chatty', containers: [{ name: 'app', command: ['sh', '-c', COUNTER] }] },
 ];
 
+/** The agent's own view of a pod, over its /v1 socket. */
 function agentPod(name: string): Promise<IPod | undefined> {
   return new Promise((resolve, reject) => {
     get({ socketPath: join(root, 'podctl.sock'), path: `/v1/pods/${NS}/${name}` }, (res) => {
@@ -51,100 +56,67 @@ function agentPod(name: string): Promise<IPod | undefined> {
   });
 }
 
-const podOf = async (url: URL) => agentPod(url.pathname.split('/')[6] ?? '');
-
-function json(res: import('node:http').ServerResponse, code: number, body: unknown) {
-  res.writeHead(code, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
-}
-
-async function serveApi(req: IncomingMessage, res: import('node:http').ServerResponse) {
-  const url = new URL(req.url!, 'http://x');
-  const parts = url.pathname.split('/');
-  if (url.pathname === '/api') return json(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] });
-  if (url.pathname === '/apis') return json(res, 200, { kind: 'APIGroupList', apiVersion: 'v1', groups: [] });
-  if (url.pathname === '/api/v1') {
-    const sub = (name: string, kind: string, verbs: string[]) => ({ name, singularName: '', namespaced: true, kind, verbs });
-    return json(res, 200, {
-      kind: 'APIResourceList',
-      groupVersion: 'v1',
-      resources: [
-        { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list'], shortNames: ['po'] },
-        sub('pods/exec', 'PodExecOptions', ['create', 'get']),
-        sub('pods/attach', 'PodAttachOptions', ['create', 'get']),
-        sub('pods/log', 'Pod', ['get']),
-      ],
-    });
-  }
-  const pod = parts.length >= 7 ? await podOf(url) : undefined;
-  if (!pod) return json(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 });
-  if (parts.length === 7) return json(res, 200, pod);
-  if (parts[7] === 'log') return servePodLog(req, res, url, { pod, cri: client });
-  json(res, 404, { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'NotFound', code: 404 });
-}
+const skipAll = !K132 || !K129 ? 'kubectl 1.32 and 1.29 are needed' : false;
 
 before(async () => {
+  if (skipAll) return;
   client = e2eClient();
   await removeE2EPods(client);
+  agent = startPodctl(
+    [
+      'agent',
+      '--root-dir',
+      root,
+      '--log-root',
+      join(dir.dir, 'logs'),
+      '--kube-api-port',
+      '0',
+      '--container-log-max-size',
+      '1Mi',
+      '--container-log-max-files',
+      '3',
+      '--container-log-monitor-interval',
+      '100ms',
+    ],
+    { timeoutMs: 1_800_000 },
+  );
+  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+  kube = kubeClient(root, join(dir.dir, 'client'), K132);
+  const config = yaml.load(readFileSync(kube.kubeconfig, 'utf8')) as {
+    clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+  };
+  server = new URL(config.clusters[0]!.cluster.server);
+  ca = Buffer.from(config.clusters[0]!.cluster['certificate-authority-data'], 'base64').toString();
   const docs = PODS.map((p) =>
-    JSON.stringify({
+    yaml.dump({
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: p.name, namespace: NS, ...(p.annotations ? { annotations: p.annotations } : {}) },
       spec: { terminationGracePeriodSeconds: 1, containers: p.containers.map((c) => ({ ...c, image: 'busybox:1.36' })) },
     }),
   );
-  writeFileSync(manifest, docs.join('\n---\n'));
-  const run = podctl([
-    'run',
-    '--detach',
-    '--root-dir',
-    root,
-    '--container-log-max-size',
-    '1Mi',
-    '--container-log-max-files',
-    '3',
-    '--container-log-monitor-interval',
-    '100ms',
-    '--wait',
-    'none',
-    manifest,
-  ]);
-  assert.equal(run.code, 0, run.stderr);
-  api = createServer((req, res) => void serveApi(req, res).catch((err: Error) => json(res, 500, { message: err.message })));
-  api.on('upgrade', (req, socket, head) => {
-    const url = new URL(req.url!, 'http://x');
-    void podOf(url).then((pod) => {
-      const kind = url.pathname.split('/')[7] as 'exec' | 'attach';
-      if (pod) handlePodUpgrade(kind, req, socket, head, url, { pod, cri: client });
-      else socket.destroy();
-    });
-  });
-  api.listen(0, '127.0.0.1');
-  await once(api, 'listening');
-  kubeconfig = join(dir.dir, 'kubeconfig');
-  const server = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'podctl', cluster: { server } }],
-      users: [{ name: 'podctl', user: {} }],
-      contexts: [{ name: 'podctl', context: { cluster: 'podctl', user: 'podctl', namespace: NS } }],
-      'current-context': 'podctl',
-    }),
-  );
+  const applied = kube.run(['apply', '-f', '-'], { input: docs.join('---\n') });
+  assert.equal(applied.code, 0, applied.stderr);
   for (const name of ['shell', 'chatty'])
     await eventually(
       `${name} runs`,
-      async () => ((await agentPod(name))?.status?.containerStatuses ?? []).every((c) => c.state?.running) || undefined,
+      async () => {
+        const statuses = (await agentPod(name))?.status?.containerStatuses ?? [];
+        return (statuses.length > 0 && statuses.every((c) => c.state?.running)) || undefined;
+      },
       120_000,
     );
 });
 
 after(async () => {
-  api?.close();
-  podctl(['agent', 'stop', '--root-dir', root]);
+  if (skipAll) return;
+  kube?.run(['delete', 'pods', '-n', NS, ...PODS.map((p) => p.name), '--wait=true'], { timeoutMs: 60_000 });
+  if (agent) {
+    agent.interrupt();
+    await agent.done;
+  }
+  const holder = readStateLock(root);
+  if (holder) process.kill(holder.pid, 'SIGKILL');
   await removeE2EPods(client);
   client.close();
   dir.cleanup();
@@ -157,9 +129,10 @@ interface Run {
 }
 
 let calls = 0;
-function kubectl(bin: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
+/** One kubectl call with its own discovery cache, in the e2e namespace; kubeconfig the agent's unless given. */
+function kubectl(bin: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv; kubeconfig?: string } = {}): Promise<Run> {
   const cache = join(dir.dir, `cache-${calls++}`);
-  const child = spawn(bin, ['--kubeconfig', kubeconfig, '--cache-dir', cache, ...args], {
+  const child = spawn(bin, ['--kubeconfig', opts.kubeconfig ?? kube.kubeconfig, '--cache-dir', cache, '-n', NS, ...args], {
     env: { ...process.env, ...opts.env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -178,19 +151,19 @@ function kubectl(bin: string, args: string[], opts: { input?: string; env?: Node
 }
 
 const VARIANTS: { name: string; bin: string; env: NodeJS.ProcessEnv }[] = [
-  { name: 'kubectl 1.32 (WebSocket v5)', bin: K132, env: {} },
+  { name: 'kubectl 1.32 (WebSocket v5)', bin: K132?.path ?? '', env: {} },
   {
     name: 'kubectl 1.32 with KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false (SPDY)',
-    bin: K132,
+    bin: K132?.path ?? '',
     env: { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: 'false' },
   },
-  { name: 'kubectl 1.29 (SPDY only)', bin: K129, env: {} },
+  { name: 'kubectl 1.29 (SPDY only)', bin: K129?.path ?? '', env: {} },
 ];
 
 /** `kubectl exec -it shell -- sh` under util-linux's script (a pseudo-terminal): typed lines, a resize, exit. */
 async function interactive(bin: string, env: NodeJS.ProcessEnv): Promise<{ code: number; out: string }> {
   const ttyName = join(dir.dir, `tty-${calls}`);
-  const cmd = `tty > ${ttyName}; stty rows 30 cols 100; exec ${bin} --kubeconfig ${kubeconfig} --cache-dir ${join(dir.dir, `cache-${calls++}`)} exec -it shell -- sh`;
+  const cmd = `tty > ${ttyName}; stty rows 30 cols 100; exec ${bin} --kubeconfig ${kube.kubeconfig} --cache-dir ${join(dir.dir, `cache-${calls++}`)} -n ${NS} exec -it shell -- sh`;
   const child = spawn('script', ['-qec', cmd, '/dev/null'], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -219,7 +192,7 @@ async function interactive(bin: string, env: NodeJS.ProcessEnv): Promise<{ code:
   }
 }
 
-describe('kubectl exec', { skip: !existsSync(K132) || !existsSync(K129) ? 'kubectl 1.32 and 1.29 are needed' : false }, () => {
+describe('kubectl exec', { skip: skipAll }, () => {
   for (const v of VARIANTS) {
     test(`${v.name}: exit 3 is kubectl's exit 3`, async () => {
       const r = await kubectl(v.bin, ['exec', 'shell', '--', 'sh', '-c', 'echo out; exit 3'], { env: v.env });
@@ -242,18 +215,18 @@ describe('kubectl exec', { skip: !existsSync(K132) || !existsSync(K129) ? 'kubec
   }
 });
 
-describe('kubectl logs', { skip: !existsSync(K132) ? 'kubectl 1.32 is needed' : false }, () => {
+describe('kubectl logs', { skip: skipAll }, () => {
   test('--tail 5, -c, the default-container annotation, --since', async () => {
-    const tail = await kubectl(K132, ['logs', 'shell', '--tail', '5']);
+    const tail = await kubectl(K132!.path, ['logs', 'shell', '--tail', '5']);
     assert.equal(tail.code, 0, tail.stderr);
     assert.equal(tail.stdout, 'line6\nline7\nline8\nline9\nline10\n');
-    assert.equal((await kubectl(K132, ['logs', 'shell', '-c', 'side'])).stdout, 'side-says-hi\n');
-    assert.equal((await kubectl(K132, ['logs', 'shell', '--since', '1h'])).stdout.split('\n').filter(Boolean).length, 10);
+    assert.equal((await kubectl(K132!.path, ['logs', 'shell', '-c', 'side'])).stdout, 'side-says-hi\n');
+    assert.equal((await kubectl(K132!.path, ['logs', 'shell', '--since', '1h'])).stdout.split('\n').filter(Boolean).length, 10);
     const started = Date.parse(
       (await agentPod('shell'))!.status!.containerStatuses!.find((c) => c.name === 'app')!.state!.running!.startedAt!,
     );
     await eventually('the lines are more than 2s old', async () => Date.now() - started > 3000 || undefined);
-    assert.equal((await kubectl(K132, ['logs', 'shell', '--since', '2s'])).stdout, '');
+    assert.equal((await kubectl(K132!.path, ['logs', 'shell', '--since', '2s'])).stdout, '');
   });
 
   test('--previous after a restart is the instance before it', async () => {
@@ -266,18 +239,18 @@ describe('kubectl logs', { skip: !existsSync(K132) ? 'kubectl 1.32 is needed' : 
       },
       120_000,
     );
-    const r = await kubectl(K132, ['logs', 'crash', '--previous']);
+    const r = await kubectl(K132!.path, ['logs', 'crash', '--previous']);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^boot-[0-9a-f-]+\n$/);
     assert.ok(pod);
-    const none = await kubectl(K132, ['logs', 'shell', '--previous']);
+    const none = await kubectl(K132!.path, ['logs', 'shell', '--previous']);
     assert.notEqual(none.code, 0);
     assert.match(none.stderr, /previous terminated container "app" in pod "shell" not found/);
   });
 
   test('-f across log rotations: the counter arrives without a gap or a repeat', async () => {
     const cache = join(dir.dir, `cache-${calls++}`);
-    const child = spawn(K132, ['--kubeconfig', kubeconfig, '--cache-dir', cache, 'logs', '-f', 'chatty'], {
+    const child = spawn(K132!.path, ['--kubeconfig', kube.kubeconfig, '--cache-dir', cache, '-n', NS, 'logs', '-f', 'chatty'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -310,5 +283,108 @@ describe('kubectl logs', { skip: !existsSync(K132) ? 'kubectl 1.32 is needed' : 
     assert.ok(counters.length > 1000);
     const broken = counters.findIndex((n, i) => i > 0 && n !== counters[i - 1]! + 1);
     assert.equal(broken, -1, `counter jumps at ${broken}: ${counters.slice(Math.max(0, broken - 2), broken + 2).join(', ')}`);
+  });
+});
+
+/** A request to the API with the CA alone (no client certificate), or a bearer token that is not the agent's. */
+function withoutCredentials(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  extra: { cert?: string; key?: string } = {},
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: server.hostname, port: server.port, method, path, ca, headers, ...extra }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 101, body: '' });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const websocket = (protocol: string) => ({
+  Connection: 'Upgrade',
+  Upgrade: 'websocket',
+  'Sec-WebSocket-Version': '13',
+  'Sec-WebSocket-Key': randomBytes(16).toString('base64'),
+  'Sec-WebSocket-Protocol': protocol,
+});
+const spdy = (protocol: string) => ({ Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': protocol });
+
+describe('a client without credentials', { skip: skipAll }, () => {
+  const pod = `/api/v1/namespaces/${NS}/pods/shell`;
+  const touch = (file: string) =>
+    `command=sh&command=-c&command=${encodeURIComponent(`touch ${file}`)}&container=app&stdout=true&stderr=true`;
+
+  test('gets 401 on exec (WebSocket and SPDY), attach, port-forward and log, and no command runs in the container', async () => {
+    const cases: [string, string, string, Record<string, string>][] = [
+      ['exec over WebSocket', 'GET', `${pod}/exec?${touch('/tmp/unauth-ws')}`, websocket('v5.channel.k8s.io')],
+      ['exec over SPDY', 'POST', `${pod}/exec?${touch('/tmp/unauth-spdy')}`, spdy('v4.channel.k8s.io')],
+      ['attach', 'GET', `${pod}/attach?container=app&stdin=true&stdout=true`, websocket('v5.channel.k8s.io')],
+      ['port-forward over WebSocket', 'GET', `${pod}/portforward?ports=80`, websocket('SPDY/3.1+portforward.k8s.io')],
+      ['port-forward over SPDY', 'POST', `${pod}/portforward`, spdy('portforward.k8s.io')],
+      ['log', 'GET', `${pod}/log?container=app`, {}],
+    ];
+    for (const [what, method, path, headers] of cases) {
+      for (const auth of [{}, { Authorization: 'Bearer not-the-agents-token' }] as Record<string, string>[]) {
+        const r = await withoutCredentials(method, path, { ...headers, ...auth });
+        assert.equal(r.status, 401, `${what} ${JSON.stringify(auth)}: ${r.status} ${r.body}`);
+        const status = JSON.parse(r.body) as { kind: string; reason: string; code: number };
+        assert.deepEqual([status.kind, status.reason, status.code], ['Status', 'Unauthorized', 401], what);
+      }
+    }
+    // The same log request with the kubeconfig's client certificate is answered: the paths are the served ones.
+    const user = (yaml.load(readFileSync(kube.kubeconfig, 'utf8')) as { users: { user: Record<string, string> }[] }).users[0]!.user;
+    const pem = (k: string) => Buffer.from(user[k]!, 'base64').toString();
+    const ok = await withoutCredentials(
+      'GET',
+      `${pod}/log?container=app&tailLines=1`,
+      {},
+      {
+        cert: pem('client-certificate-data'),
+        key: pem('client-key-data'),
+      },
+    );
+    assert.deepEqual(ok, { status: 200, body: 'line10\n' });
+  });
+
+  test('kubectl with a kubeconfig without the client certificate and key (a token not the agent’s) is refused by exec, attach, port-forward and logs', async () => {
+    const config = yaml.load(readFileSync(kube.kubeconfig, 'utf8')) as { users: { user: Record<string, string> }[] };
+    // With no user at all kubectl would prompt for a password; a token the agent never issued is sent instead.
+    for (const u of config.users) u.user = { token: 'not-the-agents-token' };
+    const anonymous = join(dir.dir, 'kubeconfig-anonymous');
+    writeFileSync(anonymous, yaml.dump(config), { mode: 0o600 });
+    const runs: [string, string[]][] = [
+      ['exec', ['exec', 'shell', '-c', 'app', '--', 'sh', '-c', 'touch /tmp/unauth-kubectl']],
+      ['attach', ['attach', 'shell', '-c', 'app']],
+      ['port-forward', ['port-forward', 'pod/shell', '18099:80', '--pod-running-timeout', '5s']],
+      ['logs', ['logs', 'shell']],
+    ];
+    for (const [what, args] of runs) {
+      const r = await kubectl(K132!.path, args, { kubeconfig: anonymous });
+      assert.notEqual(r.code, 0, `${what}: ${r.stdout}`);
+      assert.match(r.stderr, /You must be logged in to the server/, what);
+    }
+  });
+
+  test('afterwards, nothing those clients sent ran: the files their commands would make are not there', async () => {
+    const r = await kubectl(K132!.path, [
+      'exec',
+      'shell',
+      '-c',
+      'app',
+      '--',
+      'sh',
+      '-c',
+      'for f in /tmp/unauth-ws /tmp/unauth-spdy /tmp/unauth-kubectl; do test -e $f && echo $f; done; echo checked',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'checked\n');
   });
 });

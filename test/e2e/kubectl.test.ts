@@ -1,7 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:https';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { IPod } from 'kubernetes-models/v1';
@@ -137,6 +137,12 @@ test('kubectl describe pod shows the containers, conditions and the kubelet even
   assert.match(out, /^\s+Ready\s+True/m);
   assert.match(out, /^Events:/m);
   for (const reason of ['Pulled', 'Created', 'Started']) assert.match(out, new RegExp(`Normal\\s+${reason}\\s`), reason);
+});
+
+test('kubectl create -f of a name that exists is 409 AlreadyExists', { skip }, () => {
+  const again = kube.run(['create', '-n', NS, '-f', join(import.meta.dirname, '..', '..', '..', 'examples', 'hello.yaml')]);
+  assert.equal(again.code, 1);
+  assert.match(again.stderr, /Error from server \(AlreadyExists\): .*pods "hello" already exists/);
 });
 
 test(
@@ -331,6 +337,40 @@ function rawGet(url: string, opts: { cert?: string; key?: string; token?: string
     req.end();
   });
 }
+
+test(
+  "a pod of watch's manifests directory stays the file's: kubectl apply and delete of it are refused 409, naming the file",
+  { skip },
+  async () => {
+    const manifests = join(dirs.dir, 'manifests');
+    mkdirSync(manifests);
+    const file = join(manifests, 'static.yaml');
+    writeFileSync(file, manifest('static', 'busybox:1.36', 'sleep 3600').replace('metadata:\n', `metadata:\n  namespace: ${NS}\n`));
+    const root2 = join(dirs.dir, 'root2');
+    const args = ['watch', manifests, '--root-dir', root2, '--log-root', join(dirs.dir, 'logs2'), '--kube-api-port', '0'];
+    const watch = startPodctl(args, { timeoutMs: 600_000 });
+    try {
+      await watch.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+      const k2 = kubeClient(root2, join(dirs.dir, 'client2'), kube.kubectl);
+      await eventually('static listed', async () => (k2.run(['get', 'pod', 'static', '-n', NS]).code === 0 ? true : undefined), 60_000);
+      const edited = join(dirs.dir, 'static-edit.yaml');
+      writeFileSync(edited, manifest('static', 'busybox:latest', 'sleep 3600'));
+      const applied = k2.run(['apply', '-n', NS, '-f', edited]);
+      assert.equal(applied.code, 1);
+      assert.match(applied.stderr, /Error from server \(Conflict\)/);
+      assert.ok(applied.stderr.includes(file), applied.stderr);
+      const deleted = k2.run(['delete', 'pod', 'static', '-n', NS, '--wait=false']);
+      assert.equal(deleted.code, 1);
+      assert.ok(deleted.stderr.includes(manifests), deleted.stderr);
+      assert.equal(k2.run(['get', 'pod', 'static', '-n', NS, '-o', 'jsonpath={.spec.containers[0].image}']).stdout, 'busybox:1.36');
+    } finally {
+      watch.interrupt();
+      await watch.done;
+      const holder = readStateLock(root2);
+      if (holder) process.kill(holder.pid, 'SIGKILL');
+    }
+  },
+);
 
 test(
   'without credentials, with a wrong token or a certificate of another CA, every request is refused 401; another user cannot read the key',

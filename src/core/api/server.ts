@@ -93,6 +93,11 @@ const tooLarge = (size: number, limit: number) =>
  * refused (413): the client, which sends its whole body before it reads, gets the answer, not a reset.
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return readBodyBytes(req, limit).then((b) => b.toString('utf8'));
+}
+
+/** readBody's bytes as they came (a protobuf body is not text). */
+export function readBodyBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (req.destroyed) return reject(new Error('the client went away before its request body was read'));
     let size = 0;
@@ -102,7 +107,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
       if (size <= limit) chunks.push(d);
       else chunks.length = 0;
     });
-    req.on('end', () => (size > limit ? reject(tooLarge(size, limit)) : resolve(Buffer.concat(chunks).toString('utf8'))));
+    req.on('end', () => (size > limit ? reject(tooLarge(size, limit)) : resolve(Buffer.concat(chunks))));
     req.on('error', reject);
     req.on('close', () => {
       if (!req.complete) reject(new Error('the client went away before its request body was read'));

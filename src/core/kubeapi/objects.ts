@@ -4,7 +4,16 @@ import { isDryRun, parseJSONObject, type ResourcePath } from './request.js';
 import { alreadyExists, badRequest, invalid, notFound } from './status.js';
 import type { WatchCache } from './store.js';
 import { uidOf } from './feed.js';
-import { checkIdentity, checkKind, checkResourceVersion, generatedName, patchObject, recordWrite, type KubeObject } from './writes.js';
+import {
+  checkIdentity,
+  checkKind,
+  deleteOptions,
+  checkResourceVersion,
+  generatedName,
+  patchObject,
+  recordWrite,
+  type KubeObject,
+} from './writes.js';
 import type { WriteAnswer } from './pods.js';
 
 /** The kinds the API itself keeps (the objects pods refer to), persisted under the root dir. */
@@ -200,8 +209,9 @@ export function patchObjectWrite(
 }
 
 /** DELETE .../configmaps|secrets/NAME: gone at once (they have no finalizers here); the answer is a Success Status, as the API server's. */
-export function deleteObject(ctx: ObjectWriteContext, resource: ObjectResource, path: ResourcePath, url: URL): WriteAnswer {
+export function deleteObject(ctx: ObjectWriteContext, resource: ObjectResource, path: ResourcePath, url: URL, text = ''): WriteAnswer {
   const old = live(ctx, resource, path);
+  deleteOptions(text, old);
   if (isDryRun(url)) return { code: 200, object: old, warnings: [] };
   ctx.cache.remove(resource, path.namespace!, path.name!);
   ctx.files.delete(resource, path.namespace!, path.name!);

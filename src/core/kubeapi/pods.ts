@@ -10,7 +10,16 @@ import { KubeStatusError, alreadyExists, badRequest, invalid, notFound } from '.
 import type { WatchCache } from './store.js';
 import type { ObjectFiles } from './object-files.js';
 import { POD_META } from './feed.js';
-import { checkIdentity, checkKind, checkResourceVersion, generatedName, patchObject, recordWrite, type KubeObject } from './writes.js';
+import {
+  checkIdentity,
+  checkKind,
+  deleteOptions,
+  checkResourceVersion,
+  generatedName,
+  patchObject,
+  recordWrite,
+  type KubeObject,
+} from './writes.js';
 
 const POD_SCHEMA = 'io.k8s.api.core.v1.Pod';
 
@@ -32,10 +41,18 @@ export interface WriteAnswer {
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** Fields the API server sets and a manifest handed to the agent must not carry. */
+/**
+ * Fields the API server sets and a manifest handed to the agent must not carry; ephemeral containers
+ * are the runtime's (pods/ephemeralcontainers), never part of the pod a source describes.
+ */
 function forTheAgent(pod: KubeObject): KubeObject {
   const { status: _status, ...rest } = pod;
   const { resourceVersion: _rv, ...metadata } = rest.metadata ?? {};
+  const spec = rest.spec as Record<string, unknown> | undefined;
+  if (spec && 'ephemeralContainers' in spec) {
+    const { ephemeralContainers: _ephemeral, ...others } = spec;
+    return { ...rest, spec: others, apiVersion: 'v1', kind: 'Pod', metadata };
+  }
   return { ...rest, apiVersion: 'v1', kind: 'Pod', metadata };
 }
 
@@ -286,24 +303,8 @@ export async function patchPod(
 export async function deletePod(ctx: PodWriteContext, path: ResourcePath, url: URL, text: string): Promise<WriteAnswer> {
   const live = livePod(ctx, path);
   let grace = secondsParam(url, 'gracePeriodSeconds');
-  if (text.trim()) {
-    const opts = parseJSONObject(text) as { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string } };
-    if (opts.gracePeriodSeconds !== undefined) grace = opts.gracePeriodSeconds;
-    const pre = opts.preconditions;
-    if (pre?.uid && pre.uid !== live.metadata?.uid)
-      throw new KubeStatusError(
-        409,
-        'Conflict',
-        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(live.metadata?.uid)}`,
-      );
-    if (pre?.resourceVersion && pre.resourceVersion !== live.metadata?.resourceVersion)
-      throw new KubeStatusError(
-        409,
-        'Conflict',
-        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ` +
-          `ResourceVersion in object meta: ${String(live.metadata?.resourceVersion)}`,
-      );
-  }
+  const opts = deleteOptions(text, live);
+  if (opts.gracePeriodSeconds !== undefined) grace = opts.gracePeriodSeconds;
   if (isDryRun(url)) return { code: 200, object: live, warnings: [] };
   if (grace !== undefined && grace < 0) grace = undefined;
   let deleted;

@@ -44,7 +44,11 @@ export function serveCollection(
     limit: limit && limit > 0 ? limit : undefined,
     continue: q.get('continue') ?? undefined,
   });
-  const listMeta = { resourceVersion: list.resourceVersion, ...(list.continue ? { continue: list.continue } : {}) };
+  const listMeta = {
+    resourceVersion: list.resourceVersion,
+    ...(list.continue ? { continue: list.continue } : {}),
+    ...(list.remainingItemCount !== undefined ? { remainingItemCount: list.remainingItemCount } : {}),
+  };
   if (wantsTable(accept)) {
     const table = toTable(info.name as TableResource, list.items, { now: ctx.now(), includeObject: includeObject(url), listMeta });
     return sendJSON(res, 200, table, TABLE_TYPE);
@@ -112,7 +116,8 @@ function serveWatch(
     {
       ...selectors,
       resourceVersion: q.get('resourceVersion') ?? undefined,
-      sendInitialEvents: q.get('sendInitialEvents') === 'true',
+      // Absent, the store's default: initial ADDED events for a watch from no version (or "0"), as the API server sends them.
+      sendInitialEvents: q.has('sendInitialEvents') ? q.get('sendInitialEvents') === 'true' : undefined,
       allowBookmarks: q.get('allowWatchBookmarks') === 'true',
     },
     (e) => {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { readBody } from '../api/server.js';
+import { readBodyBytes } from '../api/server.js';
 import { KubeStatusError, badRequest } from './status.js';
 
 /** The API server's bound on a request body. */
@@ -42,17 +42,25 @@ function decode(s: string): string {
   }
 }
 
-/** The body of a write, JSON (or YAML for an apply patch), bounded as the API server bounds it. */
-export async function readObjectBody(req: IncomingMessage): Promise<{ text: string; contentType: string }> {
-  let text: string;
+/** A write's body: its text (JSON, or YAML for an apply patch), its bytes as they came (protobuf), its media type. */
+export interface ObjectBody {
+  text: string;
+  bytes: Buffer;
+  contentType: string;
+}
+
+/** The body of a write, bounded as the API server bounds it. */
+export async function readObjectBody(req: IncomingMessage): Promise<ObjectBody> {
+  let bytes: Buffer;
   try {
-    text = await readBody(req, MAX_BODY_BYTES);
+    bytes = await readBodyBytes(req, MAX_BODY_BYTES);
   } catch (err) {
     const status = (err as { status?: number }).status;
     if (status === 413) throw new KubeStatusError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${MAX_BODY_BYTES}`);
     throw err;
   }
-  return { text, contentType: (req.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase() };
+  const contentType = (req.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase();
+  return { text: bytes.toString('utf8'), bytes, contentType };
 }
 
 /** A JSON body parsed into an object, or the API server's 400 for one that is not. */

@@ -13,10 +13,13 @@ import {
   type ResourceInfo,
 } from './discovery.js';
 import { createObject, deleteObject, isObjectResource, patchObjectWrite, replaceObject, type ObjectWriteContext } from './objects.js';
+import { updateEphemeralContainers } from './ephemeral.js';
 import { openapiV3Served } from './openapi/index.js';
 import { createPod, deletePod, patchPod, replacePod, type PodWriteContext, type WriteAnswer } from './pods.js';
 import { serveCollection, serveObject, type ReadContext } from './reads.js';
-import { parseResourcePath, readObjectBody, type ResourcePath } from './request.js';
+import { unsupportedPatchType } from './patch/index.js';
+import { decodeKubeProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.js';
+import { parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
 import { sendJSON, socketStatus, type KubeHandler, type KubeRequest } from './server.js';
 import { KubeStatusError, methodNotAllowed, notFound } from './status.js';
 import type { WatchCache } from './store.js';
@@ -121,7 +124,7 @@ export class KubeRoutes implements KubeHandler {
       return serveCollection(this.o.reads, info, path, url, accept, res);
     }
     if (!info.verbs.includes(verbOf(method, path)) || (info.namespaced && !path.namespace)) throw methodNotAllowed();
-    const body = await readObjectBody(req);
+    const body = protobufAsJSON(await readObjectBody(req), method, info);
     let answer: WriteAnswer;
     if (info.name === 'pods') {
       const ctx = this.o.pods;
@@ -136,7 +139,7 @@ export class KubeRoutes implements KubeHandler {
       if (method === 'POST') answer = createObject(ctx, info.name, req, path, url, body.text);
       else if (method === 'PUT') answer = replaceObject(ctx, info.name, req, path, url, body.text);
       else if (method === 'PATCH') answer = patchObjectWrite(ctx, info.name, req, path, url, body);
-      else if (method === 'DELETE') answer = deleteObject(ctx, info.name, path, url);
+      else if (method === 'DELETE') answer = deleteObject(ctx, info.name, path, url, body.text);
       else throw methodNotAllowed();
     } else throw methodNotAllowed();
     if (answer.warnings.length)
@@ -147,7 +150,7 @@ export class KubeRoutes implements KubeHandler {
     sendJSON(res, answer.code, answer.object);
   }
 
-  /** pods/status (read-only here), pods/log; the streams come as upgrades. */
+  /** pods/status (read-only here), pods/log, pods/ephemeralcontainers; the streams come as upgrades. */
   private async subresource(info: ResourceInfo, path: ResourcePath, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const sub = info.subresources?.find((s) => s.name === path.subresource);
     if (!sub || !path.name) throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
@@ -156,6 +159,11 @@ export class KubeRoutes implements KubeHandler {
     if (sub.name === 'status' && req.method === 'GET') return sendJSON(res, 200, pod);
     if (sub.name === 'log' && req.method === 'GET') return servePodLog(req, res, url, { ...this.o.streams, pod: pod as never });
     if (sub.name === 'ephemeralcontainers' && req.method === 'GET') return sendJSON(res, 200, pod);
+    if (sub.name === 'ephemeralcontainers' && (req.method === 'PATCH' || req.method === 'PUT')) {
+      const answer = await updateEphemeralContainers(this.o.pods, req, path, url, await readObjectBody(req));
+      this.o.changed();
+      return sendJSON(res, answer.code, answer.object);
+    }
     if (['exec', 'attach', 'portforward'].includes(sub.name)) throw new KubeStatusError(400, 'BadRequest', `Upgrade request required`);
     throw methodNotAllowed();
   }
@@ -180,6 +188,21 @@ export class KubeRoutes implements KubeHandler {
       return socketStatus(socket, badRequest400(`pod ${path.name} is not running (phase ${phase ?? 'unknown'})`));
     handlePodUpgrade(kind, req, socket, head, url, { ...this.o.streams, pod: pod as never });
   }
+}
+
+/**
+ * A protobuf body (client-go's typed clients: kubectl create configmap|secret) as the JSON text the
+ * handlers take; a patch is JSON or YAML whatever the client, so a protobuf one is refused (415).
+ */
+function protobufAsJSON(body: ObjectBody, method: string, info: ResourceInfo): ObjectBody {
+  if (body.contentType !== PROTOBUF_CONTENT_TYPE) return body;
+  if (method === 'PATCH') throw unsupportedPatchType();
+  // A DELETE without options has no body at all.
+  if (method === 'DELETE' && body.bytes.length === 0) return { ...body, text: '', contentType: 'application/json' };
+  const into = method === 'DELETE' ? { apiVersion: 'v1', kind: 'DeleteOptions' } : { apiVersion: 'v1', kind: info.kind };
+  const { object } = decodeKubeProtobuf(body.bytes, into);
+  const text = JSON.stringify(object);
+  return { text, bytes: Buffer.from(text), contentType: 'application/json' };
 }
 
 function badRequest400(message: string): KubeStatusError {

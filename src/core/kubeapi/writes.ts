@@ -129,3 +129,24 @@ export function recordWrite(
 }
 
 export { parseJSONObject };
+
+/** A DELETE's options (its body, when it has one), its preconditions checked against the live object as the API server checks them. */
+export function deleteOptions(text: string, live: KubeObject): { gracePeriodSeconds?: number } {
+  if (!text.trim()) return {};
+  const opts = parseJSONObject(text) as { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string } };
+  const pre = opts.preconditions;
+  if (pre?.uid && pre.uid !== live.metadata?.uid)
+    throw new KubeStatusError(
+      409,
+      'Conflict',
+      `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(live.metadata?.uid)}`,
+    );
+  if (pre?.resourceVersion && pre.resourceVersion !== live.metadata?.resourceVersion)
+    throw new KubeStatusError(
+      409,
+      'Conflict',
+      `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ` +
+        `ResourceVersion in object meta: ${String(live.metadata?.resourceVersion)}`,
+    );
+  return opts.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: opts.gracePeriodSeconds };
+}

@@ -7,6 +7,7 @@ import { podMeta } from '../util/pod-key.js';
 import type { PodVolumes } from '../volumes/index.js';
 import { eachBounded, MAX_KILLS_IN_FLIGHT_PER_POD } from './bounded.js';
 import { containerConfig, type ContainerConfigInputs } from './config.js';
+import { markEphemeral } from './ephemeral.js';
 import type { ContainerGC } from './container-gc.js';
 import { podRef, type RuntimeContext } from './context.js';
 import { StartContainerError } from './images.js';
@@ -58,6 +59,8 @@ export class Containers {
     podVolumes?: PodVolumes,
     imageChecked?: Promise<T.Image | undefined>,
     onCreated?: (id: string) => void,
+    /** An ephemeral container (kubectl debug), in its target's PID namespace when it has one. */
+    ephemeral?: { targetId?: string },
   ): Promise<void> {
     const { runtime, events } = this.ctx;
     const { sandboxId, sandboxConfig } = sandbox;
@@ -77,7 +80,7 @@ export class Containers {
       this.files.terminationMessageFile(pod, container, restartCount),
       this.files.recordSpec(pod, container),
     ]);
-    const config = containerConfig({
+    const made = containerConfig({
       pod,
       container,
       kind,
@@ -89,6 +92,7 @@ export class Containers {
       memoryCapacityBytes: this.ctx.node.memoryBytes,
       specCopyInPodDir,
     });
+    const config = ephemeral ? markEphemeral(made, ephemeral.targetId) : made;
     let id: string;
     try {
       id = await runtime.createContainer(sandboxId, config, sandboxConfig);

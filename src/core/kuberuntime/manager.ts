@@ -1,4 +1,4 @@
-import type { IContainer, IPod } from 'kubernetes-models/v1';
+import type { IContainer, IEphemeralContainer, IPod } from 'kubernetes-models/v1';
 import { newerFirst, type RuntimeContainerStatus, type RuntimePodStatus } from '../container/types.js';
 import { errorMessage } from '../errors.js';
 import { Backoff, CONTAINER_BACKOFF_INITIAL_MS, CONTAINER_BACKOFF_MAX_MS } from '../util/backoff.js';
@@ -327,6 +327,39 @@ export class RuntimeManager {
 
   pruneAllDead(status: RuntimePodStatus): Promise<void> {
     return this.gc.pruneAllDead(status);
+  }
+
+  /**
+   * Starts an ephemeral container in the pod's ready sandbox, as SyncPod starts each of
+   * EphemeralContainersToStart: image, log directory, environment and mounts as for any of its
+   * containers, in the PID namespace of targetContainerName's running container when it names one.
+   */
+  async startEphemeralContainer(pod: IPod, container: IEphemeralContainer, status: RuntimePodStatus): Promise<void> {
+    const sandbox = status.sandboxes.find((s) => s.state === 'ready');
+    if (!sandbox) throw new StartContainerError('CreateContainerConfigError', `pod ${podMeta(pod).name} has no ready sandbox`);
+    let targetId: string | undefined;
+    const target = container.targetContainerName;
+    if (target) {
+      targetId = status.containers.filter((c) => c.name === target && c.state === 'running').sort(newerFirst)[0]?.id;
+      if (!targetId) throw new StartContainerError('CreateContainerConfigError', `target container ${target} is not running`);
+    }
+    const sandboxConfig = await this.sandboxes.config(pod, sandbox.attempt);
+    const podVolumes = await setUpPodVolumes(this.ctx.volumes, pod, status.ips);
+    const podIPs = () => this.sandboxes.podIPs(pod, sandbox.id, status);
+    // The spec copy keeps targetContainerName: the API lists the container as it was asked for.
+    await this.containers.start(
+      pod,
+      container as IContainer,
+      'app',
+      { sandboxId: sandbox.id, sandboxConfig, podIPs },
+      status,
+      podVolumes,
+      undefined,
+      undefined,
+      {
+        targetId,
+      },
+    );
   }
 
   /** Removes every container and sandbox of a pod that was killed, and its host state. */

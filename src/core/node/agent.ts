@@ -1,4 +1,4 @@
-import type { IPod } from 'kubernetes-models/v1';
+import type { IEphemeralContainer, IPod } from 'kubernetes-models/v1';
 import type { NodeInfo } from '../admission.js';
 import type { PodEvent } from '../events.js';
 import type { PlanAnswer } from '../plan.js';
@@ -37,6 +37,11 @@ export interface NodeAgent {
   planManifests(req: ManifestsRequest): Promise<PlanAnswer & { pods: number; warnings: ManifestProblem[] }>;
   /** Sets a pod condition, as a controller patches one (a readiness gate's); the kubelet's own types are refused. Returns the pod. */
   setCondition(namespace: string, name: string, condition: PodConditionInput): IPod;
+  /**
+   * Adds an ephemeral container to a running pod (pods/ephemeralcontainers; kubectl debug) and starts it
+   * in its sandbox; returns the pod, which lists it. 404 no such pod, 409 a pod with no running sandbox.
+   */
+  addEphemeralContainer(namespace: string, name: string, container: IEphemeralContainer): Promise<IPod>;
   /** Sync loop and PLEG health: every check, with why it failed. */
   health(): AgentHealth;
   /** Who serves: pid, root dir, socket, log, since, pods, cpus. */

@@ -1,5 +1,6 @@
 import { cpus } from 'node:os';
-import type { IPod } from 'kubernetes-models/v1';
+import type { IEphemeralContainer, IPod } from 'kubernetes-models/v1';
+import { errorMessage } from '../errors.js';
 import type { PodConfigMerger } from '../config/index.js';
 import type { Kubelet } from '../kubelet.js';
 import type { SyncLoop } from '../loop.js';
@@ -223,6 +224,29 @@ export class LocalAgent implements NodeAgent {
     if (!pod) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
     this.parts.kubelet.setPodCondition(podMeta(pod).uid, condition);
     return this.parts.withStatus(pod);
+  }
+
+  async addEphemeralContainer(namespace: string, name: string, container: IEphemeralContainer): Promise<IPod> {
+    const { kubelet } = this.parts;
+    const pod = kubelet.podManager.getPodByFullName(namespace, name);
+    if (!pod) throw new ApiError(404, `pod "${name}" not found in namespace ${namespace}`);
+    const uid = podMeta(pod).uid;
+    const phase = kubelet.statusManager.get(uid)?.phase;
+    if (kubelet.deletionOf(uid))
+      throw new ApiError(409, `pod ${namespace}/${name} is being deleted: no ephemeral container can start in it`);
+    if (phase === 'Succeeded' || phase === 'Failed')
+      throw new ApiError(409, `pod ${namespace}/${name} has completed (phase ${phase}): no ephemeral container can start in it`);
+    try {
+      await kubelet.startEphemeralContainer(uid, container);
+    } catch (err) {
+      // A pod not running (no ready sandbox, its target stopped) is the pod's state; anything else the runtime's failure.
+      const reason = (err as { reason?: string }).reason;
+      throw new ApiError(
+        reason === 'CreateContainerConfigError' ? 409 : 500,
+        `ephemeral container ${container.name}: ${errorMessage(err)}`,
+      );
+    }
+    return this.parts.withStatus(kubelet.pods.get(uid) ?? pod);
   }
 
   plan(req: { pods: unknown[]; prune: boolean }) {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import { serveV1 } from '../api/v1.js';
 import { FileSource, HttpSource, PodConfigMerger } from '../config/index.js';
+import { ephemeralSpecs } from '../kuberuntime/ephemeral.js';
 import { Metrics } from '../metrics.js';
 import type { SourceObjects } from '../objects.js';
 import { podMeta } from '../util/pod-key.js';
@@ -247,6 +248,9 @@ export class StandaloneNode {
     const uid = podMeta(p).uid;
     const deletion = this.kubelet.deletionOf(uid);
     if (deletion) p = { ...p, metadata: { ...p.metadata, ...deletion } };
+    // Ephemeral containers live in the runtime alone (no source describes them): listed from there.
+    const ephemeral = ephemeralSpecs(this.kubelet.podCache.get(uid));
+    if (ephemeral.length) p = { ...p, spec: { ...p.spec!, ephemeralContainers: ephemeral } };
     return { ...p, status: this.kubelet.statusManager.get(uid) ?? { phase: 'Pending' } };
   }
 

@@ -71,7 +71,12 @@ export function isTerminalPhase(phase: PodPhase | string | undefined): boolean {
 /** What changes in a status that a person would want to hear about. */
 export function statusSummary(status: IPodStatus): string {
   const parts = [status.phase ?? ''];
-  for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
+  // Ephemeral containers too: a debug container starting or ending is a change the pod's watchers see.
+  for (const c of [
+    ...(status.initContainerStatuses ?? []),
+    ...(status.containerStatuses ?? []),
+    ...(status.ephemeralContainerStatuses ?? []),
+  ]) {
     const state = c.state?.running
       ? 'running'
       : c.state?.terminated

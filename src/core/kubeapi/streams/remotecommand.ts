@@ -277,17 +277,18 @@ function bridgeSpdy(
     const finish = () => {
       const ends = [error, ...Object.values(outputs)].filter((s): s is SpdyStream => !!s && !s.destroyed && !s.writableEnded);
       let left = ends.length;
-      // spdy-transport's end() throws away what its framer still holds for a slow socket: the
-      // session ends once the client answered a PING sent after the streams' last frames (their
-      // FINs are scheduled on the ticks after 'finish'), so that it has read everything before.
-      const closeSession = () =>
+      // GOAWAY, and spdy-transport ends the socket once what the streams wrote is out (ending it here cut off the status
+      // still queued in its framer: kubectl then read no status and exited 0). Its end() also throws away what the framer
+      // holds for a slow socket, so it waits for the client to answer a PING sent after the streams' last frames (their
+      // FINs go on the ticks after 'finish'): the client has read everything before. One that keeps them open is cut off.
+      const closeSession = () => {
+        const cutOff = setTimeout(() => socket.destroy(), STREAM_CREATION_TIMEOUT_MS);
+        cutOff.unref?.();
+        socket.once('close', () => clearTimeout(cutOff));
         setImmediate(() => {
-          if (socket.destroyed) return;
-          session.ping(() => {
-            session.end();
-            socket.end();
-          });
+          if (!socket.destroyed) session.ping(() => session.end());
         });
+      };
       if (left === 0) return closeSession();
       for (const s of ends) s.end(() => --left === 0 && closeSession());
     };

@@ -1,0 +1,202 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { load } from 'js-yaml';
+import kubePb from '../../src/generated/kube/kube-pb.js';
+import { E2E_NAMESPACE, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
+import { kubeClient, needsKubectl, type KubeClient } from '../support/kubectl.js';
+
+// kubectl's typed commands (create configmap, create secret) send their objects as protobuf
+// (application/vnd.kubernetes.protobuf): the agent's kube API decodes them and answers JSON.
+const skip = needsKubectl();
+const dirs = scratchDir('kubectl-protobuf');
+const root = join(dirs.dir, 'root');
+let agent: RunningPodctl | undefined;
+let kube: KubeClient;
+
+before(async () => {
+  if (skip) return;
+  agent = startPodctl(['agent', '--root-dir', root, '--log-root', join(dirs.dir, 'logs'), '--kube-api-port', '0'], {
+    timeoutMs: 600_000,
+  });
+  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+  kube = kubeClient(root, join(dirs.dir, 'client'));
+});
+
+after(async () => {
+  if (agent) {
+    agent.interrupt();
+    await agent.done;
+  }
+  dirs.cleanup();
+});
+
+const ok = (r: { code: number; stdout: string; stderr: string }, what: string) => {
+  assert.equal(r.code, 0, `${what}: ${r.stderr}`);
+  return r.stdout;
+};
+
+test('kubectl create configmap and secret generic (protobuf bodies) are stored and read back as JSON', { skip }, () => {
+  const ns = ['-n', E2E_NAMESPACE];
+  try {
+    assert.equal(
+      ok(kube.run([...ns, 'create', 'configmap', 'greeting', '--from-literal=G=hi']), 'create configmap').trim(),
+      'configmap/greeting created',
+    );
+    assert.equal(
+      ok(kube.run([...ns, 'create', 'secret', 'generic', 'tok', '--from-literal=T=s']), 'create secret').trim(),
+      'secret/tok created',
+    );
+
+    const names = ok(kube.run([...ns, 'get', 'configmaps,secrets', '-o', 'name']), 'get configmaps,secrets')
+      .trim()
+      .split('\n');
+    assert.deepEqual(names.sort(), ['configmap/greeting', 'secret/tok']);
+    const table = ok(kube.run([...ns, 'get', 'configmaps,secrets']), 'get configmaps,secrets');
+    assert.match(table, /^configmap\/greeting\s+1\s+/m);
+    assert.match(table, /^secret\/tok\s+Opaque\s+1\s+/m);
+
+    const yaml = ok(kube.run([...ns, 'get', 'configmap', 'greeting', '-o', 'yaml']), 'get configmap -o yaml');
+    assert.match(yaml, /^data:\n {2}G: hi\n/m);
+    assert.match(yaml, /^kind: ConfigMap$/m);
+    const json = JSON.parse(ok(kube.run([...ns, 'get', 'configmap', 'greeting', '-o', 'json']), 'get configmap -o json')) as {
+      data?: Record<string, string>;
+      metadata?: { name?: string; namespace?: string; uid?: string; creationTimestamp?: string };
+    };
+    assert.deepEqual(json.data, { G: 'hi' });
+    assert.equal(json.metadata?.namespace, E2E_NAMESPACE);
+    assert.ok(json.metadata?.uid, 'the stored ConfigMap has a uid');
+    assert.match(json.metadata?.creationTimestamp ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+
+    const secretT = ok(kube.run([...ns, 'get', 'secret', 'tok', '-o', 'jsonpath={.data.T}']), 'get secret -o jsonpath');
+    assert.equal(secretT, Buffer.from('s').toString('base64'));
+    assert.equal(ok(kube.run([...ns, 'get', 'secret', 'tok', '-o', 'jsonpath={.type}']), 'get secret type'), 'Opaque');
+
+    // The API server's answer to a second create, through the same protobuf path.
+    const again = kube.run([...ns, 'create', 'configmap', 'greeting', '--from-literal=G=other']);
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /configmaps "greeting" already exists/);
+  } finally {
+    const del = kube.run([...ns, 'delete', 'configmap/greeting', 'secret/tok', '--ignore-not-found']);
+    assert.equal(del.code, 0, del.stderr);
+  }
+  assert.equal(ok(kube.run([...ns, 'get', 'configmaps,secrets', '-o', 'name']), 'get after delete').trim(), '');
+});
+
+test('bytes that are not UTF-8: create configmap --from-file keeps them in binaryData, create secret --from-file in data', { skip }, () => {
+  const ns = ['-n', E2E_NAMESPACE];
+  const bytes = Buffer.from([0, 1, 0x7f, 0x80, 0xfe, 0xff, 0xc3, 0x28]);
+  const file = join(dirs.dir, 'blob.bin');
+  writeFileSync(file, bytes);
+  writeFileSync(join(dirs.dir, 'note.txt'), 'text\n');
+  try {
+    ok(
+      kube.run([...ns, 'create', 'configmap', 'blobs', `--from-file=${file}`, `--from-file=${join(dirs.dir, 'note.txt')}`]),
+      'create configmap',
+    );
+    ok(kube.run([...ns, 'create', 'secret', 'generic', 'blob', `--from-file=${file}`]), 'create secret');
+    const cm = JSON.parse(ok(kube.run([...ns, 'get', 'configmap', 'blobs', '-o', 'json']), 'get configmap')) as {
+      data?: Record<string, string>;
+      binaryData?: Record<string, string>;
+    };
+    assert.deepEqual(cm.data, { 'note.txt': 'text\n' });
+    assert.deepEqual(cm.binaryData, { 'blob.bin': bytes.toString('base64') });
+    const secret = ok(kube.run([...ns, 'get', 'secret', 'blob', '-o', 'jsonpath={.data.blob\\.bin}']), 'get secret');
+    assert.equal(secret, bytes.toString('base64'));
+  } finally {
+    const del = kube.run([...ns, 'delete', 'configmap/blobs', 'secret/blob', '--ignore-not-found']);
+    assert.equal(del.code, 0, del.stderr);
+  }
+});
+
+test('a Pod in protobuf (kubectl debug node/…) is refused with a 415 that says why, and makes no pod', { skip }, () => {
+  const ns = ['-n', E2E_NAMESPACE];
+  const node = ok(kube.run(['get', 'nodes', '-o', 'name']), 'get nodes').trim();
+  assert.match(node, /^node\/\S+$/);
+  const r = kube.run([...ns, 'debug', node, '--image=busybox', '--profile=general', '--', 'true']);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /UnsupportedMediaType/);
+  assert.match(r.stderr, /this body is a Pod/);
+  assert.equal(ok(kube.run([...ns, 'get', 'pods', '-o', 'name']), 'get pods').trim(), '');
+});
+
+interface Message {
+  fromObject(o: Record<string, unknown>): object;
+  encode(m: object): { finish(): Uint8Array };
+}
+const pb = (kubePb as unknown as { kube: Record<string, Message> }).kube;
+const encode = (type: string, o: Record<string, unknown>) => Buffer.from(pb[type]!.encode(pb[type]!.fromObject(o)).finish());
+/** A body as client-go's protobuf serializer writes one: 'k8s\0', then the runtime.Unknown around the object's message. */
+const envelope = (kind: string, object: Record<string, unknown>) =>
+  Buffer.concat([Buffer.from('k8s\0', 'latin1'), encode('Unknown', { typeMeta: { apiVersion: 'v1', kind }, raw: encode(kind, object) })]);
+
+/** One request with the kubeconfig's client certificate, as a typed client-go client sends it. */
+function send(method: string, path: string, body: Buffer, contentType = 'application/vnd.kubernetes.protobuf') {
+  type Cfg = { clusters: { cluster: Record<string, string> }[]; users: { user: Record<string, string> }[] };
+  const cfg = load(readFileSync(kube.kubeconfig, 'utf8')) as Cfg;
+  const [cluster, user] = [cfg.clusters[0]!.cluster, cfg.users[0]!.user];
+  const b64 = (k: string, o: Record<string, string>) => Buffer.from(o[k]!, 'base64');
+  const url = new URL(path, cluster.server);
+  return new Promise<{ status: number; json: Record<string, unknown> }>((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method,
+        ca: b64('certificate-authority-data', cluster),
+        cert: b64('client-certificate-data', user),
+        key: b64('client-key-data', user),
+        headers: {
+          'content-type': contentType,
+          'content-length': body.length,
+          accept: 'application/vnd.kubernetes.protobuf,application/json',
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => {
+          assert.match(String(res.headers['content-type']), /^application\/json/);
+          resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) as Record<string, unknown> });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test("a typed client's protobuf update and DeleteOptions are taken; a protobuf patch is a 415", { skip }, async () => {
+  const ns = ['-n', E2E_NAMESPACE];
+  const path = `/api/v1/namespaces/${E2E_NAMESPACE}/configmaps/typed`;
+  try {
+    ok(kube.run([...ns, 'create', 'configmap', 'typed', '--from-literal=a=1']), 'create configmap');
+    const live = JSON.parse(ok(kube.run([...ns, 'get', 'configmap', 'typed', '-o', 'json']), 'get')) as {
+      metadata: { resourceVersion: string; uid: string };
+    };
+    const meta = { name: 'typed', namespace: E2E_NAMESPACE, resourceVersion: live.metadata.resourceVersion, creationTimestamp: {} };
+    const put = await send('PUT', path, envelope('ConfigMap', { metadata: meta, data: { a: '2' } }));
+    assert.equal(put.status, 200, JSON.stringify(put.json));
+    assert.deepEqual(put.json.data, { a: '2' });
+    assert.equal(ok(kube.run([...ns, 'get', 'configmap', 'typed', '-o', 'jsonpath={.data.a}']), 'get after update'), '2');
+
+    const patch = await send('PATCH', path, envelope('ConfigMap', { metadata: { name: 'typed' }, data: { a: '3' } }));
+    assert.equal(patch.status, 415);
+    assert.equal(patch.json.reason, 'UnsupportedMediaType');
+
+    const bad = await send('PUT', path, Buffer.from('{"kind":"ConfigMap"}'));
+    assert.equal(bad.status, 400);
+    assert.match(
+      String(bad.json.message),
+      /^the object provided is unrecognized \(must be of type ConfigMap\): provided data does not appear/,
+    );
+    assert.equal(ok(kube.run([...ns, 'get', 'configmap', 'typed', '-o', 'jsonpath={.data.a}']), 'get after refusals'), '2');
+
+    const del = await send('DELETE', path, envelope('DeleteOptions', { gracePeriodSeconds: 0, propagationPolicy: 'Background' }));
+    assert.equal(del.status, 200, JSON.stringify(del.json));
+    assert.equal(ok(kube.run([...ns, 'get', 'configmaps', '-o', 'name']), 'get after delete').trim(), '');
+  } finally {
+    kube.run([...ns, 'delete', 'configmap/typed', '--ignore-not-found']);
+  }
+});
