@@ -47,8 +47,18 @@ export async function startLatency(ctx: BenchContext): Promise<BenchResult> {
   });
   await removeBenchPods(client);
 
+  // A fresh runtime has the image only in the loopback registry (runtime up fills it); pull it untimed.
+  if (!(await client.imageStatus(BUSYBOX))) {
+    try {
+      await client.pullImage(BUSYBOX);
+    } catch (err) {
+      throw new Error(
+        `${BUSYBOX} is not on ${REAL_ENDPOINT} and could not be pulled (${(err as Error).message}): run \`podctl runtime up\` first`,
+      );
+    }
+  }
   const image = await client.imageStatus(BUSYBOX);
-  if (!image) throw new Error(`${BUSYBOX} is not present on ${REAL_ENDPOINT}: run \`podctl runtime up\` first`);
+  if (!image) throw new Error(`${BUSYBOX} was pulled but ${REAL_ENDPOINT} does not list it`);
 
   // Each OCI runtime the embedded containerd has, chosen as on a cluster: a RuntimeClass per handler.
   type Handler = 'runc' | 'crun';
