@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CallLimiter } from '../../src/core/cri/limiter.js';
+import { CallLimiter, type LimiterTimers } from '../../src/core/cri/limiter.js';
 import { CriClient } from '../../src/core/cri/client.js';
 import { FakeRuntime } from '../../fakecri/index.js';
 
@@ -76,3 +76,49 @@ test(
 );
 
 const tick = () => new Promise((r) => setImmediate(r));
+
+/** Timers a test fires by hand. */
+function manualTimers(): LimiterTimers & { fire(): void; pending(): number } {
+  const pending = new Map<number, () => void>();
+  let next = 0;
+  return {
+    set: (fn) => (pending.set(++next, fn), next),
+    clear: (handle) => void pending.delete(handle as number),
+    fire: () => {
+      const fns = [...pending.values()];
+      pending.clear();
+      for (const fn of fns) fn();
+    },
+    pending: () => pending.size,
+  };
+}
+
+test('CallLimiter.admitted: syncs asked for together are let in `limit` at a time, each counted until it ends or its hold runs out', async () => {
+  const timers = manualTimers();
+  const l = new CallLimiter(2, timers);
+  const started: number[] = [];
+  const finish = new Map<number, () => void>();
+  const sync = (n: number) =>
+    l.admitted(async () => {
+      started.push(n);
+      await new Promise<void>((resolve) => finish.set(n, resolve));
+      return n;
+    });
+  const syncs = [1, 2, 3, 4, 5].map(sync);
+  await tick();
+  // Nothing is queued yet, but two syncs let in fill the limit: the rest wait.
+  assert.deepEqual(started, [1, 2]);
+  finish.get(1)!();
+  assert.equal(await syncs[0], 1);
+  await tick();
+  assert.deepEqual(started, [1, 2, 3], 'one ended: one more is let in');
+  // Syncs 2 and 3 go on (a pull, a grace period): once their hold runs out they no longer count.
+  timers.fire();
+  await tick();
+  assert.deepEqual(started, [1, 2, 3, 4, 5]);
+  for (const n of [2, 3, 4, 5]) finish.get(n)!();
+  assert.deepEqual(await Promise.all(syncs), [1, 2, 3, 4, 5]);
+  assert.equal(timers.pending(), 0, 'every hold cleared as its sync ended');
+  // Idle again: a sync is let in at once.
+  assert.equal(await l.admitted(async () => 'now'), 'now');
+});

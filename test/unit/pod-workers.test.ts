@@ -163,10 +163,10 @@ test('a terminal pod is not resynced', async () => {
 });
 
 /** An admission the test opens, one sync at a time. */
-function gate(): { admit: () => Promise<void>; open(): void; waiting(): number } {
+function gate(): { admit: <T>(sync: () => Promise<T>) => Promise<T>; open(): void; waiting(): number } {
   const waiters: (() => void)[] = [];
   return {
-    admit: () => new Promise<void>((resolve) => waiters.push(resolve)),
+    admit: <T>(sync: () => Promise<T>) => new Promise<void>((resolve) => waiters.push(resolve)).then(sync),
     open: () => waiters.shift()?.(),
     waiting: () => waiters.length,
   };

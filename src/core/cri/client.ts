@@ -13,8 +13,11 @@ import { containerSummaryDecoder, podSandboxSummaryDecoder } from './summaries.j
 /** The runtime half of the CRI, as the core uses it. */
 export interface RuntimeService {
   readonly endpoint: string;
-  /** Resolves once calls are not piling up in the client (the pod workers wait on it before a sync). */
-  whenUncongested?(): Promise<void>;
+  /**
+   * Runs a pod sync once calls are not piling up in the client (CallLimiter.admitted): the pod
+   * workers run each sync through it.
+   */
+  admitSync?<T>(sync: () => Promise<T>): Promise<T>;
   version(): Promise<T.VersionResponse>;
   status(verbose?: boolean): Promise<T.StatusResponse>;
   runPodSandbox(config: T.PodSandboxConfigInput, runtimeHandler?: string): Promise<string>;
@@ -146,9 +149,8 @@ export class CriClient implements RuntimeService, ImageService {
     this.images = this.imageSocket === this.runtimeSocket ? this.runtime : runtimeClient(this.imageEndpoint);
   }
 
-  /** Resolves once the runtime's calls are not piling up here (CallLimiter.whenUncongested). */
-  whenUncongested(): Promise<void> {
-    return this.limiter.whenUncongested();
+  admitSync<T>(sync: () => Promise<T>): Promise<T> {
+    return this.limiter.admitted(sync);
   }
 
   close(): void {

@@ -4,16 +4,35 @@
  * grpc-js connection (5,000 pods added together) stalled it for good; a few dozen in flight keep
  * the runtime as busy as it can be while every call still gets its turn.
  */
+/** How long a sync let in by `admitted` counts against the limit at most. */
+export const SYNC_ADMISSION_HOLD_MS = 1000;
+
+/** Timers, injected so that tests need not wait. */
+export interface LimiterTimers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+const realTimers: LimiterTimers = {
+  set: (fn, ms) => setTimeout(fn, ms).unref(),
+  clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 export class CallLimiter {
   private active = 0;
   private readonly high: (() => void)[] = [];
   private readonly normal: (() => void)[] = [];
   /** Who waits in whenUncongested, first come first served. */
   private readonly admissions: (() => void)[] = [];
+  /** Syncs let in by `admitted` that still count against the limit. */
+  private starting = 0;
   /** The most calls seen in flight at once (tests and benchmarks). */
   maxObserved = 0;
 
-  constructor(readonly limit: number) {}
+  constructor(
+    readonly limit: number,
+    private readonly timers: LimiterTimers = realTimers,
+  ) {}
 
   get queued(): number {
     return this.high.length + this.normal.length;
@@ -21,21 +40,58 @@ export class CallLimiter {
 
   /**
    * Resolves once fewer than `limit` calls wait for a slot (at once when so and no one waits here
-   * already). The pod workers ask it before a sync: with 5,000 pods started together, the syncs
+   * already). Each pod sync waits here first (admitted): with 5,000 pods started together, the syncs
    * then wait as syncs, not as thousands of queued calls, each of which outlived the young
    * generation while it waited (about 60 MB promoted to the old one and dead there, pages that V8
    * gives back only slowly). A sync under way is never held here, so one waiting on a pull or a
    * grace period holds no one else up.
    */
   whenUncongested(): Promise<void> {
-    if (this.admissions.length === 0 && this.queued < this.limit) return Promise.resolve();
+    if (this.admissions.length === 0 && this.queued + this.starting < this.limit) return Promise.resolve();
     return new Promise((resolve) => this.admissions.push(resolve));
   }
 
-  /** Lets in as many waiting syncs as there is room below the limit; all of them once nothing is left to call. */
+  /**
+   * Runs a sync once the runtime is uncongested (whenUncongested), counting it as a queued call
+   * until it ends, or for SYNC_ADMISSION_HOLD_MS at most. Let in only as the queue was short,
+   * 5,000 syncs asked for together all started before any had made a call, and then took turns
+   * call by call: none reached Running before nearly all had, and the work of each lived through
+   * the whole burst. Counted, they are let in `limit` at a time; and after the hold one waiting on
+   * an image pull or a grace period no longer holds others up.
+   */
+  async admitted<T>(sync: () => Promise<T>): Promise<T> {
+    if (this.admissions.length === 0 && this.queued + this.starting < this.limit) this.starting++;
+    else
+      await new Promise<void>((resolve) =>
+        this.admissions.push(() => {
+          this.starting++;
+          resolve();
+        }),
+      );
+    let counted = true;
+    const uncount = () => {
+      if (!counted) return;
+      counted = false;
+      this.starting--;
+      this.admit();
+    };
+    const hold = this.timers.set(uncount, SYNC_ADMISSION_HOLD_MS);
+    try {
+      return await sync();
+    } finally {
+      this.timers.clear(hold);
+      uncount();
+    }
+  }
+
+  /**
+   * Lets in as many waiting syncs as there is room below the limit; all of them once nothing is
+   * left to call, but never more than `limit` counted syncs at once.
+   */
   private admit(): void {
-    let room = this.active === 0 && this.queued === 0 ? this.admissions.length : this.limit - this.queued;
-    while (room-- > 0 && this.admissions.length) this.admissions.shift()!();
+    const idle = this.active === 0 && this.queued === 0 && this.starting === 0;
+    let room = idle ? this.admissions.length : this.limit - this.queued - this.starting;
+    while (room-- > 0 && this.admissions.length && this.starting < this.limit) this.admissions.shift()!();
   }
 
   /** Waits for a slot; the returned function gives it back (once). */

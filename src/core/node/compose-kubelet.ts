@@ -47,7 +47,7 @@ export function newKubelet(opts: KubeletOptions): Kubelet {
       resyncIntervalMs: opts.resyncIntervalMs,
       onSyncError: (pod, err) => kubelet.reportSyncError(pod, err),
       trace: opts.trace,
-      admit: opts.runtime.whenUncongested && (() => opts.runtime.whenUncongested!()),
+      admit: opts.runtime.admitSync && ((sync) => opts.runtime.admitSync!(sync)),
       onSyncDone: (_pod, durationMs, err) => opts.metrics?.syncDuration.observe({ outcome: err ? 'error' : 'success' }, durationMs / 1000),
     },
   );

@@ -44,10 +44,10 @@ export interface PodWorkersOptions {
   /** Wraps each unit of work of a lane (watch --trace). */
   trace?: WorkerTrace;
   /**
-   * Awaited before each sync (not a termination): resolves when the runtime can take more work
-   * (RuntimeService.whenUncongested). The latest update is taken once it resolves.
+   * Runs each sync (not a termination) once the runtime can take more work
+   * (RuntimeService.admitSync). The latest update is taken once the sync is let in.
    */
-  admit?: () => Promise<void>;
+  admit?: <T>(sync: () => Promise<T>) => Promise<T>;
 }
 
 interface Lane {
@@ -114,31 +114,37 @@ export class PodWorkers {
 
   private async runLane(lane: Lane): Promise<void> {
     while (lane.pending) {
-      if (lane.state === 'syncing' && this.opts.admit) await this.opts.admit();
-      const update = lane.pending;
-      lane.pending = undefined;
-      lane.pod = update.pod;
-      const started = this.opts.clock.now();
-      let error: unknown;
-      try {
-        if (lane.state === 'syncing') {
-          lane.terminal = await this.traced(update, 'sync', () => this.syncer.syncPod(update.pod, update.type));
-        } else if (lane.state === 'terminating') {
-          await this.traced(update, 'terminating', () => this.syncer.syncTerminatingPod(update.pod, lane.gracePeriodSeconds));
-          lane.state = 'terminated';
-          await this.traced(update, 'terminated', () => this.syncer.syncTerminatedPod(update.pod));
-        }
-        lane.lastError = undefined;
-      } catch (err) {
-        error = err;
-        lane.lastError = errorMessage(err);
-        this.opts.onSyncError?.(update.pod, err);
-      }
-      this.opts.onSyncDone?.(update.pod, this.opts.clock.now() - started, error);
-      this.requeue(lane, error);
+      if (lane.state === 'syncing' && this.opts.admit) await this.opts.admit(() => this.work(lane));
+      else await this.work(lane);
     }
     lane.working = false;
     lane.resolveIdle?.();
+  }
+
+  /** One unit of a lane's work: the latest update, synced or terminated. */
+  private async work(lane: Lane): Promise<void> {
+    const update = lane.pending;
+    if (!update) return;
+    lane.pending = undefined;
+    lane.pod = update.pod;
+    const started = this.opts.clock.now();
+    let error: unknown;
+    try {
+      if (lane.state === 'syncing') {
+        lane.terminal = await this.traced(update, 'sync', () => this.syncer.syncPod(update.pod, update.type));
+      } else if (lane.state === 'terminating') {
+        await this.traced(update, 'terminating', () => this.syncer.syncTerminatingPod(update.pod, lane.gracePeriodSeconds));
+        lane.state = 'terminated';
+        await this.traced(update, 'terminated', () => this.syncer.syncTerminatedPod(update.pod));
+      }
+      lane.lastError = undefined;
+    } catch (err) {
+      error = err;
+      lane.lastError = errorMessage(err);
+      this.opts.onSyncError?.(update.pod, err);
+    }
+    this.opts.onSyncDone?.(update.pod, this.opts.clock.now() - started, error);
+    this.requeue(lane, error);
   }
 
   private traced<T>(update: UpdatePodOptions, kind: WorkKind, run: () => Promise<T>): Promise<T> {
