@@ -69,10 +69,13 @@ after(async () => {
 });
 
 // To the pod, podctl holds a file's data in two reused frames, and stays under the issue's 100 MB (86-88 MB measured;
-// some 70 MB of it is a start that loads the CRI client). From the pod it cannot on Node 20: each socket read is a new
-// buffer of up to 64 KiB, which V8 frees only at a scavenge it runs once 32 MiB of such young buffers accumulated (twice
-// its default largest semi-space, whatever the flags say), so a bare net.Socket reading 200 MB grows by some 44 MB, and podctl,
-// which holds under 256 KiB of the archive unwritten (ws paused while the extraction is behind), peaked at 118-121 MB.
+// some 70 MB of it is a start that loads the CRI client). From the pod it cannot on Node 20 (116-121 MB measured): 44 MB of
+// the peak is the node binary's pages (RssFile), oclif's start reaches 64 MB and the CRI client 72 MB before any data flows,
+// and each socket read is a new buffer of up to 64 KiB (ws copies the frames that straddle two reads), freed only at a
+// scavenge: one comes every semi-space of JS allocation, or once 32 MiB of young buffers accumulated (V8's fixed
+// external-memory trigger), and the semi-space grows from 4 to 8 MiB during the copy (V8's heuristics), so some 40 MB more
+// are resident at the peak although podctl holds under 256 KiB of the archive unwritten (ws paused while the extraction
+// is behind). Run with --max-semi-space-size=1, 2 or 4 (a diagnostic only), the same copy peaks at 82, 93 and 102-105 MB.
 const TO_POD_BOUND_KIB = 100 * 1024;
 const FROM_POD_BOUND_KIB = 136 * 1024;
 
