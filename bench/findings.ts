@@ -70,6 +70,11 @@ export const DIAGNOSES: Record<string, string> = {
     'status arrives as the sync ends; the exit follows in 3-4 ms.',
     "Since 2026-12-01 podctl starts as any oclif CLI does (bin/run.js is oclif's launcher, NODE_EXTRA_CA_CERTS is left as the user",
     "set it): the row is measured in the environment as it is, as podman's.",
+    'On 2026-12-02 (17:35, two full runs, load 1-2): podctl 334 and 315 ms (runc), 314 and 299 ms (crun), against podman 244 and 239',
+    'ms, 214 and 204 ms; the in-process start is within 1.1x of the floor (133-147 ms, 116-123 ms). What the process adds around it,',
+    'some 180-190 ms, is more than podman takes in all: node -e 0 alone is 68-71 ms here (38 ms of it NODE_EXTRA_CA_CERTS), and',
+    "podctl --version 136-140 ms, oclif's own start (the bundled core and its help and ux modules, the manifest, the first",
+    'localeCompare of its command sort, about 7 ms of ICU set-up).',
   ].join(' '),
   'start-latency:in-process: ADD to Running observed': [
     "Beyond the floor's three calls, the path from ADD to an observed Running makes a few more round trips to containerd: ImageStatus for",
@@ -258,6 +263,16 @@ export const DIAGNOSES: Record<string, string> = {
     'the pool alone settled at 338, 283, 304 and 336 MB; two with the admission too at 283 and 269 MB, converging in 42.9 and 41.7 s',
     '(33.7-47.1 s without), and quiet 5.4 s after the last pod ran instead of about 15 s. A fixed bound on syncs at once instead',
     '(128, 256, 512: 271, 290 and 281, 300 MB) would hold a slot through an image pull or a grace period.',
+    'On 2026-12-02, on @grpc/grpc-js and with no heap flag of our own (src/core/node/heap.ts is gone, so V8 picks its growing',
+    'factor), four runs of the code as it was settled at 594-632 MB. The admission let in every sync asked for while fewer than 64',
+    'calls were queued, and nothing was queued yet when the 5,000 arrived: all started together and took turns call by call, so no',
+    'pod was Running after 25 s, and then all were (PODCTL_BENCH_DEBUG). Now a sync let in counts as a queued call until it ends,',
+    'or for 1 s at most (CallLimiter.admitted, SYNC_ADMISSION_HOLD_MS), so that one in an image pull or a grace period stops holding',
+    'others up: 500-760 pods Running after 5 s, convergence unchanged (23.8-29.7 s), and settled 400-470 MB in seven runs (two of',
+    'them full runs: 470 and 436 MB). Tried and dropped the same day: a ticket per sync (AsyncLocalStorage) ordering the queue by',
+    "sync, 436-461 MB, but the relist's status calls, made outside any sync, waited behind every sync (5 relists in 30 s instead of",
+    "20-23). What is left when settled is V8's committed old space (about 190-200 MB for 55-66 MB used), 55-75 MB of ArrayBuffers",
+    'not yet swept, and about 100 MB of native memory that stays after a forced GC.',
   ].join(' '),
 };
 
