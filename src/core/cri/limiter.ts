@@ -1,9 +1,3 @@
-/**
- * A bound on the CRI calls in flight on one channel, with the lists (what the PLEG relist and
- * housekeeping read) ahead of the rest in the queue. Thousands of unary calls at once on one
- * grpc-js connection (5,000 pods added together) stalled it for good; a few dozen in flight keep
- * the runtime as busy as it can be while every call still gets its turn.
- */
 /** How long a sync let in by `admitted` counts against the limit at most. */
 export const SYNC_ADMISSION_HOLD_MS = 1000;
 
@@ -18,6 +12,12 @@ const realTimers: LimiterTimers = {
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/**
+ * A bound on the CRI calls in flight on one channel, with the lists (what the PLEG relist and
+ * housekeeping read) ahead of the rest in the queue. Thousands of unary calls at once on one
+ * grpc-js connection (5,000 pods added together) stalled it for good; a few dozen in flight keep
+ * the runtime as busy as it can be while every call still gets its turn.
+ */
 export class CallLimiter {
   private active = 0;
   private readonly high: (() => void)[] = [];
@@ -25,7 +25,7 @@ export class CallLimiter {
   /** Who waits in whenUncongested, first come first served. */
   private readonly admissions: (() => void)[] = [];
   /** Syncs let in by `admitted` that still count against the limit. */
-  private starting = 0;
+  private holding = 0;
   /** The most calls seen in flight at once (tests and benchmarks). */
   maxObserved = 0;
 
@@ -43,11 +43,12 @@ export class CallLimiter {
    * already). Each pod sync waits here first (admitted): with 5,000 pods started together, the syncs
    * then wait as syncs, not as thousands of queued calls, each of which outlived the young
    * generation while it waited (about 60 MB promoted to the old one and dead there, pages that V8
-   * gives back only slowly). A sync under way is never held here, so one waiting on a pull or a
-   * grace period holds no one else up.
+   * gives back only slowly). A sync under way is never held here, and one let in counts against
+   * the limit for a second at most (admitted), so one waiting on a pull or a grace period does not
+   * hold others up for long.
    */
   whenUncongested(): Promise<void> {
-    if (this.admissions.length === 0 && this.queued + this.starting < this.limit) return Promise.resolve();
+    if (this.admissions.length === 0 && this.queued + this.holding < this.limit) return Promise.resolve();
     return new Promise((resolve) => this.admissions.push(resolve));
   }
 
@@ -60,11 +61,11 @@ export class CallLimiter {
    * an image pull or a grace period no longer holds others up.
    */
   async admitted<T>(sync: () => Promise<T>): Promise<T> {
-    if (this.admissions.length === 0 && this.queued + this.starting < this.limit) this.starting++;
+    if (this.admissions.length === 0 && this.queued + this.holding < this.limit) this.holding++;
     else
       await new Promise<void>((resolve) =>
         this.admissions.push(() => {
-          this.starting++;
+          this.holding++;
           resolve();
         }),
       );
@@ -72,7 +73,7 @@ export class CallLimiter {
     const uncount = () => {
       if (!counted) return;
       counted = false;
-      this.starting--;
+      this.holding--;
       this.admit();
     };
     const hold = this.timers.set(uncount, SYNC_ADMISSION_HOLD_MS);
@@ -89,9 +90,9 @@ export class CallLimiter {
    * left to call, but never more than `limit` counted syncs at once.
    */
   private admit(): void {
-    const idle = this.active === 0 && this.queued === 0 && this.starting === 0;
-    let room = idle ? this.admissions.length : this.limit - this.queued - this.starting;
-    while (room-- > 0 && this.admissions.length && this.starting < this.limit) this.admissions.shift()!();
+    const idle = this.active === 0 && this.queued === 0 && this.holding === 0;
+    let room = idle ? this.admissions.length : this.limit - this.queued - this.holding;
+    while (room-- > 0 && this.admissions.length && this.holding < this.limit) this.admissions.shift()!();
   }
 
   /** Waits for a slot; the returned function gives it back (once). */
