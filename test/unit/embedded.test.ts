@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cniConflist, containerdConfig, hostsToml, registryConfig } from '../../src/core/embedded/config.js';
 import { embeddedEndpoint, embeddedPaths, mountsBelow } from '../../src/core/embedded/index.js';
-import { daemonEnd, livePid, startDaemon } from '../../src/core/embedded/process.js';
+import { DAEMON_START_GRACE_MS, daemonEnd, daemonStartEnded, livePid, startDaemon } from '../../src/core/embedded/process.js';
 
 const paths = embeddedPaths({ root: '/r', runDir: '/run/x' });
 
@@ -105,3 +105,12 @@ test(
     }
   },
 );
+
+test('a daemon just started that does not read as itself yet (exec under way) has not ended; its exit, a pid gone or the grace past has', () => {
+  const exec = { exitSeen: false, pidExists: true, otherForMs: 0 };
+  assert.equal(daemonStartEnded(exec), false);
+  assert.equal(daemonStartEnded({ ...exec, otherForMs: DAEMON_START_GRACE_MS }), false);
+  assert.equal(daemonStartEnded({ ...exec, exitSeen: true }), true);
+  assert.equal(daemonStartEnded({ ...exec, pidExists: false }), true);
+  assert.equal(daemonStartEnded({ ...exec, otherForMs: DAEMON_START_GRACE_MS + 1 }), true);
+});

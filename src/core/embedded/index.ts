@@ -7,7 +7,7 @@ import { ensureImages, registryAnswers, servedImages } from './images.js';
 import { ensurePodMasquerade, MASQUERADE_CHAIN, removePodMasquerade, sweepBridgeMasquerades, type Iptables } from './masquerade.js';
 import { ensurePackages } from './packages.js';
 import { embeddedEndpoint, embeddedPaths, registryPort, type EmbeddedPaths } from './paths.js';
-import { daemonEnd, livePid, processCmdline, removeFile, run, sleep, startDaemon, stopPid } from './process.js';
+import { daemonEnd, daemonStartEnded, livePid, processCmdline, removeFile, run, sleep, startDaemon, stopPid } from './process.js';
 import { embeddedContainerd, isContainerd, isRegistry } from './probe.js';
 import { reapLostShims } from './shims.js';
 
@@ -221,8 +221,20 @@ export async function embeddedUp(opts: {
   const deadline = Date.now() + timeoutMs;
   const abort = new AbortController();
   let detail = 'not checked';
+  /** Since when the pid has not read as containerd (undefined while it does). */
+  let notContainerdSince: number | undefined;
   while (Date.now() < deadline) {
     if (livePid(paths.pidFile('containerd'), isContainerd(paths)) === undefined) {
+      notContainerdSince ??= Date.now();
+      const ended = daemonStartEnded({
+        exitSeen: daemonEnd(started) !== undefined,
+        pidExists: existsSync(`/proc/${started}`),
+        otherForMs: Date.now() - notContainerdSince,
+      });
+      if (!ended) {
+        await sleep(50);
+        continue;
+      }
       const end =
         daemonEnd(started) ??
         (processCmdline(started) ? `pid ${started} is now: ${processCmdline(started)!.join(' ')}` : `pid ${started} is gone`);
@@ -231,6 +243,7 @@ export async function embeddedUp(opts: {
         `its log ends with:\n${tail(join(paths.logDir, 'containerd.log'), 10)}`,
       );
     }
+    notContainerdSince = undefined;
     if (existsSync(paths.socket)) {
       const r = await opts.waitReady(endpoint, abort.signal);
       if (r.ready) {

@@ -11,6 +11,20 @@ export function daemonEnd(pid: number): string | undefined {
   return daemonEnds.get(pid);
 }
 
+/** How long a daemon just started may read as another program (its exec under way) before it counts as gone. */
+export const DAEMON_START_GRACE_MS = 2000;
+
+/**
+ * Whether a daemon started moments ago, whose pid does not read as that daemon, has ended. The
+ * kernel closes the exec's close-on-exec pipe, which ends spawn(), before it sets the new program's
+ * arguments: for a moment the cmdline reads empty, longer for a large binary on a loaded machine
+ * (twice in CI a containerd that went on to boot was said to be gone). It ended when its exit was
+ * seen, when its pid is gone, or when it stays something else past the grace.
+ */
+export function daemonStartEnded(s: { exitSeen: boolean; pidExists: boolean; otherForMs: number }): boolean {
+  return s.exitSeen || !s.pidExists || s.otherForMs > DAEMON_START_GRACE_MS;
+}
+
 /** Starts a daemon detached from us, output to a log file, and records its pid. */
 export function startDaemon(cmd: string, args: string[], logFile: string, pidFile: string): number {
   const fd = openSync(logFile, 'a');
