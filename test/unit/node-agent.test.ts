@@ -187,6 +187,22 @@ describe('the node agent on the fake runtime', () => {
     assert.equal(node.pods().filter((p) => p.metadata!.name === 'web').length, 1);
   });
 
+  test('a label-only change is the same generation, as the API server counts it; a spec change after it is the next', async () => {
+    const node = await startNode();
+    const [first] = node.apply([{ file: 'a.yaml', text: podText('web', ['sleep', '3600']) }]);
+    await until(clock, 'web running', () => running(node, 'web'));
+    const labelled = podText('web', ['sleep', '3600']).replace('namespace: default}', 'namespace: default, labels: {tier: web}}');
+    const [second] = node.apply([{ file: 'a.yaml', text: labelled }]);
+    assert.equal(second!.generation, first!.generation, 'labels are metadata: no new generation');
+    assert.equal(podOf(node, 'web')!.metadata!.labels?.['tier'], 'web', 'the pod listed carries the new label');
+    assert.equal(podOf(node, 'web')!.metadata!.generation, first!.generation);
+    // Its wait settles on the status already there: nothing in the spec is left to sync.
+    assert.equal(podProgress(second!, podOf(node, 'web'), 'running')?.ok, true);
+    const [third] = node.apply([{ file: 'a.yaml', text: labelled.replace('"3600"', '"4000"') }]);
+    assert.equal(third!.generation, first!.generation + 1, 'a changed command is a new generation');
+    assert.equal(podOf(node, 'web')!.metadata!.generation, third!.generation);
+  });
+
   test('delete: the applied file goes, the pod is terminated and removed, and it never comes back', async () => {
     const node = await startNode();
     node.apply([{ file: 'a.yaml', text: podText('gone', ['sleep', '3600']) }]);

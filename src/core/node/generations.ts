@@ -1,14 +1,18 @@
-import type { IPod } from 'kubernetes-models/v1';
+import { isDeepStrictEqual } from 'node:util';
+import type { IPod, IPodSpec } from 'kubernetes-models/v1';
 import type { PodUpdate } from '../loop.js';
 import type { PodWorkers } from '../workers/pod-workers.js';
 import { podMeta } from '../util/pod-key.js';
 
 /**
  * The config branch's metadata.generation per UID (1 on ADD, one more per UPDATE that changes the
- * pod), and the ADDs of a UID whose previous life is still terminating, held until it is gone.
+ * spec, as the API server counts: labels and annotations alone are no new generation), and the ADDs
+ * of a UID whose previous life is still terminating, held until it is gone.
  */
 export class PodGenerations {
   private readonly generations = new Map<string, number>();
+  /** The spec of each UID's current generation (the merger's own object, not a copy). */
+  private readonly specs = new Map<string, IPodSpec | undefined>();
   /** ADDs of a UID whose previous life is still terminating: replayed once it is gone. */
   private readonly readdAfterTermination = new Map<string, IPod>();
 
@@ -39,13 +43,16 @@ export class PodGenerations {
         // moves on now, so that a waiter takes no status of the life that is ending for the new one.
         const generation = (this.generations.get(uid) ?? 0) + 1;
         this.generations.set(uid, generation);
+        this.specs.set(uid, pod.spec);
         this.readdAfterTermination.set(uid, { ...pod, metadata: { ...pod.metadata, generation } });
         continue;
       }
       if (u.op === 'REMOVE' || u.op === 'DELETE') this.readdAfterTermination.delete(uid);
       const previous = this.generations.get(uid) ?? 0;
-      const generation = u.op === 'ADD' || u.op === 'UPDATE' || previous === 0 ? previous + 1 : previous;
+      const respecified = u.op === 'UPDATE' && !isDeepStrictEqual(this.specs.get(uid), pod.spec);
+      const generation = u.op === 'ADD' || respecified || previous === 0 ? previous + 1 : previous;
       this.generations.set(uid, generation);
+      this.specs.set(uid, pod.spec);
       pods.push({ ...pod, metadata: { ...pod.metadata, generation } });
     }
     return pods.length ? { ...u, pods } : undefined;
@@ -55,6 +62,7 @@ export class PodGenerations {
   terminated(uid: string, readd: (pod: IPod) => void): void {
     if (!this.readdAfterTermination.has(uid)) {
       this.generations.delete(uid);
+      this.specs.delete(uid);
       return;
     }
     // The lane is still finishing this termination: its UID is free once it is idle.
