@@ -3,12 +3,15 @@ import assert from 'node:assert/strict';
 import { request, type RequestOptions } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../../src/core/cri/client.js';
 import type { PodEvent } from '../../src/core/events.js';
 import { readKubeCredentials, type KubeCredentials } from '../../src/core/kubeapi/certs.js';
 import { kubeApiDir, startKubeApi, type RunningKubeApi } from '../../src/core/kubeapi/index.js';
 import { ApiError, type ApplyManifestsRequest, type NodeAgent, type PodWatchEvent } from '../../src/core/node/agent.js';
+import { PodctlError } from '../../src/core/errors.js';
 import { scratchDir } from '../support/e2e.js';
 
 const NS = 'team';
@@ -285,6 +288,45 @@ function watch(path: string): Promise<Watch> {
     req.end();
   });
 }
+
+test('a port asked for that another process holds: a clear error that says what to do, and nothing left listening', async () => {
+  const taken = Number(new URL(api.url).port);
+  const other = scratchDir('unit-kubeapi-port-taken');
+  try {
+    await assert.rejects(
+      startKubeApi({
+        agent: fake.agent,
+        rootDir: other.dir,
+        nodeName: 'node-1',
+        host: '127.0.0.1',
+        port: taken,
+        admission: {
+          allowPrivileged: false,
+          node: { name: 'node-1', labels: {}, allocatable: { cpu: 1, memory: 1, 'ephemeral-storage': 1, pods: 1 } },
+        },
+        cri: { listContainerStats: async () => [] } as unknown as CriClient,
+        podctlVersion: '0.1.0',
+        now: () => Date.now(),
+        node: () => ({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1' }, status: {} }),
+        log: () => undefined,
+      }),
+      (err: unknown) => {
+        assert.ok(err instanceof PodctlError, String(err));
+        assert.equal(
+          err.describe(),
+          `the Kubernetes API cannot listen on 127.0.0.1:${taken}: the address is in use by another process; ` +
+            'pass another --kube-api-port (0 picks a free one), or --no-kube-api to serve none',
+        );
+        return true;
+      },
+    );
+    assert.ok(!existsSync(join(kubeApiDir(other.dir), 'endpoint.json')), 'no endpoint written for a server that never listened');
+    // The first server still answers.
+    assert.equal((await call('GET', '/version')).status, 200);
+  } finally {
+    other.cleanup();
+  }
+});
 
 test('without credentials every request is answered a 401 Status, an upgrade request too', async () => {
   const plain = await call('GET', '/api/v1/pods', { anonymous: true });

@@ -2,6 +2,7 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeInfo } from '../admission.js';
 import type { CriClient } from '../cri/client.js';
+import { PodctlError } from '../errors.js';
 import type { NodeAgent } from '../node/agent.js';
 import { authenticate, tlsServerOptions } from './auth.js';
 import { ensureKubeCredentials } from './certs.js';
@@ -86,6 +87,12 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
   } catch (err) {
     if (!(err instanceof PortTakenError) || o.port !== undefined) {
       feed.stop();
+      // A port the user chose is not moved behind their back: they choose again, or go without.
+      if (err instanceof PortTakenError)
+        throw new PodctlError(err.message, {
+          hint: 'pass another --kube-api-port (0 picks a free one), or --no-kube-api to serve none',
+          cause: err,
+        });
       throw err;
     }
     server = await listen(0);
