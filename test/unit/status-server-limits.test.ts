@@ -9,7 +9,9 @@ import { pathToFileURL } from 'node:url';
 import { Metrics } from '../../src/core/metrics.js';
 import { AgentClient, AgentRequestError } from '../../src/core/node/client.js';
 import { exchange } from '../../src/core/status/client.js';
-import { MAX_REQUEST_BODY_BYTES, startStatusServer, type ServerLimits, type StatusSource } from '../../src/core/api/server.js';
+import { startStatusServer, type ServerLimits, type StatusSource } from '../../src/core/api/server.js';
+import { MAX_REQUEST_BODY_BYTES } from '../../src/core/node/agent.js';
+import { PodctlError } from '../../src/core/errors.js';
 import { scratchDir } from '../support/e2e.js';
 
 const health: StatusSource['health'] = () => ({ ok: true, checks: [{ name: 'ping', ok: true, message: '' }] });
@@ -47,7 +49,7 @@ function postChunked(socket: string, path: string, size: number): Promise<{ stat
   });
 }
 
-test("a request body over the API server's 3 MiB is answered 413 with the limit, and nothing is handled; one at the limit is taken", async () => {
+test("a request body over the agent's 32 MiB is answered 413 with the limit, and nothing is handled; one at the limit is taken", async () => {
   let handled = 0;
   await withServer(
     {
@@ -56,7 +58,8 @@ test("a request body over the API server's 3 MiB is answered 413 with the limit,
     },
     {},
     async (socket, dir) => {
-      assert.equal(MAX_REQUEST_BODY_BYTES, 3 * 1024 * 1024);
+      // Room for the 8 MiB manifest file a command reads, escaped as JSON, and more files beside it.
+      assert.equal(MAX_REQUEST_BODY_BYTES, 32 * 1024 * 1024);
       const over = await exchange(socket, {
         method: 'POST',
         path: '/v1/pods',
@@ -66,20 +69,27 @@ test("a request body over the API server's 3 MiB is answered 413 with the limit,
       assert.equal(over.status, 413);
       assert.equal(
         (JSON.parse(over.body) as { message: string }).message,
-        `request body too large: ${MAX_REQUEST_BODY_BYTES + 1} bytes; the limit is ${MAX_REQUEST_BODY_BYTES} bytes (3 MiB)`,
+        `request body too large: ${MAX_REQUEST_BODY_BYTES + 1} bytes; the limit is ${MAX_REQUEST_BODY_BYTES} bytes (32 MiB)`,
       );
       // Without a Content-Length, the body is counted as it comes.
       const chunked = await postChunked(socket, '/v1/plan', MAX_REQUEST_BODY_BYTES + 100);
       assert.equal(chunked.status, 413);
-      assert.match(chunked.body, /request body too large: 3145828 bytes; the limit is 3145728 bytes/);
-      // The agent's client says what the agent said.
-      const refused = await new AgentClient(dir).apply([{ file: 'big.yaml', text: 'x'.repeat(MAX_REQUEST_BODY_BYTES) }]).then(
+      assert.match(chunked.body, /request body too large: 33554532 bytes; the limit is 33554432 bytes/);
+      // The agent's client refuses such a hand-over itself, naming the files, before it sends anything.
+      const files = [
+        { file: 'big.yaml', text: 'x'.repeat(MAX_REQUEST_BODY_BYTES - (4 << 20)) },
+        { file: 'small.yaml', text: 'y'.repeat(5 << 20) },
+      ];
+      const refused = await new AgentClient(dir).apply(files).then(
         () => assert.fail('taken'),
-        (err: unknown) => err as AgentRequestError,
+        (err: unknown) => err as PodctlError,
       );
-      assert.ok(refused instanceof AgentRequestError);
-      assert.equal(refused.status, 413);
-      assert.match(refused.message, /^request body too large: \d+ bytes; the limit is 3145728 bytes \(3 MiB\)$/);
+      assert.ok(refused instanceof PodctlError && !(refused instanceof AgentRequestError), String(refused));
+      assert.equal(
+        refused.describe(),
+        'the manifests come to 33 MiB as sent to the agent, more than the 32 MiB it takes at once (2 file(s); the largest: ' +
+          'big.yaml 28 MiB, small.yaml 5 MiB); hand the files over in smaller sets',
+      );
       assert.equal(handled, 0, 'no body over the limit was handled');
       const atLimit = await exchange(socket, {
         method: 'POST',

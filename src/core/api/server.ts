@@ -5,7 +5,7 @@ import { toV1Event, type PodEvent } from '../events.js';
 import type { Metrics } from '../metrics.js';
 import type { PlanAnswer } from '../plan.js';
 import type { PodQuery, PodViewAnswer } from '../podview/index.js';
-import { ApiError, type PodWatchEvent } from '../node/agent.js';
+import { ApiError, MAX_REQUEST_BODY_BYTES, type PodWatchEvent } from '../node/agent.js';
 import { WatchWriter } from './watch-writer.js';
 
 export { ApiError, type PodWatchEvent };
@@ -57,7 +57,7 @@ export interface ServerLimits {
   headersTimeoutMs?: number;
   /** How long a client may take to send a whole request (node's requestTimeout; a watch's response is not bounded). */
   requestTimeoutMs?: number;
-  /** A request body's bound (default the API server's, 3 MiB): a larger one is answered 413. */
+  /** A request body's bound (default MAX_REQUEST_BODY_BYTES, 32 MiB): a larger one is answered 413. */
   maxBodyBytes?: number;
   /**
    * Request bodies read or handled at once (default 4); more wait their turn unread, up to bodiesQueued (default 64), and beyond are
@@ -70,9 +70,6 @@ export interface ServerLimits {
   /** The agent's log: a watcher closed for not reading. */
   log?: (message: string) => void;
 }
-
-/** The API server's bound on a request body (its MaxRequestBodyBytes). */
-export const MAX_REQUEST_BODY_BYTES = 3 << 20;
 
 /** The API version every path under /v1 speaks; the unversioned read paths stay for older clients. */
 export const API_VERSION = 'v1';

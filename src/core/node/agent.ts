@@ -48,6 +48,12 @@ export interface NodeAgent {
   info(): Record<string, unknown>;
 }
 
+/**
+ * The agent's bound on a request body (its own API, not the Kubernetes API's 3 MiB): manifests come in
+ * whole, as a command read them, up to 8 MiB a file, several files at once, escaped as JSON strings.
+ */
+export const MAX_REQUEST_BODY_BYTES = 32 << 20;
+
 /** A request the agent refuses, with why: 400 (bad input), 403 (rejected at admission), 404 (no such pod), 409 (another keeps it). */
 export class ApiError extends Error {
   constructor(

@@ -2,7 +2,7 @@ import type { IPod } from 'kubernetes-models/v1';
 import { PodctlError } from '../errors.js';
 import { exchange, request, unixSocket, type Answer } from '../status/client.js';
 import type { PlanAnswer } from '../plan.js';
-import type { AppliedPodRef, ApplyManifestsRequest, ManifestsRequest } from './agent.js';
+import { MAX_REQUEST_BODY_BYTES, type AppliedPodRef, type ApplyManifestsRequest, type ManifestsRequest } from './agent.js';
 import { agentSocket } from './paths.js';
 import type { ManifestProblem } from '../pod/types.js';
 
@@ -17,6 +17,29 @@ export class AgentRequestError extends PodctlError {
     super(message, { exitCode: status === 400 ? 2 : 1 });
   }
 }
+
+const mib = (bytes: number) => `${+(bytes / (1 << 20)).toFixed(1)} MiB`;
+
+/**
+ * A request's body, refused here when the agent would answer it 413: the files that make it up named,
+ * the largest first, before anything is sent.
+ */
+function manifestsBody(request: unknown, files: { name: string; text: string }[]): string {
+  const body = JSON.stringify(request);
+  const size = Buffer.byteLength(body);
+  if (size <= MAX_REQUEST_BODY_BYTES) return body;
+  const largest = [...files]
+    .sort((a, b) => b.text.length - a.text.length)
+    .slice(0, 3)
+    .map((f) => `${f.name} ${mib(Buffer.byteLength(f.text))}`);
+  throw new PodctlError(
+    `the manifests come to ${mib(size)} as sent to the agent, more than the ${mib(MAX_REQUEST_BODY_BYTES)} it takes at once ` +
+      `(${files.length} file(s); the largest: ${largest.join(', ')})`,
+    { hint: 'hand the files over in smaller sets', exitCode: 2 },
+  );
+}
+
+const entriesOf = (r: ManifestsRequest) => r.manifests.entries.flatMap((e) => ('text' in e ? [{ name: e.display, text: e.text }] : []));
 
 /** The node agent's API client, over its unix socket (<root-dir>/podctl.sock), API version v1. */
 export class AgentClient {
@@ -97,7 +120,8 @@ export class AgentClient {
   planManifests(
     request: ManifestsRequest & { prune: boolean },
   ): Promise<(PlanAnswer & { pods: number; warnings: ManifestProblem[] }) | undefined> {
-    return this.olderAgentUndefined(this.json('POST', '/v1/manifests/plan', { body: JSON.stringify(request), timeoutMs: 30_000 }));
+    const body = manifestsBody(request, entriesOf(request));
+    return this.olderAgentUndefined(this.json('POST', '/v1/manifests/plan', { body, timeoutMs: 30_000 }));
   }
 
   /**
@@ -106,7 +130,8 @@ export class AgentClient {
    * or nothing. Undefined from an agent without the route (an older one).
    */
   applyManifests(request: ApplyManifestsRequest): Promise<{ pods: AppliedPodRef[]; warnings: ManifestProblem[] } | undefined> {
-    return this.olderAgentUndefined(this.json('POST', '/v1/manifests/apply', { body: JSON.stringify(request), timeoutMs: 30_000 }));
+    const body = manifestsBody(request, entriesOf(request));
+    return this.olderAgentUndefined(this.json('POST', '/v1/manifests/apply', { body, timeoutMs: 30_000 }));
   }
 
   private async olderAgentUndefined<T>(answer: Promise<T>): Promise<T | undefined> {
@@ -121,7 +146,11 @@ export class AgentClient {
 
   /** Hands manifests to the agent; the pods it now keeps (a refused manifest changes nothing). */
   async apply(files: { file: string; text: string }[]): Promise<AppliedPodRef[]> {
-    return (await this.json<{ pods: AppliedPodRef[] }>('POST', '/v1/pods', { body: JSON.stringify({ files }), timeoutMs: 30_000 })).pods;
+    const body = manifestsBody(
+      { files },
+      files.map((f) => ({ name: f.file, text: f.text })),
+    );
+    return (await this.json<{ pods: AppliedPodRef[] }>('POST', '/v1/pods', { body, timeoutMs: 30_000 })).pods;
   }
 
   /**
