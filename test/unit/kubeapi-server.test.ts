@@ -394,6 +394,26 @@ test('discovery: /api, /apis and /api/v1, plain and aggregated; /version', async
   assert.match(version.json.gitVersion, /^v1\.\d+\.\d+\+podctl-0\.1\.0$/);
 });
 
+test('namespaces: one appears with its first pod, stays while another pod is in it, and goes with its last; default stays', async () => {
+  const inTeam = (name: string): IPod => {
+    const p = runningPod(name, {}, 'Running');
+    return { ...p, metadata: { ...p.metadata, namespace: 'team-x' } };
+  };
+  const names = async () => ((await call('GET', '/api/v1/namespaces')).json.items as Json[]).map((n) => n.metadata.name);
+  assert.equal((await call('GET', '/api/v1/namespaces/team-x')).status, 404);
+  fake.put(inTeam('x-1'));
+  fake.put(inTeam('x-2'));
+  const ns = await call('GET', '/api/v1/namespaces/team-x');
+  assert.equal(ns.status, 200);
+  assert.equal(ns.json.status.phase, 'Active');
+  assert.ok((await names()).includes('team-x'));
+  fake.terminated('team-x', 'x-1');
+  assert.equal((await call('GET', '/api/v1/namespaces/team-x')).status, 200, 'x-2 is still in it');
+  fake.terminated('team-x', 'x-2');
+  assert.equal((await call('GET', '/api/v1/namespaces/team-x')).status, 404);
+  assert.ok((await names()).includes('default'));
+});
+
 test('a pod that is not there is a 404 NotFound Status with its details', async () => {
   const r = await call('GET', `/api/v1/namespaces/${NS}/pods/x`);
   assert.equal(r.status, 404);

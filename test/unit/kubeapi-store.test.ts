@@ -87,6 +87,24 @@ describe('WatchCache: versions, put and remove', () => {
   });
 });
 
+test('WatchCache: the namespaces in use are counted as objects come and go, a re-put or a change counted once', () => {
+  const cache = new WatchCache({ startVersion: 1 });
+  cache.put('pods', pod('a', {}, 'Pending', 'team-a'));
+  cache.put('pods', pod('a', {}, 'Running', 'team-a'));
+  cache.put('pods', pod('b', {}, 'Pending', 'team-a'));
+  cache.put('pods', pod('c', {}, 'Pending', 'team-b'));
+  cache.put('configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { namespace: 'team-c', name: 'cfg' } });
+  assert.deepEqual([...cache.namespaces.inUse(['pods'])].sort(), ['team-a', 'team-b']);
+  assert.deepEqual([...cache.namespaces.inUse(['pods', 'configmaps'])].sort(), ['team-a', 'team-b', 'team-c']);
+  cache.remove('pods', 'team-a', 'a');
+  assert.deepEqual([...cache.namespaces.inUse(['pods'])].sort(), ['team-a', 'team-b'], 'b is still in team-a');
+  cache.remove('pods', 'team-a', 'b');
+  cache.remove('pods', 'team-a', 'b');
+  assert.deepEqual([...cache.namespaces.inUse(['pods'])], ['team-b'], 'a second remove of b changes nothing');
+  cache.remove('pods', 'team-b', 'c');
+  assert.deepEqual([...cache.namespaces.inUse(['pods', 'secrets'])], []);
+});
+
 describe('WatchCache: list', () => {
   test('the current items sorted by namespace/name, filtered by namespace and selectors, at the current version', () => {
     const cache = new WatchCache({ startVersion: 10 });

@@ -75,9 +75,9 @@ export class KubeFeed {
   /** A namespace in use appears, one no longer in use goes (default stays); called after every write too. */
   syncNamespaces(): void {
     const { cache } = this.opts;
-    const used = new Set<string>(['default']);
-    for (const resource of ['pods', 'configmaps', 'secrets'])
-      for (const o of cache.list(resource, {}).items as Obj[]) used.add(o.metadata?.namespace ?? 'default');
+    const used = cache.namespaces.inUse(['pods', 'configmaps', 'secrets']).add('default');
+    // The same namespaces as last time (most pod changes): nothing to put or remove.
+    if (used.size === this.namespacesSeen.size && [...used].every((ns) => this.namespacesSeen.has(ns))) return;
     for (const ns of used) if (!this.namespacesSeen.has(ns)) this.namespacesSeen.set(ns, this.opts.now());
     for (const [ns] of this.namespacesSeen) {
       if (used.has(ns)) continue;

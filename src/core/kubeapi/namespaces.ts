@@ -43,3 +43,25 @@ export function namespaceObjects(namespacesInUse: readonly string[], created: nu
     status: { phase: 'Active' },
   }));
 }
+
+/** How many objects of each resource each namespace holds: the namespaces in use, known without listing them. */
+export class NamespaceCounts {
+  private readonly counts = new Map<string, Map<string, number>>();
+
+  /** An object of the resource came (1) into the namespace or went (-1) from it. */
+  add(resource: string, namespace: string | undefined, by: 1 | -1): void {
+    let byNamespace = this.counts.get(resource);
+    if (!byNamespace) this.counts.set(resource, (byNamespace = new Map()));
+    const ns = namespace ?? '';
+    const n = (byNamespace.get(ns) ?? 0) + by;
+    if (n > 0) byNamespace.set(ns, n);
+    else byNamespace.delete(ns);
+  }
+
+  /** The namespaces an object of any of these resources is in. */
+  inUse(resources: readonly string[]): Set<string> {
+    const used = new Set<string>();
+    for (const r of resources) for (const ns of this.counts.get(r)?.keys() ?? []) used.add(ns);
+    return used;
+  }
+}

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { realClock, type Clock, type TimerHandle } from '../clock.js';
+import { NamespaceCounts } from './namespaces.js';
 import { parseFieldSelector, parseLabelSelector, type FieldMatcher, type LabelMatcher } from './selectors.js';
 import { KubeStatusError } from './status.js';
 
@@ -181,6 +182,7 @@ function decodeContinue(token: string): ContinueToken {
 
 export class WatchCache {
   private readonly objects = new Map<string, Map<string, KubeObject>>();
+  readonly namespaces = new NamespaceCounts(); // in use: counted as objects are put and removed, so that no list is needed
   private readonly ring: (Change | undefined)[];
   private head = 0;
   private count = 0;
@@ -229,6 +231,7 @@ export class WatchCache {
     const stored = atVersion(obj, version);
     if (!byKey) this.objects.set(resource, (byKey = new Map()));
     byKey.set(key, stored);
+    if (!prev) this.namespaces.add(resource, obj.metadata?.namespace, 1);
     this.record({ type: prev ? 'MODIFIED' : 'ADDED', resource, key, object: stored, prev, version });
     return stored;
   }
@@ -242,6 +245,7 @@ export class WatchCache {
     const version = this.nextVersion();
     const final = atVersion(prev, version);
     byKey.delete(key);
+    this.namespaces.add(resource, prev.metadata?.namespace, -1);
     this.record({ type: 'DELETED', resource, key, object: final, prev, version });
     return final;
   }
