@@ -144,6 +144,27 @@ test(
   },
 );
 
+test('run --detach of a 4 MB manifest (four ConfigMaps of 1 MB and a pod that mounts one): handed over whole and run', async (t) => {
+  const { dir, root, args } = setup(t, 'big');
+  const file = join(dir, 'big.yaml');
+  const blob = 'x'.repeat(1_000_000);
+  const maps = [0, 1, 2, 3].map(
+    (i) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big-${i}, namespace: ${E2E_NAMESPACE}}\ndata:\n  blob: ${blob}\n`,
+  );
+  const pod = manifest(
+    'big',
+    '  - {name: app, image: busybox:1.36, command: [sleep, "3600"], volumeMounts: [{name: cfg, mountPath: /cfg}]}\n',
+    '  volumes: [{name: cfg, configMap: {name: big-3}}]\n',
+  );
+  writeFileSync(file, [...maps, pod].join('---\n'));
+  const run = podctl(['run', '--detach', file, ...args]);
+  assert.equal(run.code, 0, run.stderr);
+  const wc = podctl(['exec', '-n', E2E_NAMESPACE, 'big', '--root-dir', root, '--', 'wc', '-c', '/cfg/blob']);
+  assert.equal(wc.code, 0, wc.stderr);
+  assert.equal(wc.stdout.trim(), '1000000 /cfg/blob');
+  assert.equal(podctl(['delete', 'pod', '-n', E2E_NAMESPACE, 'big', '--root-dir', root]).code, 0);
+});
+
 test("run --detach of two files with the same namespace/name: one sandbox, running the second file's spec", async (t) => {
   const { dir, root, args } = setup(t, 'same');
   const a = join(dir, 'a.yaml');
