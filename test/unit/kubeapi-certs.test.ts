@@ -67,21 +67,53 @@ test('the certificates: a CA for 10 years, a serving certificate for loopback an
   assert.notEqual(client.serialNumber, server.serialNumber);
 });
 
-test('an expired serving certificate is renewed alone, by the same CA', (t) => {
+test('expired serving and client certificates are renewed by the same CA; the CA and the token stay', (t) => {
   const dir = tmp(t);
   const old = ensureKubeCredentials(dir, { now: at(Date.now() - 400 * DAY) });
   const renewed = ensureKubeCredentials(dir);
   assert.notEqual(renewed.serverCert, old.serverCert);
   assert.notEqual(renewed.serverKey, old.serverKey);
-  assert.deepEqual(
-    [renewed.caCert, renewed.caKey, renewed.clientCert, renewed.clientKey, renewed.token],
-    [old.caCert, old.caKey, old.clientCert, old.clientKey, old.token],
+  assert.notEqual(renewed.clientCert, old.clientCert);
+  assert.notEqual(renewed.clientKey, old.clientKey);
+  assert.deepEqual([renewed.caCert, renewed.caKey, renewed.token], [old.caCert, old.caKey, old.token]);
+  const ca = new X509Certificate(old.caCert);
+  for (const [path, keyPath] of [
+    [renewed.paths.serverCert, renewed.paths.serverKey],
+    [renewed.paths.clientCert, renewed.paths.clientKey],
+  ] as const) {
+    const cert = new X509Certificate(readFileSync(path, 'utf8'));
+    assert.ok(cert.checkIssued(ca) && cert.verify(ca.publicKey), `${path} issued by the CA`);
+    assert.ok(Date.parse(cert.validTo) > Date.now() + 360 * DAY);
+    assert.ok(cert.checkPrivateKey(createPrivateKey(readFileSync(keyPath, 'utf8'))), `${keyPath} is its key`);
+    assert.equal(mode(keyPath), 0o600);
+    assert.equal(mode(path), 0o644);
+  }
+  const client = new X509Certificate(renewed.clientCert);
+  assert.equal(client.subject, new X509Certificate(old.clientCert).subject, 'the same user and group');
+  assert.deepEqual(readKubeCredentials(dir), renewed);
+});
+
+test('a client certificate within 30 days of expiry is renewed; once renewed, it is kept', (t) => {
+  const dir = tmp(t);
+  const old = ensureKubeCredentials(dir, { now: at(Date.now() - 340 * DAY) });
+  const near = ensureKubeCredentials(dir);
+  assert.notEqual(near.clientCert, old.clientCert);
+  assert.equal(near.caCert, old.caCert);
+  assert.equal(ensureKubeCredentials(dir).clientCert, near.clientCert, 'kept once renewed');
+});
+
+test('a client key that is not its certificate’s: readKubeCredentials names it; the agent’s start renews both', (t) => {
+  const dir = tmp(t);
+  const creds = ensureKubeCredentials(dir);
+  copyFileSync(creds.paths.serverKey, creds.paths.clientKey);
+  assert.throws(
+    () => readKubeCredentials(dir),
+    (err: Error) => err.message.includes(`${creds.paths.clientKey} is not the key of ${creds.paths.clientCert}`),
   );
-  const server = new X509Certificate(readFileSync(renewed.paths.serverCert, 'utf8'));
-  assert.ok(server.checkIssued(new X509Certificate(old.caCert)) && server.verify(new X509Certificate(old.caCert).publicKey));
-  assert.ok(Date.parse(server.validTo) > Date.now() + 360 * DAY);
-  assert.equal(readFileSync(renewed.paths.serverKey, 'utf8'), renewed.serverKey);
-  assert.equal(mode(renewed.paths.serverKey), 0o600);
+  const again = ensureKubeCredentials(dir);
+  assert.ok(new X509Certificate(again.clientCert).checkPrivateKey(createPrivateKey(again.clientKey)));
+  assert.equal(again.caCert, creds.caCert);
+  assert.deepEqual(readKubeCredentials(dir), again);
 });
 
 test('a serving certificate within 30 days of expiry, or without a name now asked for, is renewed; otherwise kept', (t) => {

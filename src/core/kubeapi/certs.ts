@@ -67,8 +67,10 @@ export function credentialPaths(dir: string): KubeCredentialPaths {
 /**
  * The credentials under `dir`, made at the first call. ca.crt is written last: without it, whatever else
  * is there is what a first start left when it stopped part way, never handed out, and is made anew. Later
- * calls read the set, and renew the serving certificate alone when it expires within 30 days, lacks a name
- * now asked for, or does not match its key (a stop between the two renames of a renewal).
+ * calls read the set, and renew the serving certificate when it expires within 30 days, lacks a name now
+ * asked for, or does not match its key (a stop between the two renames of a renewal); the admin's client
+ * certificate likewise when it expires within 30 days or does not match its key. The CA and token stay, so
+ * a kubeconfig made before keeps working until its own certificate expires.
  */
 export function ensureKubeCredentials(dir: string, opts: { hosts?: string[]; now?: () => Date } = {}): KubeCredentials {
   const now = (opts.now ?? (() => new Date()))();
@@ -78,21 +80,31 @@ export function ensureKubeCredentials(dir: string, opts: { hosts?: string[]; now
   chmodSync(dir, 0o700);
   if (!existsSync(paths.caCert)) return createAll(paths, hosts, now);
   const read = readSet(paths);
-  if (!needsNewServerCert(read, hosts, now)) return read.creds;
-  const server = issue(
-    { CN: SERVER_COMMON_NAME },
-    { kind: 'server', hosts, now, issuer: { cert: read.creds.caCert, key: read.creds.caKey } },
-  );
-  writeFileAtomic(paths.serverKey, server.key, KEY_MODE);
-  writeFileAtomic(paths.serverCert, server.cert, CERT_MODE);
-  return { ...read.creds, serverCert: server.cert, serverKey: server.key };
+  const issuer = { cert: read.creds.caCert, key: read.creds.caKey };
+  let creds = read.creds;
+  if (needsNewServerCert(read, hosts, now)) {
+    const server = issue({ CN: SERVER_COMMON_NAME }, { kind: 'server', hosts, now, issuer });
+    writeFileAtomic(paths.serverKey, server.key, KEY_MODE);
+    writeFileAtomic(paths.serverCert, server.cert, CERT_MODE);
+    creds = { ...creds, serverCert: server.cert, serverKey: server.key };
+  }
+  if (!read.client.checkPrivateKey(read.clientKey) || expiresSoon(read.client, now)) {
+    const client = issue({ CN: ADMIN_USER, O: ADMIN_GROUP }, { kind: 'client', hosts: [], now, issuer });
+    writeFileAtomic(paths.clientKey, client.key, KEY_MODE);
+    writeFileAtomic(paths.clientCert, client.cert, CERT_MODE);
+    creds = { ...creds, clientCert: client.cert, clientKey: client.key };
+  }
+  return creds;
 }
 
 /** The credentials the agent made under `dir`, never making any: for the commands that only hand them out. */
 export function readKubeCredentials(dir: string): KubeCredentials {
   const paths = credentialPaths(dir);
   if (!existsSync(paths.caCert)) throw new PodctlError(`no kube API credentials under ${dir}: start the agent (podctl agent run) first`);
-  return readSet(paths).creds;
+  const read = readSet(paths);
+  // The agent renews a mismatched pair at its start; until then, it is not handed out.
+  if (!read.client.checkPrivateKey(read.clientKey)) throw corrupt(paths.clientKey, `is not the key of ${paths.clientCert}`);
+  return read.creds;
 }
 
 /** Writes through a temporary file in the same directory, synced, then renamed: a reader sees the old file or the new. */
@@ -140,6 +152,8 @@ interface ReadSet {
   ca: X509Certificate;
   server: X509Certificate;
   serverKey: KeyObject;
+  client: X509Certificate;
+  clientKey: KeyObject;
 }
 
 function readSet(paths: KubeCredentialPaths): ReadSet {
@@ -172,7 +186,6 @@ function readSet(paths: KubeCredentialPaths): ReadSet {
   const [clientCert, client] = cert(paths.clientCert);
   const [clientKey, clientKeyObject] = key(paths.clientKey);
   if (!issuedBy(client, ca)) throw corrupt(paths.clientCert, `was not issued by the CA in ${paths.caCert}`);
-  if (!client.checkPrivateKey(clientKeyObject)) throw corrupt(paths.clientKey, `is not the key of ${paths.clientCert}`);
   const [serverCert, server] = cert(paths.serverCert);
   const [serverKey, serverKeyObject] = key(paths.serverKey);
   const token = text(paths.token).trim();
@@ -182,6 +195,8 @@ function readSet(paths: KubeCredentialPaths): ReadSet {
     ca,
     server,
     serverKey: serverKeyObject,
+    client,
+    clientKey: clientKeyObject,
   };
 }
 
@@ -195,10 +210,15 @@ function issuedBy(cert: X509Certificate, ca: X509Certificate): boolean {
   return cert.checkIssued(ca) && cert.verify(ca.publicKey);
 }
 
+/** Not yet valid, or valid for less than RENEW_BEFORE_MS more. */
+function expiresSoon(cert: X509Certificate, now: Date): boolean {
+  return Date.parse(cert.validFrom) > now.getTime() || Date.parse(cert.validTo) - now.getTime() < RENEW_BEFORE_MS;
+}
+
 function needsNewServerCert(read: ReadSet, hosts: string[], now: Date): boolean {
   const { server, ca } = read;
   if (!issuedBy(server, ca) || !server.checkPrivateKey(read.serverKey)) return true;
-  if (Date.parse(server.validFrom) > now.getTime() || Date.parse(server.validTo) - now.getTime() < RENEW_BEFORE_MS) return true;
+  if (expiresSoon(server, now)) return true;
   return hosts.some((h) => (isIP(h) ? server.checkIP(h) : server.checkHost(h, { subject: 'never', wildcards: false })) === undefined);
 }
 
