@@ -77,15 +77,18 @@ export function hygienePolicies(flags: HygieneFlags): Pick<KubeletOptions, 'cont
   };
 }
 
+/** The flags every kubelet a command builds reads: where its state and logs go, its name, what it may run, its hygiene. */
+type KubeletFlags = {
+  'log-root': string;
+  'node-name': string;
+  'root-dir': string;
+  'allow-privileged'?: boolean;
+  'runtime-handler'?: string;
+} & HygieneFlags;
+
 export async function buildKubelet(
   client: CriClient,
-  flags: {
-    'log-root': string;
-    'node-name': string;
-    'root-dir': string;
-    'allow-privileged'?: boolean;
-    'runtime-handler'?: string;
-  } & HygieneFlags,
+  flags: KubeletFlags,
   runtimeName?: string,
   extra: Partial<Pick<KubeletOptions, 'agent' | 'metrics' | 'trace' | 'removeOrphans' | 'eventsJournal'>> = {},
 ): Promise<Kubelet> {
@@ -109,15 +112,7 @@ export async function buildKubelet(
 /** What every node a command runs (agent, watch, foreground run) takes from the shared flags. */
 export function nodeOptionsFromFlags(
   client: CriClient,
-  flags: {
-    'log-root': string;
-    'node-name': string;
-    'root-dir': string;
-    'allow-privileged'?: boolean;
-    'runtime-handler'?: string;
-    'pleg-relist-period': string;
-  } & HygieneFlags &
-    Parameters<typeof nodeInfoFromFlags>[0],
+  flags: KubeletFlags & { 'pleg-relist-period': string } & Parameters<typeof nodeInfoFromFlags>[0],
   runtimeName: string | undefined,
 ): Pick<
   NodeOptions,
