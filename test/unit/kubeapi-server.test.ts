@@ -610,6 +610,56 @@ test('a ConfigMap: create, get, update, an update from a stale version is a 409 
   assert.equal((await call('GET', `${base}/cm`)).status, 404);
 });
 
+test('deletecollection: the pods a label selector matches are deleted as one DELETE each would be, and listed; the rest stay', async () => {
+  const inBatch = (name: string, batch: string): IPod => {
+    const p = runningPod(name, { batch }, 'Running');
+    return { ...p, metadata: { ...p.metadata, namespace: 'batch' } };
+  };
+  fake.put(inBatch('b-1', 'one'));
+  fake.put(inBatch('b-2', 'one'));
+  fake.put(inBatch('b-3', 'two'));
+  const before = fake.deleted.length;
+  const r = await call('DELETE', '/api/v1/namespaces/batch/pods?labelSelector=batch%3Done', { body: { gracePeriodSeconds: 3 } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.kind, 'PodList');
+  assert.deepEqual(
+    (r.json.items as Json[]).map((p) => [p.metadata.name, p.metadata.deletionGracePeriodSeconds, !!p.metadata.deletionTimestamp]),
+    [
+      ['b-1', 3, true],
+      ['b-2', 3, true],
+    ],
+  );
+  assert.deepEqual(fake.deleted.slice(before), [
+    { namespace: 'batch', name: 'b-1', grace: 3 },
+    { namespace: 'batch', name: 'b-2', grace: 3 },
+  ]);
+  const dry = await call('DELETE', '/api/v1/namespaces/batch/pods?labelSelector=batch%3Dtwo&dryRun=All');
+  assert.deepEqual(
+    (dry.json.items as Json[]).map((p) => p.metadata.name),
+    ['b-3'],
+  );
+  assert.equal(fake.deleted.length, before + 2, 'a dry run deletes nothing');
+  for (const name of ['b-1', 'b-2', 'b-3']) fake.terminated('batch', name);
+  // ConfigMaps likewise: the collection's, gone from GET, answered as they were.
+  for (const name of ['c-1', 'c-2'])
+    assert.equal(
+      (await call('POST', '/api/v1/namespaces/batch/configmaps', { body: { metadata: { name }, data: { k: name } } })).status,
+      201,
+    );
+  const maps = await call('DELETE', '/api/v1/namespaces/batch/configmaps');
+  assert.equal(maps.status, 200, maps.text);
+  assert.equal(maps.json.kind, 'ConfigMapList');
+  assert.deepEqual(
+    (maps.json.items as Json[]).map((c) => [c.metadata.name, c.data.k]),
+    [
+      ['c-1', 'c-1'],
+      ['c-2', 'c-2'],
+    ],
+  );
+  assert.equal((await call('GET', '/api/v1/namespaces/batch/configmaps/c-1')).status, 404);
+  assert.equal((await call('DELETE', '/api/v1/pods')).status, 405, 'not across namespaces');
+});
+
 test("a Secret's stringData is merged into its data, base64-encoded", async () => {
   const made = await call('POST', `/api/v1/namespaces/${NS}/secrets`, {
     body: {

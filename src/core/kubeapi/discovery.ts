@@ -10,7 +10,7 @@ export interface ResourceInfo {
   subresources?: { name: string; kind: string; verbs: string[] }[];
 }
 
-const ALL_VERBS = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
+const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
 /** The core group's resources this node serves: the API server's names, verbs, short names and categories for each. */
 export const CORE_RESOURCES: ResourceInfo[] = [

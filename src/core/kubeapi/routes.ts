@@ -22,7 +22,7 @@ import { decodeKubeProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.js';
 import { parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
 import { sendJSON, socketStatus, type KubeHandler, type KubeRequest } from './server.js';
 import { KubeStatusError, methodNotAllowed, notFound } from './status.js';
-import type { WatchCache } from './store.js';
+import type { KubeObject, WatchCache } from './store.js';
 import { handlePodUpgrade, servePodLog, type PodStreamContext } from './streams/index.js';
 import type { Duplex } from 'node:stream';
 
@@ -125,6 +125,7 @@ export class KubeRoutes implements KubeHandler {
     }
     if (!info.verbs.includes(verbOf(method, path)) || (info.namespaced && !path.namespace)) throw methodNotAllowed();
     const body = protobufAsJSON(await readObjectBody(req), method, info);
+    if (method === 'DELETE' && !path.name) return sendJSON(res, 200, await this.deleteCollection(info, path, url, body.text));
     let answer: WriteAnswer;
     if (info.name === 'pods') {
       const ctx = this.o.pods;
@@ -148,6 +149,29 @@ export class KubeRoutes implements KubeHandler {
         answer.warnings.map((w) => `299 - ${JSON.stringify(w)}`),
       );
     sendJSON(res, answer.code, answer.object);
+  }
+
+  /**
+   * deletecollection: each object of the namespace the selectors match, deleted as one DELETE of it would be (the same
+   * DeleteOptions and dryRun), answered with the list of them as deleted. One that cannot be deleted stops it there.
+   */
+  private async deleteCollection(info: ResourceInfo, path: ResourcePath, url: URL, text: string): Promise<KubeObject> {
+    const { items } = this.o.cache.list(info.name, {
+      namespace: path.namespace,
+      labelSelector: url.searchParams.get('labelSelector') ?? undefined,
+      fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
+    });
+    const deleted: KubeObject[] = [];
+    try {
+      for (const item of items) {
+        const one = { ...path, name: item.metadata!.name! };
+        if (info.name === 'pods') deleted.push((await deletePod(this.o.pods, one, url, text)).object as KubeObject);
+        else if (isObjectResource(info.name)) deleted.push((deleteObject(this.o.objects, info.name, one, url, text), item));
+      }
+    } finally {
+      if (info.name === 'pods' && deleted.length) this.o.changed();
+    }
+    return { kind: `${info.kind}List`, apiVersion: 'v1', metadata: { resourceVersion: this.o.cache.resourceVersion }, items: deleted };
   }
 
   /** pods/status (read-only here), pods/log, pods/ephemeralcontainers; the streams come as upgrades. */
