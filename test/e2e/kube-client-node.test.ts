@@ -152,3 +152,39 @@ test('client-node: list pods, watch a new pod go Running, delete it and see DELE
     watch.stop();
   }
 });
+
+test(
+  'client-node: deleteCollectionNamespacedPod deletes the pods its label selector matches; the other stays',
+  { timeout: 300_000 },
+  async () => {
+    const pod = (name: string, batch: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, labels: { batch } },
+      spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: 'busybox:1.36', command: ['sleep', '3600'] }] },
+    });
+    for (const [name, batch] of [
+      ['batch-1', 'one'],
+      ['batch-2', 'one'],
+      ['batch-3', 'two'],
+    ] as const)
+      await core.createNamespacedPod({ namespace: NS, body: pod(name, batch) });
+    const listed = await core.listNamespacedPod({ namespace: NS });
+    const watch = await startWatch(`/api/v1/namespaces/${NS}/pods`, { resourceVersion: listed.metadata!.resourceVersion! });
+    try {
+      await core.deleteCollectionNamespacedPod({ namespace: NS, labelSelector: 'batch=one', gracePeriodSeconds: 1 });
+      for (const name of ['batch-1', 'batch-2'])
+        await watch.first(`${name} DELETED`, (e) => e.pod.metadata?.name === name && e.type === 'DELETED', 120_000);
+      const left = await core.listNamespacedPod({ namespace: NS });
+      assert.deepEqual(
+        left.items.map((p) => p.metadata?.name),
+        ['batch-3'],
+      );
+      assert.equal(left.items[0]!.metadata?.deletionTimestamp, undefined, 'batch-3 is not being deleted');
+      await core.deleteNamespacedPod({ name: 'batch-3', namespace: NS, gracePeriodSeconds: 1 });
+      await watch.first('batch-3 DELETED', (e) => e.pod.metadata?.name === 'batch-3' && e.type === 'DELETED', 120_000);
+    } finally {
+      watch.stop();
+    }
+  },
+);

@@ -501,6 +501,38 @@ test('a watch from the listed version gets MODIFIED when the agent changes a pod
   assert.match(expired.json.message, /^too old resource version: 1 \(\d+\)$/);
 });
 
+test('the deprecated /api/v1/watch/ paths: the collection, one namespace, and one object by its name', async () => {
+  const list = await call('GET', `/api/v1/namespaces/${NS}/pods`);
+  const rv = list.json.metadata.resourceVersion;
+  const all = await watch(`/api/v1/watch/pods?resourceVersion=${rv}`);
+  const inNs = await watch(`/api/v1/watch/namespaces/${NS}/pods?resourceVersion=${rv}`);
+  const one = await watch(`/api/v1/watch/namespaces/${NS}/pods/web-1?resourceVersion=${rv}`);
+  try {
+    for (const name of ['db-1', 'web-1']) {
+      const p = fake.get(NS, name)!;
+      fake.put({ ...p, metadata: { ...p.metadata, labels: { ...p.metadata!.labels, watched: 'old-path' } } });
+    }
+    for (const w of [all, inNs]) {
+      for (const name of ['db-1', 'web-1']) {
+        const e = await w.first(
+          `${name} MODIFIED`,
+          (x) => x.object.metadata?.name === name && x.object.metadata.labels?.watched === 'old-path',
+        );
+        assert.equal(e.type, 'MODIFIED');
+      }
+    }
+    const e = await one.first('web-1 MODIFIED', (x) => x.object.metadata?.labels?.watched === 'old-path');
+    assert.equal(e.object.metadata.name, 'web-1');
+    // The named watch sends that object's events only: db-1 changed first, and its event is not the first there.
+    const first = await one.first('its first event', () => true);
+    assert.equal(first.object.metadata.name, 'web-1');
+  } finally {
+    for (const w of [all, inNs, one]) w.close();
+  }
+  assert.equal((await call('GET', `/api/v1/watch/namespaces/${NS}/pods/web-1/log`)).status, 404);
+  assert.equal((await call('DELETE', `/api/v1/watch/namespaces/${NS}/pods`)).status, 405);
+});
+
 test('POST of a pod: 201 and handed to the agent; again: 409 AlreadyExists', async () => {
   const before = fake.applied.length;
   const made = await call('POST', `/api/v1/namespaces/${NS}/pods`, { body: podBody('x') });

@@ -13,6 +13,8 @@ export interface ResourcePath {
   resource: string;
   name?: string;
   subresource?: string;
+  /** The deprecated /api/v1/watch/... form: a watch of the collection, or of the one named object. */
+  watch?: boolean;
 }
 
 /** Parses /api/v1/... and /apis/G/V/...; undefined for any other path (discovery, openapi, version). */
@@ -24,14 +26,17 @@ export function parseResourcePath(pathname: string): ResourcePath | undefined {
   if (parts[0] === 'api' && parts.length >= 3) [group, version, rest] = ['', parts[1]!, parts.slice(2)];
   else if (parts[0] === 'apis' && parts.length >= 4) [group, version, rest] = [parts[1]!, parts[2]!, parts.slice(3)];
   else return undefined;
+  const watch = rest[0] === 'watch';
+  if (watch) rest = rest.slice(1);
+  const flag = watch ? { watch } : {};
   if (rest[0] === 'namespaces' && rest.length >= 3) {
     const [, namespace, resource, name, subresource, ...more] = rest;
-    if (more.length) return undefined;
-    return { group, version, namespace, resource: resource!, name, subresource };
+    if (more.length || (watch && subresource)) return undefined;
+    return { group, version, namespace, resource: resource!, name, subresource, ...flag };
   }
   const [resource, name, subresource, ...more] = rest;
-  if (more.length || !resource) return undefined;
-  return { group, version, resource, name, subresource };
+  if (more.length || !resource || (watch && subresource)) return undefined;
+  return { group, version, resource, name, subresource, ...flag };
 }
 
 function decode(s: string): string {

@@ -119,6 +119,15 @@ export class KubeRoutes implements KubeHandler {
     const accept = req.headers.accept;
     const method = req.method ?? 'GET';
     if (path.subresource) return this.subresource(info, path, req, res, url);
+    if (path.watch) {
+      if (method !== 'GET') throw methodNotAllowed();
+      // The deprecated /watch/ paths: the same watch as ?watch=true, one object's by its name.
+      const watchURL = new URL(url);
+      watchURL.searchParams.set('watch', 'true');
+      const fields = [url.searchParams.get('fieldSelector'), path.name && `metadata.name=${path.name}`].filter(Boolean);
+      if (fields.length) watchURL.searchParams.set('fieldSelector', fields.join(','));
+      return serveCollection(this.o.reads, info, { ...path, name: undefined }, watchURL, accept, res);
+    }
     if (method === 'GET') {
       if (path.name) return serveObject(this.o.reads, info, path, url, accept, res);
       return serveCollection(this.o.reads, info, path, url, accept, res);
