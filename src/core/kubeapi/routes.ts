@@ -175,7 +175,11 @@ export class KubeRoutes implements KubeHandler {
       for (const item of items) {
         const one = { ...path, name: item.metadata!.name! };
         if (info.name === 'pods') deleted.push((await deletePod(this.o.pods, one, url, text)).object as KubeObject);
-        else if (isObjectResource(info.name)) deleted.push((deleteObject(this.o.objects, info.name, one, url, text), item));
+        else if (isObjectResource(info.name)) {
+          // Its answer is a Status; the list holds the object as it was.
+          deleteObject(this.o.objects, info.name, one, url, text);
+          deleted.push(item);
+        }
       }
     } finally {
       if (info.name === 'pods' && deleted.length) this.o.changed();
