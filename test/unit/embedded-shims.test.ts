@@ -88,7 +88,9 @@ test(
     const grandchildren: number[] = [];
     try {
       let found: ReturnType<typeof embeddedShims> = [];
-      for (const deadline = Date.now() + 30_000; !found.some((s) => s.children.length > 0) && Date.now() < deadline;) {
+      // Until its child has exec'd sleep: between the fork and the exec, the child still reads as the stand-in (two found).
+      const settled = () => found.length === 1 && found[0]!.children.length > 0;
+      for (const deadline = Date.now() + 30_000; !settled() && Date.now() < deadline;) {
         found = embeddedShims(own, hostProcTable());
         await new Promise((r) => setTimeout(r, 25));
       }
