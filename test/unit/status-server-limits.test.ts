@@ -104,6 +104,20 @@ test("a request body over the agent's 32 MiB is answered 413 with the limit, and
   );
 });
 
+test("an agent whose bound is lower than the client's (an older one, 3 MiB): the client says what the agent said, a 413", async () => {
+  let handled = 0;
+  await withServer({ apply: async () => (handled++, { pods: [] }) }, { maxBodyBytes: 3 << 20 }, async (_socket, dir) => {
+    const refused = await new AgentClient(dir).apply([{ file: 'big.yaml', text: 'x'.repeat(3 << 20) }]).then(
+      () => assert.fail('taken'),
+      (err: unknown) => err as AgentRequestError,
+    );
+    assert.ok(refused instanceof AgentRequestError, String(refused));
+    assert.equal(refused.status, 413);
+    assert.match(refused.message, /^request body too large: \d+ bytes; the limit is 3145728 bytes \(3 MiB\)$/);
+    assert.equal(handled, 0);
+  });
+});
+
 test(
   'request bodies in flight are bounded: 40 at once are read and handled 4 at a time, /healthz answers meanwhile, and each ' +
     'is answered',
