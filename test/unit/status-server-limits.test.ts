@@ -114,6 +114,8 @@ test("an agent whose bound is lower than the client's (an older one, 3 MiB): the
     assert.ok(refused instanceof AgentRequestError, String(refused));
     assert.equal(refused.status, 413);
     assert.match(refused.message, /^request body too large: \d+ bytes; the limit is 3145728 bytes \(3 MiB\)$/);
+    assert.equal(refused.exitCode, 2, 'a request too large is a usage error, as the one refused before sending');
+    assert.match(refused.describe(), /; hand the files over in smaller sets, or restart the agent \(`podctl agent stop`/);
     assert.equal(handled, 0);
   });
 });

@@ -13,10 +13,18 @@ export class AgentRequestError extends PodctlError {
     message: string,
     /** The rest of the agent's answer (a refused manifest's problems and warnings, a refused pod's reasons). */
     readonly details: Record<string, unknown> = {},
+    hint?: string,
   ) {
-    super(message, { exitCode: status === 400 ? 2 : 1 });
+    super(message, { exitCode: status === 400 || status === 413 ? 2 : 1, hint });
   }
 }
+
+/**
+ * What to do about the agent's 413: this client refuses before sending what its own agent would, so
+ * an agent that answers 413 takes less, as one started by an older podctl does.
+ */
+const TOO_LARGE_HINT =
+  'hand the files over in smaller sets, or restart the agent (`podctl agent stop`, then start it again) if an older ' + 'podctl started it';
 
 const mib = (bytes: number) => `${+(bytes / (1 << 20)).toFixed(1)} MiB`;
 
@@ -74,6 +82,7 @@ export class AgentClient {
         r.status,
         typeof answer.message === 'string' ? answer.message : `${method} ${path}: HTTP ${r.status}: ${r.body.trim()}`,
         answer,
+        r.status === 413 ? TOO_LARGE_HINT : undefined,
       );
     }
     return parsed as T;
