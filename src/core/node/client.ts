@@ -24,7 +24,7 @@ export class AgentRequestError extends PodctlError {
  * an agent that answers 413 takes less, as one started by an older podctl does.
  */
 const TOO_LARGE_HINT =
-  'hand the files over in smaller sets, or restart the agent (`podctl agent stop`, then start it again) if an older ' + 'podctl started it';
+  'hand the files over in smaller sets, or restart the agent (`podctl agent stop`, then start it again) if an older podctl started it';
 
 const mib = (bytes: number) => `${+(bytes / (1 << 20)).toFixed(1)} MiB`;
 
