@@ -30,6 +30,7 @@ function recordingAgent(): { agent: NodeAgent; calls: [string, ...unknown[]][] }
     planManifests: async (req) => (calls.push(['planManifests', req]), { runtimeEndpoint: '', plan: {} as never, pods: 0, warnings: [] }),
     setCondition: (namespace, name, c) => (calls.push(['setCondition', namespace, name, c]), pod),
     addEphemeralContainer: async (namespace, name, c) => (calls.push(['addEphemeralContainer', namespace, name, c]), pod),
+    setApiObjects: () => undefined,
     health: () => ({ ok: true, checks: [{ name: 'pleg', ok: true, message: '' }] }),
     info: () => ({ pid: 1 }),
   };

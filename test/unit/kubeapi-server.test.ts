@@ -12,6 +12,7 @@ import { readKubeCredentials, type KubeCredentials } from '../../src/core/kubeap
 import { kubeApiDir, startKubeApi, type RunningKubeApi } from '../../src/core/kubeapi/index.js';
 import { ApiError, type ApplyManifestsRequest, type NodeAgent, type PodWatchEvent } from '../../src/core/node/agent.js';
 import { PodctlError } from '../../src/core/errors.js';
+import type { SourceObjects } from '../../src/core/objects.js';
 import { scratchDir } from '../support/e2e.js';
 
 const NS = 'team';
@@ -25,6 +26,8 @@ const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 class FakeAgent {
   readonly applied: ApplyManifestsRequest[] = [];
   readonly deleted: { namespace: string; name: string; grace?: number }[] = [];
+  /** What the API last handed the agent's kubelet of its ConfigMaps and Secrets. */
+  apiObjects?: SourceObjects;
   private readonly byKey = new Map<string, IPod>();
   private readonly listeners = new Set<(e: PodWatchEvent) => void>();
 
@@ -87,6 +90,7 @@ class FakeAgent {
       throw new Error('not used');
     },
     addEphemeralContainer: () => Promise.reject(new Error('not used')),
+    setApiObjects: (objects) => (this.apiObjects = objects),
     health: () => ({ ok: true, checks: [] }),
     info: () => ({ pid: process.pid }),
   };
@@ -640,6 +644,33 @@ test('a ConfigMap: create, get, update, an update from a stale version is a 409 
   assert.equal(deleted.json.kind, 'Status');
   assert.equal(deleted.json.status, 'Success');
   assert.equal((await call('GET', `${base}/cm`)).status, 404);
+});
+
+test("the agent's kubelet reads the API's ConfigMaps and Secrets as they are after each write: created, patched, deleted", async () => {
+  const handed = (ns: string, name: string) => ({
+    configMap: fake.apiObjects?.configMaps.find((c) => c.metadata?.namespace === ns && c.metadata?.name === name)?.data,
+    secret: fake.apiObjects?.secrets.find((c) => c.metadata?.namespace === ns && c.metadata?.name === name)?.data,
+  });
+  const base = `/api/v1/namespaces/objs`;
+  assert.equal((await call('POST', `${base}/configmaps`, { body: { metadata: { name: 'app' }, data: { mode: 'one' } } })).status, 201);
+  assert.deepEqual(handed('objs', 'app'), { configMap: { mode: 'one' }, secret: undefined });
+  const patched = await call('PATCH', `${base}/configmaps/app`, {
+    contentType: 'application/merge-patch+json',
+    body: { data: { mode: 'two' } },
+  });
+  assert.equal(patched.status, 200, patched.text);
+  assert.deepEqual(handed('objs', 'app').configMap, { mode: 'two' });
+  assert.equal((await call('POST', `${base}/secrets`, { body: { metadata: { name: 'app' }, stringData: { pass: 'x' } } })).status, 201);
+  assert.deepEqual(handed('objs', 'app').secret, { pass: Buffer.from('x').toString('base64') });
+  const dry = await call('PATCH', `${base}/configmaps/app?dryRun=All`, {
+    contentType: 'application/merge-patch+json',
+    body: { data: { mode: 'three' } },
+  });
+  assert.equal(dry.status, 200, dry.text);
+  assert.deepEqual(handed('objs', 'app').configMap, { mode: 'two' }, 'a dry run hands nothing over');
+  assert.equal((await call('DELETE', `${base}/configmaps/app`)).status, 200);
+  assert.equal((await call('DELETE', `${base}/secrets/app`)).status, 200);
+  assert.deepEqual(handed('objs', 'app'), { configMap: undefined, secret: undefined });
 });
 
 test('deletecollection: the pods a label selector matches are deleted as one DELETE each would be, and listed; the rest stay', async () => {

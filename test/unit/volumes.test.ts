@@ -33,7 +33,7 @@ import {
 } from '../../src/core/volumes/index.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
 import { container, makePod } from '../support/builders.js';
-import { ObjectStore } from '../../src/core/objects.js';
+import { API_OBJECTS_SOURCE, ObjectStore } from '../../src/core/objects.js';
 import { scratchDir } from '../support/e2e.js';
 
 const NODE = { nodeName: 'node-a', cpuCores: 4, memoryBytes: 8 * 2 ** 30, ephemeralStorageBytes: 100 * 2 ** 30 };
@@ -884,3 +884,39 @@ function objectStoreOf(set: { configMaps: IConfigMap[]; secrets: ISecret[] }): O
   store.set('file', set);
   return store;
 }
+
+test("ObjectStore: the Kubernetes API's objects are read before the copies a pod's file carries, set before or after them", async (t) => {
+  const cm = (ns: string, name: string, v: string): IConfigMap => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { namespace: ns, name },
+    data: { v },
+  });
+  const secret = (name: string, v: string): ISecret => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { namespace: 'default', name },
+    data: { v },
+  });
+  const store = new ObjectStore();
+  store.set('applied', { configMaps: [cm('default', 'app', 'copy'), cm('default', 'only-copy', 'copy')], secrets: [secret('s', 'copy')] });
+  store.set(API_OBJECTS_SOURCE, { configMaps: [cm('default', 'app', 'api'), cm('other', 'app', 'api')], secrets: [secret('s', 'api')] });
+  store.set('file', { configMaps: [cm('default', 'app', 'later copy')], secrets: [] });
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'api');
+  assert.equal(store.secret('default', 's')?.data?.v, 'api');
+  assert.equal(store.configMap('other', 'app')?.data?.v, 'api', 'by namespace');
+  assert.equal(store.configMap('default', 'only-copy')?.data?.v, 'copy', 'what the API does not hold: the copy');
+  store.set(API_OBJECTS_SOURCE, { configMaps: [], secrets: [] });
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'copy', 'deleted from the API: the copy the pod came with');
+
+  // And so a pod's configMap volume shows the API's version at its next set-up, as a sync makes it.
+  const { root } = setup(t);
+  store.set(API_OBJECTS_SOURCE, { configMaps: [cm('default', 'app', 'api one')], secrets: [] });
+  const vm = new VolumeManager({ rootDir: root, objects: store, node: NODE });
+  const pod = podWith([{ name: 'config', configMap: { name: 'app' } }], { uid: 'uid-api-objects' });
+  const dir = (await vm.setUpPodVolumes(pod, [])).dirs.get('config')!.hostPath;
+  assert.equal(read(join(dir, 'v')), 'api one');
+  store.set(API_OBJECTS_SOURCE, { configMaps: [cm('default', 'app', 'api two')], secrets: [] });
+  await vm.setUpPodVolumes(pod, []);
+  assert.equal(read(join(dir, 'v')), 'api two');
+});

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { IPod } from 'kubernetes-models/v1';
+import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
 import { toV1Event, type PodEvent } from '../events.js';
 import type { NodeAgent } from '../node/agent.js';
 import { namespaceObjects } from './namespaces.js';
@@ -57,6 +57,7 @@ export class KubeFeed {
         this.syncNamespaces();
       }),
     );
+    this.publishObjects();
     for (const e of agent.events()) this.putEvent(e);
     this.stops.push(agent.watchEvents((e) => this.putEvent(e)));
     this.syncNamespaces();
@@ -70,6 +71,15 @@ export class KubeFeed {
 
   stop(): void {
     for (const stop of this.stops.splice(0)) stop();
+  }
+
+  /** The API's ConfigMaps and Secrets, as the agent's kubelet reads them first: at start and after each write of one. */
+  publishObjects(): void {
+    const { agent, cache } = this.opts;
+    agent.setApiObjects({
+      configMaps: cache.list('configmaps').items as IConfigMap[],
+      secrets: cache.list('secrets').items as ISecret[],
+    });
   }
 
   /** A namespace in use appears, one no longer in use goes (default stays); called after every write too. */

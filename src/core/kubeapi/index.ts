@@ -64,7 +64,15 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
     agent: o.agent,
     cache,
     pods: { agent: o.agent, cache, files, nodeName: o.nodeName, admission: o.admission, now: o.now },
-    objects: { cache, files, now: o.now, changed: () => feed.syncNamespaces() },
+    objects: {
+      cache,
+      files,
+      now: o.now,
+      changed: () => {
+        feed.syncNamespaces();
+        feed.publishObjects();
+      },
+    },
     reads: { cache, now: o.now, log: o.log },
     streams: { cri: o.cri, log: o.log },
     groups: [metricsGroup({ cri: o.cri, cache })],

@@ -28,7 +28,7 @@ export interface ObjectWriteContext {
   cache: WatchCache;
   files: ObjectFiles;
   now: () => number;
-  /** After a write: namespaces in use may have changed. */
+  /** After a write: namespaces in use may have changed, and the agent reads the objects anew. */
   changed?: () => void;
 }
 

@@ -1,6 +1,7 @@
 import type { IEphemeralContainer, IPod } from 'kubernetes-models/v1';
 import type { NodeInfo } from '../admission.js';
 import type { PodEvent } from '../events.js';
+import type { SourceObjects } from '../objects.js';
 import type { PlanAnswer } from '../plan.js';
 import type { ManifestProblem, ReadManifests } from '../pod/index.js';
 import type { PodQuery, PodViewAnswer } from '../podview/index.js';
@@ -42,6 +43,11 @@ export interface NodeAgent {
    * in its sandbox; returns the pod, which lists it. 404 no such pod, 409 a pod with no running sandbox.
    */
   addEphemeralContainer(namespace: string, name: string, container: IEphemeralContainer): Promise<IPod>;
+  /**
+   * The ConfigMaps and Secrets the node's Kubernetes API keeps, all of them, each time they change: read before
+   * the copies in pods' files, so that a change reaches a running pod's volumes at its next sync, as on a cluster.
+   */
+  setApiObjects(objects: SourceObjects): void;
   /** Sync loop and PLEG health: every check, with why it failed. */
   health(): AgentHealth;
   /** Who serves: pid, root dir, socket, log, since, pods, cpus. */

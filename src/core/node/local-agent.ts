@@ -4,7 +4,7 @@ import { errorMessage } from '../errors.js';
 import type { PodConfigMerger } from '../config/index.js';
 import type { Kubelet } from '../kubelet.js';
 import type { SyncLoop } from '../loop.js';
-import type { SourceObjects } from '../objects.js';
+import { API_OBJECTS_SOURCE, type SourceObjects } from '../objects.js';
 import type { Pleg } from '../pleg/evented.js';
 import { PodView, type PodQuery, type PodViewOptions } from '../podview/index.js';
 import { podKey, podMeta } from '../util/pod-key.js';
@@ -123,6 +123,10 @@ export class LocalAgent implements NodeAgent {
   apply(files: ManifestText[]): AppliedPodRef[] {
     const { pods, uids } = readApplied(files, this.settings.nodeName);
     return this.keepApplied(pods, uids);
+  }
+
+  setApiObjects(objects: SourceObjects): void {
+    this.parts.kubelet.objects.set(API_OBJECTS_SOURCE, objects);
   }
 
   async applyManifests(req: ApplyManifestsRequest) {
