@@ -14,47 +14,62 @@ export interface SourceObjects {
   runtimeClasses?: RuntimeClassRef[];
 }
 
-/**
- * The source of the objects the node's Kubernetes API keeps: namespace-wide, as a cluster's, so they are read
- * before the copies a pod's manifest set or applied file carries (which date from when the pod was handed over).
- */
+/** The source of the objects the node's Kubernetes API keeps (the kube API publishes them all after each write). */
 export const API_OBJECTS_SOURCE = 'kubeapi';
 
 export const NO_OBJECTS: SourceObjects = Object.freeze({ configMaps: [], secrets: [], runtimeClasses: [] }) as SourceObjects;
 
+type Named = { metadata?: { namespace?: string; name?: string } };
+/** An object with the order its content was last written in, across every source. */
+type Versioned<T> = { object: T; content: string; written: number };
+
+const keyOf = (o: Named) => `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
+/** What a pod reads of a ConfigMap or Secret: a change of metadata alone (a label) is no newer version. */
+const contentOf = (o: IConfigMap | ISecret) => {
+  const { data, binaryData, stringData, type, immutable } = o as IConfigMap & ISecret;
+  return JSON.stringify([data, binaryData, stringData, type, immutable]);
+};
+
 /**
  * The kubelet's configMap and secret managers, for a node without an API
- * server: the objects come from the documents of the same manifest set, per
+ * server: the objects come from the documents of the manifest sets, per
  * source, and the latest snapshot of each source replaces its previous one.
- * With the node's Kubernetes API, its objects come first (API_OBJECTS_SOURCE):
- * a change there reaches a running pod's volumes at the pod's next sync, as
- * the kubelet's managers read the API server's.
+ * A ConfigMap or Secret is its namespace's, as on a cluster: where two sources
+ * hold the same one (a pod's applied file, the node's Kubernetes API), the one
+ * written last is read, so that a change reaches a running pod's volumes at
+ * its next sync whichever way it came.
  */
 export class ObjectStore {
   private readonly bySource = new Map<
     string,
-    { configMaps: Map<string, IConfigMap>; secrets: Map<string, ISecret>; runtimeClasses: Map<string, RuntimeClassRef> }
+    {
+      configMaps: Map<string, Versioned<IConfigMap>>;
+      secrets: Map<string, Versioned<ISecret>>;
+      runtimeClasses: Map<string, RuntimeClassRef>;
+    }
   >();
+  private writes = 0;
 
   set(source: string, objects: SourceObjects): void {
-    const key = (o: { metadata?: { namespace?: string; name?: string } }) =>
-      `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
+    const before = this.bySource.get(source);
+    const versioned = <T extends IConfigMap | ISecret>(list: T[], previous: Map<string, Versioned<T>> | undefined) =>
+      new Map(
+        list.map((object) => {
+          const key = keyOf(object);
+          const content = contentOf(object);
+          const kept = previous?.get(key);
+          return [key, { object, content, written: kept?.content === content ? kept.written : ++this.writes }] as const;
+        }),
+      );
     this.bySource.set(source, {
-      configMaps: new Map(objects.configMaps.map((c) => [key(c), c])),
-      secrets: new Map(objects.secrets.map((s) => [key(s), s])),
+      configMaps: versioned(objects.configMaps, before?.configMaps),
+      secrets: versioned(objects.secrets, before?.secrets),
       runtimeClasses: new Map((objects.runtimeClasses ?? []).map((r) => [r.name, r])),
     });
   }
 
-  /** The sources in the order a lookup reads them: the API's first. */
-  private *sources() {
-    const api = this.bySource.get(API_OBJECTS_SOURCE);
-    if (api) yield api;
-    for (const [name, s] of this.bySource) if (name !== API_OBJECTS_SOURCE) yield s;
-  }
-
   runtimeClass(name: string): RuntimeClassRef | undefined {
-    for (const s of this.sources()) {
+    for (const s of this.bySource.values()) {
       const r = s.runtimeClasses.get(name);
       if (r) return r;
     }
@@ -62,18 +77,19 @@ export class ObjectStore {
   }
 
   configMap(namespace: string, name: string): IConfigMap | undefined {
-    for (const s of this.sources()) {
-      const c = s.configMaps.get(`${namespace}/${name}`);
-      if (c) return c;
-    }
-    return undefined;
+    return this.latest((s) => s.configMaps.get(`${namespace}/${name}`));
   }
 
   secret(namespace: string, name: string): ISecret | undefined {
-    for (const s of this.sources()) {
-      const c = s.secrets.get(`${namespace}/${name}`);
-      if (c) return c;
+    return this.latest((s) => s.secrets.get(`${namespace}/${name}`));
+  }
+
+  private latest<T>(pick: (s: NonNullable<ReturnType<typeof this.bySource.get>>) => Versioned<T> | undefined): T | undefined {
+    let found: Versioned<T> | undefined;
+    for (const s of this.bySource.values()) {
+      const v = pick(s);
+      if (v && (!found || v.written > found.written)) found = v;
     }
-    return undefined;
+    return found?.object;
   }
 }

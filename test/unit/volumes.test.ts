@@ -885,11 +885,11 @@ function objectStoreOf(set: { configMaps: IConfigMap[]; secrets: ISecret[] }): O
   return store;
 }
 
-test("ObjectStore: the Kubernetes API's objects are read before the copies a pod's file carries, set before or after them", async (t) => {
-  const cm = (ns: string, name: string, v: string): IConfigMap => ({
+test('ObjectStore: a ConfigMap or Secret two sources hold is read as it was written last; a change of metadata alone is no write', async (t) => {
+  const cm = (ns: string, name: string, v: string, labels?: Record<string, string>): IConfigMap => ({
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { namespace: ns, name },
+    metadata: { namespace: ns, name, labels },
     data: { v },
   });
   const secret = (name: string, v: string): ISecret => ({
@@ -901,13 +901,24 @@ test("ObjectStore: the Kubernetes API's objects are read before the copies a pod
   const store = new ObjectStore();
   store.set('applied', { configMaps: [cm('default', 'app', 'copy'), cm('default', 'only-copy', 'copy')], secrets: [secret('s', 'copy')] });
   store.set(API_OBJECTS_SOURCE, { configMaps: [cm('default', 'app', 'api'), cm('other', 'app', 'api')], secrets: [secret('s', 'api')] });
-  store.set('file', { configMaps: [cm('default', 'app', 'later copy')], secrets: [] });
-  assert.equal(store.configMap('default', 'app')?.data?.v, 'api');
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'api', 'the API written after the pod file');
   assert.equal(store.secret('default', 's')?.data?.v, 'api');
   assert.equal(store.configMap('other', 'app')?.data?.v, 'api', 'by namespace');
-  assert.equal(store.configMap('default', 'only-copy')?.data?.v, 'copy', 'what the API does not hold: the copy');
+  assert.equal(store.configMap('default', 'only-copy')?.data?.v, 'copy', 'what only one source holds');
+
+  // The pod file's snapshot again with the same content is no write; with new content it is the latest.
+  store.set('applied', { configMaps: [cm('default', 'app', 'copy'), cm('default', 'only-copy', 'copy')], secrets: [secret('s', 'copy')] });
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'api');
+  store.set('applied', { configMaps: [cm('default', 'app', 'file two')], secrets: [secret('s', 'copy')] });
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'file two');
+  assert.equal(store.secret('default', 's')?.data?.v, 'api', 'the Secret kept its content in both: still the API');
+  store.set(API_OBJECTS_SOURCE, { configMaps: [cm('default', 'app', 'api', { relabelled: 'yes' })], secrets: [secret('s', 'api')] });
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'file two', 'a label change is no newer content');
+  store.set(API_OBJECTS_SOURCE, { configMaps: [cm('default', 'app', 'api two')], secrets: [] });
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'api two');
+  assert.equal(store.secret('default', 's')?.data?.v, 'copy', 'gone from the API: the copy the pod came with');
   store.set(API_OBJECTS_SOURCE, { configMaps: [], secrets: [] });
-  assert.equal(store.configMap('default', 'app')?.data?.v, 'copy', 'deleted from the API: the copy the pod came with');
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'file two');
 
   // And so a pod's configMap volume shows the API's version at its next set-up, as a sync makes it.
   const { root } = setup(t);

@@ -73,7 +73,7 @@ export class KubeFeed {
     for (const stop of this.stops.splice(0)) stop();
   }
 
-  /** The API's ConfigMaps and Secrets, as the agent's kubelet reads them first: at start and after each write of one. */
+  /** The API's ConfigMaps and Secrets handed to the agent's kubelet: at start and after each write of one. */
   publishObjects(): void {
     const { agent, cache } = this.opts;
     agent.setApiObjects({

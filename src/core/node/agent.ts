@@ -44,8 +44,8 @@ export interface NodeAgent {
    */
   addEphemeralContainer(namespace: string, name: string, container: IEphemeralContainer): Promise<IPod>;
   /**
-   * The ConfigMaps and Secrets the node's Kubernetes API keeps, all of them, each time they change: read before
-   * the copies in pods' files, so that a change reaches a running pod's volumes at its next sync, as on a cluster.
+   * The ConfigMaps and Secrets the node's Kubernetes API keeps, all of them, each time they change. Each is its
+   * namespace's: a change reaches a running pod's volumes at its next sync, whatever copy its file carries.
    */
   setApiObjects(objects: SourceObjects): void;
   /** Sync loop and PLEG health: every check, with why it failed. */
