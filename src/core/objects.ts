@@ -23,6 +23,12 @@ type Named = { metadata?: { namespace?: string; name?: string } };
 /** An object with the order its content was last written in, across every source. */
 type Versioned<T> = { object: T; content: string; written: number };
 
+interface SourceEntry {
+  configMaps: Map<string, Versioned<IConfigMap>>;
+  secrets: Map<string, Versioned<ISecret>>;
+  runtimeClasses: Map<string, RuntimeClassRef>;
+}
+
 const keyOf = (o: Named) => `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
 /** What a pod reads of a ConfigMap or Secret: a change of metadata alone (a label) is no newer version. */
 const contentOf = (o: IConfigMap | ISecret) => {
@@ -40,14 +46,7 @@ const contentOf = (o: IConfigMap | ISecret) => {
  * its next sync whichever way it came.
  */
 export class ObjectStore {
-  private readonly bySource = new Map<
-    string,
-    {
-      configMaps: Map<string, Versioned<IConfigMap>>;
-      secrets: Map<string, Versioned<ISecret>>;
-      runtimeClasses: Map<string, RuntimeClassRef>;
-    }
-  >();
+  private readonly bySource = new Map<string, SourceEntry>();
   private writes = 0;
 
   set(source: string, objects: SourceObjects): void {
@@ -84,7 +83,7 @@ export class ObjectStore {
     return this.latest((s) => s.secrets.get(`${namespace}/${name}`));
   }
 
-  private latest<T>(pick: (s: NonNullable<ReturnType<typeof this.bySource.get>>) => Versioned<T> | undefined): T | undefined {
+  private latest<T>(pick: (s: SourceEntry) => Versioned<T> | undefined): T | undefined {
     let found: Versioned<T> | undefined;
     for (const s of this.bySource.values()) {
       const v = pick(s);
