@@ -4,8 +4,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, Watch, type V1Pod } from '@kubernetes/client-node';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { readStateLock } from '../../src/core/lock.js';
-import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
+import { E2E_NAMESPACE, e2eClient, podctl, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { startKubeAgent, type KubeAgentHandle } from '../support/kubectl.js';
 
 /**
  * A second client of the node's Kubernetes API: @kubernetes/client-node, as a controller or a script
@@ -16,7 +16,7 @@ const NS = E2E_NAMESPACE;
 let client: CriClient;
 let dirs: ReturnType<typeof scratchDir>;
 let root: string;
-let agent: RunningPodctl | undefined;
+let agent: KubeAgentHandle | undefined;
 let kc: KubeConfig;
 let core: CoreV1Api;
 
@@ -25,8 +25,7 @@ before(async () => {
   await removeE2EPods(client);
   dirs = scratchDir('kube-client-node');
   root = join(dirs.dir, 'root');
-  agent = startPodctl(['agent', '--root-dir', root, '--log-root', join(dirs.dir, 'logs'), '--kube-api-port', '0'], { timeoutMs: 600_000 });
-  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+  agent = await startKubeAgent({ root, logs: join(dirs.dir, 'logs'), timeoutMs: 600_000 });
   const cfg = podctl(['kubeconfig', '--root-dir', root]);
   assert.equal(cfg.code, 0, cfg.stderr);
   const file = join(dirs.dir, 'kubeconfig');
@@ -37,12 +36,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (agent) {
-    agent.interrupt();
-    await agent.done;
-  }
-  const holder = root ? readStateLock(root) : undefined;
-  if (holder) process.kill(holder.pid, 'SIGKILL');
+  await agent?.stop();
   await removeE2EPods(client);
   client.close();
   dirs?.cleanup();

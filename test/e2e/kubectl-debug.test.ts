@@ -4,9 +4,8 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { readStateLock } from '../../src/core/lock.js';
-import { E2E_NAMESPACE, e2eClient, eventually, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
-import { kubeClient, needsKubectl, type KubeClient } from '../support/kubectl.js';
+import { E2E_NAMESPACE, e2eClient, eventually, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { kubeClient, needsKubectl, startKubeAgent, type KubeAgentHandle, type KubeClient } from '../support/kubectl.js';
 
 /**
  * kubectl debug through the agent's Kubernetes API: the strategic merge patch of
@@ -18,7 +17,7 @@ const skip = needsKubectl(30);
 let client: CriClient;
 let dirs: ReturnType<typeof scratchDir>;
 let root: string;
-let agent: RunningPodctl | undefined;
+let agent: KubeAgentHandle | undefined;
 let kube: KubeClient;
 
 const POD = `apiVersion: v1
@@ -43,8 +42,7 @@ before(async () => {
   await removeE2EPods(client);
   dirs = scratchDir('kubectl-debug');
   root = join(dirs.dir, 'root');
-  agent = startPodctl(['agent', '--root-dir', root, '--log-root', join(dirs.dir, 'logs'), '--kube-api-port', '0'], { timeoutMs: 900_000 });
-  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+  agent = await startKubeAgent({ root, logs: join(dirs.dir, 'logs'), timeoutMs: 900_000 });
   kube = kubeClient(root, join(dirs.dir, 'client'));
   const applied = kube.run(['apply', '-f', '-'], { input: POD });
   assert.equal(applied.code, 0, applied.stderr);
@@ -54,12 +52,7 @@ before(async () => {
 after(async () => {
   if (skip) return;
   kube?.run(['delete', 'pod', 'debugee', '-n', NS, '--wait=true'], { timeoutMs: 60_000 });
-  if (agent) {
-    agent.interrupt();
-    await agent.done;
-  }
-  const holder = readStateLock(root);
-  if (holder) process.kill(holder.pid, 'SIGKILL');
+  await agent?.stop();
   await removeE2EPods(client);
   client.close();
   dirs.cleanup();

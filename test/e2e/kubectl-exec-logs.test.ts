@@ -9,9 +9,8 @@ import { dirname, join } from 'node:path';
 import yaml from 'js-yaml';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { readStateLock } from '../../src/core/lock.js';
-import { E2E_NAMESPACE, e2eClient, eventually, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
-import { kubeClient, kubectlOfMinor, type KubeClient } from '../support/kubectl.js';
+import { E2E_NAMESPACE, e2eClient, eventually, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { kubeClient, kubectlOfMinor, startKubeAgent, type KubeAgentHandle, type KubeClient } from '../support/kubectl.js';
 
 /**
  * Real kubectl (1.32 over WebSocket v5 and over SPDY, 1.29 over SPDY only) against the agent's
@@ -25,7 +24,7 @@ const NS = E2E_NAMESPACE;
 const dir = scratchDir('e2e-kubectl-streams');
 const root = join(dir.dir, 'root');
 let client: CriClient;
-let agent: RunningPodctl | undefined;
+let agent: KubeAgentHandle | undefined;
 let kube: KubeClient;
 /** The API's address and CA, from the kubeconfig podctl wrote: for the raw requests without credentials. */
 let server: URL;
@@ -62,25 +61,12 @@ before(async () => {
   if (skipAll) return;
   client = e2eClient();
   await removeE2EPods(client);
-  agent = startPodctl(
-    [
-      'agent',
-      '--root-dir',
-      root,
-      '--log-root',
-      join(dir.dir, 'logs'),
-      '--kube-api-port',
-      '0',
-      '--container-log-max-size',
-      '1Mi',
-      '--container-log-max-files',
-      '3',
-      '--container-log-monitor-interval',
-      '100ms',
-    ],
-    { timeoutMs: 1_800_000 },
-  );
-  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+  agent = await startKubeAgent({
+    root,
+    logs: join(dir.dir, 'logs'),
+    args: ['--container-log-max-size', '1Mi', '--container-log-max-files', '3', '--container-log-monitor-interval', '100ms'],
+    timeoutMs: 1_800_000,
+  });
   kube = kubeClient(root, join(dir.dir, 'client'), K132);
   const config = yaml.load(readFileSync(kube.kubeconfig, 'utf8')) as {
     clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
@@ -111,12 +97,7 @@ before(async () => {
 after(async () => {
   if (skipAll) return;
   kube?.run(['delete', 'pods', '-n', NS, ...PODS.map((p) => p.name), '--wait=true'], { timeoutMs: 60_000 });
-  if (agent) {
-    agent.interrupt();
-    await agent.done;
-  }
-  const holder = readStateLock(root);
-  if (holder) process.kill(holder.pid, 'SIGKILL');
+  await agent?.stop();
   await removeE2EPods(client);
   client.close();
   dir.cleanup();

@@ -8,9 +8,8 @@ import { request } from 'node:https';
 import { join, relative } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { readStateLock } from '../../src/core/lock.js';
-import { E2E_NAMESPACE, e2eClient, eventually, removeE2EPods, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
-import { kubeClient, kubectlOfMinor, needsKubectl, type KubeClient } from '../support/kubectl.js';
+import { E2E_NAMESPACE, e2eClient, eventually, removeE2EPods, scratchDir } from '../support/e2e.js';
+import { kubeClient, kubectlOfMinor, needsKubectl, startKubeAgent, type KubeAgentHandle, type KubeClient } from '../support/kubectl.js';
 
 /**
  * The real agent's Kubernetes API with the real kubectl: port-forward (WebSocket-tunnelled and plain
@@ -25,7 +24,7 @@ let client: CriClient;
 let dirs: ReturnType<typeof scratchDir>;
 let root: string;
 let logs: string;
-let agent: RunningPodctl | undefined;
+let agent: KubeAgentHandle | undefined;
 let kube: KubeClient;
 const forwards = new Set<ChildProcess>();
 
@@ -43,8 +42,7 @@ before(async () => {
   dirs = scratchDir('kubectl-pf-top');
   root = join(dirs.dir, 'root');
   logs = join(dirs.dir, 'logs');
-  agent = startPodctl(['agent', '--root-dir', root, '--log-root', logs, '--kube-api-port', '0'], { timeoutMs: 900_000 });
-  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+  agent = await startKubeAgent({ root, logs, timeoutMs: 900_000 });
   kube = kubeClient(root, join(dirs.dir, 'client'));
   const file = join(dirs.dir, 'web.yaml');
   writeFileSync(file, WEB);
@@ -72,12 +70,7 @@ before(async () => {
 after(async () => {
   if (skip) return;
   for (const child of forwards) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  if (agent) {
-    agent.interrupt();
-    await agent.done;
-  }
-  const holder = readStateLock(root);
-  if (holder) process.kill(holder.pid, 'SIGKILL');
+  await agent?.stop();
   await removeE2EPods(client);
   client.close();
   dirs.cleanup();

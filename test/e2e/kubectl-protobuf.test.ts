@@ -5,31 +5,25 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
 import kubePb from '../../src/generated/kube/kube-pb.js';
-import { E2E_NAMESPACE, scratchDir, startPodctl, type RunningPodctl } from '../support/e2e.js';
-import { kubeClient, needsKubectl, type KubeClient } from '../support/kubectl.js';
+import { E2E_NAMESPACE, scratchDir } from '../support/e2e.js';
+import { kubeClient, needsKubectl, startKubeAgent, type KubeAgentHandle, type KubeClient } from '../support/kubectl.js';
 
 // kubectl's typed commands (create configmap, create secret) send their objects as protobuf
 // (application/vnd.kubernetes.protobuf): the agent's kube API decodes them and answers JSON.
 const skip = needsKubectl();
 const dirs = scratchDir('kubectl-protobuf');
 const root = join(dirs.dir, 'root');
-let agent: RunningPodctl | undefined;
+let agent: KubeAgentHandle | undefined;
 let kube: KubeClient;
 
 before(async () => {
   if (skip) return;
-  agent = startPodctl(['agent', '--root-dir', root, '--log-root', join(dirs.dir, 'logs'), '--kube-api-port', '0'], {
-    timeoutMs: 600_000,
-  });
-  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+  agent = await startKubeAgent({ root, logs: join(dirs.dir, 'logs'), timeoutMs: 600_000 });
   kube = kubeClient(root, join(dirs.dir, 'client'));
 });
 
 after(async () => {
-  if (agent) {
-    agent.interrupt();
-    await agent.done;
-  }
+  await agent?.stop();
   dirs.cleanup();
 });
 

@@ -6,19 +6,16 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { IPod } from 'kubernetes-models/v1';
 import type { CriClient } from '../../src/core/cri/client.js';
-import { readStateLock } from '../../src/core/lock.js';
+import { E2E_NAMESPACE, e2eClient, eventually, podctl, podctlAsync, removeE2EPods, scratchDir, startPodctl } from '../support/e2e.js';
 import {
-  E2E_NAMESPACE,
-  e2eClient,
-  eventually,
-  podctl,
-  podctlAsync,
-  removeE2EPods,
-  scratchDir,
-  startPodctl,
-  type RunningPodctl,
-} from '../support/e2e.js';
-import { findKubectl, kubeClient, needsKubectl, type KubeClient } from '../support/kubectl.js';
+  findKubectl,
+  kubeClient,
+  needsKubectl,
+  startKubeAgent,
+  stopOnRoot,
+  type KubeAgentHandle,
+  type KubeClient,
+} from '../support/kubectl.js';
 
 const NS = E2E_NAMESPACE;
 const skip = needsKubectl(30);
@@ -26,21 +23,8 @@ let client: CriClient;
 let dirs: ReturnType<typeof scratchDir>;
 let root: string;
 let logs: string;
-let agent: RunningPodctl | undefined;
+let agent: KubeAgentHandle | undefined;
 let kube: KubeClient;
-
-/** The agent in the foreground, its Kubernetes API on a free port; resolves once it says where. */
-async function startAgent(): Promise<void> {
-  agent = startPodctl(['agent', '--root-dir', root, '--log-root', logs, '--kube-api-port', '0'], { timeoutMs: 900_000 });
-  await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
-}
-
-async function stopAgent(): Promise<void> {
-  if (!agent) return;
-  agent.interrupt();
-  await agent.done;
-  agent = undefined;
-}
 
 before(async () => {
   if (skip) return;
@@ -49,15 +33,13 @@ before(async () => {
   dirs = scratchDir('kubectl');
   root = join(dirs.dir, 'root');
   logs = join(dirs.dir, 'logs');
-  await startAgent();
+  agent = await startKubeAgent({ root, logs, timeoutMs: 900_000 });
   kube = kubeClient(root, join(dirs.dir, 'client'));
 });
 
 after(async () => {
   if (skip) return;
-  await stopAgent();
-  const holder = readStateLock(root);
-  if (holder) process.kill(holder.pid, 'SIGKILL');
+  await agent?.stop();
   await removeE2EPods(client);
   client.close();
   dirs.cleanup();
@@ -355,8 +337,9 @@ test('kubectl delete waits for the graceful termination; the pod is gone and sta
   assert.match(kube.run(['get', 'pod', 'hello', '-n', NS]).stderr, /Error from server \(NotFound\): pods "hello" not found/);
   const listed = ok(await podctlAsync(['get', 'pods', '-n', NS, '--root-dir', root]), 'podctl get pods');
   assert.doesNotMatch(listed, /^hello\s/m);
-  await stopAgent();
-  await startAgent();
+  // Should the new agent not come up, `after` stops the old handle again: idempotent, and root's lock is checked all the same.
+  await agent?.stop();
+  agent = await startKubeAgent({ root, logs, timeoutMs: 900_000 });
   kube = kubeClient(root, join(dirs.dir, 'client'), kube.kubectl);
   // The agent back: the pods it keeps are listed (edit), and hello is not among them.
   await eventually(
@@ -412,10 +395,7 @@ test(
       assert.ok(deleted.stderr.includes(manifests), deleted.stderr);
       assert.equal(k2.run(['get', 'pod', 'static', '-n', NS, '-o', 'jsonpath={.spec.containers[0].image}']).stdout, 'busybox:1.36');
     } finally {
-      watch.interrupt();
-      await watch.done;
-      const holder = readStateLock(root2);
-      if (holder) process.kill(holder.pid, 'SIGKILL');
+      await stopOnRoot(watch, root2);
     }
   },
 );

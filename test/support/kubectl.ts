@@ -1,7 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { podctl } from './e2e.js';
+import { readStateLock } from '../../src/core/lock.js';
+import { podctl, startPodctl, type RunningPodctl } from './e2e.js';
 
 /**
  * The kubectl the e2e tests run: a fixed 1.3x one. On these machines the kubectl package (Google
@@ -129,4 +130,45 @@ export function kubeClient(rootDir: string, dir: string, kubectl = findKubectl()
       }),
     spawn: (args, opts = {}) => spawn(kubectl.path, argv(args), { env: env(opts.env), stdio: ['pipe', 'pipe', 'pipe'] }),
   };
+}
+
+/** An agent a test started in the foreground on its own root dir, its Kubernetes API up. */
+export interface KubeAgentHandle extends RunningPodctl {
+  /** Ends it, and whatever still holds its root dir's lock (stopOnRoot); safe to call again. */
+  stop(): Promise<void>;
+}
+
+/**
+ * `podctl agent` on root with its Kubernetes API on a free port, resolved once it says where. When
+ * it does not come up, it is stopped before the error is thrown: no caller is left without a handle
+ * to an agent still running.
+ */
+export async function startKubeAgent(opts: { root: string; logs: string; args?: string[]; timeoutMs?: number }): Promise<KubeAgentHandle> {
+  const args = ['agent', '--root-dir', opts.root, '--log-root', opts.logs, '--kube-api-port', '0', ...(opts.args ?? [])];
+  const agent = startPodctl(args, { timeoutMs: opts.timeoutMs });
+  const handle: KubeAgentHandle = { ...agent, stop: () => stopOnRoot(agent, opts.root) };
+  try {
+    await agent.waitFor(/Kubernetes API on https:\/\/\S+/, 60_000);
+  } catch (err) {
+    await handle.stop();
+    throw err;
+  }
+  return handle;
+}
+
+/**
+ * Interrupts p and awaits its end, then SIGKILLs by PID a holder of root's lock still there: root
+ * is this test's own dir, so the holder is an agent the test started (readStateLock checks its
+ * command line, so a reused PID is not taken for it). Once p has ended, the interrupt is a no-op.
+ */
+export async function stopOnRoot(p: RunningPodctl, root: string): Promise<void> {
+  p.interrupt();
+  await p.done;
+  const holder = readStateLock(root);
+  if (!holder) return;
+  try {
+    process.kill(holder.pid, 'SIGKILL');
+  } catch {
+    // Ended between the read and the kill.
+  }
 }
