@@ -50,6 +50,11 @@ function ok(r: { code: number; stdout: string; stderr: string }, what: string): 
   return r.stdout;
 }
 
+const podJSONIn = (namespace: string, name: string): IPod | undefined => {
+  const r = kube.run(['get', 'pod', name, '-n', namespace, '-o', 'json']);
+  return r.code === 0 ? (JSON.parse(r.stdout) as IPod) : undefined;
+};
+
 const podJSON = (name: string): IPod | undefined => {
   const r = kube.run(['get', 'pod', name, '-n', NS, '-o', 'json', '--show-managed-fields']);
   return r.code === 0 ? (JSON.parse(r.stdout) as IPod) : undefined;
@@ -312,6 +317,54 @@ test(
     await eventually('before-cm running', running('before-cm'), 150_000);
     assert.equal(ok(modeIn('before-cm'), 'cat mode').trim(), 'late');
     ok(kube.run(['delete', 'pod', 'mounts-cm', 'before-cm', '-n', NS]), 'delete mounts-cm and before-cm');
+  },
+);
+
+test(
+  'kubectl apply -f of a Namespace and a pod in it; create namespace (protobuf) and label; delete -f takes the pod and ' +
+    'the namespace; default may not be deleted',
+  { skip },
+  async () => {
+    const SHOP = `${NS}-shop`;
+    const file = join(dirs.dir, 'shop.yaml');
+    writeFileSync(
+      file,
+      `apiVersion: v1\nkind: Namespace\nmetadata: {name: ${SHOP}}\n---\n` +
+        `apiVersion: v1\nkind: Pod\nmetadata: {name: cart, namespace: ${SHOP}}\nspec:\n  terminationGracePeriodSeconds: 1\n` +
+        `  containers:\n  - {name: app, image: busybox:1.36, command: [sleep, '3600']}\n`,
+    );
+    try {
+      assert.equal(ok(kube.run(['apply', '-f', file]), 'apply shop.yaml'), `namespace/${SHOP} created\npod/cart created\n`);
+      assert.equal(ok(kube.run(['apply', '-f', file]), 'apply shop.yaml again'), `namespace/${SHOP} unchanged\npod/cart unchanged\n`);
+      assert.match(ok(kube.run(['get', 'ns', SHOP]), 'get ns'), new RegExp(`^${SHOP}\\s+Active\\s`, 'm'));
+      await eventually(
+        'cart running',
+        async () => (podJSONIn(SHOP, 'cart')?.status?.containerStatuses?.[0]?.state?.running ? true : undefined),
+        90_000,
+      );
+
+      ok(kube.run(['create', 'namespace', `${SHOP}-b`]), 'create namespace');
+      ok(kube.run(['label', 'ns', `${SHOP}-b`, 'env=dev']), 'label ns');
+      assert.match(
+        ok(kube.run(['get', 'ns', `${SHOP}-b`, '--show-labels']), 'get ns --show-labels'),
+        /\senv=dev,kubernetes\.io\/metadata\.name=/,
+      );
+      assert.match(
+        kube.run(['create', 'namespace', `${SHOP}-b`]).stderr,
+        /\(AlreadyExists\): namespaces "podctl-e2e-shop-b" already exists/,
+      );
+      ok(kube.run(['delete', 'ns', `${SHOP}-b`]), 'delete ns');
+
+      ok(kube.run(['delete', '-f', file], { timeoutMs: 120_000 }), 'delete -f shop.yaml');
+      assert.equal(kube.run(['get', 'ns', SHOP]).code, 1, 'the namespace is gone');
+      assert.equal(kube.run(['get', 'pod', 'cart', '-n', SHOP]).code, 1, 'and its pod');
+      assert.doesNotMatch(ok(kube.run(['get', 'ns', '--no-headers']), 'get ns'), new RegExp(`^${SHOP}`, 'm'));
+      const refused = kube.run(['delete', 'ns', 'default']);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /\(Forbidden\): namespaces "default" is forbidden: this namespace may not be deleted/);
+    } finally {
+      await removeE2EPods(client, SHOP);
+    }
   },
 );
 

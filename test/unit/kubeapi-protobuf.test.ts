@@ -169,6 +169,22 @@ test('DeleteOptions: a zero grace period and preconditions are kept (pointer fie
   });
 });
 
+test('a Namespace (kubectl create namespace): its metadata and finalizers; an empty spec is absent', () => {
+  const raw = encode('Namespace', { metadata: newMeta('shop', '', { labels: { team: 'a' } }), spec: { finalizers: ['kubernetes'] } });
+  assert.deepEqual(decodeKubeProtobuf(envelope('v1', 'Namespace', raw), { apiVersion: 'v1', kind: 'Namespace' }).object, {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: 'shop', labels: { team: 'a' } },
+    spec: { finalizers: ['kubernetes'] },
+  });
+  const bare = encode('Namespace', { metadata: newMeta('shop', ''), spec: {} });
+  assert.deepEqual(decodeKubeProtobuf(envelope('v1', 'Namespace', bare)).object, {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: 'shop' },
+  });
+});
+
 test("an envelope without a kind or version takes the endpoint's", () => {
   const raw = encode('ConfigMap', { metadata: newMeta('c', 'ns'), data: { k: 'v' } });
   const body = Buffer.concat([MAGIC, encode('Unknown', { raw })]);
@@ -211,5 +227,5 @@ test('a kind not decoded here: 400 on an endpoint of a decoded kind, 415 on one 
   assert.equal(pod.code, 415);
   assert.equal(pod.reason, 'UnsupportedMediaType');
   assert.match(pod.message, /^the body of the request was in an unknown format - accepted media types include: application\/json/);
-  assert.match(pod.message, /ConfigMap, Secret, DeleteOptions; this body is a Pod/);
+  assert.match(pod.message, /ConfigMap, Secret, Namespace, DeleteOptions; this body is a Pod/);
 });

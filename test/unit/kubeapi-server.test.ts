@@ -418,6 +418,60 @@ test('namespaces: one appears with its first pod, stays while another pod is in 
   assert.ok((await names()).includes('default'));
 });
 
+test('a Namespace a client makes: created, 409 again, patched, kept with nothing in it; deleted with its content, Terminating until its pods are gone', async () => {
+  const made = await call('POST', '/api/v1/namespaces', {
+    body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop', labels: { team: 'a' } } },
+  });
+  assert.equal(made.status, 201, made.text);
+  assert.deepEqual(made.json.metadata.labels, { team: 'a', 'kubernetes.io/metadata.name': 'shop' });
+  assert.deepEqual([made.json.spec, made.json.status], [{ finalizers: ['kubernetes'] }, { phase: 'Active' }]);
+  assert.equal(made.json.metadata.namespace, undefined);
+  assert.equal((await call('POST', '/api/v1/namespaces', { body: { metadata: { name: 'shop' } } })).status, 409);
+  const bad = await call('POST', '/api/v1/namespaces', { body: { metadata: { name: 'Shop.one' } } });
+  assert.equal(bad.status, 422);
+  assert.match(bad.json.message, /a lowercase RFC 1123 label must consist of/);
+  const patched = await call('PATCH', '/api/v1/namespaces/shop', {
+    contentType: 'application/merge-patch+json',
+    body: { metadata: { annotations: { owner: 'me' } } },
+  });
+  assert.equal(patched.status, 200, patched.text);
+  assert.equal(patched.json.metadata.annotations.owner, 'me');
+  assert.equal(patched.json.metadata.uid, made.json.metadata.uid);
+  const names = async () => ((await call('GET', '/api/v1/namespaces')).json.items as Json[]).map((n) => n.metadata.name);
+  assert.ok((await names()).includes('shop'), 'listed with nothing in it');
+  assert.ok(existsSync(join(kubeApiDir(scratch.dir), 'objects', 'namespaces', 'shop.json')), 'kept across restarts');
+
+  assert.equal(
+    (await call('POST', '/api/v1/namespaces/shop/configmaps', { body: { metadata: { name: 'cfg' }, data: { a: '1' } } })).status,
+    201,
+  );
+  const p = runningPod('cart', {}, 'Running');
+  fake.put({ ...p, metadata: { ...p.metadata, namespace: 'shop' } });
+  const before = fake.deleted.length;
+  const deleted = await call('DELETE', '/api/v1/namespaces/shop');
+  assert.equal(deleted.status, 200, deleted.text);
+  assert.equal(deleted.json.kind, 'Namespace');
+  assert.equal(deleted.json.status.phase, 'Terminating');
+  assert.ok(deleted.json.metadata.deletionTimestamp);
+  assert.deepEqual(fake.deleted.slice(before), [{ namespace: 'shop', name: 'cart', grace: undefined }], 'its pod deleted');
+  assert.equal((await call('GET', '/api/v1/namespaces/shop/configmaps/cfg')).status, 404, 'its ConfigMap deleted');
+  assert.equal(existsSync(join(kubeApiDir(scratch.dir), 'objects', 'namespaces', 'shop.json')), false);
+  assert.equal((await call('GET', '/api/v1/namespaces/shop')).json.status.phase, 'Terminating', 'while its pod terminates');
+  const refused = await call('POST', '/api/v1/namespaces/shop/configmaps', { body: { metadata: { name: 'late' } } });
+  assert.equal(refused.status, 403);
+  assert.equal(
+    refused.json.message,
+    'configmaps is forbidden: unable to create new content in namespace shop because it is being terminated',
+  );
+  fake.terminated('shop', 'cart');
+  assert.equal((await call('GET', '/api/v1/namespaces/shop')).status, 404, 'gone with its last pod');
+
+  const keep = await call('DELETE', '/api/v1/namespaces/default');
+  assert.equal(keep.status, 403);
+  assert.equal(keep.json.message, 'namespaces "default" is forbidden: this namespace may not be deleted');
+  assert.ok((await names()).includes('default'));
+});
+
 test('a pod that is not there is a 404 NotFound Status with its details', async () => {
   const r = await call('GET', `/api/v1/namespaces/${NS}/pods/x`);
   assert.equal(r.status, 404);

@@ -1,6 +1,6 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../../src/core/clock.js';
@@ -329,6 +329,30 @@ describe('ObjectFiles', () => {
     assert.deepEqual(
       new ObjectFiles(dir).load().map((s) => s.obj.metadata?.name),
       ['c'],
+    );
+  });
+
+  test('a cluster-scoped object (a Namespace) is kept at <resource>/<name>.json and read back as such', () => {
+    const dir = scratchDir('kubeapi-files-cluster');
+    const files = new ObjectFiles(dir);
+    files.save('namespaces', { metadata: { name: 'shop', labels: { team: 'a' } } });
+    files.save('configmaps', { metadata: { name: 'shop', namespace: 'default' } });
+    assert.ok(existsSync(join(dir, 'namespaces', 'shop.json')));
+    assert.deepEqual(
+      new ObjectFiles(dir).load().map((s) => [s.resource, s.obj.metadata?.namespace, s.obj.metadata?.name]),
+      [
+        ['configmaps', 'default', 'shop'],
+        ['namespaces', undefined, 'shop'],
+      ],
+    );
+    files.delete('namespaces', undefined, 'shop');
+    assert.deepEqual(
+      new ObjectFiles(dir).load().map((s) => s.resource),
+      ['configmaps'],
+    );
+    assert.throws(
+      () => files.save('namespaces', { metadata: { name: '../x' } }),
+      /metadata\.name "\.\.\/x": expected a DNS-1123 subdomain/,
     );
   });
 

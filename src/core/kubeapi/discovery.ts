@@ -40,7 +40,8 @@ export const CORE_RESOURCES: ResourceInfo[] = [
     singularName: 'namespace',
     kind: 'Namespace',
     namespaced: false,
-    verbs: ['get', 'list', 'watch'],
+    // As the API server's: no deletecollection of namespaces.
+    verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
     shortNames: ['ns'],
   },
 ];

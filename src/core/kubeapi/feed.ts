@@ -27,7 +27,7 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 export class KubeFeed {
   private readonly stops: (() => void)[] = [];
   private readonly eventNames: string[] = [];
-  private namespacesSeen = new Map<string, number>();
+  private namespacesSeen = new Set<string>();
 
   constructor(
     private readonly opts: {
@@ -35,6 +35,8 @@ export class KubeFeed {
       cache: WatchCache;
       files: ObjectFiles;
       now: () => number;
+      /** The Namespaces clients made: shown whether in use or not. */
+      declared?: ReadonlySet<string>;
       /** The Node as the kubelet would post it now. */
       node: () => Obj;
       /** How often the Node's heartbeat moves (the kubelet's nodeStatusReportFrequency). */
@@ -82,23 +84,24 @@ export class KubeFeed {
     });
   }
 
-  /** A namespace in use appears, one no longer in use goes (default stays); called after every write too. */
+  /**
+   * A namespace in use or made by a client appears, one neither in use nor made any longer goes (default stays, and a
+   * deleted one once its content is gone); called after every write too. One already there is left as it is.
+   */
   syncNamespaces(): void {
     const { cache } = this.opts;
     const used = cache.namespaces.inUse(['pods', 'configmaps', 'secrets']).add('default');
+    for (const ns of this.opts.declared ?? []) used.add(ns);
     // The same namespaces as last time (most pod changes): nothing to put or remove.
     if (used.size === this.namespacesSeen.size && [...used].every((ns) => this.namespacesSeen.has(ns))) return;
-    for (const ns of used) if (!this.namespacesSeen.has(ns)) this.namespacesSeen.set(ns, this.opts.now());
-    for (const [ns] of this.namespacesSeen) {
-      if (used.has(ns)) continue;
-      this.namespacesSeen.delete(ns);
-      cache.remove('namespaces', undefined, ns);
-    }
-    for (const ns of namespaceObjects([...used], this.opts.now()) as unknown as Obj[]) {
+    this.namespacesSeen = used;
+    for (const ns of cache.list('namespaces').items) {
       const name = ns.metadata!.name!;
-      const since = this.namespacesSeen.get(name)!;
-      cache.put('namespaces', { ...ns, metadata: { ...ns.metadata, creationTimestamp: iso(since) } });
+      if (!used.has(name)) cache.remove('namespaces', undefined, name);
     }
+    const missing = [...used].filter((name) => !cache.get('namespaces', undefined, name));
+    for (const ns of namespaceObjects(missing, this.opts.now()) as unknown as Obj[])
+      if (missing.includes(ns.metadata!.name!)) cache.put('namespaces', ns);
   }
 
   private putPod(pod: IPod): void {

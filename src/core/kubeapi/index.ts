@@ -56,8 +56,12 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
     startVersion: startVersionFor(files.readVersion(), o.now()),
     reserveVersions: (v) => files.saveVersion(v),
   });
-  for (const { resource, obj } of files.load()) cache.put(resource, obj);
-  const feed = new KubeFeed({ agent: o.agent, cache, files, now: o.now, node: o.node });
+  const declared = new Set<string>();
+  for (const { resource, obj } of files.load()) {
+    cache.put(resource, obj);
+    if (resource === 'namespaces') declared.add(obj.metadata!.name!);
+  }
+  const feed = new KubeFeed({ agent: o.agent, cache, files, now: o.now, node: o.node, declared });
   feed.start();
   let server: KubeApiServer | undefined;
   const routes = new KubeRoutes({
@@ -68,6 +72,7 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
       cache,
       files,
       now: o.now,
+      declared,
       changed: () => {
         feed.syncNamespaces();
         feed.publishObjects();

@@ -4,9 +4,10 @@ import { isDNS1123Subdomain } from '../pod/names.js';
 import type { KubeObject } from './store.js';
 
 /**
- * The objects the API owns itself (ConfigMaps and Secrets), kept across agent restarts: one JSON file per object at
- * <dir>/<resource>/<namespace>/<name>.json, written whole (temp file, fsync, rename), mode 0600 in 0700 directories since
- * Secrets are among them. <dir>/version holds the highest resourceVersion the agent may have handed out.
+ * The objects the API owns itself (ConfigMaps, Secrets, the Namespaces clients made), kept across agent restarts: one JSON
+ * file per object at <dir>/<resource>/<namespace>/<name>.json (<dir>/<resource>/<name>.json for a cluster-scoped one),
+ * written whole (temp file, fsync, rename), mode 0600 in 0700 directories since Secrets are among them. <dir>/version
+ * holds the highest resourceVersion the agent may have handed out.
  */
 
 export interface StoredObject {
@@ -40,10 +41,11 @@ export class ObjectFiles {
     const out: StoredObject[] = [];
     for (const resource of this.entries(this.dir, true)) {
       if (!RESOURCE.test(resource)) continue;
-      for (const namespace of this.entries(join(this.dir, resource), true)) {
-        const nsDir = join(this.dir, resource, namespace);
-        for (const file of this.entries(nsDir, false)) {
-          const path = join(nsDir, file);
+      const dirs: [string, string | undefined][] = [[join(this.dir, resource), undefined]];
+      for (const namespace of this.entries(join(this.dir, resource), true)) dirs.push([join(this.dir, resource, namespace), namespace]);
+      for (const [dir, namespace] of dirs) {
+        for (const file of this.entries(dir, false)) {
+          const path = join(dir, file);
           if (file.startsWith('.') && file.endsWith(TEMP_SUFFIX)) {
             // A write that a crash cut short: the rename never happened, the previous file (if any) is whole.
             rmSync(path, { force: true });
@@ -57,15 +59,16 @@ export class ObjectFiles {
     return out;
   }
 
+  /** Keeps obj (a cluster-scoped one has no metadata.namespace). */
   save(resource: string, obj: KubeObject): void {
     const { name, namespace } = obj.metadata ?? {};
-    const dir = join(this.dir, checkResource(resource), checkName(namespace, `${resource}: metadata.namespace`));
+    const dir = this.dirOf(resource, namespace, `${resource}: metadata.namespace`);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeAtomically(dir, `${checkName(name, `${resource}: metadata.name`)}.json`, `${JSON.stringify(obj)}\n`);
   }
 
-  delete(resource: string, namespace: string, name: string): void {
-    const dir = join(this.dir, checkResource(resource), checkName(namespace, `${resource}: namespace`));
+  delete(resource: string, namespace: string | undefined, name: string): void {
+    const dir = this.dirOf(resource, namespace, `${resource}: namespace`);
     rmSync(join(dir, `${checkName(name, `${resource}: name`)}.json`), { force: true });
     try {
       fsyncDir(dir);
@@ -102,6 +105,11 @@ export class ObjectFiles {
     writeAtomically(this.dir, VERSION_FILE, `${version}\n`);
   }
 
+  private dirOf(resource: string, namespace: string | undefined, what: string): string {
+    const dir = join(this.dir, checkResource(resource));
+    return namespace === undefined ? dir : join(dir, checkName(namespace, what));
+  }
+
   private entries(dir: string, dirs: boolean): string[] {
     try {
       return readdirSync(dir, { withFileTypes: true })
@@ -114,7 +122,7 @@ export class ObjectFiles {
     }
   }
 
-  private read(path: string, resource: string, namespace: string, file: string): KubeObject | undefined {
+  private read(path: string, resource: string, namespace: string | undefined, file: string): KubeObject | undefined {
     const skip = (why: string) => {
       this.log(`${path}: ${why}; skipped`);
       return undefined;
@@ -132,7 +140,8 @@ export class ObjectFiles {
     const meta = (parsed as KubeObject).metadata;
     const name = file.slice(0, -'.json'.length);
     if (meta?.name !== name || meta?.namespace !== namespace) {
-      return skip(`holds ${JSON.stringify(`${meta?.namespace}/${meta?.name}`)}, not the ${namespace}/${name} its path names`);
+      const named = (ns: string | undefined, n: unknown) => (ns === undefined ? String(n) : `${ns}/${String(n)}`);
+      return skip(`holds ${JSON.stringify(named(meta?.namespace, meta?.name))}, not the ${named(namespace, name)} its path names`);
     }
     return parsed as KubeObject;
   }

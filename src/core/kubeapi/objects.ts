@@ -16,10 +16,11 @@ import {
 } from './writes.js';
 import type { WriteAnswer } from './pods.js';
 
-/** The kinds the API itself keeps (the objects pods refer to), persisted under the root dir. */
+/** The kinds the API itself keeps (the objects pods refer to, the Namespaces clients make), persisted under the root dir. */
 const KINDS = {
   configmaps: { kind: 'ConfigMap', schema: 'io.k8s.api.core.v1.ConfigMap' },
   secrets: { kind: 'Secret', schema: 'io.k8s.api.core.v1.Secret' },
+  namespaces: { kind: 'Namespace', schema: 'io.k8s.api.core.v1.Namespace' },
 } as const;
 
 export type ObjectResource = keyof typeof KINDS;
@@ -30,9 +31,12 @@ export interface ObjectWriteContext {
   now: () => number;
   /** After a write: namespaces in use may have changed, and the agent reads the objects anew. */
   changed?: () => void;
+  /** The Namespaces clients made (the rest are those in use): kept until deleted, in use or not. */
+  declared?: Set<string>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DATA_KEY = /^[-._a-zA-Z0-9]+$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -44,7 +48,16 @@ function validate(resource: ObjectResource, obj: KubeObject, live?: KubeObject):
   const causes: { field: string; message: string; reason?: string }[] = [];
   if (!name)
     causes.push({ field: 'metadata.name', message: 'Required value: name or generateName is required', reason: 'FieldValueRequired' });
-  else if (name.length > 253 || !DNS_SUBDOMAIN.test(name))
+  else if (resource === 'namespaces') {
+    if (name.length > 63 || !DNS_LABEL.test(name))
+      causes.push({
+        field: 'metadata.name',
+        message:
+          `Invalid value: ${JSON.stringify(name)}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or ` +
+          `'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is ` +
+          `'[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+      });
+  } else if (name.length > 253 || !DNS_SUBDOMAIN.test(name))
     causes.push({
       field: 'metadata.name',
       message:
@@ -53,6 +66,16 @@ function validate(resource: ObjectResource, obj: KubeObject, live?: KubeObject):
         `'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
     });
   let out = obj;
+  if (resource === 'namespaces') {
+    // As the API server's: the name label its admission sets, the kubernetes finalizer, Active until deleted.
+    const meta = obj.metadata ?? {};
+    out = {
+      ...obj,
+      metadata: { ...meta, labels: { ...(meta.labels as Record<string, string> | undefined), 'kubernetes.io/metadata.name': name } },
+      spec: { finalizers: ['kubernetes'] },
+      status: (live?.status as object | undefined) ?? { phase: 'Active' },
+    };
+  }
   if (resource === 'secrets') {
     // stringData is write-only: merged into data, base64-encoded, as the API server does.
     const { stringData, ...rest } = obj as KubeObject & { stringData?: Record<string, string>; data?: Record<string, string> };
@@ -88,6 +111,7 @@ function validate(resource: ObjectResource, obj: KubeObject, live?: KubeObject):
 function store(ctx: ObjectWriteContext, resource: ObjectResource, obj: KubeObject): KubeObject {
   const stored = ctx.cache.put(resource, obj) as KubeObject;
   ctx.files.save(resource, stored);
+  if (resource === 'namespaces') ctx.declared?.add(String(stored.metadata?.name));
   ctx.changed?.();
   return stored;
 }
@@ -107,7 +131,7 @@ export function createObject(
   checkIdentity(body, path.namespace, undefined);
   const meta = { ...body.metadata };
   if (!meta.name && meta.generateName) meta.name = generatedName(String(meta.generateName));
-  if (meta.name && ctx.cache.get(resource, path.namespace!, meta.name)) throw alreadyExists(resource, meta.name);
+  if (meta.name && ctx.cache.get(resource, path.namespace, meta.name)) throw alreadyExists(resource, meta.name);
   const now = iso(ctx.now());
   const { resourceVersion: _rv, ...clean } = meta;
   let obj: KubeObject = {
@@ -116,7 +140,7 @@ export function createObject(
     kind,
     metadata: {
       ...clean,
-      namespace: path.namespace,
+      ...(path.namespace === undefined ? {} : { namespace: path.namespace }),
       uid: uidOf(`${resource}/${path.namespace}/${meta.name}/${now}/${Math.random()}`),
       creationTimestamp: now,
     },
@@ -127,7 +151,7 @@ export function createObject(
 }
 
 function live(ctx: ObjectWriteContext, resource: ObjectResource, path: ResourcePath): KubeObject {
-  const o = ctx.cache.get(resource, path.namespace!, path.name!) as KubeObject | undefined;
+  const o = ctx.cache.get(resource, path.namespace, path.name!) as KubeObject | undefined;
   if (!o) throw notFound(resource, path.name!);
   return o;
 }
@@ -175,7 +199,7 @@ export function patchObjectWrite(
   body: { text: string; contentType: string },
 ): WriteAnswer {
   const { kind, schema } = KINDS[resource];
-  const old = ctx.cache.get(resource, path.namespace!, path.name!) as KubeObject | undefined;
+  const old = ctx.cache.get(resource, path.namespace, path.name!) as KubeObject | undefined;
   const now = iso(ctx.now());
   const { object, created } = patchObject({
     req,
@@ -197,7 +221,7 @@ export function patchObjectWrite(
         metadata: {
           ...obj.metadata,
           name: path.name,
-          namespace: path.namespace,
+          ...(path.namespace === undefined ? {} : { namespace: path.namespace }),
           uid: uidOf(`${resource}/${path.namespace}/${path.name}/${now}`),
           creationTimestamp: now,
         },

@@ -1,7 +1,7 @@
 import kubePb from '../../generated/kube/kube-pb.js';
 import { KubeStatusError, badRequest } from './status.js';
 
-/** client-go's typed clients send their bodies so (kubectl create configmap|secret); answers stay JSON. */
+/** client-go's typed clients send their bodies so (kubectl create configmap|secret|namespace); answers stay JSON. */
 export const PROTOBUF_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf';
 
 /** The serializer's prefix: 'k8s' and the encoding style, 0 for a runtime.Unknown after it. */
@@ -15,7 +15,7 @@ interface Codec {
 }
 
 /** The static module's message classes (pbjs -t static-module of proto/kube-core.proto, typed as a Root). */
-const pb = (kubePb as unknown as { kube: Record<'Unknown' | 'ConfigMap' | 'Secret' | 'DeleteOptions', Codec> }).kube;
+const pb = (kubePb as unknown as { kube: Record<'Unknown' | 'ConfigMap' | 'Secret' | 'Namespace' | 'DeleteOptions', Codec> }).kube;
 
 /** The options the shaping below expects: present fields only, 64-bit integers as numbers, bytes as base64. */
 const PRESENT = { longs: Number, bytes: String, defaults: false, arrays: false, objects: false };
@@ -24,6 +24,7 @@ const PRESENT = { longs: Number, bytes: String, defaults: false, arrays: false, 
 const DECODERS: Record<string, { codec: Codec; json: (m: Json) => Json }> = {
   ConfigMap: { codec: pb.ConfigMap, json: configMapJSON },
   Secret: { codec: pb.Secret, json: secretJSON },
+  Namespace: { codec: pb.Namespace, json: namespaceJSON },
   DeleteOptions: { codec: pb.DeleteOptions, json: deleteOptionsJSON },
 };
 
@@ -169,6 +170,11 @@ function secretJSON(m: Json): Json {
     },
     ['immutable'],
   );
+}
+
+function namespaceJSON(m: Json): Json {
+  const spec = m.spec as Json | undefined;
+  return compact({ metadata: objectMetaJSON(m.metadata as Json | undefined), spec: spec && compact({ finalizers: spec.finalizers }) });
 }
 
 function deleteOptionsJSON(m: Json): Json {

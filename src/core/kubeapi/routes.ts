@@ -19,9 +19,10 @@ import { createPod, deletePod, patchPod, replacePod, type PodWriteContext, type 
 import { serveCollection, serveObject, type ReadContext } from './reads.js';
 import { unsupportedPatchType } from './patch/index.js';
 import { decodeKubeProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.js';
-import { parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
+import { isDryRun, parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
 import { sendJSON, socketStatus, type KubeHandler, type KubeRequest } from './server.js';
 import { KubeStatusError, methodNotAllowed, notFound } from './status.js';
+import { deleteOptions } from './writes.js';
 import type { KubeObject, WatchCache } from './store.js';
 import { handlePodUpgrade, servePodLog, type PodStreamContext } from './streams/index.js';
 import type { Duplex } from 'node:stream';
@@ -135,6 +136,8 @@ export class KubeRoutes implements KubeHandler {
     if (!info.verbs.includes(verbOf(method, path)) || (info.namespaced && !path.namespace)) throw methodNotAllowed();
     const body = protobufAsJSON(await readObjectBody(req), method, info);
     if (method === 'DELETE' && !path.name) return sendJSON(res, 200, await this.deleteCollection(info, path, url, body.text));
+    if (method === 'DELETE' && info.name === 'namespaces') return sendJSON(res, 200, await this.deleteNamespace(path, url, body.text));
+    if (method === 'POST' && info.namespaced) this.refuseInTerminating(info, path.namespace!);
     let answer: WriteAnswer;
     if (info.name === 'pods') {
       const ctx = this.o.pods;
@@ -185,6 +188,58 @@ export class KubeRoutes implements KubeHandler {
       if (info.name === 'pods' && deleted.length) this.o.changed();
     }
     return { kind: `${info.kind}List`, apiVersion: 'v1', metadata: { resourceVersion: this.o.cache.resourceVersion }, items: deleted };
+  }
+
+  /** New content in a namespace being deleted is refused, as the API server's NamespaceLifecycle admission refuses it. */
+  private refuseInTerminating(info: ResourceInfo, namespace: string): void {
+    if (!this.o.cache.get('namespaces', undefined, namespace)?.metadata?.deletionTimestamp) return;
+    throw new KubeStatusError(
+      403,
+      'Forbidden',
+      `${info.name} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
+      { name: namespace, kind: 'namespaces', causes: [{ reason: 'NamespaceTerminating', field: 'metadata.namespace' }] },
+    );
+  }
+
+  /**
+   * DELETE /api/v1/namespaces/NAME, as the API server and its namespace controller do it: the namespace is Terminating at
+   * once, everything in it is deleted (pods with their grace period), and it goes once its pods are gone. A pod that
+   * cannot be deleted here (a watch file's) keeps it Terminating. default and the kube- ones may not be deleted.
+   */
+  private async deleteNamespace(path: ResourcePath, url: URL, text: string): Promise<KubeObject> {
+    const name = path.name!;
+    const live = this.o.cache.get('namespaces', undefined, name);
+    if (!live) throw notFound('namespaces', name);
+    if (['default', 'kube-system', 'kube-public', 'kube-node-lease'].includes(name))
+      throw new KubeStatusError(403, 'Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`, {
+        name,
+        kind: 'namespaces',
+      });
+    deleteOptions(text, live);
+    if (isDryRun(url)) return live;
+    const objects = this.o.objects;
+    const since = new Date(objects.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    objects.declared?.delete(name);
+    objects.files.delete('namespaces', undefined, name);
+    const terminating = this.o.cache.put('namespaces', {
+      ...live,
+      metadata: { ...live.metadata, deletionTimestamp: live.metadata?.deletionTimestamp ?? since },
+      status: { phase: 'Terminating' },
+    });
+    try {
+      for (const resource of ['configmaps', 'secrets'] as const)
+        for (const o of this.o.cache.list(resource, { namespace: name }).items)
+          deleteObject(objects, resource, { ...path, resource, namespace: name, name: o.metadata!.name! }, url);
+      for (const pod of this.o.cache.list('pods', { namespace: name }).items) {
+        if (pod.metadata?.deletionTimestamp) continue;
+        await deletePod(this.o.pods, { ...path, resource: 'pods', namespace: name, name: pod.metadata!.name! }, url, '').catch(
+          (err: Error) => this.o.reads.log?.(`namespace ${name}: pod ${pod.metadata!.name!} stays: ${err.message}`),
+        );
+      }
+    } finally {
+      this.o.changed();
+    }
+    return terminating;
   }
 
   /** pods/status (read-only here), pods/log, pods/ephemeralcontainers; the streams come as upgrades. */
