@@ -461,7 +461,7 @@ test('a Namespace a client makes: created, 409 again, patched, kept with nothing
   assert.equal(refused.status, 403);
   assert.equal(
     refused.json.message,
-    'configmaps is forbidden: unable to create new content in namespace shop because it is being terminated',
+    'configmaps "late" is forbidden: unable to create new content in namespace shop because it is being terminated',
   );
   fake.terminated('shop', 'cart');
   assert.equal((await call('GET', '/api/v1/namespaces/shop')).status, 404, 'gone with its last pod');

@@ -137,7 +137,7 @@ export class KubeRoutes implements KubeHandler {
     const body = protobufAsJSON(await readObjectBody(req), method, info);
     if (method === 'DELETE' && !path.name) return sendJSON(res, 200, await this.deleteCollection(info, path, url, body.text));
     if (method === 'DELETE' && info.name === 'namespaces') return sendJSON(res, 200, await this.deleteNamespace(path, url, body.text));
-    if (method === 'POST' && info.namespaced) this.refuseInTerminating(info, path.namespace!);
+    if (method === 'POST' && info.namespaced) this.refuseInTerminating(info, path.namespace!, body.text);
     let answer: WriteAnswer;
     if (info.name === 'pods') {
       const ctx = this.o.pods;
@@ -191,13 +191,20 @@ export class KubeRoutes implements KubeHandler {
   }
 
   /** New content in a namespace being deleted is refused, as the API server's NamespaceLifecycle admission refuses it. */
-  private refuseInTerminating(info: ResourceInfo, namespace: string): void {
+  private refuseInTerminating(info: ResourceInfo, namespace: string, text: string): void {
     if (!this.o.cache.get('namespaces', undefined, namespace)?.metadata?.deletionTimestamp) return;
+    let name = '';
+    try {
+      name = String((JSON.parse(text) as { metadata?: { name?: unknown } }).metadata?.name ?? '');
+    } catch {
+      // The create itself says what is wrong with its body; the refusal stands either way.
+    }
     throw new KubeStatusError(
       403,
       'Forbidden',
-      `${info.name} is forbidden: unable to create new content in namespace ${namespace} because it is being terminated`,
-      { name: namespace, kind: 'namespaces', causes: [{ reason: 'NamespaceTerminating', field: 'metadata.namespace' }] },
+      `${info.name}${name ? ` ${JSON.stringify(name)}` : ''} is forbidden: ` +
+        `unable to create new content in namespace ${namespace} because it is being terminated`,
+      { name, kind: info.name, causes: [{ reason: 'NamespaceTerminating', field: 'metadata.namespace' }] },
     );
   }
 
