@@ -463,6 +463,13 @@ test('a Namespace a client makes: created, 409 again, patched, kept with nothing
     refused.json.message,
     'configmaps "late" is forbidden: unable to create new content in namespace shop because it is being terminated',
   );
+  const relabelled = await call('PATCH', '/api/v1/namespaces/shop', {
+    contentType: 'application/merge-patch+json',
+    body: { metadata: { labels: { late: 'yes' } } },
+  });
+  assert.equal(relabelled.status, 200, relabelled.text);
+  assert.equal(relabelled.json.status.phase, 'Terminating', 'a write on it does not bring it back');
+  assert.equal(existsSync(join(kubeApiDir(scratch.dir), 'objects', 'namespaces', 'shop.json')), false, 'nor keeps it');
   fake.terminated('shop', 'cart');
   assert.equal((await call('GET', '/api/v1/namespaces/shop')).status, 404, 'gone with its last pod');
 

@@ -110,8 +110,11 @@ function validate(resource: ObjectResource, obj: KubeObject, live?: KubeObject):
 
 function store(ctx: ObjectWriteContext, resource: ObjectResource, obj: KubeObject): KubeObject {
   const stored = ctx.cache.put(resource, obj) as KubeObject;
-  ctx.files.save(resource, stored);
-  if (resource === 'namespaces') ctx.declared?.add(String(stored.metadata?.name));
+  // A terminating namespace stays that, whatever a client writes on it, and goes once its content is gone: not kept.
+  if (resource !== 'namespaces' || !stored.metadata?.deletionTimestamp) {
+    ctx.files.save(resource, stored);
+    if (resource === 'namespaces') ctx.declared?.add(String(stored.metadata?.name));
+  }
   ctx.changed?.();
   return stored;
 }
