@@ -820,14 +820,24 @@ test('DELETE of a pod: 200 with its deletionTimestamp, then DELETED on the watch
     assert.equal(r.json.metadata.name, 'x');
     assert.match(r.json.metadata.deletionTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     assert.equal(r.json.metadata.deletionGracePeriodSeconds, 5);
+    const generation = (list.json.items as Json[])[0]!.metadata.generation as number;
+    assert.equal(r.json.metadata.generation, generation + 1, 'the first graceful deletion is a new generation');
     assert.deepEqual(fake.deleted.at(-1), { namespace: NS, name: 'x', grace: 5 });
     const terminating = await w.first(
       'x with its deletionTimestamp',
       (e) => e.type === 'MODIFIED' && !!e.object.metadata?.deletionTimestamp,
     );
     assert.equal(terminating.object.metadata.deletionTimestamp, r.json.metadata.deletionTimestamp);
-    // Still there until the agent says it is gone.
-    assert.equal((await call('GET', `/api/v1/namespaces/${NS}/pods/x`)).status, 200);
+    // Still there until the agent says it is gone; a status the agent sends meanwhile keeps the deletion and its generation.
+    const agentPod = fake.get(NS, 'x')!;
+    fake.put({ ...agentPod, status: { ...agentPod.status, phase: 'Running', message: 'stopping' } });
+    const during = await call('GET', `/api/v1/namespaces/${NS}/pods/x`);
+    assert.equal(during.status, 200);
+    assert.equal(during.json.status.message, 'stopping');
+    assert.deepEqual(
+      [during.json.metadata.deletionTimestamp, during.json.metadata.generation],
+      [r.json.metadata.deletionTimestamp, generation + 1],
+    );
     fake.terminated(NS, 'x');
     const gone = await w.first('x DELETED', (e) => e.type === 'DELETED');
     assert.equal(gone.object.metadata.name, 'x');

@@ -126,6 +126,8 @@ export class KubeFeed {
         ? {
             deletionTimestamp: previous.metadata.deletionTimestamp,
             deletionGracePeriodSeconds: previous.metadata['deletionGracePeriodSeconds'],
+            // and the generation the deletion gave it, which the agent's statuses do not count.
+            generation: Math.max(Number(previous.metadata['generation'] ?? 0), Number(meta['generation'] ?? 0)) || undefined,
           }
         : {};
     cache.put('pods', {

@@ -320,12 +320,15 @@ export async function deletePod(ctx: PodWriteContext, path: ResourcePath, url: U
     return { code: 200, object: live, warnings: [] };
   }
   const meta = live.metadata as Record<string, unknown>;
+  const generation = meta['generation'] as number | undefined;
   const terminating: KubeObject = {
     ...live,
     metadata: {
       ...meta,
       deletionTimestamp: meta['deletionTimestamp'] ?? iso(ctx.now() + seconds * 1000),
       deletionGracePeriodSeconds: seconds,
+      // The API server's first graceful deletion is a new generation: what the pod is meant to do has changed.
+      ...(!meta['deletionTimestamp'] && generation && generation > 0 ? { generation: generation + 1 } : {}),
     },
   };
   return { code: 200, object: ctx.cache.put('pods', terminating), warnings: [] };
