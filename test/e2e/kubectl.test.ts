@@ -67,7 +67,7 @@ function manifest(name: string, image: string, command: string, extra = ''): str
   );
 }
 
-test('kubectl version and api-resources read the node as an API server', { skip }, () => {
+test('kubectl version, api-resources and auth can-i/whoami read the node as an API server', { skip }, () => {
   const v = JSON.parse(ok(kube.run(['version', '-o', 'json']), 'version')) as { serverVersion?: { major: string; minor: string } };
   assert.equal(v.serverVersion?.major, '1');
   assert.match(v.serverVersion?.minor ?? '', /^\d+$/);
@@ -75,6 +75,8 @@ test('kubectl version and api-resources read the node as an API server', { skip 
   assert.match(resources, /^pods\s+po\s+v1\s+true\s+Pod$/m);
   assert.match(resources, /^configmaps\s+cm\s+v1\s+true\s+ConfigMap$/m);
   assert.match(resources, /^nodes\s+no\s+v1\s+false\s+Node$/m);
+  assert.equal(ok(kube.run(['auth', 'can-i', 'create', 'pods']), 'auth can-i').trim(), 'yes');
+  assert.match(ok(kube.run(['auth', 'whoami']), 'auth whoami'), /^Username\s+podctl-admin$/m);
 });
 
 test(

@@ -367,7 +367,7 @@ test('discovery: /api, /apis and /api/v1, plain and aggregated; /version', async
   assert.equal(apis.json.kind, 'APIGroupList');
   assert.deepEqual(
     apis.json.groups.map((g: { name: string }) => g.name),
-    ['metrics.k8s.io'],
+    ['metrics.k8s.io', 'authorization.k8s.io', 'authentication.k8s.io'],
   );
   const v1 = await call('GET', '/api/v1');
   assert.equal(v1.json.kind, 'APIResourceList');
@@ -477,6 +477,36 @@ test('a Namespace a client makes: created, 409 again, patched, kept with nothing
   assert.equal(keep.status, 403);
   assert.equal(keep.json.message, 'namespaces "default" is forbidden: this namespace may not be deleted');
   assert.ok((await names()).includes('default'));
+});
+
+test("the reviews: can-i is allowed (with its reason), the rules are every rule, whoami is the request's user; only POST", async () => {
+  const access = await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: { resourceAttributes: { namespace: NS, verb: 'create', resource: 'pods' } },
+    },
+  });
+  assert.equal(access.status, 201, access.text);
+  assert.equal(access.json.kind, 'SelfSubjectAccessReview');
+  assert.deepEqual(access.json.spec, { resourceAttributes: { namespace: NS, verb: 'create', resource: 'pods' } });
+  assert.equal(access.json.status.allowed, true);
+  assert.match(access.json.status.reason, /every user this node authenticates may do everything/);
+  const rules = await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews', { body: { spec: { namespace: NS } } });
+  assert.equal(rules.status, 201, rules.text);
+  assert.deepEqual(rules.json.status.resourceRules, [{ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }]);
+  const who = await call('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { body: { apiVersion: 'authentication.k8s.io/v1' } });
+  assert.equal(who.status, 201, who.text);
+  assert.deepEqual(who.json.status.userInfo, { username: 'podctl-admin', groups: ['system:masters', 'system:authenticated'] });
+  assert.equal((await call('GET', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews')).status, 405);
+  assert.equal((await call('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', { body: {} })).status, 404);
+  assert.equal((await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { body: '{' })).status, 400);
+  const groups = ((await call('GET', '/apis')).json.groups as Json[]).map((g) => g.name);
+  assert.deepEqual(groups.sort(), ['authentication.k8s.io', 'authorization.k8s.io', 'metrics.k8s.io']);
+  assert.equal(
+    (await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { body: { spec: {} }, anonymous: true })).status,
+    401,
+  );
 });
 
 test('a pod that is not there is a 404 NotFound Status with its details', async () => {

@@ -27,9 +27,11 @@ import type { KubeObject, WatchCache } from './store.js';
 import { handlePodUpgrade, servePodLog, type PodStreamContext } from './streams/index.js';
 import type { Duplex } from 'node:stream';
 
-/** An extra API group the node serves (metrics.k8s.io): its discovery, and its own GETs. */
+/** An extra API group the node serves (metrics.k8s.io, the reviews): its discovery, and its own GETs or creates. */
 export interface ExtraGroup extends GroupInfo {
-  get(path: ResourcePath, url: URL): Promise<unknown>;
+  get?(path: ResourcePath, url: URL): Promise<unknown>;
+  /** POST to one of its resources (a review): the answer's code and object. */
+  create?(path: ResourcePath, body: ObjectBody, user: KubeRequest['user']): Promise<{ code: number; object: unknown }>;
 }
 
 export interface KubeRoutesOptions {
@@ -98,8 +100,14 @@ export class KubeRoutes implements KubeHandler {
     if (!path) throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
     if (path.group) {
       const g = this.o.groups.find((x) => x.group === path.group && x.version === path.version);
-      if (!g || req.method !== 'GET') throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
-      return sendJSON(res, 200, await g.get(path, url));
+      if (!g?.resources.some((r) => r.name === path.resource))
+        throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
+      if (req.method === 'GET' && g.get) return sendJSON(res, 200, await g.get(path, url));
+      if (req.method === 'POST' && g.create && !path.name && !path.subresource) {
+        const answer = await g.create(path, await readObjectBody(req), user);
+        return sendJSON(res, answer.code, answer.object);
+      }
+      throw methodNotAllowed();
     }
     if (path.version !== 'v1') throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
     const info = byName.get(path.resource);
