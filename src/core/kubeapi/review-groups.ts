@@ -32,14 +32,14 @@ const review = (apiVersion: string, kind: string, spec: Record<string, unknown> 
 export function reviewGroups(): ExtraGroup[] {
   const authorization = 'authorization.k8s.io';
   const authentication = 'authentication.k8s.io';
-  const created = (name: string, kind: string) => ({ name, singularName: '', kind, namespaced: false, verbs: ['create'] });
+  const createOnly = (name: string, kind: string) => ({ name, singularName: '', kind, namespaced: false, verbs: ['create'] });
   return [
     {
       group: authorization,
       version: 'v1',
       resources: [
-        created('selfsubjectaccessreviews', 'SelfSubjectAccessReview'),
-        created('selfsubjectrulesreviews', 'SelfSubjectRulesReview'),
+        createOnly('selfsubjectaccessreviews', 'SelfSubjectAccessReview'),
+        createOnly('selfsubjectrulesreviews', 'SelfSubjectRulesReview'),
       ],
       async create(path, body) {
         if (path.resource === 'selfsubjectaccessreviews')
@@ -54,7 +54,7 @@ export function reviewGroups(): ExtraGroup[] {
     {
       group: authentication,
       version: 'v1',
-      resources: [created('selfsubjectreviews', 'SelfSubjectReview')],
+      resources: [createOnly('selfsubjectreviews', 'SelfSubjectReview')],
       async create(_path, _body, user: KubeUser) {
         const groups = [...user.groups.filter((g) => g !== 'system:authenticated'), 'system:authenticated'];
         return review(`${authentication}/v1`, 'SelfSubjectReview', undefined, { userInfo: { username: user.user, groups } });
