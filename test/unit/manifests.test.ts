@@ -366,6 +366,18 @@ spec:
   ]);
 });
 
+test('schedulerName: default-scheduler, the default the kube API shows, is no warning; another scheduler is', () => {
+  const pod = (scheduler: string) => `apiVersion: v1
+kind: Pod
+metadata: {name: sched}
+spec:
+  schedulerName: ${scheduler}
+  containers: [{name: app, image: busybox:1.36}]
+`;
+  assert.deepEqual(problemsOf(pod('default-scheduler')), []);
+  assert.deepEqual(problemsOf(pod('volcano')), ['warning doc1 spec.schedulerName: ignored: there is no scheduler']);
+});
+
 test('integers are read as Kubernetes reads manifests (YAML 1.1): a leading 0 is octal, so defaultMode 0400 is 256', () => {
   const text = `apiVersion: v1
 kind: Pod

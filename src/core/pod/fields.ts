@@ -66,7 +66,10 @@ const table: Record<string, FieldFate> = {
   'spec.priorityClassName': warned('ignored: there is no preemption and no PriorityClass'),
   'spec.priority': warned('ignored: there is no preemption'),
   'spec.preemptionPolicy': warned('ignored: there is no preemption'),
-  'spec.schedulerName': warned('ignored: there is no scheduler'),
+  // default-scheduler is the API server's default, which the kube API shows and kubectl debug --copy-to sends back.
+  'spec.schedulerName': honoured('pod/defaults (default-scheduler)', {
+    otherScheduler: { fate: 'warned', when: 'other than default-scheduler', reason: 'ignored: there is no scheduler' },
+  }),
   'spec.schedulingGates': warned('ignored: there is no scheduler to hold the pod back; it runs at once'),
   'spec.nodeName': honoured('pod/load', {
     otherNode: { fate: 'warned', when: 'another node than this host', reason: "this host's node name is used" },

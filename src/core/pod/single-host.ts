@@ -46,6 +46,8 @@ export function singleHostProblems(
     else if (isObject(v) && (v as Record<string, unknown>).preferredDuringSchedulingIgnoredDuringExecution !== undefined)
       except('spec.affinity', 'notRequiredNode', 'spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution');
   }
+  if (typeof spec.schedulerName === 'string' && spec.schedulerName !== '' && spec.schedulerName !== 'default-scheduler')
+    except('spec.schedulerName', 'otherScheduler', 'spec.schedulerName');
   if (spec.hostUsers === false) except('spec.hostUsers', 'userNamespace', 'spec.hostUsers');
   if (spec.dnsPolicy === 'ClusterFirst' || spec.dnsPolicy === 'ClusterFirstWithHostNet')
     except('spec.dnsPolicy', 'clusterFirst', 'spec.dnsPolicy');
