@@ -7,8 +7,9 @@
 // - each CRI service's methods, and the field numbers the relist's summary decoder reads
 //   (src/core/cri/summaries.ts), read from the .proto with protobufjs;
 // - one module that re-exports every runtime.v1 type (messages.ts), so that the core imports them from one place;
-// - the static module of the Kubernetes messages the kube API decodes from protobuf request bodies
-//   (proto/kube-core.proto), in src/generated/kube.
+// - the JSON module (pbjs -t json-module: a protobufjs Root, with its reflection) of the Kubernetes
+//   messages the kube API decodes from protobuf request bodies (proto/kube-core.proto), in
+//   src/generated/kube: the decoder walks the types to shape each message's JSON.
 // All of it goes to src/generated, outside src/core, which holds only hand-written code.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -67,21 +68,22 @@ writeFileSync(
       .join(''),
 );
 
-// The static modules: a .ts file each (checked by nothing: @ts-nocheck from the wrapper), so that tsc
-// and the bundle take them as the rest of src. The service classes are left out: grpc-js calls the methods.
+// The pbjs modules (static modules, and the kube JSON module): a .ts file each (checked by nothing:
+// @ts-nocheck from the wrapper), so that tsc and the bundle take them as the rest of src. The service
+// classes are left out: grpc-js calls the methods.
 const pbjs = join(root, 'node_modules/protobufjs-cli/bin/pbjs');
-const staticModule = (proto, rootName, file, dir = out) =>
+const pbjsModule = (proto, rootName, file, { dir = out, target = 'static-module', dependency = 'protobufjs/minimal.js' } = {}) =>
   execFileSync(
     process.execPath,
     [
       pbjs,
       '-t',
-      'static-module',
+      target,
       '-w',
       join(root, 'scripts/pbjs-esm.wrapper'),
       '--es6',
       '--dependency',
-      'protobufjs/minimal.js',
+      dependency,
       '--lint',
       '',
       '-r',
@@ -100,13 +102,13 @@ const staticModule = (proto, rootName, file, dir = out) =>
     ],
     { stdio: 'inherit' },
   );
-staticModule(CRI_PROTO, 'cri', 'cri-pb.ts');
-staticModule(CONTAINERD_PROTO, 'containerd', 'containerd-pb.ts');
+pbjsModule(CRI_PROTO, 'cri', 'cri-pb.ts');
+pbjsModule(CONTAINERD_PROTO, 'containerd', 'containerd-pb.ts');
 // gRPC's health service, for grpc probes (src/core/prober/handlers.ts).
-staticModule('grpc/health/v1/health.proto', 'health', 'health-pb.ts');
-// The Kubernetes messages of protobuf request bodies (src/core/kubeapi/protobuf.ts).
+pbjsModule('grpc/health/v1/health.proto', 'health', 'health-pb.ts');
+// The Kubernetes messages of protobuf request bodies (src/core/kubeapi/protobuf.ts), with their reflection.
 mkdirSync(kubeOut, { recursive: true });
-staticModule('kube-core.proto', 'kube', 'kube-pb.ts', kubeOut);
+pbjsModule('kube-core.proto', 'kube', 'kube-pb.ts', { dir: kubeOut, target: 'json-module', dependency: 'protobufjs/light.js' });
 
 const cri = protobuf.loadSync(join(root, 'proto', CRI_PROTO));
 cri.resolveAll();

@@ -4,8 +4,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { load } from 'js-yaml';
+import type { Root } from 'protobufjs';
 import kubePb from '../../src/generated/kube/kube-pb.js';
-import { E2E_NAMESPACE, scratchDir } from '../support/e2e.js';
+import { E2E_NAMESPACE, eventually, scratchDir } from '../support/e2e.js';
 import { kubeClient, needsKubectl, startKubeAgent, type KubeAgentHandle, type KubeClient } from '../support/kubectl.js';
 
 // kubectl's typed commands (create configmap, create secret) send their objects as protobuf
@@ -105,23 +106,185 @@ test('bytes that are not UTF-8: create configmap --from-file keeps them in binar
   }
 });
 
-test('a Pod in protobuf (kubectl debug node/…) is refused with a 415 that says why, and makes no pod', { skip }, () => {
-  const ns = ['-n', E2E_NAMESPACE];
-  const node = ok(kube.run(['get', 'nodes', '-o', 'name']), 'get nodes').trim();
-  assert.match(node, /^node\/\S+$/);
-  const r = kube.run([...ns, 'debug', node, '--image=busybox', '--profile=general', '--', 'true']);
-  assert.notEqual(r.code, 0);
-  assert.match(r.stderr, /UnsupportedMediaType/);
-  assert.match(r.stderr, /this body is a Pod/);
-  assert.equal(ok(kube.run([...ns, 'get', 'pods', '-o', 'name']), 'get pods').trim(), '');
-});
-
-interface Message {
-  fromObject(o: Record<string, unknown>): object;
-  encode(m: object): { finish(): Uint8Array };
+/** A pod's JSON as the API answers it (kubectl get -o json). */
+function podJSON(
+  ns: string[],
+  name: string,
+): {
+  metadata: { annotations?: Record<string, string>; labels?: Record<string, string> };
+  spec: Record<string, unknown>;
+  status?: { phase?: string };
+} {
+  return JSON.parse(ok(kube.run([...ns, 'get', 'pod', name, '-o', 'json']), `get pod ${name}`)) as ReturnType<typeof podJSON>;
 }
-const pb = (kubePb as unknown as { kube: Record<string, Message> }).kube;
-const encode = (type: string, o: Record<string, unknown>) => Buffer.from(pb[type]!.encode(pb[type]!.fromObject(o)).finish());
+
+test(
+  'kubectl debug node/… (a Pod sent as protobuf): the pod runs on this node in its namespaces, with its root at /host, and completes',
+  { skip },
+  async () => {
+    const ns = ['-n', E2E_NAMESPACE];
+    const node = ok(kube.run(['get', 'nodes', '-o', 'name']), 'get nodes').trim();
+    assert.match(node, /^node\/\S+$/);
+    const nodeName = node.slice('node/'.length);
+    const r = kube.run([...ns, 'debug', node, '--image=busybox:1.36', '--profile=general', '--', 'true']);
+    const name = /Creating debugging pod (\S+) with container debugger on node/.exec(r.stdout)?.[1];
+    try {
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(name, r.stdout);
+      const spec = podJSON(ns, name).spec as {
+        nodeName?: string;
+        hostPID?: boolean;
+        hostNetwork?: boolean;
+        hostIPC?: boolean;
+        volumes?: { name: string; hostPath?: { path: string } }[];
+        containers: { image: string; command?: string[]; volumeMounts?: { mountPath: string }[] }[];
+      };
+      assert.equal(spec.nodeName, nodeName);
+      assert.deepEqual([spec.hostPID, spec.hostNetwork, spec.hostIPC], [true, true, true]);
+      assert.equal(spec.volumes?.[0]?.hostPath?.path, '/');
+      assert.equal(spec.containers[0]!.image, 'busybox:1.36');
+      assert.deepEqual(spec.containers[0]!.command, ['true']);
+      assert.equal(spec.containers[0]!.volumeMounts?.[0]?.mountPath, '/host');
+      const phase = await eventually(
+        'the node debugging pod Succeeded',
+        async () => {
+          const p = podJSON(ns, name).status?.phase;
+          assert.notEqual(p, 'Failed');
+          return p === 'Succeeded' ? p : undefined;
+        },
+        120_000,
+      );
+      assert.equal(phase, 'Succeeded');
+    } finally {
+      if (name) ok(kube.run([...ns, 'delete', 'pod', name, '--ignore-not-found', '--wait=true']), 'delete the debugging pod');
+    }
+  },
+);
+
+/** A pod with the fields whose protobuf is least plain: Go pointers set to their zero, embedded structs, Quantities, IntOrStrings. */
+const RICH = `apiVersion: v1
+kind: Pod
+metadata:
+  name: rich
+  labels: {app: rich}
+  annotations: {note: kept}
+spec:
+  terminationGracePeriodSeconds: 0
+  enableServiceLinks: false
+  automountServiceAccountToken: false
+  shareProcessNamespace: true
+  restartPolicy: OnFailure
+  dnsPolicy: None
+  dnsConfig: {nameservers: [192.0.2.53], searches: [example.test], options: [{name: ndots, value: "2"}, {name: edns0}]}
+  hostAliases: [{ip: 192.0.2.10, hostnames: [db.example.test]}]
+  hostname: rich-host
+  readinessGates: [{conditionType: example.test/ready}]
+  securityContext:
+    runAsUser: 0
+    runAsGroup: 0
+    fsGroup: 2000
+    supplementalGroups: [3000]
+    sysctls: [{name: net.ipv4.ping_group_range, value: "0 2147483647"}]
+    seccompProfile: {type: RuntimeDefault}
+  initContainers:
+  - name: init
+    image: busybox:1.36
+    command: [sh, -c, "echo init > /work/init.txt"]
+    resources: {}
+    volumeMounts: [{name: work, mountPath: /work}]
+  containers:
+  - name: app
+    image: busybox:1.36
+    imagePullPolicy: IfNotPresent
+    command: [sh, -c]
+    args: ["sleep 3600"]
+    workingDir: /work
+    stdin: true
+    terminationMessagePolicy: FallbackToLogsOnError
+    env:
+    - {name: PLAIN, value: v}
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    - {name: OPT_CM, valueFrom: {configMapKeyRef: {name: missing-cm, key: k, optional: true}}}
+    - {name: OPT_SECRET, valueFrom: {secretKeyRef: {name: rich-secret, key: k, optional: false}}}
+    envFrom: [{prefix: CM_, configMapRef: {name: missing-cm, optional: true}}]
+    ports: [{name: http, containerPort: 8080, protocol: TCP}, {containerPort: 9090, protocol: UDP}]
+    resources: {requests: {cpu: 10m, memory: 16Mi}, limits: {cpu: 500m, memory: 64Mi}}
+    resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]
+    volumeMounts:
+    - {name: work, mountPath: /work}
+    - {name: mem, mountPath: /mem, readOnly: true}
+    - {name: info, mountPath: /info}
+    - {name: proj, mountPath: /proj}
+    livenessProbe: {exec: {command: ["true"]}, initialDelaySeconds: 1, periodSeconds: 30, terminationGracePeriodSeconds: 0}
+    readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 20}
+    startupProbe: {httpGet: {path: /healthz, port: http, httpHeaders: [{name: X-A, value: b}]}, failureThreshold: 100}
+    lifecycle: {preStop: {sleep: {seconds: 1}}}
+    securityContext:
+      allowPrivilegeEscalation: false
+      readOnlyRootFilesystem: false
+      runAsNonRoot: false
+      privileged: false
+      capabilities: {add: [NET_RAW], drop: [ALL]}
+  volumes:
+  - {name: work, emptyDir: {}}
+  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 8Mi}}
+  - name: info
+    downwardAPI:
+      defaultMode: 0440
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: cpu, resourceFieldRef: {containerName: app, resource: requests.cpu, divisor: 1m}, mode: 0400}
+  - name: proj
+    projected:
+      defaultMode: 0444
+      sources:
+      - configMap: {name: missing-cm, optional: true, items: [{key: a, path: a.txt, mode: 0400}]}
+      - downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}
+`;
+
+test(
+  'kubectl debug --copy-to sends the pod back as protobuf: the copy has the spec of the pod it copies, field for field',
+  { skip },
+  () => {
+    const ns = ['-n', E2E_NAMESPACE];
+    const manifest = join(dirs.dir, 'rich.yaml');
+    writeFileSync(manifest, RICH);
+    try {
+      ok(kube.run([...ns, 'create', 'secret', 'generic', 'rich-secret', '--from-literal=k=v']), 'create the secret');
+      ok(kube.run([...ns, 'apply', '-f', manifest]), 'apply the pod to copy');
+      const copy = kube.run([
+        ...ns,
+        'debug',
+        'rich',
+        '--copy-to=rich-copy',
+        '--set-image=app=busybox:1.36',
+        '--keep-labels',
+        '--keep-annotations',
+        '--keep-liveness',
+        '--keep-readiness',
+        '--keep-startup',
+        '--keep-init-containers',
+      ]);
+      assert.equal(copy.code, 0, copy.stderr);
+      // The copy brings back the defaults the API showed; none of them is a field this node warns of.
+      assert.doesNotMatch(copy.stderr, /schedulerName|unknown field/);
+      const [original, copied] = [podJSON(ns, 'rich'), podJSON(ns, 'rich-copy')];
+      assert.deepEqual(copied.spec, original.spec);
+      assert.deepEqual(copied.metadata.labels, { app: 'rich' });
+      assert.equal(copied.metadata.annotations?.note, 'kept');
+    } finally {
+      ok(kube.run([...ns, 'delete', 'pod/rich', 'pod/rich-copy', 'secret/rich-secret', '--ignore-not-found', '--wait=true']), 'delete');
+    }
+  },
+);
+
+/** The kube messages' protobufjs Root (pbjs -t json-module). */
+const kubeRoot = kubePb as unknown as Root;
+const encode = (type: string, o: Record<string, unknown>) => {
+  const t = kubeRoot.lookupType(`kube.${type}`);
+  return Buffer.from(t.encode(t.fromObject(o)).finish());
+};
 /** A body as client-go's protobuf serializer writes one: 'k8s\0', then the runtime.Unknown around the object's message. */
 const envelope = (kind: string, object: Record<string, unknown>) =>
   Buffer.concat([Buffer.from('k8s\0', 'latin1'), encode('Unknown', { typeMeta: { apiVersion: 'v1', kind }, raw: encode(kind, object) })]);

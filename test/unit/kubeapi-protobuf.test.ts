@@ -1,17 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Root, Type } from 'protobufjs';
 import kubePb from '../../src/generated/kube/kube-pb.js';
-import { decodeKubeProtobuf } from '../../src/core/kubeapi/protobuf.js';
+import protobuf from 'protobufjs/light.js';
+import openapiDoc from '../../src/core/kubeapi/openapi/core-v1.json' with { type: 'json' };
+import { INLINE_FIELDS, ZERO_KEPT, decodeKubeProtobuf } from '../../src/core/kubeapi/protobuf.js';
 import { KubeStatusError } from '../../src/core/kubeapi/status.js';
 
-interface Message {
-  fromObject(o: Record<string, unknown>): object;
-  encode(m: object): { finish(): Uint8Array };
-}
-const pb = (kubePb as unknown as { kube: Record<string, Message> }).kube;
+/** The kube messages' protobufjs Root (pbjs -t json-module). */
+const kubeRoot = kubePb as unknown as Root;
 const MAGIC = Buffer.from('k8s\0', 'latin1');
 
-const encode = (type: string, o: Record<string, unknown>) => Buffer.from(pb[type]!.encode(pb[type]!.fromObject(o)).finish());
+const encode = (type: string, o: Record<string, unknown>) => {
+  const t = kubeRoot.lookupType(`kube.${type}`);
+  return Buffer.from(t.encode(t.fromObject(o)).finish());
+};
 
 /**
  * A body as client-go's protobuf serializer writes it: the magic, then a runtime.Unknown with the
@@ -169,7 +172,7 @@ test('DeleteOptions: a zero grace period and preconditions are kept (pointer fie
   });
 });
 
-test('a Namespace (kubectl create namespace): its metadata and finalizers; an empty spec is absent', () => {
+test('a Namespace (kubectl create namespace): its metadata and finalizers; an empty spec is {}, as Go writes a struct', () => {
   const raw = encode('Namespace', { metadata: newMeta('shop', '', { labels: { team: 'a' } }), spec: { finalizers: ['kubernetes'] } });
   assert.deepEqual(decodeKubeProtobuf(envelope('v1', 'Namespace', raw), { apiVersion: 'v1', kind: 'Namespace' }).object, {
     apiVersion: 'v1',
@@ -182,6 +185,7 @@ test('a Namespace (kubectl create namespace): its metadata and finalizers; an em
     apiVersion: 'v1',
     kind: 'Namespace',
     metadata: { name: 'shop' },
+    spec: {},
   });
 });
 
@@ -219,13 +223,240 @@ test("a body that is not the envelope is a 400 in the API server's words", () =>
   assert.match(bad.message, /^ConfigMap in version "v1" cannot be handled as a ConfigMap: /);
 });
 
-test('a kind not decoded here: 400 on an endpoint of a decoded kind, 415 on one whose kind is not (a Pod)', () => {
+test('a kind not decoded here: 400 on an endpoint of a decoded kind, 415 on one whose kind is not (an Event)', () => {
   const foo = statusOf(() => decodeKubeProtobuf(envelope('v1', 'Foo', Buffer.alloc(0)), { apiVersion: 'v1', kind: 'Secret' }));
   assert.equal(foo.code, 400);
   assert.equal(foo.message, 'Foo in version "v1" cannot be handled as a Secret: no kind "Foo" is registered for version "v1"');
-  const pod = statusOf(() => decodeKubeProtobuf(envelope('v1', 'Pod', Buffer.from([0x0a, 0])), { apiVersion: 'v1', kind: 'Pod' }));
-  assert.equal(pod.code, 415);
-  assert.equal(pod.reason, 'UnsupportedMediaType');
-  assert.match(pod.message, /^the body of the request was in an unknown format - accepted media types include: application\/json/);
-  assert.match(pod.message, /ConfigMap, Secret, Namespace, DeleteOptions; this body is a Pod/);
+  const event = statusOf(() => decodeKubeProtobuf(envelope('v1', 'Event', Buffer.from([0x0a, 0])), { apiVersion: 'v1', kind: 'Event' }));
+  assert.equal(event.code, 415);
+  assert.equal(event.reason, 'UnsupportedMediaType');
+  assert.match(event.message, /^the body of the request was in an unknown format - accepted media types include: application\/json/);
+  assert.match(event.message, /ConfigMap, Secret, Namespace, Pod, DeleteOptions; this body is a Event/);
+});
+
+test('the Pod kubectl 1.32 sends for debug node/vm --image=busybox --profile=general -- true decodes to its JSON', () => {
+  // Captured from kubectl 1.32 -v=9 (its "Request Body" hex dump).
+  const body = Buffer.from(
+    '6b3873000a090a0276311203506f6412d2010a260a166e6f64652d64656275676765722d766d2d6476636e7a12001a00' +
+      '22002a003200380042001295010a120a09686f73742d726f6f7412050a030a012f124b0a086465627567676572120762' +
+      '757379626f781a04747275652a0042004a180a09686f73742d726f6f7410001a052f686f7374220032006a0072008001' +
+      '00880100900100a2010446696c651a054e65766572320042004a005202766d5801600168018201008a01009a0100b201' +
+      '0e0a0012064578697374731a002200c201001a100a001a0022002a0032004a005a0072001a002200',
+    'hex',
+  );
+  const decoded = decodeKubeProtobuf(body, { apiVersion: 'v1', kind: 'Pod' });
+  assert.deepEqual(decoded.unknownFields, []);
+  assert.deepEqual(decoded.object, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'node-debugger-vm-dvcnz' },
+    spec: {
+      // The hostPath's type is a pointer kubectl leaves nil, the volume's source inlined.
+      volumes: [{ name: 'host-root', hostPath: { path: '/' } }],
+      containers: [
+        {
+          name: 'debugger',
+          image: 'busybox',
+          command: ['true'],
+          // A struct Go always writes; stdin and tty false, omitted as JSON omits them.
+          resources: {},
+          volumeMounts: [{ name: 'host-root', mountPath: '/host' }],
+          terminationMessagePolicy: 'File',
+        },
+      ],
+      restartPolicy: 'Never',
+      nodeName: 'vm',
+      hostNetwork: true,
+      hostPID: true,
+      hostIPC: true,
+      tolerations: [{ operator: 'Exists' }],
+    },
+    status: {},
+  });
+});
+
+/** A container as gogo writes one: every non-pointer field present, empty or zero. */
+const gogoContainer = (name: string, extra: Record<string, unknown>) => ({
+  name,
+  image: 'busybox:1.36',
+  workingDir: '',
+  resources: {},
+  terminationMessagePath: '',
+  imagePullPolicy: '',
+  stdin: false,
+  stdinOnce: false,
+  tty: false,
+  terminationMessagePolicy: '',
+  ...extra,
+});
+
+test("a Pod: Go's pointers keep their zero, other zeros go; embedded structs inline; Quantity, IntOrString and Time as JSON", () => {
+  const raw = encode('Pod', {
+    metadata: newMeta('rich', 'ns', { labels: { app: 'rich' } }),
+    spec: {
+      volumes: [
+        { name: 'work', volumeSource: { emptyDir: {} } },
+        { name: 'mem', volumeSource: { emptyDir: { medium: 'Memory', sizeLimit: { string: '8Mi' } } } },
+        { name: 'cfg', volumeSource: { configMap: { localObjectReference: { name: 'c' }, defaultMode: 0o400, optional: false } } },
+        { name: 'hp', volumeSource: { hostPath: { path: '/srv', type: '' } } },
+      ],
+      containers: [
+        gogoContainer('app', {
+          command: ['sh'],
+          ports: [{ name: '', hostPort: 0, containerPort: 8080, protocol: 'TCP', hostIP: '' }],
+          env: [
+            { name: 'EMPTY', value: '' },
+            {
+              name: 'MEM',
+              value: '',
+              valueFrom: { resourceFieldRef: { containerName: '', resource: 'limits.memory', divisor: { string: '1Mi' } } },
+            },
+            { name: 'KEY', value: '', valueFrom: { secretKeyRef: { localObjectReference: { name: 's' }, key: 'k', optional: true } } },
+          ],
+          resources: { limits: { cpu: { string: '500m' }, memory: { string: '64Mi' } }, requests: { cpu: { string: '10m' } } },
+          livenessProbe: {
+            handler: { httpGet: { path: '/healthz', port: { type: 1, intVal: 0, strVal: 'http' }, host: '', scheme: 'HTTP' } },
+            initialDelaySeconds: 0,
+            timeoutSeconds: 1,
+            periodSeconds: 10,
+            successThreshold: 1,
+            failureThreshold: 3,
+            terminationGracePeriodSeconds: 0,
+          },
+          readinessProbe: { handler: { tcpSocket: { port: { type: 0, intVal: 8080, strVal: '' }, host: '' } }, periodSeconds: 5 },
+          securityContext: { runAsUser: 0, allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ['ALL'] } },
+        }),
+      ],
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 0,
+      dnsPolicy: '',
+      nodeName: '',
+      hostNetwork: false,
+      enableServiceLinks: false,
+      securityContext: { runAsGroup: 0, supplementalGroups: [0, 3000] },
+      tolerations: [{ key: 'k', operator: 'Equal', value: '', effect: 'NoExecute', tolerationSeconds: 0 }],
+    },
+    status: {
+      phase: 'Running',
+      conditions: [{ type: 'Ready', status: 'True', lastProbeTime: {}, lastTransitionTime: { seconds: Date.UTC(2026, 0, 2) / 1000 } }],
+      containerStatuses: [{ name: 'app', ready: false, restartCount: 0, image: '', imageID: '', state: { terminated: { exitCode: 0 } } }],
+    },
+  });
+  const decoded = decodeKubeProtobuf(envelope('v1', 'Pod', raw), { apiVersion: 'v1', kind: 'Pod' });
+  assert.deepEqual(decoded.unknownFields, []);
+  assert.deepEqual(decoded.object, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'rich', namespace: 'ns', labels: { app: 'rich' } },
+    spec: {
+      volumes: [
+        { name: 'work', emptyDir: {} },
+        { name: 'mem', emptyDir: { medium: 'Memory', sizeLimit: '8Mi' } },
+        { name: 'cfg', configMap: { name: 'c', defaultMode: 0o400, optional: false } },
+        { name: 'hp', hostPath: { path: '/srv', type: '' } },
+      ],
+      containers: [
+        {
+          name: 'app',
+          image: 'busybox:1.36',
+          command: ['sh'],
+          ports: [{ containerPort: 8080, protocol: 'TCP' }],
+          env: [
+            { name: 'EMPTY' },
+            { name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+            { name: 'KEY', valueFrom: { secretKeyRef: { name: 's', key: 'k', optional: true } } },
+          ],
+          resources: { limits: { cpu: '500m', memory: '64Mi' }, requests: { cpu: '10m' } },
+          livenessProbe: {
+            httpGet: { path: '/healthz', port: 'http', scheme: 'HTTP' },
+            timeoutSeconds: 1,
+            periodSeconds: 10,
+            successThreshold: 1,
+            failureThreshold: 3,
+            terminationGracePeriodSeconds: 0,
+          },
+          readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 5 },
+          securityContext: { runAsUser: 0, allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ['ALL'] } },
+        },
+      ],
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 0,
+      enableServiceLinks: false,
+      securityContext: { runAsGroup: 0, supplementalGroups: [0, 3000] },
+      tolerations: [{ key: 'k', operator: 'Equal', effect: 'NoExecute', tolerationSeconds: 0 }],
+    },
+    status: {
+      phase: 'Running',
+      conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-02T00:00:00Z' }],
+      containerStatuses: [{ name: 'app', ready: false, restartCount: 0, image: '', imageID: '', state: { terminated: { exitCode: 0 } } }],
+    },
+  });
+});
+
+/** A length-delimited field, as protobufjs's Writer writes one. */
+const lengthDelimited = (id: number, value: Uint8Array | string) => {
+  const w = protobuf.Writer.create().uint32((id << 3) | 2);
+  return Buffer.from((typeof value === 'string' ? w.string(value) : w.bytes(value)).finish());
+};
+/** A field number no 1.35 message has, appended to a message's bytes. */
+const withField = (bytes: Uint8Array, id: number, value: string) => Buffer.concat([bytes, lengthDelimited(id, value)]);
+
+test("fields a newer client's messages have are found where they are, unless empty (an unset non-pointer field)", () => {
+  const containerType = kubeRoot.lookupType('kube.Container');
+  const container = (extra: (b: Buffer) => Buffer) =>
+    extra(Buffer.from(containerType.encode(containerType.fromObject(gogoContainer('app', {}))).finish()));
+  // Pod.spec (2) holding PodSpec.containers (2).
+  const pod = (c: Buffer) => Buffer.concat([encode('Pod', { metadata: newMeta('p', 'ns') }), lengthDelimited(2, lengthDelimited(2, c))]);
+  const into = { apiVersion: 'v1', kind: 'Pod' };
+
+  const set = decodeKubeProtobuf(envelope('v1', 'Pod', pod(container((b) => withField(b, 99, 'x')))), into);
+  assert.deepEqual(set.unknownFields, ['spec.containers[0]: field 99 of Container']);
+  // Dropped, and the rest of the container kept.
+  assert.deepEqual((set.object.spec as { containers: unknown[] }).containers, [{ name: 'app', image: 'busybox:1.36', resources: {} }]);
+
+  const unset = decodeKubeProtobuf(envelope('v1', 'Pod', pod(container((b) => withField(b, 99, '')))), into);
+  assert.deepEqual(unset.unknownFields, []);
+  // An unknown field at the top, and one inside a map's message value (a Quantity).
+  const top = decodeKubeProtobuf(envelope('v1', 'Pod', withField(encode('Pod', { metadata: newMeta('p', 'ns') }), 7, 'y')), into);
+  assert.deepEqual(top.unknownFields, ['Pod: field 7 of Pod']);
+  const q = withField(encode('Quantity', { string: '1' }), 5, 'z');
+  const entry = Buffer.concat([lengthDelimited(1, 'cpu'), lengthDelimited(2, q)]);
+  // Container.resources (8) holding ResourceRequirements.limits (1).
+  const resources = container((b) => Buffer.concat([b, lengthDelimited(8, lengthDelimited(1, entry))]));
+  assert.deepEqual(decodeKubeProtobuf(envelope('v1', 'Pod', pod(resources)), into).unknownFields, [
+    'spec.containers[0].resources.limits["cpu"]: field 5 of Quantity',
+  ]);
+});
+
+test("the messages are Kubernetes 1.35's as the served OpenAPI has them: every field of the Pod's tree, by its JSON name", () => {
+  const api = (openapiDoc as { definitions: Record<string, { properties?: Record<string, unknown> }> }).definitions;
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  const walk = (type: Type) => {
+    if (seen.has(type.name)) return;
+    seen.add(type.name);
+    const def = api[`io.k8s.api.core.v1.${type.name}`];
+    const inlined = type.fieldsArray.filter((f) => INLINE_FIELDS.has(`${type.name}.${f.name}`));
+    for (const f of type.fieldsArray) {
+      if (f.resolvedType instanceof protobuf.Type) walk(f.resolvedType);
+      if (def && !inlined.includes(f) && !def.properties?.[f.name]) problems.push(`${type.name}.${f.name}: not in the OpenAPI`);
+    }
+    if (!def) return;
+    // Every property is a field, or a field of an inlined struct.
+    const names = new Set(type.fieldsArray.map((f) => f.name));
+    for (const f of inlined) for (const g of (f.resolvedType as Type).fieldsArray) names.add(g.name);
+    for (const p of Object.keys(def.properties ?? {}))
+      if (!names.has(p) && p !== 'apiVersion' && p !== 'kind') problems.push(`${type.name}: no field ${p}`);
+  };
+  kubeRoot.resolveAll();
+  walk(kubeRoot.lookupType('kube.Pod'));
+  walk(kubeRoot.lookupType('kube.Namespace'));
+  assert.deepEqual(problems, []);
+  assert.ok(seen.size > 100, `${seen.size} messages`);
+  // Each field named as keeping its zero is a scalar of its message.
+  for (const [message, fields] of Object.entries(ZERO_KEPT))
+    for (const f of fields) {
+      const field = kubeRoot.lookupType(`kube.${message}`).fields[f];
+      assert.ok(field && !field.resolvedType && !field.repeated, `${message}.${f}`);
+    }
 });

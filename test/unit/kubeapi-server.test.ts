@@ -6,6 +6,9 @@ import type { IncomingMessage } from 'node:http';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
+import protobuf from 'protobufjs/light.js';
+import type { Root } from 'protobufjs';
+import kubePb from '../../src/generated/kube/kube-pb.js';
 import type { CriClient } from '../../src/core/cri/client.js';
 import type { PodEvent } from '../../src/core/events.js';
 import { readKubeCredentials, type KubeCredentials } from '../../src/core/kubeapi/certs.js';
@@ -185,7 +188,12 @@ function call(
   opts: { body?: unknown; contentType?: string; accept?: string; anonymous?: boolean; headers?: Record<string, string> } = {},
 ): Promise<Reply> {
   const url = new URL(path, api.url);
-  const body = opts.body === undefined ? undefined : typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+  const body =
+    opts.body === undefined
+      ? undefined
+      : typeof opts.body === 'string' || Buffer.isBuffer(opts.body)
+        ? opts.body
+        : JSON.stringify(opts.body);
   const options: RequestOptions = {
     method,
     host: url.hostname,
@@ -671,6 +679,66 @@ test('an unknown field: 400 strict decoding error under fieldValidation=Strict, 
   assert.equal(warned.json.spec.foo, undefined, 'the unknown field dropped');
   const sent = JSON.parse((fake.applied.at(-1)!.manifests.entries[0] as { text: string }).text) as { spec: Record<string, unknown> };
   assert.equal(sent.spec.foo, undefined);
+});
+
+/** A Pod as client-go's protobuf serializer sends it (kubectl debug): the magic, the runtime.Unknown, the Pod's message. */
+function protobufPod(name: string, containerExtra: Buffer = Buffer.alloc(0)): Buffer {
+  const kube = kubePb as unknown as Root;
+  const bytes = (type: string, o: Record<string, unknown>) => {
+    const t = kube.lookupType(`kube.${type}`);
+    return Buffer.from(t.encode(t.fromObject(o)).finish());
+  };
+  const field = (id: number, b: Uint8Array) =>
+    Buffer.from(
+      protobuf.Writer.create()
+        .uint32((id << 3) | 2)
+        .bytes(b)
+        .finish(),
+    );
+  const container = Buffer.concat([
+    bytes('Container', { name: 'app', image: 'busybox:1.36', command: ['sleep', '3600'], tty: false }),
+    containerExtra,
+  ]);
+  // Pod.spec (2) holding PodSpec.containers (2).
+  const pod = Buffer.concat([bytes('Pod', { metadata: { name, labels: { app: name } } }), field(2, field(2, container))]);
+  return Buffer.concat([Buffer.from('k8s\0', 'latin1'), bytes('Unknown', { typeMeta: { apiVersion: 'v1', kind: 'Pod' }, raw: pod })]);
+}
+
+test('a Pod in protobuf (kubectl debug): created as its JSON is; a field a newer client set: 400 under Strict, a warning under Warn', async () => {
+  const before = fake.applied.length;
+  const path = `/api/v1/namespaces/${NS}/pods`;
+  const contentType = 'application/vnd.kubernetes.protobuf';
+  const made = await call('POST', path, { body: protobufPod('typed'), contentType });
+  assert.equal(made.status, 201, made.text);
+  assert.match(String(made.headers['content-type']), /^application\/json/);
+  assert.equal(made.json.metadata.name, 'typed');
+  assert.deepEqual(made.json.spec.containers[0].command, ['sleep', '3600']);
+  assert.equal(made.json.spec.containers[0].tty, undefined, 'a zero non-pointer field is no field');
+  assert.equal(made.headers.warning, undefined);
+  const sent = JSON.parse((fake.applied.at(-1)!.manifests.entries[0] as { text: string }).text) as IPod;
+  assert.deepEqual(sent.metadata!.labels, { app: 'typed' });
+  assert.equal(sent.spec!.containers[0]!.image, 'busybox:1.36');
+
+  // Container field 99 (a string), which Kubernetes 1.35's Container does not have.
+  const newer = Buffer.from(
+    protobuf.Writer.create()
+      .uint32((99 << 3) | 2)
+      .string('x')
+      .finish(),
+  );
+  const strict = await call('POST', `${path}?fieldValidation=Strict`, { body: protobufPod('newer', newer), contentType });
+  assert.equal(strict.status, 400);
+  assert.equal(
+    strict.json.message,
+    'Pod in version "v1" cannot be handled as a Pod: strict decoding error: ' +
+      `unknown field "spec.containers[0]: field 99 of Container" (not in Kubernetes 1.35's protobuf messages)`,
+  );
+  assert.equal(fake.applied.length, before + 1, 'nothing handed over');
+  const warned = await call('POST', path, { body: protobufPod('newer', newer), contentType });
+  assert.equal(warned.status, 201, warned.text);
+  assert.match(String(warned.headers.warning), /^299 - "unknown field \\"spec\.containers\[0\]: field 99 of Container\\"/);
+  assert.equal(fake.applied.length, before + 2);
+  for (const name of ['typed', 'newer']) await call('DELETE', `${path}/${name}?gracePeriodSeconds=0`);
 });
 
 test('PUT that changes a command is refused 422; a strategic merge patch of the image is handed over', async () => {

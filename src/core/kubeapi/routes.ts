@@ -142,7 +142,8 @@ export class KubeRoutes implements KubeHandler {
       return serveCollection(this.o.reads, info, path, url, accept, res);
     }
     if (!info.verbs.includes(verbOf(method, path)) || (info.namespaced && !path.namespace)) throw methodNotAllowed();
-    const body = protobufAsJSON(await readObjectBody(req), method, info);
+    const body = protobufAsJSON(await readObjectBody(req), method, info, url);
+    setWarnings(res, body.warnings);
     if (method === 'DELETE' && !path.name) return sendJSON(res, 200, await this.deleteCollection(info, path, url, body.text));
     if (method === 'DELETE' && info.name === 'namespaces') return sendJSON(res, 200, await this.deleteNamespace(path, url, body.text));
     if (method === 'POST' && info.namespaced) this.refuseInTerminating(info, path.namespace!, body.text);
@@ -163,11 +164,7 @@ export class KubeRoutes implements KubeHandler {
       else if (method === 'DELETE') answer = deleteObject(ctx, info.name, path, url, body.text);
       else throw methodNotAllowed();
     } else throw methodNotAllowed();
-    if (answer.warnings.length)
-      res.setHeader(
-        'warning',
-        answer.warnings.map((w) => `299 - ${JSON.stringify(w)}`),
-      );
+    setWarnings(res, [...body.warnings, ...answer.warnings]);
     sendJSON(res, answer.code, answer.object);
   }
 
@@ -298,18 +295,33 @@ export class KubeRoutes implements KubeHandler {
 }
 
 /**
- * A protobuf body (client-go's typed clients: kubectl create configmap|secret) as the JSON text the
- * handlers take; a patch is JSON or YAML whatever the client, so a protobuf one is refused (415).
+ * A protobuf body (client-go's typed clients: kubectl create configmap|secret, kubectl debug) as the JSON
+ * text the handlers take; a patch is JSON or YAML whatever the client, so a protobuf one is refused (415).
+ * Fields with a value that the node's messages lack are dropped, as the API server drops them, and
+ * fieldValidation says what the client hears of it: a 400 under Strict, a warning under Warn (the default).
  */
-function protobufAsJSON(body: ObjectBody, method: string, info: ResourceInfo): ObjectBody {
-  if (body.contentType !== PROTOBUF_CONTENT_TYPE) return body;
+function protobufAsJSON(body: ObjectBody, method: string, info: ResourceInfo, url: URL): ObjectBody & { warnings: string[] } {
+  if (body.contentType !== PROTOBUF_CONTENT_TYPE) return { ...body, warnings: [] };
   if (method === 'PATCH') throw unsupportedPatchType();
   // A DELETE without options has no body at all.
-  if (method === 'DELETE' && body.bytes.length === 0) return { ...body, text: '', contentType: 'application/json' };
+  if (method === 'DELETE' && body.bytes.length === 0) return { ...body, text: '', contentType: 'application/json', warnings: [] };
   const into = method === 'DELETE' ? { apiVersion: 'v1', kind: 'DeleteOptions' } : { apiVersion: 'v1', kind: info.kind };
-  const { object } = decodeKubeProtobuf(body.bytes, into);
+  const { kind, object, unknownFields } = decodeKubeProtobuf(body.bytes, into);
+  const unknown = unknownFields.map((f) => `unknown field "${f}" (not in Kubernetes 1.35's protobuf messages)`);
+  const mode = url.searchParams.get('fieldValidation') ?? 'Warn';
+  if (unknown.length && mode === 'Strict')
+    throw badRequest400(`${kind} in version "v1" cannot be handled as a ${kind}: strict decoding error: ${unknown.join(', ')}`);
   const text = JSON.stringify(object);
-  return { text, bytes: Buffer.from(text), contentType: 'application/json' };
+  return { text, bytes: Buffer.from(text), contentType: 'application/json', warnings: mode === 'Warn' ? unknown : [] };
+}
+
+/** The Warning headers of a write's answer, as the API server sends them. */
+function setWarnings(res: ServerResponse, warnings: string[]): void {
+  if (warnings.length)
+    res.setHeader(
+      'warning',
+      warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+    );
 }
 
 function badRequest400(message: string): KubeStatusError {
