@@ -12,6 +12,11 @@ export interface SourceObjects {
   secrets: ISecret[];
   /** Cluster-scoped, by name. */
   runtimeClasses?: RuntimeClassRef[];
+  /**
+   * When the source last wrote an object, in ms since the epoch (the mtime of the file it keeps it in), so that which of
+   * two sources' copies is newer holds across an agent restart. Without it, the time the store sees it change.
+   */
+  writtenAt?(object: IConfigMap | ISecret): number | undefined;
 }
 
 /** The source of the objects the node's Kubernetes API keeps (the kube API publishes them all after each write). */
@@ -19,9 +24,24 @@ export const API_OBJECTS_SOURCE = 'kubeapi';
 
 export const NO_OBJECTS: SourceObjects = Object.freeze({ configMaps: [], secrets: [], runtimeClasses: [] }) as SourceObjects;
 
+/** A source's files' objects as its one snapshot, each dated by the mtime of the file it came from. */
+export function objectsOfFiles(files: readonly { objects: SourceObjects; mtimeMs?: number }[]): SourceObjects {
+  const dates = new Map<object, number>();
+  for (const f of files)
+    if (f.mtimeMs !== undefined) for (const o of [...f.objects.configMaps, ...f.objects.secrets]) dates.set(o, f.mtimeMs);
+  return {
+    configMaps: files.flatMap((f) => f.objects.configMaps),
+    secrets: files.flatMap((f) => f.objects.secrets),
+    runtimeClasses: files.flatMap((f) => f.objects.runtimeClasses ?? []),
+    writtenAt: (o) => dates.get(o),
+  };
+}
+
 type Named = { metadata?: { namespace?: string; name?: string } };
-/** An object with the order its content was last written in, across every source. */
-type Versioned<T> = { object: T; content: string; written: number };
+/** An object with when its content was last written, and the order the store saw it in (for equal times). */
+type Versioned<T> = { object: T; content: string; written: number; seen: number };
+const newer = (a: { written: number; seen: number }, b: { written: number; seen: number }) =>
+  a.written > b.written || (a.written === b.written && a.seen > b.seen);
 
 interface SourceEntry {
   configMaps: Map<string, Versioned<IConfigMap>>;
@@ -43,23 +63,34 @@ const contentOf = (o: IConfigMap | ISecret) => {
  * A ConfigMap or Secret is its namespace's, as on a cluster: where two sources
  * hold the same one (a pod's applied file, the node's Kubernetes API), the one
  * written last is read, so that a change reaches a running pod's volumes at
- * its next sync whichever way it came.
+ * its next sync whichever way it came. Written last is by the time the source
+ * wrote it (its file's mtime), which an agent restart keeps; a source that
+ * cannot say is taken as writing it when the store sees the content change.
  */
 export class ObjectStore {
   private readonly bySource = new Map<string, SourceEntry>();
-  private writes = 0;
+  private seen = 0;
+
+  constructor(private readonly now: () => number = Date.now) {}
 
   set(source: string, objects: SourceObjects): void {
     const before = this.bySource.get(source);
-    const versioned = <T extends IConfigMap | ISecret>(list: T[], previous: Map<string, Versioned<T>> | undefined) =>
-      new Map(
-        list.map((object) => {
-          const key = keyOf(object);
-          const content = contentOf(object);
-          const kept = previous?.get(key);
-          return [key, { object, content, written: kept?.content === content ? kept.written : ++this.writes }] as const;
-        }),
-      );
+    const versioned = <T extends IConfigMap | ISecret>(list: T[], previous: Map<string, Versioned<T>> | undefined) => {
+      const out = new Map<string, Versioned<T>>();
+      for (const object of list) {
+        const key = keyOf(object);
+        const content = contentOf(object);
+        const kept = previous?.get(key);
+        const v =
+          kept?.content === content
+            ? { ...kept, object }
+            : { object, content, written: objects.writtenAt?.(object) ?? this.now(), seen: ++this.seen };
+        // One source holding it twice (two pods' files): the copy written last.
+        const other = out.get(key);
+        if (!other || !newer(other, v)) out.set(key, v);
+      }
+      return out;
+    };
     this.bySource.set(source, {
       configMaps: versioned(objects.configMaps, before?.configMaps),
       secrets: versioned(objects.secrets, before?.secrets),
@@ -87,7 +118,7 @@ export class ObjectStore {
     let found: Versioned<T> | undefined;
     for (const s of this.bySource.values()) {
       const v = pick(s);
-      if (v && (!found || v.written > found.written)) found = v;
+      if (v && (!found || newer(v, found))) found = v;
     }
     return found?.object;
   }

@@ -1,6 +1,6 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import { FakeClock } from '../../src/core/clock.js';
@@ -11,6 +11,7 @@ import { StandaloneNode } from '../../src/core/node/node.js';
 import { AppliedSource, splitApplied, type AppliedSourceOptions } from '../../src/core/node/applied.js';
 import { appliedDir, appliedFileName, forgetApplied, parseAppliedFileName, podRefProblem } from '../../src/core/node/paths.js';
 import { parseManifestText } from '../../src/core/pod/index.js';
+import type { SourceObjects } from '../../src/core/objects.js';
 import { UnsafePathError } from '../../src/core/util/safe-path.js';
 import { scratchDir } from '../support/e2e.js';
 
@@ -194,6 +195,33 @@ test('the writes are renamed into place, 0600, no temp file left', () => {
     assert.deepEqual(names(), ['a', 'b']);
     assert.deepEqual(readdirSync(dir).sort(), ['default_a.yaml', 'default_b.yaml']);
     for (const f of readdirSync(dir)) assert.equal(statSync(join(dir, f)).mode & 0o777, 0o600, f);
+  } finally {
+    dirs.cleanup();
+  }
+});
+
+test("a pod's ConfigMap is dated by its applied file's mtime: at the write, and as a restart reads it", () => {
+  const dirs = scratchDir('applied-dates');
+  try {
+    const dir = join(dirs.dir, 'applied');
+    let objects: SourceObjects = { configMaps: [], secrets: [] };
+    const { src } = source(dir, { onSnapshot: (_p, o) => (objects = o) });
+    const cfg = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {k: v}\n';
+    src.start();
+    src.write(
+      splitApplied([{ file: 'a.yaml', text: `${podText('a', ', envFrom: [{configMapRef: {name: cfg}}]')}---\n${cfg}` }], 'unit').pods,
+    );
+    src.stop();
+    const file = join(dir, 'default_a.yaml');
+    assert.equal(objects.configMaps.length, 1);
+    assert.equal(objects.writtenAt?.(objects.configMaps[0]!), statSync(file).mtimeMs);
+    const then = new Date(Date.UTC(2026, 0, 2));
+    utimesSync(file, then, then);
+    const again = source(dir, { onSnapshot: (_p, o) => (objects = o) });
+    again.src.start();
+    again.src.stop();
+    assert.equal(objects.configMaps[0]?.metadata?.name, 'cfg');
+    assert.equal(objects.writtenAt?.(objects.configMaps[0]!), then.getTime());
   } finally {
     dirs.cleanup();
   }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { request, type RequestOptions } from 'node:https';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import protobuf from 'protobufjs/light.js';
@@ -819,6 +819,10 @@ test("the agent's kubelet reads the API's ConfigMaps and Secrets as they are aft
   });
   assert.equal(patched.status, 200, patched.text);
   assert.deepEqual(handed('objs', 'app').configMap, { mode: 'two' });
+  // Dated by its file, so that after a restart a pod's copy written since is still the newer.
+  const live = fake.apiObjects!.configMaps.find((c) => c.metadata?.name === 'app')!;
+  const file = join(kubeApiDir(scratch.dir), 'objects', 'configmaps', 'objs', 'app.json');
+  assert.equal(fake.apiObjects!.writtenAt?.(live), statSync(file).mtimeMs);
   assert.equal((await call('POST', `${base}/secrets`, { body: { metadata: { name: 'app' }, stringData: { pass: 'x' } } })).status, 201);
   assert.deepEqual(handed('objs', 'app').secret, { pass: Buffer.from('x').toString('base64') });
   const dry = await call('PATCH', `${base}/configmaps/app?dryRun=All`, {

@@ -1,6 +1,6 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../../src/core/clock.js';
@@ -305,6 +305,22 @@ describe('ObjectFiles', () => {
     kind: 'Secret',
     metadata: { name, namespace: 'default' },
     data,
+  });
+
+  test("when each was written: its file's mtime, at a save and as loaded after a restart; none once deleted", () => {
+    const dir = join(scratchDir('kubeapi-files-mtime'), 'objects');
+    const files = new ObjectFiles(dir);
+    files.save('secrets', secret('s', { k: 'djE=' }));
+    const path = join(dir, 'secrets', 'default', 's.json');
+    assert.equal(files.writtenAt('secrets', 'default', 's'), statSync(path).mtimeMs);
+    // As a restart finds it: the file's own time, not the load's.
+    utimesSync(path, new Date(Date.UTC(2026, 0, 2)), new Date(Date.UTC(2026, 0, 2)));
+    const restarted = new ObjectFiles(dir);
+    restarted.load();
+    assert.equal(restarted.writtenAt('secrets', 'default', 's'), Date.UTC(2026, 0, 2));
+    assert.equal(restarted.writtenAt('configmaps', 'default', 's'), undefined, 'by resource');
+    restarted.delete('secrets', 'default', 's');
+    assert.equal(restarted.writtenAt('secrets', 'default', 's'), undefined);
   });
 
   test('round trip: one 0600 file per object under resource/namespace, replaced whole, deleted', () => {

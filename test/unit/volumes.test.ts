@@ -931,3 +931,40 @@ test('ObjectStore: a ConfigMap or Secret two sources hold is read as it was writ
   await vm.setUpPodVolumes(pod, []);
   assert.equal(read(join(dir, 'v')), 'api two');
 });
+
+test("ObjectStore: written last is by the sources' own times, so an agent restart keeps it; one source's two copies: the newer file's", () => {
+  const cm = (v: string): IConfigMap => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { namespace: 'default', name: 'app' },
+    data: { v },
+  });
+  let now = 5_000;
+  const dated = (objects: IConfigMap[], times: number[]) => {
+    const at = new Map<object, number>(objects.map((o, i) => [o, times[i]!]));
+    return { configMaps: objects, secrets: [], writtenAt: (o: object) => at.get(o) };
+  };
+  // After a restart the pod files are read first, the API's objects handed over after: the pod's copy, written at 3000,
+  // is newer than the API's of 2000 though the store saw it first.
+  const store = new ObjectStore(() => now);
+  store.set('applied', dated([cm('copy')], [3_000]));
+  store.set(API_OBJECTS_SOURCE, dated([cm('api')], [2_000]));
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'copy');
+  // A write after: newer, whatever its source.
+  store.set(API_OBJECTS_SOURCE, dated([cm('api two')], [4_000]));
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'api two');
+  // A source that cannot date it: the time the store sees the change.
+  now = 6_000;
+  store.set('file', { configMaps: [cm('undated')], secrets: [] });
+  assert.equal(store.configMap('default', 'app')?.data?.v, 'undated');
+
+  // Two pods' files with different copies: the newer file's, listed first or last, and it stays so at every snapshot.
+  const two = new ObjectStore(() => now);
+  for (let i = 0; i < 3; i++) {
+    two.set('applied', dated([cm('newer'), cm('older')], [2_000, 1_000]));
+    assert.equal(two.configMap('default', 'app')?.data?.v, 'newer', `snapshot ${i}`);
+    now += 1_000;
+  }
+  two.set('applied', dated([cm('older'), cm('newer')], [1_000, 2_000]));
+  assert.equal(two.configMap('default', 'app')?.data?.v, 'newer');
+});

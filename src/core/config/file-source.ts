@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import type { IPod } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from '../clock.js';
 import { formatProblem, isManifestFileName, parseManifestText } from '../pod/index.js';
-import { NO_OBJECTS, type SourceObjects } from '../objects.js';
+import { NO_OBJECTS, objectsOfFiles, type SourceObjects } from '../objects.js';
 
 export interface SourceError {
   source: string;
@@ -32,6 +32,8 @@ interface FileState {
   /** Pods of the last good version of the file. */
   pods: IPod[];
   objects: SourceObjects;
+  /** The file's mtime when it was read: when its ConfigMaps and Secrets were written. */
+  mtimeMs?: number;
   /** The error last reported for it, so each is said once. */
   error?: string;
   /** The warnings last reported for it, likewise. */
@@ -114,7 +116,9 @@ export class FileSource {
       const state = this.files.get(file) ?? { pods: [], objects: NO_OBJECTS };
       this.files.set(file, state);
       let text: string;
+      let mtimeMs: number;
       try {
+        mtimeMs = (await stat(file)).mtimeMs;
         text = await readFile(file, 'utf8');
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
@@ -144,17 +148,14 @@ export class FileSource {
       state.warnings = warnings;
       state.pods = parsed.pods.map((p) => p.pod);
       state.objects = { configMaps: parsed.configMaps, secrets: parsed.secrets, runtimeClasses: parsed.runtimeClasses };
+      state.mtimeMs = mtimeMs;
       state.error = undefined;
     }
     for (const file of [...this.files.keys()]) if (!seen.has(file)) this.files.delete(file);
     const files = [...this.files.values()];
     this.opts.onSnapshot(
       files.flatMap((s) => s.pods),
-      {
-        configMaps: files.flatMap((s) => s.objects.configMaps),
-        secrets: files.flatMap((s) => s.objects.secrets),
-        runtimeClasses: files.flatMap((s) => s.objects.runtimeClasses ?? []),
-      },
+      objectsOfFiles(files),
     );
     this.schedule();
   }

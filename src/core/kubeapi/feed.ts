@@ -77,10 +77,19 @@ export class KubeFeed {
 
   /** The API's ConfigMaps and Secrets handed to the agent's kubelet: at start and after each write of one. */
   publishObjects(): void {
-    const { agent, cache } = this.opts;
+    const { agent, cache, files } = this.opts;
+    const dates = new Map<object, number>();
+    const list = (resource: 'configmaps' | 'secrets') =>
+      cache.list(resource).items.map((o) => {
+        const at = files.writtenAt(resource, o.metadata?.namespace, o.metadata?.name ?? '');
+        if (at !== undefined) dates.set(o, at);
+        return o;
+      });
     agent.setApiObjects({
-      configMaps: cache.list('configmaps').items as IConfigMap[],
-      secrets: cache.list('secrets').items as ISecret[],
+      configMaps: list('configmaps') as IConfigMap[],
+      secrets: list('secrets') as ISecret[],
+      // When each was written, which a restart keeps: a pod's applied copy written since is newer.
+      writtenAt: (o) => dates.get(o),
     });
   }
 

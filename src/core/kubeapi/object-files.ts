@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDNS1123Subdomain } from '../pod/names.js';
 import type { KubeObject } from './store.js';
@@ -16,6 +16,7 @@ export interface StoredObject {
 }
 
 const RESOURCE = /^[a-z][a-z0-9]*$/;
+const mtimeKey = (resource: string, namespace: string | undefined, name: string) => `${resource}/${namespace ?? ''}/${name}`;
 const TEMP_SUFFIX = '.tmp';
 const VERSION_FILE = 'version';
 
@@ -31,6 +32,9 @@ export function startVersionFor(persisted: number | undefined, nowMs: number): n
 }
 
 export class ObjectFiles {
+  /** Each kept object's file's mtime, by resource/namespace/name: when the API last wrote it. */
+  private readonly mtimes = new Map<string, number>();
+
   constructor(
     private readonly dir: string,
     private readonly log: (message: string) => void = () => {},
@@ -52,7 +56,9 @@ export class ObjectFiles {
             continue;
           }
           const obj = this.read(path, resource, namespace, file);
-          if (obj) out.push({ resource, obj });
+          if (!obj) continue;
+          out.push({ resource, obj });
+          this.mtimes.set(mtimeKey(resource, namespace, obj.metadata!.name!), statSync(path).mtimeMs);
         }
       }
     }
@@ -64,12 +70,20 @@ export class ObjectFiles {
     const { name, namespace } = obj.metadata ?? {};
     const dir = this.dirOf(resource, namespace, `${resource}: metadata.namespace`);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    writeAtomically(dir, `${checkName(name, `${resource}: metadata.name`)}.json`, `${JSON.stringify(obj)}\n`);
+    const file = `${checkName(name, `${resource}: metadata.name`)}.json`;
+    writeAtomically(dir, file, `${JSON.stringify(obj)}\n`);
+    this.mtimes.set(mtimeKey(resource, namespace, name!), statSync(join(dir, file)).mtimeMs);
+  }
+
+  /** When the object was last written (its file's mtime), in ms since the epoch; undefined for one not kept. */
+  writtenAt(resource: string, namespace: string | undefined, name: string): number | undefined {
+    return this.mtimes.get(mtimeKey(resource, namespace, name));
   }
 
   delete(resource: string, namespace: string | undefined, name: string): void {
     const dir = this.dirOf(resource, namespace, `${resource}: namespace`);
     rmSync(join(dir, `${checkName(name, `${resource}: name`)}.json`), { force: true });
+    this.mtimes.delete(mtimeKey(resource, namespace, name));
     try {
       fsyncDir(dir);
     } catch (e) {

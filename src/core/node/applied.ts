@@ -1,9 +1,9 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import yaml from 'js-yaml';
 import type { IConfigMap, IPod, ISecret } from 'kubernetes-models/v1';
 import type { Clock, TimerHandle } from '../clock.js';
-import { NO_OBJECTS, type SourceObjects } from '../objects.js';
+import { NO_OBJECTS, objectsOfFiles, type SourceObjects } from '../objects.js';
 import { CONFIG_FILE_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../pod/load.js';
 import { formatProblem, isManifestFileName, parseManifestDocuments, parseManifestText, type ManifestProblem } from '../pod/index.js';
 import { referencedObjects } from '../pod/references.js';
@@ -129,6 +129,8 @@ interface AppliedFile {
   /** The last good version's pods (none yet when the file was never read valid). */
   pods: IPod[];
   objects: SourceObjects;
+  /** The file's mtime when its last good version was read: when its ConfigMaps and Secrets were written. */
+  mtimeMs?: number;
   error?: string;
 }
 
@@ -212,7 +214,7 @@ export class AppliedSource {
     for (const s of staged) renameSync(s.tmp, s.path);
     fsyncDir(this.opts.dir);
     // Read already, as written: the sync below finds the same text and does not parse it again.
-    for (const s of staged) this.files.set(s.path, { text: s.text, ...s.read });
+    for (const s of staged) this.files.set(s.path, { text: s.text, mtimeMs: statSync(s.path).mtimeMs, ...s.read });
     this.sync();
   }
 
@@ -300,7 +302,9 @@ export class AppliedSource {
     for (const n of names) {
       const path = join(this.opts.dir, n);
       let text: string;
+      let mtimeMs: number;
       try {
+        mtimeMs = statSync(path).mtimeMs;
         text = readFileSync(path, 'utf8');
       } catch (err) {
         // Gone since the listing: forgotten. Any other error: the file is there, and still claims its pod.
@@ -317,17 +321,13 @@ export class AppliedSource {
         this.fail(path, read.error, text);
         continue;
       }
-      this.files.set(path, { text, ...read });
+      this.files.set(path, { text, mtimeMs, ...read });
     }
     for (const path of [...this.files.keys()]) if (!seen.has(path)) this.files.delete(path);
     const all = [...this.files.values()];
     this.opts.onSnapshot(
       all.flatMap((f) => f.pods),
-      {
-        configMaps: all.flatMap((f) => f.objects.configMaps),
-        secrets: all.flatMap((f) => f.objects.secrets),
-        runtimeClasses: all.flatMap((f) => f.objects.runtimeClasses ?? []),
-      },
+      objectsOfFiles(all),
     );
     if (!this.stopped) {
       if (this.timer) this.opts.clock.clearTimeout(this.timer);
