@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadManifests, parseManifestText } from '../../src/core/pod/index.js';
 import { FileSource } from '../../src/core/config/file-source.js';
 import { FakeClock } from '../../src/core/clock.js';
+import type { SourceObjects } from '../../src/core/objects.js';
 import { scratchDir } from '../support/e2e.js';
 import { POD_FIELDS, podFieldPaths, unaccountedFields, unsupportedFieldsMarkdown, type FieldFate } from '../../src/core/pod/fields.js';
 
@@ -164,6 +165,28 @@ test("watch's sources say a file's warnings once, naming file, document and fiel
   assert.equal(warnings.length, 2);
   assert.match(warnings[0]!, /pod\.yaml: document 1 \(Pod "w"\): spec\.setHostnameAsFQDN: ignored/);
   assert.match(warnings[1]!, /pod\.yaml: document 1 \(Pod "w"\): spec\.schedulingGates: ignored/);
+});
+
+test("watch's file source dates each ConfigMap by its file's mtime, for which of two sources' copies is newer", async () => {
+  const { dir, cleanup } = scratchDir('fields-source-dates');
+  const file = join(dir, 'cfg.yaml');
+  writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {k: v}\n');
+  const then = new Date(Date.UTC(2026, 0, 2));
+  utimesSync(file, then, then);
+  let objects: SourceObjects = { configMaps: [], secrets: [] };
+  const source = new FileSource({
+    path: dir,
+    nodeName: 'node-a',
+    clock: new FakeClock(),
+    watch: false,
+    onSnapshot: (_pods, o) => (objects = o),
+    onError: () => {},
+  });
+  await source.readNow();
+  source.stop();
+  cleanup();
+  assert.equal(objects.configMaps[0]?.metadata?.name, 'cfg');
+  assert.equal(objects.writtenAt?.(objects.configMaps[0]!), then.getTime());
 });
 
 test('validate names every ConfigMap, Secret, key and image pull secret the set does not provide, unless optional', async () => {
