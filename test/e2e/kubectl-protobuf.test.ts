@@ -189,16 +189,16 @@ spec:
   initContainers:
   - name: init
     image: busybox:1.36
-    command: [sh, -c, "echo init > /work/init.txt"]
+    command: [sh, -c, "echo init > /scratch/init.txt"]
     resources: {}
-    volumeMounts: [{name: work, mountPath: /work}]
+    volumeMounts: [{name: work, mountPath: /scratch}]
   containers:
   - name: app
     image: busybox:1.36
     imagePullPolicy: IfNotPresent
     command: [sh, -c]
     args: ["sleep 3600"]
-    workingDir: /work
+    workingDir: /scratch
     stdin: true
     terminationMessagePolicy: FallbackToLogsOnError
     env:
@@ -212,7 +212,7 @@ spec:
     resources: {requests: {cpu: 10m, memory: 16Mi}, limits: {cpu: 500m, memory: 64Mi}}
     resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]
     volumeMounts:
-    - {name: work, mountPath: /work}
+    - {name: work, mountPath: /scratch}
     - {name: mem, mountPath: /mem, readOnly: true}
     - {name: info, mountPath: /info}
     - {name: proj, mountPath: /proj}
