@@ -122,7 +122,7 @@ export class PodCleanups {
     result.removedContainers = await runtimeManager.removeDeadContainers(containers, (uid) => !orphans.has(uid));
     for (const uid of workers.knownPods()) if (!pods.has(uid)) workers.forget(uid);
     runtimeManager.crashBackoff.gc();
-    runtimeManager.imagePuller.backoff.gc();
+    runtimeManager.imagePuller.gc();
     // A failed image GC (no statfs of the image filesystem, say) must not stop housekeeping.
     const images = await this.opts.imageGC.maybeGarbageCollect().catch((err: unknown) => {
       result.imageGCError = (err as Error).message;

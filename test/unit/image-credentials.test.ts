@@ -303,6 +303,57 @@ test("ImagePuller records the image manager's events: Pulled when present, Pulli
   }
 });
 
+test("ImagePuller: the back-off says why the last pull failed; a NOT_FOUND pull is told apart from a 401, and housekeeping's gc forgets both", () =>
+  withAuthRegistry(async (_make, fake) => {
+    const clock = new FakeClock(0);
+    const client = new CriClient({ runtimeEndpoint: fake.endpoint, timeoutMs: 2000, pullTimeoutMs: 2000 });
+    try {
+      await backOffAndGc(client, clock);
+    } finally {
+      client.close();
+    }
+  }));
+
+async function backOffAndGc(client: CriClient, clock: FakeClock): Promise<void> {
+  const puller = new ImagePuller(client, clock);
+  const p = makePod({
+    containers: [container('denied', { image: '127.0.0.1:5055/private/busybox:1' }), container('gone', { image: 'busybox:9.99' })],
+  });
+  const [denied, gone] = p.spec!.containers;
+  const reject = async (c: typeof denied, now: number) => {
+    try {
+      await puller.ensureImageExists(p, c!, {}, now);
+    } catch (err) {
+      return err as StartContainerError;
+    }
+    assert.fail(`${c!.name}: the pull succeeded`);
+  };
+  const first = await reject(denied, 0);
+  assert.equal(first.reason, 'ErrImagePull');
+  assert.equal(puller.imageNotFound(p), undefined, 'a 401 is not a missing image');
+  const backOff = await reject(denied, 1000);
+  assert.equal(backOff.reason, 'ImagePullBackOff');
+  assert.equal(backOff.message, `Back-off pulling image "127.0.0.1:5055/private/busybox:1": ErrImagePull: ${first.message}`);
+
+  const missing = await reject(gone, 0);
+  assert.match(missing.message, /^failed to pull image "busybox:9\.99": .*not found/);
+  assert.deepEqual(puller.imageNotFound(p), { container: 'gone', image: 'busybox:9.99', message: missing.message });
+  assert.equal(
+    puller.imageNotFound(makePod({ name: 'other', uid: 'uid-other', containers: [container('gone', { image: 'busybox:9.99' })] })),
+    undefined,
+    'another pod',
+  );
+
+  // Kept while its back-off is; forgotten with it, untouched for twice the 300 s maximum.
+  clock.advance(600_000);
+  puller.gc();
+  assert.ok(puller.imageNotFound(p), 'kept while its back-off is');
+  clock.advance(1);
+  puller.gc();
+  assert.equal(puller.imageNotFound(p), undefined);
+  assert.equal(puller.backoff.size(), 0);
+}
+
 test('goDuration prints as Go prints a time.Duration truncated to milliseconds', () => {
   assert.deepEqual([0, 850.9, 1000, 1250, 59_999, 60_000, 123_500].map(goDuration), [
     '0ms',

@@ -156,8 +156,10 @@ describe('SyncPod on the fake runtime, with an injected clock', () => {
     assert.match(app(statusOf(p)).state!.waiting!.message!, /failed to pull image "registry\.example\/nosuch:1": .*not found/);
     const pulls = () => fake.calls().PullImage ?? 0;
     const n = pulls();
+    const failed = app(statusOf(p)).state!.waiting!.message!;
     await kubelet.syncPod(p, 'sync').catch(() => undefined);
     assert.equal(app(statusOf(p)).state?.waiting?.reason, 'ImagePullBackOff');
+    assert.equal(app(statusOf(p)).state?.waiting?.message, `Back-off pulling image "registry.example/nosuch:1": ErrImagePull: ${failed}`);
     assert.equal(pulls(), n, 'no pull while backing off');
     clock.advance(10_000);
     await kubelet.syncPod(p, 'sync').catch(() => undefined);

@@ -2,6 +2,7 @@ import type { IContainer, IPod, ISecret } from 'kubernetes-models/v1';
 import { keyringFromSecrets, nodeKeyring } from '../credentials/keyring.js';
 import type { Clock } from '../clock.js';
 import type { ImageService } from '../cri/client.js';
+import { isNotFound } from '../cri/errors.js';
 import { errorMessage } from '../errors.js';
 import { Backoff, IMAGE_BACKOFF_INITIAL_MS, IMAGE_BACKOFF_MAX_MS } from '../util/backoff.js';
 import type * as T from '../cri/types.js';
@@ -41,9 +42,18 @@ export interface PullCredentialSources {
   onMissingPullSecrets?(pod: IPod, names: string[]): void;
 }
 
+/** The last failed pull of an image for a pod, kept through its back-off. */
+interface PullFailure {
+  message: string;
+  /** The runtime answered NOT_FOUND: no registry it may ask has this image. */
+  notFound: boolean;
+}
+
 /** The kubelet's imageManager.EnsureImageExists: pull policy, pull credentials and ImagePullBackOff. */
 export class ImagePuller {
   readonly backoff: Backoff;
+  /** By back-off key: what the last pull said, for the back-off's message (the kubelet's prevPullErrMsg). */
+  private readonly failures = new Map<string, PullFailure>();
 
   constructor(
     private readonly images: ImageService,
@@ -127,10 +137,16 @@ export class ImagePuller {
     if (decision === 'never') {
       throw new StartContainerError('ErrImageNeverPull', `Container image "${image}" is not present with pull policy of Never`);
     }
-    const key = `${podMeta(pod).uid}/${image}`;
+    const key = pullKey(pod, image);
     if (this.backoff.isInBackOffSinceUpdate(key, now)) {
-      throw new StartContainerError('ImagePullBackOff', `Back-off pulling image "${image}"`);
+      // As the kubelet since 1.32: the back-off says why the last pull failed.
+      const last = this.failures.get(key);
+      throw new StartContainerError(
+        'ImagePullBackOff',
+        `Back-off pulling image "${image}"${last ? `: ErrImagePull: ${last.message}` : ''}`,
+      );
     }
+    this.failures.delete(key);
     this.record?.(pod, container, 'Normal', 'Pulling', `Pulling image "${image}"`);
     const started = Date.now();
     try {
@@ -140,10 +156,34 @@ export class ImagePuller {
       return ref || image;
     } catch (err) {
       this.backoff.next(key, now);
-      throw new StartContainerError('ErrImagePull', `failed to pull image "${image}": ${errorMessage(err)}`);
+      const message = `failed to pull image "${image}": ${errorMessage(err)}`;
+      this.failures.set(key, { message, notFound: isNotFound(err) });
+      throw new StartContainerError('ErrImagePull', message);
     }
   }
+
+  /**
+   * A container of the pod whose image's last pull the runtime answered NOT_FOUND, with that
+   * pull's message: an image no registry the runtime may ask has, which waiting will not bring.
+   */
+  imageNotFound(pod: IPod): { container: string; image: string; message: string } | undefined {
+    const spec = pod.spec;
+    for (const c of [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])]) {
+      const failure = this.failures.get(pullKey(pod, c.image ?? ''));
+      if (failure?.notFound) return { container: c.name, image: c.image ?? '', message: failure.message };
+    }
+    return undefined;
+  }
+
+  /** Forgets the back-offs untouched for twice their maximum, and the pull failures they kept. */
+  gc(): void {
+    this.backoff.gc();
+    for (const key of this.failures.keys()) if (!this.backoff.has(key)) this.failures.delete(key);
+  }
 }
+
+/** Image pulls back off per pod and image, as the kubelet's backOffKey. */
+export const pullKey = (pod: IPod, image: string): string => `${podMeta(pod).uid}/${image}`;
 
 /** A duration as Go prints a time.Duration truncated to milliseconds (the kubelet's event text): 850ms, 1.25s, 2m3.5s. */
 export function goDuration(ms: number): string {

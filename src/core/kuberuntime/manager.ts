@@ -7,7 +7,7 @@ import { computePodActions, noProbeFailures, type ContainerToStart, type PodActi
 import { ContainerGC, DEFAULT_CONTAINER_GC, type ContainerGCPolicy } from './container-gc.js';
 import { Containers, graceFromRuntime, type KillTarget } from './containers.js';
 import { podRef, runtimeContext, type RuntimeContext, type RuntimeManagerOptions } from './context.js';
-import { StartContainerError, type ImagePuller } from './images.js';
+import { pullKey, StartContainerError, type ImagePuller } from './images.js';
 import { PodFiles } from './pod-files.js';
 import type { ExpectedIds, PodStatusReader } from './pod-status.js';
 import { formatResourceChanges, updateContainerResources } from './resize.js';
@@ -278,7 +278,7 @@ export class RuntimeManager {
         if (last) left = this.crashBackoff.remainingSince(crashKey(pod, last), last.finishedAt ?? 0);
       } else if (waiting.reason === 'ImagePullBackOff' || waiting.reason === 'ErrImagePull') {
         const image = [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers].find((c) => c.name === name)?.image;
-        if (image) left = this.imagePuller.backoff.remainingSinceUpdate(`${podMeta(pod).uid}/${image}`, this.ctx.clock.now());
+        if (image) left = this.imagePuller.backoff.remainingSinceUpdate(pullKey(pod, image), this.ctx.clock.now());
       }
       if (left !== undefined && (soonest === undefined || left < soonest)) soonest = left;
     }

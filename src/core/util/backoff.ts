@@ -66,6 +66,10 @@ export class Backoff {
     return Math.max(0, eventTime + entry.backoffMs - this.clock.now());
   }
 
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
   reset(key: string): void {
     this.entries.delete(key);
   }
