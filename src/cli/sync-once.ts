@@ -12,6 +12,7 @@ import { admitPods } from './manifests.js';
 import { buildKubelet, nodeInfoFromFlags } from './node.js';
 import { podWithStatus, renderObjects } from './render.js';
 import { say } from './say.js';
+import { statusLine } from './status-line.js';
 import { renderResultTable, type ResultRow } from './table.js';
 
 /** `podctl sync-once` once it has its pods: the kubelet's RunOnce, then one row per pod, printed. */
@@ -42,16 +43,33 @@ export async function syncPodsOnce(
       ? ora({ text: `Running ${admitted.length} pod(s)…`, stream: process.stderr }).start()
       : undefined;
   const running = new Set<string>();
+  const shown = new Map<string, string>();
+  const imageNotFound = (pod: IPod) => {
+    const missing = kubelet.runtimeManager.imagePuller.imageNotFound(pod);
+    return missing && { reason: 'ErrImagePull', message: `${missing.container}: ${missing.message}` };
+  };
   const results = await runOnce(kubelet, admitted, {
     clock: realClock,
     maxRetries: flags['max-retries'],
     retryDelayMs: timing.retryDelayMs,
     timeoutMs: timing.timeoutMs,
-    // The set is read once: what it does not provide now, it never will in this run.
-    neverStarts: (pod) => missingReferences(pod, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret'),
-    onProgress: (pod, status) => {
-      if (allContainersRunning(pod, status) || status.phase === 'Succeeded') running.add(podMeta(pod).uid);
+    // The set is read once: what it does not provide now, it never will in this run. Nor will
+    // retrying the pull bring an image the runtime found in no registry.
+    neverStarts: (pod) =>
+      missingReferences(pod, kubelet.objects).find((m) => m.reason !== 'FailedToRetrieveImagePullSecret') ?? imageNotFound(pod),
+    onProgress: (pod, status, attempt) => {
+      const uid = podMeta(pod).uid;
+      if (allContainersRunning(pod, status) || status.phase === 'Succeeded') running.add(uid);
+      // Each change after a sync, as run and watch print them: a wait of minutes says what it waits on.
+      const line = statusLine(pod, status);
+      const change = line.slice(line.indexOf(' ') + 1);
+      if (attempt > 0 && shown.get(uid) !== change) {
+        shown.set(uid, change);
+        spinner?.clear();
+        say(line);
+      }
       if (spinner) spinner.text = `Running ${admitted.length} pod(s)… ${running.size} done`;
+      spinner?.render();
     },
   });
   spinner?.stop();
