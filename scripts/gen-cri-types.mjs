@@ -109,6 +109,8 @@ pbjsModule('grpc/health/v1/health.proto', 'health', 'health-pb.ts');
 // The Kubernetes messages of protobuf request bodies (src/core/kubeapi/protobuf.ts), with their reflection.
 mkdirSync(kubeOut, { recursive: true });
 pbjsModule('kube-core.proto', 'kube', 'kube-pb.ts', { dir: kubeOut, target: 'json-module', dependency: 'protobufjs/light.js' });
+// gnostic's OpenAPI v2 Document, for /openapi/v2 as client-go asks for it (src/core/kubeapi/openapi/v2.ts).
+pbjsModule('openapi-v2.proto', 'openapiv2', 'openapi-v2-pb.ts', { dir: kubeOut, target: 'json-module', dependency: 'protobufjs/light.js' });
 
 const cri = protobuf.loadSync(join(root, 'proto', CRI_PROTO));
 cri.resolveAll();

@@ -135,6 +135,35 @@ test('kubectl create -f of a name that exists is 409 AlreadyExists', { skip }, (
 });
 
 test(
+  'kubectl apply -f of a Pod beside a Service and a Deployment applies the Pod and names each kind the node lacks, as a cluster without them; kubectl get crd lists none',
+  { skip },
+  async () => {
+    const file = join(dirs.dir, 'mixed.yaml');
+    const service = 'apiVersion: v1\nkind: Service\nmetadata: {name: mixed}\nspec:\n  selector: {app: mixed}\n  ports: [{port: 80}]\n';
+    const deployment =
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: mixed}\nspec:\n  selector: {matchLabels: {app: mixed}}\n' +
+      '  template:\n    metadata: {labels: {app: mixed}}\n    spec: {containers: [{name: app, image: busybox:1.36}]}\n';
+    writeFileSync(file, [service, manifest('mixed', 'busybox:1.36', 'sleep 3600'), deployment].join('---\n'));
+    const r = kube.run(['apply', '-n', NS, '-f', file]);
+    assert.equal(r.code, 1, r.stderr + r.stdout);
+    assert.match(r.stdout, /^pod\/mixed created$/m);
+    assert.match(r.stderr, /no matches for kind "Service" in version "v1"/);
+    assert.match(r.stderr, /no matches for kind "Deployment" in version "apps\/v1"/);
+    assert.doesNotMatch(r.stderr, /error validating|failed to download openapi|failed to check CRD/);
+    const running = await eventually(
+      'mixed running',
+      async () => (podJSON('mixed')?.status?.phase === 'Running' ? true : undefined),
+      90_000,
+    );
+    assert.equal(running, true);
+    const crds = kube.run(['get', 'crd']);
+    assert.equal(crds.code, 0, crds.stderr);
+    assert.equal(crds.stderr.trim(), 'No resources found');
+    ok(kube.run(['delete', 'pod', 'mixed', '-n', NS, '--wait=true']), 'delete');
+  },
+);
+
+test(
   'apply of an image change replaces the container under the same name; a command change is refused as the API server refuses it',
   { skip },
   async () => {

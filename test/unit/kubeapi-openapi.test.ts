@@ -14,6 +14,8 @@ import {
   patchMetaAt,
   schemaForKind,
 } from '../../src/core/kubeapi/openapi/index.js';
+import { documentType, OPENAPI_V2_PROTOBUF, openapiV2Served } from '../../src/core/kubeapi/openapi/v2.js';
+import protobuf from 'protobufjs/light.js';
 
 const POD = 'io.k8s.api.core.v1.Pod';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -172,4 +174,70 @@ test('the api, apis and version documents hold their one path and its schema', (
     assert.ok(doc.components.schemas[schema], `${name} lacks ${schema}`);
     assert.equal(doc.components.schemas[POD], undefined);
   }
+});
+
+/** Each field of a protobuf message: number, wire type and, for length-delimited ones, the bytes (a wire walk, no schema). */
+function wireFields(buf: Uint8Array): { no: number; bytes?: Uint8Array; value?: number }[] {
+  const r = protobuf.Reader.create(buf);
+  const out: { no: number; bytes?: Uint8Array; value?: number }[] = [];
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    const no = tag >>> 3;
+    const wire = tag & 7;
+    if (wire === 2) out.push({ no, bytes: r.bytes() });
+    else if (wire === 0) out.push({ no, value: r.uint64() as unknown as number });
+    else r.skipType(wire);
+  }
+  return out;
+}
+const text = (b: Uint8Array | undefined) => Buffer.from(b ?? []).toString('utf8');
+const field = (fields: ReturnType<typeof wireFields>, no: number) => fields.filter((f) => f.no === no);
+
+test("/openapi/v2 in protobuf carries gnostic's field numbers: swagger 1, paths 8, definitions 9; a schema's type 22, properties 25, extensions 31", () => {
+  const served = openapiV2Served(OPENAPI_V2_PROTOBUF);
+  assert.equal(served.contentType, 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf');
+  const doc = wireFields(served.body);
+  assert.equal(text(field(doc, 1)[0]?.bytes), '2.0');
+  assert.equal(field(doc, 8).length, 1);
+  // Definitions (9) holds NamedSchema (1): name 1, Schema 2.
+  const named = wireFields(field(doc, 9)[0]!.bytes!).map((f) => wireFields(f.bytes!));
+  const pod = named.find((n) => text(field(n, 1)[0]?.bytes) === POD);
+  assert.ok(pod, 'the Pod definition');
+  const schema = wireFields(field(pod, 2)[0]!.bytes!);
+  assert.equal(text(wireFields(field(schema, 22)[0]!.bytes!)[0]?.bytes), 'object', 'TypeItem.value');
+  const props = wireFields(field(schema, 25)[0]!.bytes!).map((f) => text(field(wireFields(f.bytes!), 1)[0]?.bytes));
+  assert.deepEqual(props.sort(), ['apiVersion', 'kind', 'metadata', 'spec', 'status']);
+  // The GVK extension: NamedAny (name 1, Any 2) whose Any carries YAML at 2.
+  const ext = field(schema, 31).map((f) => wireFields(f.bytes!));
+  const gvk = ext.find((e) => text(field(e, 1)[0]?.bytes) === 'x-kubernetes-group-version-kind');
+  assert.deepEqual(JSON.parse(text(field(wireFields(field(gvk!, 2)[0]!.bytes!), 2)[0]?.bytes)), [
+    { group: '', kind: 'Pod', version: 'v1' },
+  ]);
+  // A $ref is Schema field 1: PodSpec's containers' items.
+  const spec = named.find((n) => text(field(n, 1)[0]?.bytes) === 'io.k8s.api.core.v1.PodSpec')!;
+  const specProps = wireFields(field(wireFields(field(spec, 2)[0]!.bytes!), 25)[0]!.bytes!).map((f) => wireFields(f.bytes!));
+  const containers = wireFields(
+    field(
+      specProps.find((p) => text(field(p, 1)[0]?.bytes) === 'containers')!,
+      2,
+    )[0]!.bytes!,
+  );
+  const items = wireFields(wireFields(field(containers, 23)[0]!.bytes!)[0]!.bytes!);
+  assert.equal(text(field(items, 1)[0]?.bytes), '#/definitions/io.k8s.api.core.v1.Container');
+});
+
+test('/openapi/v2 in protobuf says what the JSON says: every definition and path, and a PATCH with its fieldValidation parameter', () => {
+  const json = JSON.parse(openapiV2Served('application/json').body.toString('utf8')) as Obj;
+  const type = documentType();
+  const doc = type.toObject(type.decode(openapiV2Served(OPENAPI_V2_PROTOBUF).body)) as Obj;
+  assert.deepEqual(
+    doc.definitions.additionalProperties.map((d: Obj) => d.name),
+    Object.keys(json.definitions),
+  );
+  const pods = doc.paths.path.find((p: Obj) => p.name === '/api/v1/namespaces/{namespace}/pods/{name}').value;
+  const params = pods.patch.parameters.map((p: Obj) => p.parameter.nonBodyParameter?.queryParameterSubSchema?.name).filter(Boolean);
+  assert.ok(params.includes('fieldValidation'), params.join(','));
+  const ext = Object.fromEntries(pods.patch.vendorExtension.map((e: Obj) => [e.name, JSON.parse(e.value.yaml)]));
+  assert.deepEqual(ext['x-kubernetes-group-version-kind'], { group: '', kind: 'Pod', version: 'v1' });
+  assert.equal(ext['x-kubernetes-action'], 'patch');
 });

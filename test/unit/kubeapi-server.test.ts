@@ -12,6 +12,7 @@ import kubePb from '../../src/generated/kube/kube-pb.js';
 import type { CriClient } from '../../src/core/cri/client.js';
 import type { PodEvent } from '../../src/core/events.js';
 import { readKubeCredentials, type KubeCredentials } from '../../src/core/kubeapi/certs.js';
+import { documentType } from '../../src/core/kubeapi/openapi/v2.js';
 import { kubeApiDir, startKubeApi, type RunningKubeApi } from '../../src/core/kubeapi/index.js';
 import { ApiError, type ApplyManifestsRequest, type NodeAgent, type PodWatchEvent } from '../../src/core/node/agent.js';
 import { PodctlError } from '../../src/core/errors.js';
@@ -178,6 +179,8 @@ interface Reply {
   status: number;
   headers: IncomingMessage['headers'];
   text: string;
+  /** The body's bytes (a protobuf answer's). */
+  raw: Buffer;
   json: Record<string, Json>;
 }
 
@@ -210,17 +213,18 @@ function call(
   };
   return new Promise((resolve, reject) => {
     const req = request(options, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
       res.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const text = raw.toString('utf8');
         let json: Record<string, unknown> = {};
         try {
           json = JSON.parse(text) as Record<string, unknown>;
         } catch {
           // not JSON: the test reads text
         }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, raw, json });
       });
     });
     req.on('error', reject);
@@ -375,7 +379,7 @@ test('discovery: /api, /apis and /api/v1, plain and aggregated; /version', async
   assert.equal(apis.json.kind, 'APIGroupList');
   assert.deepEqual(
     apis.json.groups.map((g: { name: string }) => g.name),
-    ['metrics.k8s.io', 'authorization.k8s.io', 'authentication.k8s.io'],
+    ['metrics.k8s.io', 'authorization.k8s.io', 'authentication.k8s.io', 'apiextensions.k8s.io'],
   );
   const v1 = await call('GET', '/api/v1');
   assert.equal(v1.json.kind, 'APIResourceList');
@@ -510,10 +514,54 @@ test("the reviews: can-i is allowed (with its reason), the rules are every rule,
   assert.equal((await call('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', { body: {} })).status, 404);
   assert.equal((await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { body: '{' })).status, 400);
   const groups = ((await call('GET', '/apis')).json.groups as Json[]).map((g) => g.name);
-  assert.deepEqual(groups.sort(), ['authentication.k8s.io', 'authorization.k8s.io', 'metrics.k8s.io']);
+  assert.deepEqual(groups.sort(), ['apiextensions.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io', 'metrics.k8s.io']);
   assert.equal(
     (await call('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { body: { spec: {} }, anonymous: true })).status,
     401,
+  );
+});
+
+test('/openapi/v2: the JSON document, or as client-go asks for it gnostic protobuf; 304 on its ETag', async () => {
+  const json = await call('GET', '/openapi/v2', { accept: 'application/json' });
+  assert.equal(json.status, 200);
+  assert.equal(json.headers['content-type'], 'application/json');
+  assert.equal(json.json.swagger, '2.0');
+  assert.deepEqual(json.json.definitions['io.k8s.api.core.v1.Pod']['x-kubernetes-group-version-kind'], [
+    { group: '', kind: 'Pod', version: 'v1' },
+  ]);
+  const pb = await call('GET', '/openapi/v2', { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' });
+  assert.equal(pb.status, 200);
+  assert.equal(pb.headers['content-type'], 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf');
+  const doc = documentType().toObject(documentType().decode(pb.raw)) as Json;
+  assert.equal(doc.swagger, '2.0');
+  assert.equal(doc.definitions.additionalProperties.length, Object.keys(json.json.definitions).length);
+  assert.equal(doc.paths.path.length, Object.keys(json.json.paths).length);
+  const again = await call('GET', '/openapi/v2', {
+    accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf',
+    headers: { 'if-none-match': String(pb.headers.etag) },
+  });
+  assert.equal(again.status, 304);
+  assert.notEqual(pb.headers.etag, json.headers.etag, 'each form its own ETag');
+});
+
+test('apiextensions.k8s.io: no CustomResourceDefinitions, as a List or a Table; one asked for by name is a 404; only GET', async () => {
+  const list = await call('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions');
+  assert.equal(list.status, 200, list.text);
+  assert.deepEqual(
+    [list.json.kind, list.json.apiVersion, list.json.items],
+    ['CustomResourceDefinitionList', 'apiextensions.k8s.io/v1', []],
+  );
+  const table = await call('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { accept: TABLE });
+  assert.equal(table.headers['content-type'], TABLE);
+  assert.deepEqual([table.json.kind, table.json.rows], ['Table', []]);
+  const one = await call('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com');
+  assert.equal(one.status, 404);
+  assert.equal(one.json.message, 'customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" not found');
+  assert.equal((await call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', { body: {} })).status, 405);
+  const resources = (await call('GET', '/apis/apiextensions.k8s.io/v1')).json.resources as Json[];
+  assert.deepEqual(
+    resources.map((r) => [r.name, r.namespaced, r.verbs]),
+    [['customresourcedefinitions', false, ['get', 'list']]],
   );
 });
 

@@ -9,6 +9,7 @@ import { ensureKubeCredentials } from './certs.js';
 import { KubeFeed } from './feed.js';
 import { metricsGroup } from './metrics-group.js';
 import { reviewGroups } from './review-groups.js';
+import { crdGroup } from './crd-group.js';
 import { ObjectFiles, startVersionFor } from './object-files.js';
 import { KubeRoutes } from './routes.js';
 import { PortTakenError, startKubeApiServer, type KubeApiServer } from './server.js';
@@ -81,7 +82,7 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
     },
     reads: { cache, now: o.now, log: o.log },
     streams: { cri: o.cri, log: o.log },
-    groups: [metricsGroup({ cri: o.cri, cache }), ...reviewGroups()],
+    groups: [metricsGroup({ cri: o.cri, cache }), ...reviewGroups(), crdGroup()],
     podctlVersion: o.podctlVersion,
     startedAt: o.now(),
     serverAddress: () => (server ? new URL(server.url).host : `${o.host}:${o.port ?? DEFAULT_KUBE_API_PORT}`),

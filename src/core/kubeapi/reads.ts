@@ -15,7 +15,7 @@ export interface ReadContext {
   log?: (message: string) => void;
 }
 
-const TABLE_TYPE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
+export const TABLE_CONTENT_TYPE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 
 function includeObject(url: URL): 'None' | 'Object' | 'Metadata' {
   const v = url.searchParams.get('includeObject');
@@ -51,7 +51,7 @@ export function serveCollection(
   };
   if (wantsTable(accept)) {
     const table = toTable(info.name as TableResource, list.items, { now: ctx.now(), includeObject: includeObject(url), listMeta });
-    return sendJSON(res, 200, table, TABLE_TYPE);
+    return sendJSON(res, 200, table, TABLE_CONTENT_TYPE);
   }
   const apiVersion = path.group ? `${path.group}/${path.version}` : path.version;
   sendJSON(res, 200, { kind: `${info.kind}List`, apiVersion, metadata: listMeta, items: list.items });
@@ -74,7 +74,7 @@ export function serveObject(
       includeObject: includeObject(url),
       listMeta: { resourceVersion: String((object as KubeObject).metadata?.['resourceVersion' as never] ?? '') },
     });
-    return sendJSON(res, 200, table, TABLE_TYPE);
+    return sendJSON(res, 200, table, TABLE_CONTENT_TYPE);
   }
   sendJSON(res, 200, object);
 }
@@ -125,7 +125,7 @@ function serveWatch(
       if (!writer.write(line(e))) stop();
     },
   );
-  res.writeHead(200, { 'content-type': table ? TABLE_TYPE : 'application/json', 'transfer-encoding': 'chunked' });
+  res.writeHead(200, { 'content-type': table ? TABLE_CONTENT_TYPE : 'application/json', 'transfer-encoding': 'chunked' });
   live = true;
   writer.begin(events);
   res.flushHeaders();

@@ -14,9 +14,9 @@ import {
 } from './discovery.js';
 import { createObject, deleteObject, isObjectResource, patchObjectWrite, replaceObject, type ObjectWriteContext } from './objects.js';
 import { updateEphemeralContainers } from './ephemeral.js';
-import { openapiV3Served } from './openapi/index.js';
+import { serveOpenapi } from './openapi/serve.js';
 import { createPod, deletePod, patchPod, replacePod, type PodWriteContext, type WriteAnswer } from './pods.js';
-import { serveCollection, serveObject, type ReadContext } from './reads.js';
+import { serveCollection, serveObject, TABLE_CONTENT_TYPE, type ReadContext } from './reads.js';
 import { unsupportedPatchType } from './patch/index.js';
 import { decodeKubeProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.js';
 import { isDryRun, parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
@@ -29,7 +29,8 @@ import type { Duplex } from 'node:stream';
 
 /** An extra API group the node serves (metrics.k8s.io, the reviews): its discovery, and its own GETs or creates. */
 export interface ExtraGroup extends GroupInfo {
-  get?(path: ResourcePath, url: URL): Promise<unknown>;
+  /** A GET of one of its resources; accept says whether a Table is asked for (an answer of kind Table is sent as one). */
+  get?(path: ResourcePath, url: URL, accept: string | undefined): Promise<unknown>;
   /** POST to one of its resources (a review): the answer's code and object. */
   create?(path: ResourcePath, body: ObjectBody, user: KubeRequest['user']): Promise<{ code: number; object: unknown }>;
 }
@@ -79,14 +80,7 @@ export class KubeRoutes implements KubeHandler {
         case '/api/v1':
           return sendJSON(res, 200, apiResourceList('v1', CORE_RESOURCES));
       }
-      if (p === '/openapi/v3' || p.startsWith('/openapi/v3/')) {
-        const doc = openapiV3Served(p.slice('/openapi/v3'.length));
-        if (!doc) throw new KubeStatusError(404, 'NotFound', `the server could not find the requested resource`);
-        // The documents are addressed by their hash: a client may keep them (kubectl's cache does).
-        const cache = p === '/openapi/v3' ? 'no-cache, private' : 'public, immutable';
-        res.writeHead(200, { 'content-type': 'application/json', etag: doc.etag, 'cache-control': cache }).end(doc.body);
-        return;
-      }
+      if (serveOpenapi(p, req, res)) return;
       const group = this.o.groups.find((g) => p === `/apis/${g.group}` || p === `/apis/${g.group}/${g.version}`);
       if (group) {
         if (p === `/apis/${group.group}`) {
@@ -102,7 +96,10 @@ export class KubeRoutes implements KubeHandler {
       const g = this.o.groups.find((x) => x.group === path.group && x.version === path.version);
       if (!g?.resources.some((r) => r.name === path.resource))
         throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
-      if (req.method === 'GET' && g.get) return sendJSON(res, 200, await g.get(path, url));
+      if (req.method === 'GET' && g.get) {
+        const answer = await g.get(path, url, accept);
+        return sendJSON(res, 200, answer, (answer as { kind?: string }).kind === 'Table' ? TABLE_CONTENT_TYPE : undefined);
+      }
       if (req.method === 'POST' && g.create && !path.name && !path.subresource) {
         const answer = await g.create(path, await readObjectBody(req), user);
         return sendJSON(res, answer.code, answer.object);

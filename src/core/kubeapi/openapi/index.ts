@@ -145,6 +145,11 @@ export function patchMetaAt(kindSchema: Schema | string, path: string[]): PatchM
   return field ? patchMetaOf(field) : undefined;
 }
 
+/** The OpenAPI v2 document of the served kinds, as /openapi/v2 sends it (the same data as the v3 documents). */
+export function openapiV2Document(): { swagger: '2.0'; info: { title: string; version: string } } & OpenApiData {
+  return { swagger: '2.0', info: { title: 'Kubernetes', version: 'unversioned' }, paths: DATA.paths, definitions: DATA.definitions };
+}
+
 // ---- /openapi/v3 ----
 
 /** The documents /openapi/v3 lists: which paths each holds, and whether it holds the group-version's kinds. */

@@ -1,0 +1,50 @@
+import { wantsTable } from './request.js';
+import type { ExtraGroup } from './routes.js';
+import { KubeStatusError } from './status.js';
+
+const GROUP = 'apiextensions.k8s.io';
+
+/**
+ * apiextensions.k8s.io/v1 with no CustomResourceDefinitions: the node serves no custom resources, and says so
+ * when asked. kubectl asks while it validates a kind it finds in no OpenAPI document (a Service, a Deployment):
+ * with the empty list it reports that kind as unknown for its document alone, as a cluster without the kind does,
+ * instead of failing the whole apply on a missing endpoint.
+ */
+export function crdGroup(): ExtraGroup {
+  return {
+    group: GROUP,
+    version: 'v1',
+    resources: [
+      {
+        name: 'customresourcedefinitions',
+        singularName: 'customresourcedefinition',
+        kind: 'CustomResourceDefinition',
+        namespaced: false,
+        verbs: ['get', 'list'],
+        shortNames: ['crd', 'crds'],
+      },
+    ],
+    async get(path, _url, accept) {
+      if (path.name)
+        throw new KubeStatusError(404, 'NotFound', `customresourcedefinitions.${GROUP} "${path.name}" not found`, {
+          name: path.name,
+          group: GROUP,
+          kind: 'customresourcedefinitions',
+        });
+      const metadata = { resourceVersion: '1' };
+      // kubectl get crd asks for a Table: an empty one says "No resources found", with no namespace, as a cluster's.
+      if (wantsTable(accept))
+        return {
+          kind: 'Table',
+          apiVersion: 'meta.k8s.io/v1',
+          metadata,
+          columnDefinitions: [
+            { name: 'Name', type: 'string', format: 'name', description: 'The name of the definition', priority: 0 },
+            { name: 'Created At', type: 'date', format: '', description: 'When the definition was created', priority: 0 },
+          ],
+          rows: [],
+        };
+      return { kind: 'CustomResourceDefinitionList', apiVersion: `${GROUP}/v1`, metadata, items: [] };
+    },
+  };
+}
