@@ -521,6 +521,26 @@ test("the reviews: can-i is allowed (with its reason), the rules are every rule,
   );
 });
 
+test('services: listed, got and watched, and never any; a write is refused 405 saying why, a DELETE of one is 404', async () => {
+  const list = await call('GET', `/api/v1/namespaces/${NS}/services`);
+  assert.equal(list.status, 200, list.text);
+  assert.deepEqual([list.json.kind, list.json.items], ['ServiceList', []]);
+  assert.deepEqual((await call('GET', '/api/v1/services', { accept: TABLE })).json.rows, []);
+  const one = await call('GET', `/api/v1/namespaces/${NS}/services/web`);
+  assert.equal(one.status, 404);
+  assert.equal(one.json.message, 'services "web" not found');
+  const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { ports: [{ port: 80 }] } };
+  const created = await call('POST', `/api/v1/namespaces/${NS}/services`, { body: service });
+  assert.equal(created.status, 405, created.text);
+  assert.match(created.json.message, /^this node keeps no Services: podctl runs pods, with no Service proxy/);
+  assert.equal((await call('PUT', `/api/v1/namespaces/${NS}/services/web`, { body: service })).status, 405);
+  assert.equal((await call('DELETE', `/api/v1/namespaces/${NS}/services/web`)).status, 404);
+  assert.equal((await call('GET', `/api/v1/namespaces/${NS}/services`)).json.items.length, 0, 'still none');
+  const v1 = (await call('GET', '/api/v1')).json.resources as Json[];
+  const svc = v1.find((r) => r.name === 'services')!;
+  assert.deepEqual([svc.kind, svc.namespaced, svc.verbs, svc.shortNames], ['Service', true, ['get', 'list', 'watch'], ['svc']]);
+});
+
 test('/openapi/v2: the JSON document, or as client-go asks for it gnostic protobuf; 304 on its ETag', async () => {
   const json = await call('GET', '/openapi/v2', { accept: 'application/json' });
   assert.equal(json.status, 200);

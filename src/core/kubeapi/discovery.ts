@@ -34,6 +34,16 @@ export const CORE_RESOURCES: ResourceInfo[] = [
   { name: 'configmaps', singularName: 'configmap', kind: 'ConfigMap', namespaced: true, verbs: ALL_VERBS, shortNames: ['cm'] },
   { name: 'secrets', singularName: 'secret', kind: 'Secret', namespaced: true, verbs: ALL_VERBS },
   { name: 'events', singularName: 'event', kind: 'Event', namespaced: true, verbs: ['get', 'list', 'watch'], shortNames: ['ev'] },
+  // Read and always empty: the node proxies no Service (SERVICES_NOT_KEPT). kubectl cluster-info lists them.
+  {
+    name: 'services',
+    singularName: 'service',
+    kind: 'Service',
+    namespaced: true,
+    verbs: ['get', 'list', 'watch'],
+    shortNames: ['svc'],
+    categories: ['all'],
+  },
   { name: 'nodes', singularName: 'node', kind: 'Node', namespaced: false, verbs: ['get', 'list', 'watch'], shortNames: ['no'] },
   {
     name: 'namespaces',

@@ -21,7 +21,7 @@ import { unsupportedPatchType } from './patch/index.js';
 import { decodeKubeProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.js';
 import { isDryRun, parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
 import { sendJSON, socketStatus, type KubeHandler, type KubeRequest } from './server.js';
-import { KubeStatusError, methodNotAllowed, notFound } from './status.js';
+import { KubeStatusError, methodNotAllowed, notFound, SERVICES_NOT_KEPT } from './status.js';
 import { deleteOptions } from './writes.js';
 import type { KubeObject, WatchCache } from './store.js';
 import { handlePodUpgrade, servePodLog, type PodStreamContext } from './streams/index.js';
@@ -137,6 +137,11 @@ export class KubeRoutes implements KubeHandler {
     if (method === 'GET') {
       if (path.name) return serveObject(this.o.reads, info, path, url, accept, res);
       return serveCollection(this.o.reads, info, path, url, accept, res);
+    }
+    if (info.name === 'services') {
+      // None is here to delete, as GET says; anything else would write one.
+      if (method === 'DELETE' && path.name) throw notFound('services', path.name);
+      throw methodNotAllowed(SERVICES_NOT_KEPT);
     }
     if (!info.verbs.includes(verbOf(method, path)) || (info.namespaced && !path.namespace)) throw methodNotAllowed();
     const body = protobufAsJSON(await readObjectBody(req), method, info, url);

@@ -71,8 +71,13 @@ export function invalid(kind: string, name: string, causes: { field: string; mes
   });
 }
 
-export const methodNotAllowed = (): KubeStatusError =>
-  new KubeStatusError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+export const methodNotAllowed = (message = 'the server does not allow this method on the requested resource'): KubeStatusError =>
+  new KubeStatusError(405, 'MethodNotAllowed', message);
+
+/** Why a write of a Service is refused: the node runs pods, with no Service proxy to route one. */
+export const SERVICES_NOT_KEPT =
+  'this node keeps no Services: podctl runs pods, with no Service proxy or cluster IPs; reach a pod at its IP, a hostPort, ' +
+  'or kubectl port-forward';
 
 function qualified(resource: string, group: string): string {
   return group ? `${resource}.${group}` : resource;

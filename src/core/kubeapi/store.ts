@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { realClock, type Clock, type TimerHandle } from '../clock.js';
+import { CORE_RESOURCES } from './discovery.js';
 import { NamespaceCounts } from './namespaces.js';
 import { parseFieldSelector, parseLabelSelector, type FieldMatcher, type LabelMatcher } from './selectors.js';
 import { KubeStatusError } from './status.js';
@@ -102,14 +103,8 @@ interface Watcher {
   stopped: boolean;
 }
 
-const CORE_KINDS: Record<string, string> = {
-  pods: 'Pod',
-  configmaps: 'ConfigMap',
-  secrets: 'Secret',
-  events: 'Event',
-  nodes: 'Node',
-  namespaces: 'Namespace',
-};
+/** The core group's kinds by resource, as discovery serves them. */
+const CORE_KINDS: Record<string, string> = Object.fromEntries(CORE_RESOURCES.map((r) => [r.name, r.kind]));
 
 const CONTINUE_TOO_OLD =
   'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue ' +
