@@ -33,7 +33,7 @@ export interface Schema {
   [extension: `x-kubernetes-${string}`]: unknown;
 }
 
-interface V2Parameter {
+export interface V2Parameter {
   name: string;
   in: string;
   required?: boolean;
@@ -41,7 +41,7 @@ interface V2Parameter {
   uniqueItems?: boolean;
   schema?: Schema;
 }
-interface V2Operation {
+export interface V2Operation {
   operationId?: string;
   consumes?: string[];
   produces?: string[];

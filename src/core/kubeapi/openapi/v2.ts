@@ -8,28 +8,15 @@
 import { createHash } from 'node:crypto';
 import type { Root, Type } from 'protobufjs';
 import v2Root from '../../../generated/kube/openapi-v2-pb.js';
-import { openapiV2Document, type Schema } from './index.js';
+import { openapiV2Document, type Schema, type V2Operation, type V2Parameter } from './index.js';
 
 /** What client-go sends in Accept for /openapi/v2, and the Content-Type the API server answers it with. */
 export const OPENAPI_V2_PROTOBUF = 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf';
 export const OPENAPI_V2_PROTOBUF_CONTENT_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
 
 type Message = Record<string, unknown>;
-interface V2Parameter {
-  name: string;
-  in: string;
-  required?: boolean;
-  type?: string;
-  uniqueItems?: boolean;
-  schema?: Schema;
-}
-type V2Operation = Record<string, unknown> & {
-  parameters?: V2Parameter[];
-  responses: Record<string, { description: string; schema?: Schema }>;
-};
-
 /** An extension's value as gnostic carries it: YAML text, here its JSON. */
-const extensions = (o: Record<string, unknown>): Message[] =>
+const extensions = (o: object): Message[] =>
   Object.entries(o)
     .filter(([k]) => k.startsWith('x-'))
     .map(([name, value]) => ({ name, value: { yaml: JSON.stringify(value) } }));
@@ -48,7 +35,7 @@ function schemaMessage(s: Schema): Message {
   if (s.allOf?.length) m.allOf = s.allOf.map(schemaMessage);
   if (s.properties)
     m.properties = { additionalProperties: Object.entries(s.properties).map(([name, v]) => ({ name, value: schemaMessage(v) })) };
-  const ext = extensions(s as Record<string, unknown>);
+  const ext = extensions(s);
   if (ext.length) m.vendorExtension = ext;
   return m;
 }
