@@ -120,7 +120,9 @@ test('each error names the document, the field and what was expected', () => {
       POD.replace('metadata:\n', 'metadata:\n  restartPolicy: Never\n'),
       'error doc1 metadata.restartPolicy: unknown field; restartPolicy belongs in spec',
     ],
-    [POD.replace('    command', '    comand'), 'error doc1 spec.containers[0].comand: unknown field'],
+    [POD.replace('    command', '    comand'), 'error doc1 spec.containers[0].comand: unknown field; did you mean command?'],
+    [`${POD}    imagePullPolcy: Always\n`, 'error doc1 spec.containers[0].imagePullPolcy: unknown field; did you mean imagePullPolicy?'],
+    [`${POD}    resources: {limit: {cpu: 1}}\n`, 'error doc1 spec.containers[0].resources.limit: unknown field; did you mean limits?'],
     [
       `${POD}  - name: app\n    image: busybox\n`,
       'error doc1 spec.containers[1].name: duplicate container name "app" (also spec.containers[0])',
@@ -151,6 +153,17 @@ test('each error names the document, the field and what was expected', () => {
       got.some((g) => g.startsWith(want)),
       `want ${want}\n got ${got.join('\n     ')}`,
     );
+  }
+  // Nothing one edit away, or two fields as near (hort: host or port): no guess.
+  for (const [text, want] of [
+    [`${POD}    bogus: 1\n`, 'error doc1 spec.containers[0].bogus: unknown field'],
+    [
+      `${POD}    livenessProbe: {httpGet: {port: 80, hort: x}}\n`,
+      'error doc1 spec.containers[0].livenessProbe.httpGet.hort: unknown field',
+    ],
+  ]) {
+    const got = problemsOf(text!);
+    assert.ok(got.includes(want!), `want exactly ${want}\n got ${got.join('\n     ')}`);
   }
   // A kind that makes no pods gets no hint about templates.
   assert.deepEqual(problemsOf('apiVersion: v1\nkind: Service\nmetadata: {name: s}\n'), [

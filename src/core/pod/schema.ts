@@ -1,3 +1,4 @@
+import { distance } from 'fastest-levenshtein';
 import { ConfigMap as ConfigMapModel } from 'kubernetes-models/v1/ConfigMap';
 import { Pod as PodModel } from 'kubernetes-models/v1/Pod';
 import { Secret as SecretModel } from 'kubernetes-models/v1/Secret';
@@ -135,18 +136,32 @@ export function schemaProblems(kind: string, doc: Record<string, unknown>): Fiel
   }
 }
 
-/** Where a field misplaced one level off actually belongs, for "did you mean". */
+/**
+ * The one field of the type a typo most likely meant (comand: command, limit: limits): at most 1 edit away for a
+ * name of up to 7 letters, 2 for a longer one, and no other field as near.
+ */
+function nearest(lower: string, fields: string[]): string | undefined {
+  const most = lower.length > 7 ? 2 : 1;
+  const scored = fields.map((f) => ({ f, d: distance(lower, f.toLowerCase()) })).filter((x) => x.d <= most);
+  const best = Math.min(...scored.map((x) => x.d));
+  const at = scored.filter((x) => x.d === best);
+  return at.length === 1 ? at[0]!.f : undefined;
+}
+
+/** What an unknown field was likely meant to be: another case, its place one level off, or a typo of a field here. */
 function suggestion(typeName: string, field: string): string | undefined {
   const here = Object.keys(FIELD_TYPES[typeName] ?? {});
   const lower = field.toLowerCase();
-  const close = here.find((f) => f.toLowerCase() === lower);
-  if (close) return `did you mean ${close}?`;
+  const cased = here.find((f) => f.toLowerCase() === lower);
+  if (cased) return `did you mean ${cased}?`;
+  // A name spelled right one level off is misplaced rather than mistyped.
   if (typeName === 'IObjectMeta' && FIELD_TYPES.IPodSpec?.[field] !== undefined) return `${field} belongs in spec`;
   if (typeName === 'IPodSpec' && FIELD_TYPES.IObjectMeta?.[field] !== undefined) return `${field} belongs in metadata`;
   if (typeName === 'IPod' && FIELD_TYPES.IPodSpec?.[field] !== undefined) return `${field} belongs in spec`;
   if (typeName === 'IPod' && FIELD_TYPES.IObjectMeta?.[field] !== undefined) return `${field} belongs in metadata`;
   if (typeName === 'IPodSpec' && FIELD_TYPES.IContainer?.[field] !== undefined) return `${field} belongs in each container`;
-  return undefined;
+  const near = nearest(lower, here);
+  return near ? `did you mean ${near}?` : undefined;
 }
 
 /** One field met by walkSchema: its key, value and path, the type that holds it, and whether the schema knows it. */
