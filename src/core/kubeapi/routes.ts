@@ -98,7 +98,7 @@ export class KubeRoutes implements KubeHandler {
         throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
       if (req.method === 'GET' && g.get) {
         const answer = await g.get(path, url, accept);
-        return sendJSON(res, 200, answer, (answer as { kind?: string }).kind === 'Table' ? TABLE_CONTENT_TYPE : undefined);
+        return sendJSON(res, 200, answer, (answer as { kind?: string } | undefined)?.kind === 'Table' ? TABLE_CONTENT_TYPE : undefined);
       }
       if (req.method === 'POST' && g.create && !path.name && !path.subresource) {
         const answer = await g.create(path, await readObjectBody(req), user);
