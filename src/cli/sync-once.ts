@@ -61,12 +61,12 @@ export async function syncPodsOnce(
       const uid = podMeta(pod).uid;
       if (allContainersRunning(pod, status) || status.phase === 'Succeeded') running.add(uid);
       // Each change after a sync, as run and watch print them: a wait of minutes says what it waits on.
-      const line = statusLine(pod, status);
-      const change = line.slice(line.indexOf(' ') + 1);
+      // The line at a fixed time is what changed, the clock apart.
+      const change = statusLine(pod, status, new Date(0));
       if (attempt > 0 && shown.get(uid) !== change) {
         shown.set(uid, change);
         spinner?.clear();
-        say(line);
+        say(statusLine(pod, status));
       }
       if (spinner) spinner.text = `Running ${admitted.length} pod(s)… ${running.size} done`;
       spinner?.render();

@@ -1,6 +1,7 @@
 import { wantsTable } from './request.js';
 import type { ExtraGroup } from './routes.js';
-import { KubeStatusError } from './status.js';
+import { notFound } from './status.js';
+import { toTable } from './table.js';
 
 const GROUP = 'apiextensions.k8s.io';
 
@@ -25,25 +26,10 @@ export function crdGroup(): ExtraGroup {
       },
     ],
     async get(path, _url, accept) {
-      if (path.name)
-        throw new KubeStatusError(404, 'NotFound', `customresourcedefinitions.${GROUP} "${path.name}" not found`, {
-          name: path.name,
-          group: GROUP,
-          kind: 'customresourcedefinitions',
-        });
+      if (path.name) throw notFound('customresourcedefinitions', path.name, GROUP);
       const metadata = { resourceVersion: '1' };
       // kubectl get crd asks for a Table: an empty one says "No resources found", with no namespace, as a cluster's.
-      if (wantsTable(accept))
-        return {
-          kind: 'Table',
-          apiVersion: 'meta.k8s.io/v1',
-          metadata,
-          columnDefinitions: [
-            { name: 'Name', type: 'string', format: 'name', description: 'The name of the definition', priority: 0 },
-            { name: 'Created At', type: 'date', format: '', description: 'When the definition was created', priority: 0 },
-          ],
-          rows: [],
-        };
+      if (wantsTable(accept)) return toTable('customresourcedefinitions', [], { now: Date.now(), listMeta: metadata });
       return { kind: 'CustomResourceDefinitionList', apiVersion: `${GROUP}/v1`, metadata, items: [] };
     },
   };
