@@ -1,7 +1,8 @@
 // Bundles the CLI with esbuild into dist/cli, as ES modules: oclif's execute for bin/run.js (main.js),
-// the command index oclif's explicit discovery imports (commands.js), the help class and the not-found
-// hook. They share one copy of oclif through esbuild's chunks, and what a command import()s is a chunk
-// of its own, loaded when that path runs. Dependencies are bundled as published: no plugin here reads
+// the command index oclif's explicit discovery imports (commands.js), the help class, the not-found
+// hook, and the worker cp receives in (chunks/cp-receive.js, beside the chunk that starts it). They
+// share one copy of oclif through esbuild's chunks, and what a command import()s is a chunk of its
+// own, loaded when that path runs. Dependencies are bundled as published: no plugin here reads
 // or rewrites a dependency's source.
 import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -18,6 +19,7 @@ const result = await build({
     commands: 'src/commands.ts',
     help: 'src/help.ts',
     'command-not-found': 'src/hooks/command-not-found.ts',
+    'chunks/cp-receive': 'src/cli/cp-receive.ts',
   },
   outdir,
   bundle: true,

@@ -1,10 +1,9 @@
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, posix, resolve } from 'node:path';
 import { Writable } from 'node:stream';
+import { Worker } from 'node:worker_threads';
 import type { CriClient } from '../core/cri/client.js';
 import { PodctlError } from '../core/errors.js';
-import { streamExec } from '../core/exec/stream.js';
-import { Extraction, packLocal, TarError } from '../core/exec/tar.js';
 
 export interface Location {
   namespace?: string;
@@ -63,16 +62,6 @@ function remoteName(remotePath: string, what: string): { clean: string; base: st
   return { clean, base };
 }
 
-/** A refusal of the archive (or of a local file) said as cp's error; anything else as it is. */
-async function asCpError<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof TarError) throw new PodctlError(`cp: ${err.message}`, { cause: err });
-    throw err;
-  }
-}
-
 /**
  * POD:PATH to `local`: the container's `tar cf -` unpacked as it arrives (see Extraction). An
  * existing local directory receives the copy under its own name; otherwise `local` is its new name.
@@ -85,23 +74,57 @@ export async function copyFromPod(client: CriClient, containerId: string, remote
   if (!existsSync(destDir)) throw new PodctlError(`cp: ${dirname(local)}: no such directory`);
   const cmd = ['tar', 'cf', '-', '-C', posix.dirname(clean), base];
   const { url } = await client.exec({ containerId, cmd, stdout: true, stderr: true });
-  const extraction = await Extraction.open(destDir, intoDir ? undefined : { from: base, to: basename(target) });
-  try {
-    await asCpError(async () => {
-      const stderr = collectText();
-      const exitCode = await streamExec(url, { stdout: extraction.input, stderr: stderr.stream });
-      if (exitCode !== 0) throw new PodctlError(`cp: tar in the container exited ${exitCode}: ${stderr.text().trim() || 'no message'}`);
-      await extraction.finish();
-    });
-  } finally {
-    await extraction.discard();
-  }
+  const result = await receiveInWorker({ url, destDir, rename: intoDir ? undefined : { from: base, to: basename(target) } });
+  if ('refused' in result) throw new PodctlError(result.refused.message, result.refused);
+  if ('error' in result) throw Object.assign(new Error(result.error.message), { stack: result.error.stack });
+}
+
+/** What copyFromPod hands the worker that receives the archive (cp-receive.ts). */
+export interface ReceiveJob {
+  url: string;
+  destDir: string;
+  rename?: { from: string; to: string };
+}
+
+/** The worker's answer: done; a refusal, said as cp's error; or an error of another kind, with its stack for --debug. */
+export type ReceiveResult =
+  { done: true } | { refused: { message: string; hint?: string; exitCode: number } } | { error: { message: string; stack?: string } };
+
+/**
+ * Node reads a socket into a new buffer each time, which V8 frees only at a scavenge; a stream that
+ * allocates little else reaches one only after 32 MB of such buffers (V8's fixed external-memory
+ * trigger), so a copy from a pod in this thread peaks some 40 MB above its start. A worker with a small
+ * young generation (a documented resource limit) scavenges every few MB instead.
+ */
+const RECEIVE_YOUNG_GENERATION_MB = 2;
+
+function receiveInWorker(job: ReceiveJob): Promise<ReceiveResult> {
+  const worker = new Worker(new URL('./cp-receive.js', import.meta.url), {
+    workerData: job,
+    resourceLimits: { maxYoungGenerationSizeMb: RECEIVE_YOUNG_GENERATION_MB },
+  });
+  return new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the copy's worker exited ${code} without an answer`)));
+  });
 }
 
 /** `local` to POD:PATH: packed as it is sent, and unpacked by the container's own tar (`sh`, `head` and `tar` in its image). */
 export async function copyToPod(client: CriClient, containerId: string, local: string, remotePath: string): Promise<void> {
   if (!existsSync(local)) throw new PodctlError(`cp: ${local}: no such file or directory`);
   const { clean, base } = remoteName(remotePath, "name the copy's path in the container");
+  // ws and tar-stream are loaded here, not with this module: a copy from a pod receives in its worker.
+  const [{ streamExec }, { packLocal, TarError }] = await Promise.all([import('../core/exec/stream.js'), import('../core/exec/tar.js')]);
+  // A refusal of a local file said as cp's error; anything else as it is.
+  const asCpError = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (err) {
+      if (err instanceof TarError) throw new PodctlError(`cp: ${err.message}`, { cause: err });
+      throw err;
+    }
+  };
   const archive = await asCpError(() => packLocal(local, base));
   // v4 cannot close the remote stdin: head reads exactly the archive, so tar sees its end.
   const script = 'mkdir -p "$1" && head -c "$2" | tar xf - -C "$1"';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { COMMANDS } from '../../src/commands.js';
 
 /** The package root (tests run from dist/test/unit). */
@@ -11,6 +11,7 @@ const ROOT = join(import.meta.dirname, '..', '..', '..');
 
 interface Meta {
   inputs: Record<string, { imports: { path: string; kind: string }[] }>;
+  outputs: Record<string, { entryPoint?: string; inputs: Record<string, unknown> }>;
 }
 
 const meta = (): Meta => JSON.parse(readFileSync(join(ROOT, 'dist/cli/meta.json'), 'utf8')) as Meta;
@@ -215,6 +216,24 @@ test('each command loads only what it uses: gRPC loads when the runtime is first
     events.some((f) => f.includes('@grpc/grpc-js')),
     'containerd events use grpc-js too',
   );
+});
+
+test("cp receives from a pod in a worker of its own: an entry of the bundle beside cp's chunk, and ws and tar-stream load there", () => {
+  const outputs = Object.entries(meta().outputs);
+  const worker = outputs.find(([, o]) => o.entryPoint === 'src/cli/cp-receive.ts')?.[0];
+  const cp = outputs.find(([, o]) => 'src/cli/cp.ts' in o.inputs)?.[0];
+  // copyFromPod starts it as new URL('./cp-receive.js', import.meta.url), as in tsc's output.
+  assert.ok(worker && cp, 'both in the bundle');
+  assert.equal(worker, join(dirname(cp), 'cp-receive.js'));
+  assert.ok(existsSync(join(ROOT, worker)));
+  const inWorker = loadedAtStart('src/cli/cp-receive.ts');
+  for (const dep of ['node_modules/ws/', 'node_modules/tar-stream/']) {
+    assert.ok(
+      inWorker.some((f) => f.includes(dep)),
+      `${dep} in the worker`,
+    );
+    assert.ok(!loadedAtStart('src/cli/cp.ts').some((f) => f.includes(dep)), `${dep} is not loaded with cp's own module`);
+  }
 });
 
 test('the help class renders templates with ejs and leaves plain text as it is', async () => {

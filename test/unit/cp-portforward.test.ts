@@ -18,7 +18,10 @@ import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
-import { parseLocation } from '../../src/cli/cp.js';
+import { copyFromPod, parseLocation } from '../../src/cli/cp.js';
+import type { CriClient } from '../../src/core/cri/client.js';
+import { PodctlError } from '../../src/core/errors.js';
+import { EXEC_PROTOCOL } from '../../src/core/exec/stream.js';
 import { forwardConnection, parsePortSpec, PORTFORWARD_PROTOCOL } from '../../src/core/exec/portforward.js';
 import { Extraction, FRAME_HEAD, packLocal, TarError } from '../../src/core/exec/tar.js';
 import { pack, type Pack } from 'tar-stream';
@@ -266,6 +269,87 @@ test(
       assert.equal(read('twice'), 'second');
       assert.deepEqual(readdirSync(dest), ['top']);
     } finally {
+      s.done();
+    }
+  },
+);
+
+/**
+ * A runtime's exec for copyFromPod: its streaming server (v4.channel.k8s.io) writes `archive` to stdout in 10,000-byte
+ * frames, then `stderr` and the status of an exit with `exitCode`; the commands asked for are kept.
+ */
+async function execServer(
+  archive: Buffer,
+  exitCode = 0,
+  stderr = '',
+): Promise<{ client: CriClient; commands: string[][]; close: () => Promise<void> }> {
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1', handleProtocols: (p) => (p.has(EXEC_PROTOCOL) ? EXEC_PROTOCOL : false) });
+  await once(wss, 'listening');
+  wss.on('connection', (ws) => {
+    for (let off = 0; off < archive.length; off += 10_000) ws.send(Buffer.concat([Buffer.from([1]), archive.subarray(off, off + 10_000)]));
+    if (stderr) ws.send(Buffer.concat([Buffer.from([2]), Buffer.from(stderr)]));
+    const status =
+      exitCode === 0
+        ? { status: 'Success' }
+        : { status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] } };
+    ws.send(Buffer.concat([Buffer.from([3]), Buffer.from(JSON.stringify(status))]));
+    ws.close();
+  });
+  const commands: string[][] = [];
+  const { port } = wss.address() as AddressInfo;
+  const client = {
+    exec: async (req: { cmd: string[] }) => {
+      commands.push(req.cmd);
+      return { url: `ws://127.0.0.1:${port}/exec/x` };
+    },
+  } as unknown as CriClient;
+  return { client, commands, close: () => new Promise((r) => wss.close(() => r())) };
+}
+
+test(
+  'cp from a pod (received in its worker): the archive is unpacked under its new name; a refused entry and a failed tar are ' +
+    "said as cp's errors and write nothing",
+  async () => {
+    const s = scratch();
+    const big = Buffer.alloc(300_000, 'x');
+    const ok = await execServer(await craft([{ name: 'logs/app.log', type: 'file', mode: 0o644, data: big }]));
+    try {
+      await copyFromPod(ok.client, 'c1', '/var/logs/', join(s.dir, 'copy'));
+      assert.deepEqual(ok.commands, [['tar', 'cf', '-', '-C', '/var', 'logs']]);
+      assert.deepEqual(readFileSync(join(s.dir, 'copy', 'app.log')), big);
+      assert.deepEqual(readdirSync(s.dir), ['copy'], 'no staging directory left');
+    } finally {
+      await ok.close();
+    }
+
+    const dest = join(s.dir, 'into');
+    mkdirSync(dest);
+    const fifo = await execServer(
+      await craft([
+        { name: 'd/ok', type: 'file', data: 'ok' },
+        { name: 'd/pipe', type: 'fifo' },
+      ]),
+    );
+    try {
+      await assert.rejects(
+        copyFromPod(fifo.client, 'c1', '/d', dest),
+        (e: Error) => e instanceof PodctlError && /^cp: archive entry "d\/pipe" is a FIFO/.test(e.message),
+      );
+      assert.deepEqual(readdirSync(dest), [], 'nothing written');
+    } finally {
+      await fifo.close();
+    }
+
+    const failed = await execServer(Buffer.alloc(0), 1, "tar: /nope: can't open: No such file or directory\n");
+    try {
+      await assert.rejects(
+        copyFromPod(failed.client, 'c1', '/nope', dest),
+        (e: Error) =>
+          e instanceof PodctlError && e.message === "cp: tar in the container exited 1: tar: /nope: can't open: No such file or directory",
+      );
+      assert.deepEqual(readdirSync(dest), [], 'nothing written');
+    } finally {
+      await failed.close();
       s.done();
     }
   },
