@@ -8,7 +8,6 @@ import { collectText, type ReceiveJob, type ReceiveResult } from './cp.js';
  * The worker that receives a copy from a pod (see copyFromPod): the container's `tar cf -` read
  * from the exec stream and unpacked as it arrives, then its one answer posted back.
  */
-
 export async function receive(job: ReceiveJob): Promise<ReceiveResult> {
   const extraction = await Extraction.open(job.destDir, job.rename);
   try {
