@@ -2,15 +2,16 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PodctlError } from '../core/errors.js';
 import { streamExec } from '../core/exec/stream.js';
 import { Extraction, TarError } from '../core/exec/tar.js';
-import { collectText, type ReceiveJob, type ReceiveResult } from './cp.js';
+import { collectText, localFsError, type ReceiveJob, type ReceiveResult } from './cp.js';
 
 /**
  * The worker that receives a copy from a pod (see copyFromPod): the container's `tar cf -` read
  * from the exec stream and unpacked as it arrives, then its one answer posted back.
  */
 export async function receive(job: ReceiveJob): Promise<ReceiveResult> {
-  const extraction = await Extraction.open(job.destDir, job.rename);
+  let extraction: Extraction | undefined;
   try {
+    extraction = await Extraction.open(job.destDir, job.rename);
     const stderr = collectText();
     const exitCode = await streamExec(job.url, { stdout: extraction.input, stderr: stderr.stream });
     if (exitCode !== 0) {
@@ -20,10 +21,11 @@ export async function receive(job: ReceiveJob): Promise<ReceiveResult> {
     return { done: true };
   } catch (err) {
     if (err instanceof TarError) return { refused: { message: `cp: ${err.message}`, exitCode: 1 } };
-    if (err instanceof PodctlError) return { refused: { message: err.message, hint: err.hint, exitCode: err.exitCode } };
+    const refusal = err instanceof PodctlError ? err : localFsError(err, job.destDir);
+    if (refusal) return { refused: { message: refusal.message, hint: refusal.hint, exitCode: refusal.exitCode } };
     return { error: { message: (err as Error).message, stack: (err as Error).stack } };
   } finally {
-    await extraction.discard();
+    await extraction?.discard();
   }
 }
 

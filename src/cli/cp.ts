@@ -54,6 +54,22 @@ export function collectText(): { stream: Writable; text: () => string } {
   return { stream, text: () => Buffer.concat(kept).toString('utf8') };
 }
 
+/** What this host's filesystem can refuse a copy (no space, read-only, permission, a file where a directory is). */
+const LOCAL_FS_CODES = new Set('ENOSPC EDQUOT EFBIG EROFS EACCES EPERM ENOTDIR EISDIR ENAMETOOLONG ELOOP EIO EMFILE ENFILE'.split(' '));
+
+/**
+ * A local filesystem's refusal said as cp's error on `path` (the copy's local end): "cp: /data: no
+ * space left on device (ENOSPC)". Anything else (a socket's reset, a bug) is undefined, and stays
+ * an unexpected error.
+ */
+export function localFsError(err: unknown, path: string): PodctlError | undefined {
+  const e = err as NodeJS.ErrnoException | undefined;
+  if (!(e instanceof Error) || typeof e.code !== 'string' || !LOCAL_FS_CODES.has(e.code)) return undefined;
+  // Node's message is "ENOSPC: no space left on device, write": the words between the code and the call.
+  const reason = /^[A-Z0-9_]+: ([^,]+)/.exec(e.message)?.[1] ?? e.code;
+  return new PodctlError(`cp: ${path}: ${reason} (${e.code})`, { cause: e });
+}
+
 /** The remote path without a trailing slash, and its last name, which must name something. */
 function remoteName(remotePath: string, what: string): { clean: string; base: string } {
   const clean = posix.normalize(remotePath).replace(/(.)\/$/, '$1');
@@ -72,6 +88,7 @@ export async function copyFromPod(client: CriClient, containerId: string, remote
   const intoDir = existsSync(target) && statSync(target).isDirectory();
   const destDir = intoDir ? target : dirname(target);
   if (!existsSync(destDir)) throw new PodctlError(`cp: ${dirname(local)}: no such directory`);
+  if (!statSync(destDir).isDirectory()) throw new PodctlError(`cp: ${dirname(local)}: not a directory`);
   const cmd = ['tar', 'cf', '-', '-C', posix.dirname(clean), base];
   const { url } = await client.exec({ containerId, cmd, stdout: true, stderr: true });
   const result = await receiveInWorker({ url, destDir, rename: intoDir ? undefined : { from: base, to: basename(target) } });
@@ -105,7 +122,10 @@ function receiveInWorker(job: ReceiveJob): Promise<ReceiveResult> {
   });
   return new Promise((resolve, reject) => {
     worker.once('message', resolve);
-    worker.once('error', reject);
+    worker.once('error', (err: Error & { code?: string }) => {
+      if (err.code !== 'ERR_WORKER_OUT_OF_MEMORY') return reject(err);
+      reject(new PodctlError(`cp: the copy ran out of memory in its worker (${err.message})`, { cause: err }));
+    });
     worker.once('exit', (code) => reject(new Error(`the copy's worker exited ${code} without an answer`)));
   });
 }
@@ -122,7 +142,7 @@ export async function copyToPod(client: CriClient, containerId: string, local: s
       return await work();
     } catch (err) {
       if (err instanceof TarError) throw new PodctlError(`cp: ${err.message}`, { cause: err });
-      throw err;
+      throw localFsError(err, local) ?? err;
     }
   };
   const archive = await asCpError(() => packLocal(local, base));

@@ -18,7 +18,8 @@ import { createConnection, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
-import { copyFromPod, parseLocation } from '../../src/cli/cp.js';
+import { receive } from '../../src/cli/cp-receive.js';
+import { copyFromPod, localFsError, parseLocation } from '../../src/cli/cp.js';
 import type { CriClient } from '../../src/core/cri/client.js';
 import { PodctlError } from '../../src/core/errors.js';
 import { EXEC_PROTOCOL } from '../../src/core/exec/stream.js';
@@ -354,6 +355,39 @@ test(
     }
   },
 );
+
+test("cp from a pod to where this host's filesystem refuses: said as cp's error on the local path, not as an unexpected error", async () => {
+  const s = scratch();
+  const file = join(s.dir, 'notes.txt');
+  writeFileSync(file, 'kept');
+  const server = await execServer(await craft([{ name: 'app.log', type: 'file', data: 'x' }]));
+  try {
+    // A file where the copy's directory belongs: refused before the pod is asked for anything.
+    await assert.rejects(
+      copyFromPod(server.client, 'c1', '/var/app.log', join(file, 'app.log')),
+      (e: Error) => e instanceof PodctlError && e.message === `cp: ${file}: not a directory`,
+    );
+    assert.deepEqual(server.commands, []);
+    // The worker's own refusal by the filesystem (its staging directory cannot be made there).
+    const answer = await receive({ url: 'ws://127.0.0.1:1/unused', destDir: file });
+    assert.deepEqual(answer, { refused: { message: `cp: ${file}: not a directory (ENOTDIR)`, hint: undefined, exitCode: 1 } });
+    assert.equal(readFileSync(file, 'utf8'), 'kept');
+  } finally {
+    await server.close();
+    s.done();
+  }
+  // A full disk as Node reports it (/dev/full answers every write with ENOSPC).
+  let full: unknown;
+  try {
+    writeFileSync('/dev/full', 'x');
+  } catch (err) {
+    full = err;
+  }
+  assert.equal(localFsError(full, '/data')?.message, 'cp: /data: no space left on device (ENOSPC)');
+  // A socket's failure is not the local filesystem's: it stays an unexpected error.
+  const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', syscall: 'read' });
+  assert.equal(localFsError(reset, '/data'), undefined);
+});
 
 test('cp arguments: POD:PATH and NS/POD:PATH are remote; local paths (with or without a colon) are not', () => {
   assert.deepEqual(parseLocation('web:/tmp/a'), { namespace: undefined, pod: 'web', path: '/tmp/a' });
