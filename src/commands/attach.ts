@@ -2,11 +2,13 @@ import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { PodctlError } from '../core/errors.js';
+import { prose } from '../cli/prose.js';
 
 export class Attach extends PodctlCommand {
   static override summary = "Attach to a running container's output (and with -i its input): CRI Attach over the streaming server.";
-  static override description = `Prints what the container writes from now on, until it exits or Ctrl-C; with -i, what you type goes to its
-stdin (the container needs stdin: true in its spec); -t uses its terminal when its spec asks for one (tty: true).
+  static override description = prose`Prints what the container writes from now on, until it exits or Ctrl-C; with -i, what you type goes to
+its stdin (the container needs stdin: true in its spec); -t uses its terminal when its spec asks for one (tty: true).
+
 The same WebSocket protocol as exec -it (v4.channel.k8s.io).`;
   static override examples = ['<%= config.bin %> attach web', '<%= config.bin %> attach web -c shell -it'];
   static override baseFlags = {

@@ -2,11 +2,12 @@ import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { PodctlError } from '../core/errors.js';
+import { prose } from '../cli/prose.js';
 
 export class Condition extends PodctlCommand {
   static override summary =
     "Set a pod condition on the agent, as a controller sets a readiness gate's: Ready waits until every gate's condition is True.";
-  static override description = `The pod's spec.readinessGates name condition types; until each is present and True the pod's Ready
+  static override description = prose`The pod's spec.readinessGates name condition types; until each is present and True the pod's Ready
 condition is False (reason ReadinessGatesNotReady), however ready its containers are. This sets one on the agent
 that keeps the pod (run --detach, agent, watch, a foreground run: --root-dir), as kubectl patches a pod's status
 through the API server; the kubelet's own types (Ready, ContainersReady, Initialized, PodScheduled,

@@ -4,13 +4,15 @@ import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
+import { prose } from '../cli/prose.js';
 
 export class Debug extends PodctlCommand {
   static override summary = "Run a debug container in a running pod's sandbox (kubectl debug's ephemeral containers).";
-  static override description = `The container joins the pod's network and IPC namespaces; with --target it also joins that container's
+  static override description = prose`The container joins the pod's network and IPC namespaces; with --target it also joins that container's
 PID namespace, so ps shows the target's processes. It shows under ephemeralContainerStatuses in get -o json and
 under "Ephemeral Containers" in describe; it is never restarted, never counts toward the pod's phase, readiness or
 restarts, and goes with the pod.
+
 With -i/-t: attaches to it (Ctrl-D or exit ends it). With a command and no -i/-t: waits for it to end, prints its
 output and exits with its exit code. Without either: starts it and prints its name.`;
   static override examples = [

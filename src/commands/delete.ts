@@ -1,13 +1,16 @@
 import { Args, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
+import { prose } from '../cli/prose.js';
 
 export class Delete extends PodctlCommand {
   static override summary = 'Delete pods gracefully, as the kubelet terminates them (preStop, SIGTERM, the grace period, SIGKILL).';
-  static override description = `Stops each container with the pod's terminationGracePeriodSeconds (or --grace-period; --force is
+  static override description = prose`Stops each container with the pod's terminationGracePeriodSeconds (or --grace-period; --force is
 --grace-period=0, where the kubelet's minimum of 2 s still applies), then removes its containers and sandbox.
+
 Names the pods as arguments (pod NAME…, pod/NAME), by manifest (-f FILE…), every pod of a namespace (--all), or
 those whose labels match (-l).
+
 When the node agent runs on --root-dir, it is told to forget each pod it keeps (its applied file goes, so the pod
 never comes back) and podctl waits for the termination it performs; other pods are terminated here, and the applied
 file of a pod handed to an agent that is not running goes too. A pod the

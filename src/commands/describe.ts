@@ -3,11 +3,12 @@ import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import { PodctlError } from '../core/errors.js';
 import { podMeta } from '../core/util/pod-key.js';
+import { prose } from '../cli/prose.js';
 
 export class Describe extends PodctlCommand {
   static override summary =
     'Show a pod in detail: containers, states, probes, mounts, conditions, a lifecycle timeline, events, and why it is not running.';
-  static override description = `kubectl describe's sections, plus a Timeline (sandbox and every container instance created, started
+  static override description = prose`kubectl describe's sections, plus a Timeline (sandbox and every container instance created, started
 and exited, as the runtime and the log files record them; kills, backoffs and probe failures from the events; the
 next start a backoff waits for) and, for a pod that is not running or not ready, one line saying why and what
 would change it. Events come from the running watch (/events on its status socket); without one, the runtime's

@@ -1,10 +1,11 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
+import { prose } from '../cli/prose.js';
 
 export class Events extends PodctlCommand {
   static override summary = "The kubelet's events about podctl's pods, as kubectl get events lists them.";
-  static override description = `From the running watch (/events on its status socket): Created, Started, Killing, BackOff, Failed,
+  static override description = prose`From the running watch (/events on its status socket): Created, Started, Killing, BackOff, Failed,
 probe failures, each with its count. Without a watch, the events the runtime's records imply (Created, Started,
 ContainerDied of the container instances it holds), and a note saying so. -w keeps printing new and repeated
 events until Ctrl-C; -o json prints a v1 EventList (with -w, one v1 Event per line).`;

@@ -3,14 +3,18 @@ import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
+import { prose } from '../cli/prose.js';
 
 export class Exec extends PodctlCommand {
   static override summary = "Run a command in a pod's container; podctl exits with the command's exit code.";
-  static override description = `Without -i/-t: the CRI's ExecSync (output printed when the command ends, --timeout bounds it).
+  static override description = prose`Without -i/-t: the CRI's ExecSync (output printed when the command ends, --timeout bounds it).
+
 With -i and/or -t: the CRI's Exec, streamed over WebSocket (the Kubernetes v4.channel.k8s.io protocol) from the URL
 the runtime returns; -t gives the command a terminal (when stdin is one) that follows your window's size.
+
 containerd 1.6's streaming server speaks v4 at most (it refuses v5.channel.k8s.io), and v4 cannot close the
 remote stdin: with -i, a command that reads stdin to its end (cat) never sees EOF; end it from its input (exit).
+
 podctl's own failures (no such pod, a container that is not running, a bad flag) exit 1 or 2; otherwise the exit
 code is the command's.`;
   static override examples = [

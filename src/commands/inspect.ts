@@ -4,6 +4,7 @@ import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../cli/pod-flags.js';
 import type * as T from '../core/cri/types.js';
 import { PodctlError } from '../core/errors.js';
+import { prose } from '../cli/prose.js';
 
 /** The container spec podctl records on each container (env with its valueFrom references). */
 function parseContainerSpec(json: string | undefined): IContainer | undefined {
@@ -16,10 +17,12 @@ function parseContainerSpec(json: string | undefined): IContainer | undefined {
 
 export class Inspect extends PodctlCommand {
   static override summary = "The runtime's raw status of a pod sandbox or a container, as JSON (crictl inspectp / inspect).";
-  static override description = `pod: a sandbox ID (or unique prefix), or the name of a podctl pod in -n NAMESPACE (its newest sandbox).
+  static override description = prose`pod: a sandbox ID (or unique prefix), or the name of a podctl pod in -n NAMESPACE (its newest
+sandbox). 
 container: a container ID (or unique prefix); or a container's name, for the newest instance of it: POD/CONTAINER,
 or --pod POD with the name, or the name alone when one pod in -n NAMESPACE has a container of that name (a
 container name is unique only within its pod: when several pods have one, they are named).
+
 Prints the verbose CRI status response, with the runtime's info documents expanded. Environment values that come
 from a Secret (secretKeyRef, envFrom secretRef), and any environment value, argument or command word that holds
 such a value (a $(VAR) expansion), are redacted unless --show-secrets is given.`;

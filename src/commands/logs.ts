@@ -5,14 +5,15 @@ import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { PodctlError } from '../core/errors.js';
 import type { LogRecord, LogSelection } from '../core/logs/index.js';
+import { prose } from '../cli/prose.js';
 
 export class Logs extends PodctlCommand {
   static override summary = 'Print the logs of a container in a pod, from the CRI log files.';
-  static override description = `Reads the files the runtime writes (<log-root>/<namespace>_<name>_<uid>/<container>/<restartCount>.log,
-the path each container's CRI status names), joining partial lines. -p prints the previous instance (the file of
-restartCount - 1). -f follows the container across restarts (moving on to the next instance's file) and log
-rotation, until Ctrl-C, the pod is gone, or the container exited for good. Every line goes to stdout, as kubectl
-prints them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
+  static override description = prose`Reads the files the runtime writes
+(<log-root>/<namespace>_<name>_<uid>/<container>/<restartCount>.log, the path each container's CRI status names), joining partial lines.
+-p prints the previous instance (the file of restartCount - 1). -f follows the container across restarts (moving on to the next instance's
+file) and log rotation, until Ctrl-C, the pod is gone, or the container exited for good. Every line goes to stdout, as kubectl prints
+them; --timestamps prefixes each with the runtime's RFC3339Nano time.`;
   static override examples = [
     '<%= config.bin %> logs web',
     '<%= config.bin %> logs web -c sidecar --tail 20',

@@ -2,17 +2,19 @@ import { Args, Errors, Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { planFlags } from '../cli/plan-flags.js';
 import { nodeNameFlag, podViewFlags } from '../cli/pod-flags.js';
+import { prose } from '../cli/prose.js';
 
 export class Plan extends PodctlCommand {
   static override summary = 'Show what the sync loop would do to the runtime for these manifests, without doing it.';
-  static override description = `Reads the manifests and the runtime, runs computePodActions for each pod (the same code SyncPod runs) and
-prints the actions it would take, and why: create sandbox, pull image, start container (with the CrashLoopBackOff
-left), kill container (with the spec fields that changed), kill pod; with --prune, remove pod. Nothing in the
-runtime changes. The backoff is estimated from what the runtime records (restart count, last exit time), as a
-long-running watch would see it.
-A pod's UID comes from the node name and the file's path (as the kubelet's static pods): give the same files
-and --node-name as the run or watch that runs them. A pod handed to the agent on --root-dir (run --detach) is
-planned as the agent keeps it, whichever file describes it now.
+  static override description = prose`Reads the manifests and the runtime, runs computePodActions for each pod (the same code SyncPod
+runs) and prints the actions it would take, and why: create sandbox, pull image, start container (with the CrashLoopBackOff left), kill
+container (with the spec fields that changed), kill pod; with --prune, remove pod. Nothing in the runtime changes. The backoff is
+estimated from what the runtime records (restart count, last exit time), as a long-running watch would see it.
+
+A pod's UID comes from the node name and the file's path (as the kubelet's static pods): give the same files and --node-name as the run or
+watch that runs them. A pod handed to the agent on --root-dir (run --detach) is planned as the agent keeps it, whichever file describes it
+now.
+
 Exit codes, as terraform plan -detailed-exitcode: 0 nothing would change, 2 something would, 1 error.`;
   static override examples = [
     '<%= config.bin %> plan pod.yaml',

@@ -2,16 +2,17 @@ import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import type { PodLifecycleEvent } from '../core/pleg/generic.js';
 import { PLEG_KINDS } from '../core/pleg/kinds.js';
+import { prose } from '../cli/prose.js';
 
 export class PlegEvents extends PodctlCommand {
   static override summary = 'Print the pod lifecycle events the PLEG derives from the runtime (one relist, or --follow).';
-  static override description = `Relists the runtime's sandboxes and containers as the kubelet's generic PLEG does and prints the events:
-ContainerStarted, ContainerDied, ContainerRemoved and ContainerChanged (which the kubelet keeps internal), and
-PodSync when containerd's CRI records an exit with more than its TaskExit event said (a termination message).
-Without --follow, one relist against an empty past: every running container shows as started, every exited
-one as died. With --follow, later events come as the agent's PLEG gets them (--pleg, auto by default): from the
-runtime's event stream where it has one (CRI GetContainerEvents, or containerd's own event service), else from
-relists. Works whether or not \`podctl watch\` runs.`;
+  static override description = prose`Relists the runtime's sandboxes and containers as the kubelet's generic PLEG does and prints the
+events: ContainerStarted, ContainerDied, ContainerRemoved and ContainerChanged (which the kubelet keeps internal), and PodSync when
+containerd's CRI records an exit with more than its TaskExit event said (a termination message).
+
+Without --follow, one relist against an empty past: every running container shows as started, every exited one as died. With --follow,
+later events come as the agent's PLEG gets them (--pleg, auto by default): from the runtime's event stream where it has one (CRI
+GetContainerEvents, or containerd's own event service), else from relists. Works whether or not \`podctl watch\` runs.`;
   static override examples = [
     '<%= config.bin %> pleg-events',
     '<%= config.bin %> pleg-events --follow',

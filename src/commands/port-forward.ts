@@ -4,12 +4,13 @@ import type { PortSpec } from '../core/exec/portforward.js';
 import { PodctlCommand } from '../cli/base.js';
 import { namespaceFlag, podArg, podViewFlags } from '../cli/pod-flags.js';
 import { errorMessage, PodctlError } from '../core/errors.js';
+import { prose } from '../cli/prose.js';
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
 export class PortForward extends PodctlCommand {
   static override summary = "Forward local ports to a pod's ports (CRI PortForward over the runtime's streaming server).";
-  static override description = `Each PORT is [LOCAL:]REMOTE; LOCAL 0 or empty (:8080) picks a free port, printed on the
+  static override description = prose`Each PORT is [LOCAL:]REMOTE; LOCAL 0 or empty (:8080) picks a free port, printed on the
 "Forwarding from" line. Listens on 127.0.0.1 only unless --address says otherwise (anything else is reachable
 from other hosts: a warning says so). Every local connection gets its own stream into the pod's network
 namespace, so many may run at once. Runs until Ctrl-C; when the pod's sandbox stops, podctl says so and exits 1.`;

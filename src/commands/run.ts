@@ -3,23 +3,28 @@ import { PodctlCommand } from '../cli/base.js';
 import { nodeFlags } from '../cli/node-flags.js';
 import { planFlags } from '../cli/plan-flags.js';
 import { traceFlags } from '../cli/trace-flags.js';
+import { prose } from '../cli/prose.js';
 
 // What a hand-over to a running agent needs is imported first in run() (src/cli/run.ts); the foreground run,
 // the plan of --dry-run and the start of an agent are imported when that path is taken.
 
 export class Run extends PodctlCommand {
   static override summary = 'Run pods from manifests: until Ctrl-C, or (--detach) handed to the node agent that keeps them.';
-  static override description = `Runs every Pod in the given files (multi-document YAML allowed) and keeps it at its desired state:
+  static override description = prose`Runs every Pod in the given files (multi-document YAML allowed) and keeps it at its desired state:
 crashed containers restart with CrashLoopBackOff, failed pulls retry with ImagePullBackOff, probes run.
+
 In the foreground, the pods run until Ctrl-C or SIGTERM, then terminate gracefully (SIGTERM, the pod's grace
 period, SIGKILL) and are removed; meanwhile run serves the agent API on <root-dir>/podctl.sock (so get, describe
 and events see what it sees) and streams the containers' output as "pod/container | line" (--quiet: not).
+
 When an agent already runs on the root dir, the pods are handed to it and taken back at exit.
+
 --detach hands the pods to the node agent (starting it in the background when none runs: log in
 <root-dir>/agent.log) and returns once each pod's phase is Running (--wait=ready: it is Ready; none: at once),
 or it completed (phase Succeeded: exit 0); it exits 1 naming the reason when a pod failed (phase Failed: each
 container's exit code and message) or cannot start (ErrImagePull, CreateContainerConfigError, ...). Handing over the same
 namespace/name again, from any file, updates that pod (containers replaced as \`podctl plan\` shows).
+
 Manifests are validated first: an invalid one hands nothing over.`;
   static override examples = [
     '<%= config.bin %> run examples/hello.yaml',

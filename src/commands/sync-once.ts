@@ -4,14 +4,14 @@ import { nodeFlags } from '../cli/node-flags.js';
 import { planFlags } from '../cli/plan-flags.js';
 import { parseDuration } from '../core/util/duration.js';
 import { RUN_ONCE_MAX_RETRIES } from '../core/runonce.js';
+import { prose } from '../cli/prose.js';
 
 export class SyncOnce extends PodctlCommand {
   static override summary = "Run every pod found once, as the kubelet's RunOnce: wait until each runs or fails, print a table.";
-  static override description = `Admits and runs every Pod in the given files or directories concurrently, then checks each one until all of
-its containers run (or it Succeeded), retrying SyncPod up to --max-retries times with a delay that starts at
---retry-delay and doubles. A pod that can never start in this run (a ConfigMap or Secret no document provides,
-an image the runtime found in no registry) fails at once. Each change of a pod's status is printed on stderr.
-Exits 0 only if every pod ran. Pods are left running.`;
+  static override description = prose`Admits and runs every Pod in the given files or directories concurrently, then checks each one until
+all of its containers run (or it Succeeded), retrying SyncPod up to --max-retries times with a delay that starts at --retry-delay and
+doubles. A pod that can never start in this run (a ConfigMap or Secret no document provides, an image the runtime found in no registry)
+fails at once. Each change of a pod's status is printed on stderr. Exits 0 only if every pod ran. Pods are left running.`;
   static override examples = [
     '<%= config.bin %> sync-once manifests/',
     '<%= config.bin %> sync-once pod.yaml --max-retries 3 --retry-delay 500ms',

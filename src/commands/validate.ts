@@ -5,6 +5,7 @@ import { PodctlError } from '../core/errors.js';
 import { hostname } from 'node:os';
 import { relative } from 'node:path';
 import { podMeta } from '../core/util/pod-key.js';
+import { prose } from '../cli/prose.js';
 
 /** What admission's refusals are about, as validate names them (the rest: a pod larger than the host). */
 const REFUSALS: Record<string, { field: string; says: string }> = {
@@ -16,9 +17,10 @@ const REFUSALS: Record<string, { field: string; says: string }> = {
 
 export class Validate extends PodctlCommand {
   static override summary = 'Check manifests without running anything: every error and warning, with its file, document and field.';
-  static override description = `Reads the files (multi-document YAML or JSON, directories as run and watch read them) and reports what
+  static override description = prose`Reads the files (multi-document YAML or JSON, directories as run and watch read them) and reports what
 podctl would refuse (errors) and what it would run differently from a cluster (warnings: fields one host
 cannot honour, such as nodeSelector or tolerations). Nothing is started and no runtime is needed.
+
 Exit 0 when there is no error (warnings allowed), 1 when there is one, 2 on a usage error.`;
   static override examples = [
     '<%= config.bin %> validate pod.yaml',

@@ -2,14 +2,16 @@ import { Args } from '@oclif/core';
 import { PodctlCommand } from '../cli/base.js';
 import { agentFlags } from '../cli/agent-flags.js';
 import { PodctlError } from '../core/errors.js';
+import { prose } from '../cli/prose.js';
 
 export class Watch extends PodctlCommand {
   static override summary = 'The node agent following a manifests file or directory (and/or a URL), as a standalone kubelet.';
-  static override description = `The same agent as \`podctl agent\`, with a manifests source besides the pods handed to it: follows the
+  static override description = prose`The same agent as \`podctl agent\`, with a manifests source besides the pods handed to it: follows the
 manifests as they change (a file or directory, re-read on change and every 20 s; a URL polled every 20 s) and the
 runtime as it moves (PLEG relist): adds, updates and removes pods, restarts crashed containers with backoff, cleans
 up pods no source wants. One line per pod state change. SIGTERM or Ctrl-C stops the loop and leaves the pods
 running, as the kubelet does; --cleanup-on-exit terminates them instead.
+
 While it runs, its API answers on <root-dir>/podctl.sock (mode 0600): GET /v1/healthz, /v1/pods, /v1/events,
 /v1/agent, /metrics; POST /v1/pods; DELETE /v1/pods/NS/NAME (and the unversioned /healthz, /pods, /events).`;
   static override examples = [

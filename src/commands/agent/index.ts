@@ -1,9 +1,10 @@
 import { PodctlCommand } from '../../cli/base.js';
 import { agentFlags } from '../../cli/agent-flags.js';
+import { prose } from '../../cli/prose.js';
 
 export class Agent extends PodctlCommand {
   static override summary = 'Run the node agent in the foreground: it keeps the pods handed to it at their desired state.';
-  static override description = `One agent per host and --root-dir (a lock refuses a second). It keeps the pods handed to it by
+  static override description = prose`One agent per host and --root-dir (a lock refuses a second). It keeps the pods handed to it by
 \`podctl run --detach\` (one file per pod under <root-dir>/applied, read again when it restarts, so the pods
 outlive it and are adopted without a restart), restarts crashed containers with backoff, runs probes, records
 events and serves every other command on <root-dir>/podctl.sock. \`run --detach\` starts it in the background

@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { nodeFlags } from '../../cli/node-flags.js';
+import { prose } from '../../cli/prose.js';
 
 export class AgentInstall extends PodctlCommand {
   static override summary = 'Write a systemd unit (or an OpenRC script) that starts the node agent at boot.';
-  static override description =
-    `Writes podctl-agent.service into --dir (default /etc/systemd/system), running this podctl's agent on
---root-dir and --log-root with the node flags given here (log rotation, GC, --kubelet-config, …); then enable it with \`` +
-    `systemctl daemon-reload && systemctl enable --now podctl-agent\`.
+  static override description = prose`Writes podctl-agent.service into --dir (default /etc/systemd/system), running this podctl's
+agent on --root-dir and --log-root with the node flags given here (log rotation, GC, --kubelet-config, …); then enable it with
+\`systemctl daemon-reload && systemctl enable --now podctl-agent\`.
+
 --init openrc writes /etc/init.d/podctl-agent instead (\`rc-update add podctl-agent default\`). Nothing is started.`;
   static override examples = [
     '<%= config.bin %> agent install',

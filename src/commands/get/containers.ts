@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { namespaceFlag, podViewFlags } from '../../cli/pod-flags.js';
+import { prose } from '../../cli/prose.js';
 
 const STATE: Record<string, string> = {
   CONTAINER_CREATED: 'Created',
@@ -12,7 +13,7 @@ const STATE: Record<string, string> = {
 export class GetContainers extends PodctlCommand {
   static override summary = "List the containers of podctl's pods, in crictl ps's spirit.";
   static override aliases = ['get:container'];
-  static override description = `Running containers by default (-a: exited ones too), with the pod each belongs to. The IDs are what
+  static override description = prose`Running containers by default (-a: exited ones too), with the pod each belongs to. The IDs are what
 \`podctl inspect container\` and crictl take. -o json prints the CRI Container objects.`;
   static override examples = [
     '<%= config.bin %> get containers',

@@ -6,13 +6,15 @@ import { yamlDumper } from '../../cli/yaml.js';
 import { PodctlError } from '../../core/errors.js';
 import type { PodQuery, ViewedPod } from '../../core/podview/index.js';
 import { podMeta } from '../../core/util/pod-key.js';
+import { prose } from '../../cli/prose.js';
 
 export class GetPods extends PodctlCommand {
   static override summary = "List podctl's pods with kubectl's columns, whether or not `podctl watch` runs.";
   static override aliases = ['get:pod', 'get:po'];
-  static override description = `Asks the running watch first (<root-dir>/podctl.sock, its /pods: the status its loop keeps, with probe
+  static override description = prose`Asks the running watch first (<root-dir>/podctl.sock, its /pods: the status its loop keeps, with probe
 results), and reads every other pod podctl made from the runtime by podctl's labels. For a pod read from the
 runtime, readiness that comes from a readiness probe is unknown (shown not ready) and a note says so.
+
 -o json prints a v1 PodList (a v1 Pod with NAME); -w prints a row whenever a pod changes, until Ctrl-C.`;
   static override examples = [
     '<%= config.bin %> get pods',

@@ -1,10 +1,11 @@
 import { Flags } from '@oclif/core';
 import { PodctlCommand } from '../../cli/base.js';
 import { parseDuration } from '../../core/util/duration.js';
+import { prose } from '../../cli/prose.js';
 
 export class ImagePrune extends PodctlCommand {
   static override summary = "Remove unused images, as the kubelet's image GC does when the disk fills up.";
-  static override description = `Removes every image no container uses (any agent's, in any state) and that the runtime does not pin
+  static override description = prose`Removes every image no container uses (any agent's, in any state) and that the runtime does not pin
 (the sandbox image), least recently used first. Without --all, images that a podctl pod's spec names are kept
 too, so such a pod can start again without a pull. The agent (watch) does the same by itself when the image
 filesystem is fuller than --image-gc-high-threshold.`;
