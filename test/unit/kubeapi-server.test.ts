@@ -564,7 +564,7 @@ test('/openapi/v2: the JSON document, or as client-go asks for it gnostic protob
   assert.notEqual(pb.headers.etag, json.headers.etag, 'each form its own ETag');
 });
 
-test('apiextensions.k8s.io: no CustomResourceDefinitions, as a List or a Table; one asked for by name is a 404; only GET', async () => {
+test('apiextensions.k8s.io: no CustomResourceDefinitions, as a List or a Table; one asked for by name is a 404; only GET and watch', async () => {
   const list = await call('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions');
   assert.equal(list.status, 200, list.text);
   assert.deepEqual(
@@ -581,8 +581,35 @@ test('apiextensions.k8s.io: no CustomResourceDefinitions, as a List or a Table; 
   const resources = (await call('GET', '/apis/apiextensions.k8s.io/v1')).json.resources as Json[];
   assert.deepEqual(
     resources.map((r) => [r.name, r.namespaced, r.verbs]),
-    [['customresourcedefinitions', false, ['get', 'list']]],
+    [['customresourcedefinitions', false, ['get', 'list', 'watch']]],
   );
+
+  // kubectl get crd -w: a watch from the list's version, open until its timeout with nothing to say (none ever changes).
+  const rv = String(table.json.metadata.resourceVersion);
+  const quiet = await call(
+    'GET',
+    `/apis/apiextensions.k8s.io/v1/customresourcedefinitions?watch=true&resourceVersion=${rv}&timeoutSeconds=1`,
+    {
+      accept: TABLE,
+    },
+  );
+  assert.equal(quiet.status, 200, quiet.text);
+  assert.equal(quiet.text, '');
+  // A watch-list client's initial events: none, then the bookmark that ends them, of the group's kind.
+  const w = await watch(
+    '/apis/apiextensions.k8s.io/v1/customresourcedefinitions?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan',
+  );
+  try {
+    const end = await w.first('the initial-events-end bookmark', (e) => e.type === 'BOOKMARK');
+    assert.deepEqual(
+      [end.object.kind, end.object.apiVersion, end.object.metadata.annotations],
+      ['CustomResourceDefinition', 'apiextensions.k8s.io/v1', { 'k8s.io/initial-events-end': 'true' }],
+    );
+  } finally {
+    w.close();
+  }
+  // metrics.k8s.io is get and list only, as metrics-server's: a watch of it is refused.
+  assert.equal((await call('GET', '/apis/metrics.k8s.io/v1beta1/pods?watch=true')).status, 405);
 });
 
 test('a pod that is not there is a 404 NotFound Status with its details', async () => {

@@ -1,6 +1,7 @@
 import { wantsTable } from './request.js';
 import type { ExtraGroup } from './routes.js';
 import { notFound } from './status.js';
+import type { WatchCache } from './store.js';
 import { toTable } from './table.js';
 
 const GROUP = 'apiextensions.k8s.io';
@@ -9,9 +10,10 @@ const GROUP = 'apiextensions.k8s.io';
  * apiextensions.k8s.io/v1 with no CustomResourceDefinitions: the node serves no custom resources, and says so
  * when asked. kubectl asks while it validates a kind it finds in no OpenAPI document (a Service, a Deployment):
  * with the empty list it reports that kind as unknown for its document alone, as a cluster without the kind does,
- * instead of failing the whole apply on a missing endpoint.
+ * instead of failing the whole apply on a missing endpoint. A list carries the store's version, so that `kubectl get crd
+ * -w` watches from it (the store holds no CRDs: the watch stays open and quiet, as a cluster's with none created).
  */
-export function crdGroup(): ExtraGroup {
+export function crdGroup({ cache }: { cache: WatchCache }): ExtraGroup {
   return {
     group: GROUP,
     version: 'v1',
@@ -21,13 +23,13 @@ export function crdGroup(): ExtraGroup {
         singularName: 'customresourcedefinition',
         kind: 'CustomResourceDefinition',
         namespaced: false,
-        verbs: ['get', 'list'],
+        verbs: ['get', 'list', 'watch'],
         shortNames: ['crd', 'crds'],
       },
     ],
     async get(path, _url, accept) {
       if (path.name) throw notFound('customresourcedefinitions', path.name, GROUP);
-      const metadata = { resourceVersion: '1' };
+      const metadata = { resourceVersion: cache.resourceVersion };
       // kubectl get crd asks for a Table: an empty one says "No resources found", with no namespace, as a cluster's.
       if (wantsTable(accept)) return toTable('customresourcedefinitions', [], { now: Date.now(), listMeta: metadata });
       return { kind: 'CustomResourceDefinitionList', apiVersion: `${GROUP}/v1`, metadata, items: [] };

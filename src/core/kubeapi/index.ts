@@ -57,6 +57,7 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
   const cache = new WatchCache({
     startVersion: startVersionFor(files.readVersion(), o.now()),
     reserveVersions: (v) => files.saveVersion(v),
+    kinds: { customresourcedefinitions: { kind: 'CustomResourceDefinition', apiVersion: 'apiextensions.k8s.io/v1' } },
   });
   const declared = new Set<string>();
   for (const { resource, obj } of files.load()) {
@@ -82,7 +83,7 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
     },
     reads: { cache, now: o.now, log: o.log },
     streams: { cri: o.cri, log: o.log },
-    groups: [metricsGroup({ cri: o.cri, cache }), ...reviewGroups(), crdGroup()],
+    groups: [metricsGroup({ cri: o.cri, cache }), ...reviewGroups(), crdGroup({ cache })],
     podctlVersion: o.podctlVersion,
     startedAt: o.now(),
     serverAddress: () => (server ? new URL(server.url).host : `${o.host}:${o.port ?? DEFAULT_KUBE_API_PORT}`),

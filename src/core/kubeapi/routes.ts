@@ -19,7 +19,7 @@ import { createPod, deletePod, patchPod, replacePod, type PodWriteContext, type 
 import { serveCollection, serveObject, TABLE_CONTENT_TYPE, type ReadContext } from './reads.js';
 import { unsupportedPatchType } from './patch/index.js';
 import { decodeKubeProtobuf, PROTOBUF_CONTENT_TYPE } from './protobuf.js';
-import { isDryRun, parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
+import { isDryRun, isWatch, parseResourcePath, readObjectBody, type ObjectBody, type ResourcePath } from './request.js';
 import { sendJSON, socketStatus, type KubeHandler, type KubeRequest } from './server.js';
 import { KubeStatusError, methodNotAllowed, notFound, SERVICES_NOT_KEPT } from './status.js';
 import { deleteOptions } from './writes.js';
@@ -96,6 +96,12 @@ export class KubeRoutes implements KubeHandler {
       const g = this.o.groups.find((x) => x.group === path.group && x.version === path.version);
       if (!g?.resources.some((r) => r.name === path.resource))
         throw new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource');
+      const info = g.resources.find((r) => r.name === path.resource)!;
+      // A watch of a group's resource is the store's, as every watch here: CRDs, which never change, one that stays quiet.
+      if (req.method === 'GET' && isWatch(url)) {
+        if (!info.verbs.includes('watch')) throw methodNotAllowed();
+        return serveCollection(this.o.reads, info, path, url, accept, res);
+      }
       if (req.method === 'GET' && g.get) {
         const answer = await g.get(path, url, accept);
         return sendJSON(res, 200, answer, (answer as { kind?: string } | undefined)?.kind === 'Table' ? TABLE_CONTENT_TYPE : undefined);
