@@ -40,10 +40,11 @@ test("every command's description is written as paragraphs, so that --help wraps
   }
   assert.deepEqual(broken, []);
 
-  // At oclif's 80 columns (stdout is not a terminal), each paragraph of run's description fills its lines.
+  // At 80 columns (OCLIF_COLUMNS, which oclif reads before the terminal's width), each paragraph of run's description
+  // fills its lines.
   const r = spawnSync(process.execPath, [join(ROOT, 'bin', 'run.js'), 'run', '--help'], {
     encoding: 'utf8',
-    env: { ...process.env, NO_COLOR: '1' },
+    env: { ...process.env, NO_COLOR: '1', OCLIF_COLUMNS: '80' },
   });
   assert.equal(r.status, 0, r.stderr);
   const description = /\nDESCRIPTION\n([\s\S]*?)\n\n[A-Z ]+\n/.exec(r.stdout)?.[1] ?? '';
