@@ -6,6 +6,11 @@ import { toTable } from './table.js';
 
 const GROUP = 'apiextensions.k8s.io';
 
+/** The store's name for CRDs and their kind, which its watch bookmarks carry (the store is made before the groups). */
+export const CRD_KINDS = {
+  customresourcedefinitions: { kind: 'CustomResourceDefinition', apiVersion: `${GROUP}/v1` },
+} as const;
+
 /**
  * apiextensions.k8s.io/v1 with no CustomResourceDefinitions: the node serves no custom resources, and says so
  * when asked. kubectl asks while it validates a kind it finds in no OpenAPI document (a Service, a Deployment):
@@ -21,7 +26,7 @@ export function crdGroup({ cache }: { cache: WatchCache }): ExtraGroup {
       {
         name: 'customresourcedefinitions',
         singularName: 'customresourcedefinition',
-        kind: 'CustomResourceDefinition',
+        kind: CRD_KINDS.customresourcedefinitions.kind,
         namespaced: false,
         verbs: ['get', 'list', 'watch'],
         shortNames: ['crd', 'crds'],
@@ -32,7 +37,7 @@ export function crdGroup({ cache }: { cache: WatchCache }): ExtraGroup {
       const metadata = { resourceVersion: cache.resourceVersion };
       // kubectl get crd asks for a Table: an empty one says "No resources found", with no namespace, as a cluster's.
       if (wantsTable(accept)) return toTable('customresourcedefinitions', [], { now: Date.now(), listMeta: metadata });
-      return { kind: 'CustomResourceDefinitionList', apiVersion: `${GROUP}/v1`, metadata, items: [] };
+      return { kind: 'CustomResourceDefinitionList', apiVersion: CRD_KINDS.customresourcedefinitions.apiVersion, metadata, items: [] };
     },
   };
 }

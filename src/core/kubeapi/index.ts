@@ -9,7 +9,7 @@ import { ensureKubeCredentials } from './certs.js';
 import { KubeFeed } from './feed.js';
 import { metricsGroup } from './metrics-group.js';
 import { reviewGroups } from './review-groups.js';
-import { crdGroup } from './crd-group.js';
+import { CRD_KINDS, crdGroup } from './crd-group.js';
 import { ObjectFiles, startVersionFor } from './object-files.js';
 import { KubeRoutes } from './routes.js';
 import { PortTakenError, startKubeApiServer, type KubeApiServer } from './server.js';
@@ -57,7 +57,7 @@ export async function startKubeApi(o: KubeApiOptions): Promise<RunningKubeApi> {
   const cache = new WatchCache({
     startVersion: startVersionFor(files.readVersion(), o.now()),
     reserveVersions: (v) => files.saveVersion(v),
-    kinds: { customresourcedefinitions: { kind: 'CustomResourceDefinition', apiVersion: 'apiextensions.k8s.io/v1' } },
+    kinds: CRD_KINDS,
   });
   const declared = new Set<string>();
   for (const { resource, obj } of files.load()) {
